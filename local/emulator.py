@@ -1,0 +1,182 @@
+"""Find, start and stop the real Cloud Firestore emulator (Java) for tests, the demo and benchmarks.
+
+The emulator ships in the Debian package ``google-cloud-cli-firestore-emulator`` or as the
+gcloud component ``cloud-firestore-emulator``. We start ``java`` directly, not the ``gcloud
+emulators firestore start`` wrapper, because killing the wrapper leaves java running; we keep
+the PID of the java process and stop only that PID.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import requests
+
+INSTALL_HINT = (
+    "install it with `gcloud components install cloud-firestore-emulator` "
+    "(or the Debian/Ubuntu package `google-cloud-cli-firestore-emulator`), "
+    "or set FIRESTORE_EMULATOR_JAR to the path of cloud-firestore-emulator.jar"
+)
+_MAIN_CLASS = "com.google.cloud.datastore.emulator.firestore.CloudFirestore"
+_READY_LINE = "Dev App Server is now running."
+_JAR_SUBPATH = "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
+
+
+class EmulatorNotFoundError(RuntimeError):
+    """Java or the Firestore emulator jar is missing; the message says what to install."""
+
+
+class EmulatorStartError(RuntimeError):
+    """The emulator process exited or did not become ready in time; the message holds its log tail."""
+
+
+def find_emulator_jar() -> Path:
+    """Return the path of ``cloud-firestore-emulator.jar``.
+
+    Looks, in order, at ``$FIRESTORE_EMULATOR_JAR``, the Debian package's files, the SDK root
+    that ``gcloud info`` reports, and the usual SDK install folders.
+
+    Raises:
+        EmulatorNotFoundError: no jar was found; the message names the install command.
+    """
+    explicit = os.environ.get("FIRESTORE_EMULATOR_JAR")
+    if explicit:
+        if Path(explicit).is_file():
+            return Path(explicit)
+        raise EmulatorNotFoundError(f"FIRESTORE_EMULATOR_JAR={explicit} is not a file; {INSTALL_HINT}")
+    candidates: list[str] = []
+    if shutil.which("dpkg"):
+        out = subprocess.run(
+            ["dpkg", "-L", "google-cloud-cli-firestore-emulator"], capture_output=True, text=True, check=False
+        ).stdout
+        candidates += [line for line in out.splitlines() if line.endswith("emulator.jar")]
+    if shutil.which("gcloud"):
+        try:
+            root = subprocess.run(
+                ["gcloud", "info", "--format=value(installation.sdk_root)"],
+                capture_output=True, text=True, check=False, timeout=60,
+            ).stdout.strip()
+        except subprocess.TimeoutExpired:
+            root = ""
+        if root:
+            candidates.append(os.path.join(root, _JAR_SUBPATH))
+    for root in ("/usr/lib/google-cloud-sdk", "/usr/share/google-cloud-sdk", "/opt/google-cloud-sdk",
+                 os.path.expanduser("~/google-cloud-sdk")):
+        candidates.append(os.path.join(root, _JAR_SUBPATH))
+    candidates += glob.glob("/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/*.jar")
+    for candidate in candidates:
+        if Path(candidate).is_file():
+            return Path(candidate)
+    raise EmulatorNotFoundError(f"the Cloud Firestore emulator jar was not found; {INSTALL_HINT}")
+
+
+def find_java() -> str:
+    """Return the ``java`` executable (Java 11 or newer is needed by the emulator).
+
+    Raises:
+        EmulatorNotFoundError: no ``java`` on PATH or in ``$JAVA_HOME/bin``.
+    """
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and Path(java_home, "bin", "java").is_file():
+        return str(Path(java_home, "bin", "java"))
+    found = shutil.which("java")
+    if not found:
+        raise EmulatorNotFoundError(
+            "java was not found on PATH; the Firestore emulator needs a Java 11+ runtime "
+            "(for example `apt-get install default-jre-headless`)"
+        )
+    return found
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class FirestoreEmulator:
+    """A running Firestore emulator on 127.0.0.1, as a context manager.
+
+    Args:
+        port: TCP port; a free one when None.
+        project: the project id clients use (``demo-`` prefixed ids never reach a real project).
+        start_timeout: seconds to wait for ``Dev App Server is now running.``.
+
+    Attributes:
+        host: ``"127.0.0.1:PORT"``, the value for ``FIRESTORE_EMULATOR_HOST``.
+    """
+
+    def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup", start_timeout: float = 60.0):
+        self.port = port or free_port()
+        self.project = project
+        self.host = f"127.0.0.1:{self.port}"
+        self._start_timeout = start_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_path: str | None = None
+
+    def start(self) -> "FirestoreEmulator":
+        """Start java and block until the emulator is ready.
+
+        Raises:
+            EmulatorNotFoundError: java or the jar is missing.
+            EmulatorStartError: the process died or was not ready within ``start_timeout`` seconds.
+        """
+        java, jar = find_java(), find_emulator_jar()
+        fd, self._log_path = tempfile.mkstemp(prefix="firestore-emulator-", suffix=".log")
+        with os.fdopen(fd, "wb") as log:
+            self._proc = subprocess.Popen(
+                [java, "-cp", str(jar), _MAIN_CLASS, "start", "--host=127.0.0.1", f"--port={self.port}"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        deadline = time.monotonic() + self._start_timeout
+        while time.monotonic() < deadline:
+            if _READY_LINE in self.log():
+                return self
+            if self._proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        tail = self.log()[-2000:]
+        self.stop()
+        raise EmulatorStartError(f"Firestore emulator did not start on port {self.port}; its log ends:\n{tail}")
+
+    def log(self) -> str:
+        """Return the emulator's log so far (stdout and stderr)."""
+        if not self._log_path:
+            return ""
+        return Path(self._log_path).read_text(errors="replace")
+
+    def wipe(self) -> None:
+        """Delete every document of ``self.project``'s default database."""
+        url = f"http://{self.host}/emulator/v1/projects/{self.project}/databases/(default)/documents"
+        requests.delete(url, timeout=10).raise_for_status()
+
+    def stop(self) -> None:
+        """Stop the java process this object started (and only that PID)."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def __enter__(self) -> "FirestoreEmulator":
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+        if self._log_path and os.path.exists(self._log_path):
+            os.unlink(self._log_path)

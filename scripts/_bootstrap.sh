@@ -1,0 +1,38 @@
+# Shared by scripts/test and scripts/demo: make .venv, install the project into it, check the emulator.
+# Sourced, not run. Re-installs only when pyproject.toml changed since the last install.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${SCHEDULER_DEDUP_VENV:-$ROOT/.venv}"
+PYTHON_BIN="${PYTHON:-python3}"
+
+if ! command -v "$PYTHON_BIN" >/dev/null 2>&1; then
+  echo "error: $PYTHON_BIN not found; install Python 3.11 or newer (for example apt-get install python3 python3-venv)" >&2
+  exit 2
+fi
+if ! "$PYTHON_BIN" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+  echo "error: Python 3.11 or newer is needed, $PYTHON_BIN is $("$PYTHON_BIN" -V 2>&1); set PYTHON=/path/to/python3.11" >&2
+  exit 2
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "==> creating virtual environment $VENV"
+  "$PYTHON_BIN" -m venv "$VENV" || { echo "error: could not create a venv; install python3-venv" >&2; exit 2; }
+fi
+STAMP="$VENV/.scheduler-dedup-installed"
+WANT="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "==> installing scheduler-dedup and its dev dependencies into $VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]"
+  echo "$WANT" > "$STAMP"
+fi
+# Fail early, with the install command, when java or the emulator jar is missing.
+"$VENV/bin/python" -c '
+import sys
+from scheduler_dedup.local.emulator import EmulatorNotFoundError, find_emulator_jar, find_java
+try:
+    find_java(); find_emulator_jar()
+except EmulatorNotFoundError as exc:
+    sys.exit(f"error: {exc}")
+'
+export PATH="$VENV/bin:$PATH"
+cd "$ROOT"

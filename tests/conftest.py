@@ -1,0 +1,36 @@
+"""Shared fixtures: one real Firestore emulator per test session, wiped between tests that ask for it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler_dedup.local.emulator import FirestoreEmulator
+
+PROJECT = "demo-scheduler-dedup"
+
+
+@pytest.fixture(scope="session")
+def firestore_emulator() -> Iterator[FirestoreEmulator]:
+    """The running emulator; ``FIRESTORE_EMULATOR_HOST`` and ``GOOGLE_CLOUD_PROJECT`` point at it."""
+    with FirestoreEmulator(project=PROJECT) as emulator:
+        old = {k: os.environ.get(k) for k in ("FIRESTORE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")}
+        os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host
+        os.environ["GOOGLE_CLOUD_PROJECT"] = PROJECT
+        try:
+            yield emulator
+        finally:
+            for key, value in old.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.fixture()
+def emulator(firestore_emulator: FirestoreEmulator) -> FirestoreEmulator:
+    """The session's emulator, wiped clean before the test."""
+    firestore_emulator.wipe()
+    return firestore_emulator
