@@ -1,0 +1,105 @@
+"""The handler's settings: one immutable object, read from the environment in one place."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from scheduler_dedup.handler.errors import ConfigError
+
+# Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
+_COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
+# Database ids: https://cloud.google.com/firestore/docs/manage-databases#database_id
+_DATABASE_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings of the dedup handler and of the ``idempotent`` primitive.
+
+    Attributes:
+        project: Google Cloud project id of the Firestore database (``GOOGLE_CLOUD_PROJECT``).
+        database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``).
+        collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``).
+        lease_seconds: how long a claim stays live without renewal (``DEDUP_LEASE_SECONDS``,
+            default 300, the Cloud Run request timeout's default). The lease is renewed every
+            ``lease_seconds / 3`` while the job runs; a crashed attempt's lease expires this long
+            after its last renewal, and only then may another delivery take the run over.
+        retention_seconds: how long a finished record is kept before the TTL policy may delete
+            it (``DEDUP_RETENTION_SECONDS``, default 604800 = 7 days). Must outlast the Scheduler
+            job's retry window, or a late retry would run the job again.
+        manual_tolerance_seconds: a schedule time more than this many seconds ahead of now is a
+            forced run (``gcloud scheduler jobs run``), deduplicated on a key of its own
+            (``DEDUP_MANUAL_TOLERANCE_SECONDS``, default 5: it only absorbs clock skew).
+    """
+
+    project: str
+    database: str = "(default)"
+    collection: str = "scheduler_runs"
+    lease_seconds: float = 300.0
+    retention_seconds: float = 604800.0
+    manual_tolerance_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            raise ConfigError("GOOGLE_CLOUD_PROJECT is empty: set it to the project id that holds the Firestore database")
+        if not _DATABASE_RE.match(self.database):
+            raise ConfigError(
+                f"DEDUP_DATABASE={self.database!r} is not a Firestore database id: use (default) or 4-63 "
+                "characters of lower-case letters, digits and '-', starting with a letter"
+            )
+        if not _COLLECTION_RE.match(self.collection) or self.collection.startswith("__"):
+            raise ConfigError(
+                f"DEDUP_COLLECTION={self.collection!r} is not a top-level collection id: use a name without '/' "
+                "that does not start with '__'"
+            )
+        if not 1 <= self.lease_seconds <= 86400:
+            raise ConfigError(f"DEDUP_LEASE_SECONDS={self.lease_seconds:g} is out of range: use 1 to 86400 seconds")
+        if self.retention_seconds < self.lease_seconds:
+            raise ConfigError(
+                f"DEDUP_RETENTION_SECONDS={self.retention_seconds:g} is shorter than DEDUP_LEASE_SECONDS="
+                f"{self.lease_seconds:g}: keep records at least as long as a lease (a week is usual)"
+            )
+        if not 0 <= self.manual_tolerance_seconds <= 3600:
+            raise ConfigError(
+                f"DEDUP_MANUAL_TOLERANCE_SECONDS={self.manual_tolerance_seconds:g} is out of range: use 0 to 3600 "
+                "seconds (a few seconds absorb clock skew)"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        """Read settings from ``environ`` (default ``os.environ``).
+
+        Raises:
+            ConfigError: a variable is missing or invalid; the message names it and the fix.
+        """
+        env = os.environ if environ is None else environ
+        project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or ""
+        if not project:
+            raise ConfigError(
+                "GOOGLE_CLOUD_PROJECT is not set: set it to the project id that holds the Firestore database "
+                "(Cloud Run does not set it by itself)"
+            )
+        return cls(
+            project=project,
+            database=env.get("DEDUP_DATABASE", "(default)"),
+            collection=env.get("DEDUP_COLLECTION", "scheduler_runs"),
+            lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", 300.0),
+            retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", 604800.0),
+            manual_tolerance_seconds=_seconds(env, "DEDUP_MANUAL_TOLERANCE_SECONDS", 5.0),
+        )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number of seconds: use e.g. {name}={default:g}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"{name}={raw!r} is not a finite number of seconds: use e.g. {name}={default:g}")
+    return value

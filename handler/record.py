@@ -1,0 +1,59 @@
+"""The run record stored in Firestore (document id = run id) and its status values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+IN_PROGRESS = "in_progress"
+COMPLETED = "completed"
+FAILED = "failed"
+STATUSES = (IN_PROGRESS, COMPLETED, FAILED)
+
+#: The TTL field: a Firestore TTL policy on it deletes the record after this time
+#: (https://cloud.google.com/firestore/docs/ttl; deletion typically within 24 h after it passes).
+TTL_FIELD = "expire_at"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run record as read from Firestore.
+
+    Attributes:
+        run_id: document id, the run id.
+        status: ``in_progress`` | ``completed`` | ``failed``.
+        attempt_id: the attempt that holds (or held) the run, 32 hex characters.
+        lease_seconds: the lease length the holder wrote, in seconds.
+        update_time: Firestore's commit time of the last write (the holder's last claim or renewal).
+        read_time: Firestore's time of this read.
+        data: every stored field.
+    """
+
+    run_id: str
+    status: str
+    attempt_id: str
+    lease_seconds: float
+    update_time: datetime
+    read_time: datetime
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def lease_remaining_seconds(self) -> float:
+        """Seconds until the lease expires, by Firestore's clock alone: last write + lease - read time.
+
+        Both times come from Firestore, so no instance's clock takes part in the decision.
+        Negative when expired. Meaningful only for ``in_progress`` records.
+        """
+        return self.lease_seconds - (self.read_time - self.update_time).total_seconds()
+
+    @property
+    def result(self) -> Any:
+        """The job's stored JSON-serialisable result (None if it had none)."""
+        return self.data.get("result")
+
+    @property
+    def error(self) -> str | None:
+        """The recorded error message of a failed run."""
+        value = self.data.get("error")
+        return None if value is None else str(value)

@@ -1,0 +1,134 @@
+"""The run key: which scheduled run a request belongs to, and its run id.
+
+Cloud Scheduler sends, on every delivery of one run, ``X-CloudScheduler-JobName`` (the job id)
+and ``X-CloudScheduler-ScheduleTime`` (RFC 3339; the same value on every retry of that run; sent
+only for unix-cron schedules). See https://cloud.google.com/scheduler/docs/reference/rpc/google.cloud.scheduler.v1#httptarget
+(the ``headers`` field). Our component adds ``X-Dedup-Project`` and ``X-Dedup-Location`` so
+that one job id in two projects or regions gives two runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from scheduler_dedup.handler.errors import RequestHeaderError
+
+JOB_NAME_HEADER = "X-CloudScheduler-JobName"
+SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
+PROJECT_HEADER = "X-Dedup-Project"
+LOCATION_HEADER = "X-Dedup-Location"
+
+# Job ids: letters, digits, hyphens, underscores, at most 500 characters
+# (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
+# We also accept a full resource name (projects/P/locations/L/jobs/J), which some proxies send.
+_JOB_NAME_RE = re.compile(r"^(projects/[a-z0-9.:-]+/locations/[a-z0-9-]+/jobs/)?[A-Za-z0-9_-]{1,500}$")
+_PROJECT_RE = re.compile(r"^[a-z][a-z0-9.:-]{0,98}[a-z0-9]$")
+_LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """What identifies one scheduled run.
+
+    Attributes:
+        project: project id from ``X-Dedup-Project`` (else the handler's own project).
+        location: Scheduler region from ``X-Dedup-Location``, or ``""`` when not sent.
+        job_name: the Scheduler job id (``X-CloudScheduler-JobName``).
+        schedule_time: the run's schedule time, an aware datetime in UTC.
+        manual: True for a forced run (schedule time in the future): keyed apart from the
+            scheduled run of the same time, so it cannot swallow that run later.
+    """
+
+    project: str
+    location: str
+    job_name: str
+    schedule_time: datetime
+    manual: bool = False
+
+    @property
+    def schedule_time_rfc3339(self) -> str:
+        """The schedule time as RFC 3339 in UTC with microseconds, e.g. ``2026-10-16T12:00:00.000000Z``."""
+        return self.schedule_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    @property
+    def run_id(self) -> str:
+        """The run id: 64 lower-case hex characters, SHA-256 of the key's canonical form.
+
+        The schedule time is normalised to a UTC instant first, so ``2026-10-16T12:00:00Z`` and
+        ``2026-10-16T05:00:00-07:00`` give the same run id.
+        """
+        kind = "manual" if self.manual else "scheduled"
+        canonical = "\x1f".join(("scheduler-dedup/v1", kind, self.project, self.location, self.job_name,
+                                 self.schedule_time_rfc3339))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def parse_schedule_time(value: str) -> datetime:
+    """Parse an RFC 3339 timestamp with an explicit offset (``Z`` or ``±HH:MM``) into aware UTC.
+
+    Raises:
+        RequestHeaderError: the value is not RFC 3339 date-time with an offset.
+    """
+    text = value.strip()
+    if not re.match(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$", text):
+        raise RequestHeaderError(
+            SCHEDULE_TIME_HEADER,
+            f"is {value!r}, not an RFC 3339 date-time with an offset such as 2026-10-16T12:00:00Z",
+        )
+    # Python's fromisoformat takes at most 6 fractional digits; RFC 3339 allows more.
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text.replace("z", "Z").replace("t", "T"))
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise RequestHeaderError(SCHEDULE_TIME_HEADER, f"is {value!r}, not a valid date-time: {exc}") from None
+    return parsed.astimezone(timezone.utc)
+
+
+def run_key_from_headers(headers: Mapping[str, str], *, default_project: str, server_now: datetime,
+                         manual_tolerance_seconds: float) -> RunKey:
+    """Build the run key of a request from its headers (looked up case-insensitively).
+
+    Args:
+        headers: request headers; any mapping, its keys compared case-insensitively
+            (HTTP/2 sends them lower-case).
+        default_project: project used when ``X-Dedup-Project`` is absent.
+        server_now: the current time (aware, UTC) by the clock the handler trusts.
+        manual_tolerance_seconds: a schedule time later than ``server_now`` by more than this is
+            a forced run.
+
+    Raises:
+        RequestHeaderError: a header is missing or malformed; ``.header`` names it.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+
+    def header(name: str) -> str | None:
+        value = lowered.get(name.lower())
+        return None if value is None else value.strip()
+
+    job_name = header(JOB_NAME_HEADER)
+    if not job_name:
+        raise RequestHeaderError(JOB_NAME_HEADER, "is missing: the request did not come from a Cloud Scheduler HTTP job")
+    if not _JOB_NAME_RE.match(job_name):
+        raise RequestHeaderError(
+            JOB_NAME_HEADER, f"is {job_name[:80]!r}: a job id is 1-500 letters, digits, '-' or '_'"
+        )
+    raw_time = header(SCHEDULE_TIME_HEADER)
+    if not raw_time:
+        raise RequestHeaderError(
+            SCHEDULE_TIME_HEADER,
+            "is missing: Cloud Scheduler sends it only for unix-cron schedules; give the job a unix-cron "
+            "schedule such as '*/5 * * * *' (forced runs of a job with no next run time also omit it)",
+        )
+    schedule_time = parse_schedule_time(raw_time)
+    project = header(PROJECT_HEADER) or default_project
+    if not _PROJECT_RE.match(project):
+        raise RequestHeaderError(PROJECT_HEADER, f"is {project[:80]!r}, not a project id")
+    location = header(LOCATION_HEADER) or ""
+    if location and not _LOCATION_RE.match(location):
+        raise RequestHeaderError(LOCATION_HEADER, f"is {location[:80]!r}, not a region such as us-central1")
+    manual = (schedule_time - server_now).total_seconds() > manual_tolerance_seconds
+    return RunKey(project=project, location=location, job_name=job_name, schedule_time=schedule_time, manual=manual)

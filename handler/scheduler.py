@@ -1,0 +1,134 @@
+"""The HTTP adapter: a Cloud Scheduler delivery in, a JSON response out.
+
+Status codes and why:
+- 200 ``processed`` / ``duplicate`` / ``failed``: Scheduler stops retrying on 2xx.
+- 409 ``in_progress`` / ``fenced``: another attempt holds the run; a non-2xx lets Scheduler's
+  retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
+  job's retry count.
+- 400: a missing or malformed Scheduler header; nothing is written.
+- 500: a retryable job failure, after the claim was released.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler_dedup.handler.config import Settings
+from scheduler_dedup.handler.errors import RequestHeaderError
+from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
+from scheduler_dedup.handler.job import Job, ScheduledRun
+from scheduler_dedup.handler.run_key import RunKey, run_key_from_headers
+
+log = logging.getLogger("scheduler_dedup")
+
+Response = tuple[dict[str, Any], int, dict[str, str]]
+
+_STATUS_CODES = {
+    Outcome.PROCESSED: 200,
+    Outcome.DUPLICATE: 200,
+    Outcome.FAILED: 200,
+    Outcome.IN_PROGRESS: 409,
+    Outcome.FENCED: 409,
+    Outcome.RELEASED: 500,
+}
+
+
+class SchedulerHandler:
+    """Deduplicates Cloud Scheduler deliveries and runs ``job`` once per scheduled run.
+
+    Args:
+        settings: the handler's settings.
+        idempotency: the claim/lease/fence/complete machinery on the run store.
+        job: the callable run once per run, with a :class:`ScheduledRun`.
+    """
+
+    def __init__(self, settings: Settings, idempotency: Idempotency, job: Job):
+        self.settings = settings
+        self.idempotency = idempotency
+        self.job = job
+
+    def handle(self, headers: Mapping[str, str]) -> Response:
+        """Handle one delivery given its request headers.
+
+        Returns:
+            ``(body, status_code, extra_headers)``; body is a JSON object with ``status`` and
+            ``run_id`` (except for 400, which has ``error`` and no run id).
+
+        Raises:
+            google.api_core.exceptions.GoogleAPICallError: Firestore failed while claiming
+                (functions-framework answers 500, and Scheduler retries).
+        """
+        started = time.monotonic()
+        try:
+            key = run_key_from_headers(
+                headers,
+                default_project=self.settings.project,
+                server_now=self.idempotency.store.server_now(),
+                manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
+            )
+        except RequestHeaderError as exc:
+            log.warning("rejected delivery: %s", exc, extra={"outcome": "bad_request", "header": exc.header})
+            return {"status": "bad_request", "error": str(exc), "header": exc.header}, 400, {}
+
+        def work(attempt_id: str) -> Any:
+            return self.job(ScheduledRun(run_id=key.run_id, job_name=key.job_name, schedule_time=key.schedule_time,
+                                         project=key.project, location=key.location, attempt_id=attempt_id,
+                                         manual=key.manual))
+
+        outcome = self.idempotency.execute(key.run_id, work, _record_fields(key))
+        body, status, extra = _response(outcome)
+        _log_outcome(key, outcome, status, time.monotonic() - started)
+        return body, status, extra
+
+
+def _record_fields(key: RunKey) -> dict[str, Any]:
+    return {
+        "job_name": key.job_name,
+        "schedule_time": key.schedule_time,
+        "project": key.project,
+        "location": key.location,
+        "manual": key.manual,
+    }
+
+
+def _response(outcome: RunOutcome) -> Response:
+    body: dict[str, Any] = {"status": outcome.outcome.value, "run_id": outcome.run_id}
+    extra: dict[str, str] = {}
+    if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
+        body["result"] = outcome.result
+    if outcome.result_dropped:
+        body["result_dropped"] = outcome.result_dropped
+    if outcome.error is not None:
+        body["error"] = outcome.error
+    if outcome.outcome is Outcome.RELEASED:
+        body["released"] = True
+    if outcome.retry_after_seconds is not None:
+        body["retry_after_seconds"] = round(outcome.retry_after_seconds, 3)
+        extra["Retry-After"] = str(max(1, int(outcome.retry_after_seconds + 0.999)))
+    if outcome.outcome is Outcome.FENCED:
+        body["error"] = "this attempt lost its lease to a newer attempt; its outcome was not recorded"
+    return body, _STATUS_CODES[outcome.outcome], extra
+
+
+def _log_outcome(key: RunKey, outcome: RunOutcome, status: int, seconds: float) -> None:
+    severity = logging.INFO
+    if outcome.outcome in (Outcome.RELEASED, Outcome.FENCED) or (outcome.outcome is Outcome.FAILED and outcome.executed):
+        severity = logging.ERROR
+    log.log(severity, "delivery %s: %s", key.job_name, outcome.outcome.value, extra={
+        "run_id": outcome.run_id,
+        "job_name": key.job_name,
+        "schedule_time": key.schedule_time_rfc3339,
+        "project": key.project,
+        "location": key.location,
+        "manual": key.manual,
+        "attempt_id": outcome.attempt_id,
+        "outcome": outcome.outcome.value,
+        "executed": outcome.executed,
+        "took_over": outcome.took_over,
+        "http_status": status,
+        "error": outcome.error,
+        "duration_ms": round(seconds * 1000, 1),
+    })

@@ -1,0 +1,69 @@
+"""The demo's job (also used by the tests): records every start and end, and can be told to fail or dawdle.
+
+Every call appends JSON lines to the file named by ``DEMO_EXECUTIONS_LOG`` (appends of one
+short line are atomic on POSIX, so several processes can share it)::
+
+    {"event": "start", "run_id": ..., "attempt_id": ..., "job_name": ..., "pid": ...}
+    {"event": "end",   "run_id": ..., "attempt_id": ..., "outcome": "ok" | "retryable" | "permanent"}
+
+Behaviour per job name comes from the JSON file named by ``DEMO_JOB_PLAN`` (read on every call,
+so a test can change it while servers run)::
+
+    {"job-a": {"sleep": 2.5, "fail": "retryable", "fail_times": 1}}
+
+``sleep`` is seconds (default ``DEMO_JOB_SECONDS``, else 0.05); ``fail`` fails the first
+``fail_times`` starts of each run (default: every start).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from scheduler_dedup.handler import NonRetryableJobError, ScheduledRun
+
+
+def _append(event: dict[str, Any]) -> None:
+    path = os.environ.get("DEMO_EXECUTIONS_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event) + "\n")
+
+
+def read_events(path: str | Path) -> list[dict[str, Any]]:
+    """All events recorded so far in ``path`` (an executions log)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _plan(job_name: str) -> dict[str, Any]:
+    path = os.environ.get("DEMO_JOB_PLAN")
+    if not path or not os.path.exists(path):
+        return {}
+    plan: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
+    return dict(plan.get(job_name, {}))
+
+
+def run(scheduled: ScheduledRun) -> dict[str, Any]:
+    """Record a start, sleep, maybe fail as planned, record an end; return a small result."""
+    plan = _plan(scheduled.job_name)
+    base = {"run_id": scheduled.run_id, "attempt_id": scheduled.attempt_id, "job_name": scheduled.job_name,
+            "pid": os.getpid()}
+    starts_before = sum(1 for e in read_events(os.environ.get("DEMO_EXECUTIONS_LOG", "/nonexistent"))
+                        if e["event"] == "start" and e["run_id"] == scheduled.run_id)
+    _append({"event": "start", **base})
+    time.sleep(float(plan.get("sleep", os.environ.get("DEMO_JOB_SECONDS", 0.05))))
+    fail = plan.get("fail")
+    if fail and starts_before < int(plan.get("fail_times", 10**9)):
+        _append({"event": "end", "outcome": fail, **base})
+        if fail == "permanent":
+            raise NonRetryableJobError(f"planned permanent failure of {scheduled.job_name}")
+        raise RuntimeError(f"planned retryable failure of {scheduled.job_name}")
+    _append({"event": "end", "outcome": "ok", **base})
+    return {"job": scheduled.job_name, "schedule_time": scheduled.schedule_time.isoformat(), "pid": os.getpid()}
