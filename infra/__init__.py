@@ -1,1 +1,36 @@
-"""placeholder"""
+"""Pulumi component and root-stack program of scheduler-dedup (issue 3).
+
+Public names:
+
+* :class:`DedupScheduledJob` — the component (type ``scheduler-dedup:index:DedupScheduledJob``).
+* :class:`DedupScheduledJobArgs`, :class:`RetryConfigArgs`, :class:`WorkflowTargetArgs`,
+  :class:`CloudRunJobTargetArgs`, :class:`HttpTargetArgs` — its typed inputs.
+* :class:`DedupConfigError` — raised before any child is created when an input is invalid.
+* :func:`build_deploy_archive` — the deploy zip (``scheduler_dedup.infra.archive``).
+* :func:`deploy_from_config` — the root stack program (``scheduler_dedup.infra.stack_program``).
+* ``scheduler_dedup.infra.mock_run.run_stack_config`` — run the root program under Pulumi mocks.
+"""
+
+from .archive import DeployArchive, build_deploy_archive
+from .args import CloudRunJobTargetArgs, DedupScheduledJobArgs, HttpTargetArgs, RetryConfigArgs, WorkflowTargetArgs
+from .component import DedupScheduledJob
+from .errors import DedupConfigError, DeployArchiveError
+from .settings import DedupSettings, resolve_settings
+from .stack_program import CONFIG_KEYS, deploy_from_config
+
+__all__ = [
+    "CONFIG_KEYS",
+    "CloudRunJobTargetArgs",
+    "DedupConfigError",
+    "DedupScheduledJob",
+    "DedupScheduledJobArgs",
+    "DedupSettings",
+    "DeployArchive",
+    "DeployArchiveError",
+    "HttpTargetArgs",
+    "RetryConfigArgs",
+    "WorkflowTargetArgs",
+    "build_deploy_archive",
+    "deploy_from_config",
+    "resolve_settings",
+]

@@ -1,0 +1,5 @@
+"""Root Pulumi program of the scheduler-dedup stack: everything lives in scheduler_dedup.infra."""
+
+from scheduler_dedup.infra.stack_program import main
+
+main()

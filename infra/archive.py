@@ -1,0 +1,153 @@
+"""Build the deploy archive that Cloud Run functions builds into the handler's container.
+
+Layout of the zip (what the Cloud Run functions Python buildpack expects:
+https://cloud.google.com/run/docs/runtimes/python-dependencies and
+https://cloud.google.com/functions/docs/writing#directory-structure):
+
+* ``main.py`` — the content of ``handler/main.py``; functions-framework serves its
+  ``handle_scheduled_job`` (the build config's function target).
+* ``scheduler_dedup/handler/**.py`` — every ``.py`` of the handler package. ``scheduler_dedup/`` has
+  no ``__init__.py``: it is a namespace package, as in the installed distribution.
+* the files of the user's job source directory, at the root, so ``DEDUP_JOB=jobs:run`` imports.
+* ``requirements.txt`` — only the handler's runtime dependencies, pinned (:data:`HANDLER_REQUIREMENTS`),
+  followed by the lines of the job source's own ``requirements.txt`` if it has one.
+
+The zip is deterministic: entries sorted, fixed timestamps (1980-01-01 00:00:00) and modes, so its
+SHA-256 only changes when content changes. The component names the uploaded object after the
+hash; a new hash is a new object name, a new ``build_config.source_location`` and a new revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DeployArchiveError
+
+#: Runtime dependencies of ``scheduler_dedup.handler``, pinned to the versions this project is tested with.
+HANDLER_REQUIREMENTS: tuple[str, ...] = (
+    "functions-framework==3.10.2",
+    "google-auth==2.63.0",
+    "google-cloud-firestore==2.27.0",
+    "requests==2.34.2",
+)
+FUNCTION_TARGET = "handle_scheduled_job"
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+_SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
+_RESERVED = ("main.py", "scheduler_dedup/")
+
+
+@dataclass(frozen=True)
+class DeployArchive:
+    """A built archive: its bytes, its SHA-256 (hex) and the sorted list of entry names."""
+
+    content: bytes
+    sha256: str
+    entries: tuple[str, ...]
+
+    def write(self, directory: Path | None = None) -> Path:
+        """Write the zip as ``<sha256>.zip`` into ``directory`` (default: a per-user temp folder); return its path."""
+        folder = directory or Path(tempfile.gettempdir()) / "scheduler-dedup-archives"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.sha256}.zip"
+        if not path.exists() or path.read_bytes() != self.content:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(self.content)
+            tmp.replace(path)
+        return path
+
+
+def handler_source_dir() -> Path:
+    """The folder of the ``scheduler_dedup.handler`` package (``handler/`` in the repo)."""
+    import scheduler_dedup.handler as handler_pkg
+
+    files = getattr(handler_pkg, "__file__", None)
+    if files:
+        return Path(files).resolve().parent
+    paths = list(getattr(handler_pkg, "__path__", []))
+    if not paths:  # pragma: no cover - an installed package always has one
+        raise DeployArchiveError("job_source", "cannot locate the scheduler_dedup.handler package")
+    return Path(paths[0]).resolve()
+
+
+def _walk(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
+        for filename in filenames:
+            if filename.endswith((".pyc", ".pyo")):
+                continue
+            found.append(Path(dirpath) / filename)
+    return sorted(found)
+
+
+def archive_files(job_source: Path | None, *, handler_dir: Path | None = None) -> dict[str, bytes]:
+    """Return ``{archive path: content}`` of the deploy archive, before zipping.
+
+    Args:
+        job_source: the user's job directory, or None for proxy targets (no user code).
+        handler_dir: the handler package folder; default :func:`handler_source_dir`.
+
+    Raises:
+        DeployArchiveError: ``handler/main.py`` is missing, or the job source has a ``main.py`` or a
+            ``scheduler_dedup/`` folder, which would shadow the handler.
+    """
+    handler = handler_dir or handler_source_dir()
+    main = handler / "main.py"
+    if not main.is_file():
+        raise DeployArchiveError("job_source", f"the handler entry point {main} is missing; reinstall scheduler-dedup")
+    files: dict[str, bytes] = {"main.py": main.read_bytes()}
+    for path in _walk(handler):
+        if path.suffix == ".py":
+            files["scheduler_dedup/handler/" + path.relative_to(handler).as_posix()] = path.read_bytes()
+    extra_requirements = b""
+    if job_source is not None:
+        for path in _walk(job_source):
+            rel = path.relative_to(job_source).as_posix()
+            if rel == "requirements.txt":
+                extra_requirements = path.read_bytes()
+                continue
+            if rel == "main.py" or rel.startswith("scheduler_dedup/"):
+                raise DeployArchiveError(
+                    "job_source",
+                    f"{path} would replace the handler's {rel.split('/')[0]}; rename it (the job module is set by 'job')",
+                )
+            files[rel] = path.read_bytes()
+    requirements = "# handler runtime dependencies (scheduler-dedup), pinned\n" + "\n".join(HANDLER_REQUIREMENTS) + "\n"
+    if extra_requirements:
+        requirements += "# from the job source's requirements.txt\n" + extra_requirements.decode() + "\n"
+    files["requirements.txt"] = requirements.encode()
+    return files
+
+
+def build_deploy_archive(job_source: Path | str | None, *, handler_dir: Path | None = None) -> DeployArchive:
+    """Build the deterministic deploy zip for a job source directory (or none, for proxy targets).
+
+    Args:
+        job_source: directory whose files go to the archive root, or None.
+        handler_dir: the handler package folder; default :func:`handler_source_dir`.
+
+    Returns:
+        The :class:`DeployArchive` (bytes, SHA-256 hex, entry names).
+
+    Raises:
+        DeployArchiveError: see :func:`archive_files`.
+    """
+    source = Path(job_source).resolve() if job_source is not None else None
+    if source is not None and not source.is_dir():
+        raise DeployArchiveError("job_source", f"{job_source} is not a directory")
+    files = archive_files(source, handler_dir=handler_dir)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, files[name])
+    content = buffer.getvalue()
+    return DeployArchive(content=content, sha256=hashlib.sha256(content).hexdigest(), entries=tuple(sorted(files)))

@@ -1,0 +1,112 @@
+"""Typed inputs of :class:`~scheduler_dedup.infra.component.DedupScheduledJob`.
+
+The inputs are ``TypedDict`` classes so that
+
+* mypy/pyright reject a misspelt key in a Python stack (``DedupScheduledJobArgs(shedule=...)``),
+* the component constructor also rejects unknown keys at run time (:class:`DedupConfigError`), and
+* Pulumi's component analyzer (``pulumi.provider.experimental``) derives the package schema for
+  other languages from these annotations and the docstring under each field.
+
+Plain (non-``Input``) types are used for every value the constructor validates at preview time
+(schedule, deadlines, retry policy); only resource names of proxy targets may be outputs of
+other resources. Units are in the names: ``*_seconds`` are whole seconds.
+"""
+
+
+from typing import NotRequired, TypedDict
+
+import pulumi
+
+
+class RetryConfigArgs(TypedDict):
+    """Cloud Scheduler retry policy of the job (Job.retryConfig).
+
+    Defaults are Cloud Scheduler's own (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig).
+    """
+
+    retry_count: NotRequired[int]
+    """Retries after a failed attempt, 0 to 5 (Scheduler refuses more). Default 0."""
+    max_retry_duration_seconds: NotRequired[int]
+    """Time limit for retrying, from the first attempt, in seconds; 0 means unlimited. Default 0."""
+    min_backoff_seconds: NotRequired[int]
+    """First wait between retries, in seconds. Default 5."""
+    max_backoff_seconds: NotRequired[int]
+    """Largest wait between retries, in seconds. Default 3600."""
+    max_doublings: NotRequired[int]
+    """How many times the wait doubles before it grows linearly. Default 5."""
+
+
+class WorkflowTargetArgs(TypedDict):
+    """Proxy target: start one Workflows execution per scheduled run (DEDUP_TARGET_TYPE=workflows)."""
+
+    workflow: pulumi.Input[str]
+    """Full workflow resource name ``projects/P/locations/L/workflows/W``."""
+
+
+class CloudRunJobTargetArgs(TypedDict):
+    """Proxy target: run one Cloud Run job execution per scheduled run (DEDUP_TARGET_TYPE=cloud_run_job)."""
+
+    job: pulumi.Input[str]
+    """Full job resource name ``projects/P/locations/L/jobs/J``."""
+
+
+class HttpTargetArgs(TypedDict):
+    """Proxy target: one HTTP POST per scheduled run with an ``Idempotency-Key`` (DEDUP_TARGET_TYPE=http)."""
+
+    url: pulumi.Input[str]
+    """The https URL to call; the handler sends a Google-signed ID token for this URL."""
+    cloud_run_service: NotRequired[pulumi.Input[str]]
+    """If the URL is a Cloud Run service: its full name ``projects/P/locations/L/services/S``; the runtime identity then gets ``roles/run.invoker`` on that service only. Otherwise no role is granted."""
+
+
+class DedupScheduledJobArgs(TypedDict):
+    """Inputs of DedupScheduledJob. Give exactly one of: ``job_source`` + ``job``, ``image`` (+ ``job``), or one proxy target."""
+
+    schedule: str
+    """unix-cron schedule with five fields, e.g. ``*/15 * * * *``. English (groc) forms such as ``every 5 minutes`` are refused: Scheduler sends X-CloudScheduler-ScheduleTime only for unix-cron."""
+    region: str
+    """Region of the Cloud Run service, the Scheduler job and (by default) the Firestore database, e.g. ``us-central1``."""
+    project: NotRequired[str]
+    """Google Cloud project id. Default: the provider's ``gcp:project`` config."""
+    time_zone: NotRequired[str]
+    """IANA time zone of the schedule, e.g. ``Europe/Berlin``. Default ``Etc/UTC``."""
+    job_source: NotRequired[str]
+    """Directory with the Python job code; its files go to the deploy archive root."""
+    job: NotRequired[str]
+    """Job entry point ``module:function`` (DEDUP_JOB), importable from ``job_source`` or from ``image``."""
+    image: NotRequired[str]
+    """A prebuilt container image (handler + job) to deploy instead of building from source."""
+    workflow_target: NotRequired[WorkflowTargetArgs]
+    """Proxy target: a Workflows workflow."""
+    cloud_run_job_target: NotRequired[CloudRunJobTargetArgs]
+    """Proxy target: a Cloud Run job."""
+    http_target: NotRequired[HttpTargetArgs]
+    """Proxy target: an https URL."""
+    attempt_deadline_seconds: NotRequired[int]
+    """How long Scheduler waits for the handler's response, 15 to 1800 seconds. Default 180."""
+    request_timeout_seconds: NotRequired[int]
+    """Cloud Run request timeout in seconds, >= attempt deadline, <= 3600. Default: the attempt deadline."""
+    lease_seconds: NotRequired[int]
+    """How long a claim blocks other attempts (DEDUP_LEASE_SECONDS), >= request timeout and attempt deadline. Default max(300, request timeout)."""
+    retention_seconds: NotRequired[int]
+    """How long completed run records are kept before the TTL policy deletes them (DEDUP_RETENTION_SECONDS), >= the retry window. Default 604800 (7 days)."""
+    manual_tolerance_seconds: NotRequired[int]
+    """Tolerance for manual "force run" requests (DEDUP_MANUAL_TOLERANCE_SECONDS). Default 5."""
+    retry: NotRequired[RetryConfigArgs]
+    """Scheduler retry policy. Default: Scheduler's defaults (no retry)."""
+    collection: NotRequired[str]
+    """Firestore collection of run records (DEDUP_COLLECTION). Default ``scheduler_runs``."""
+    database_id: NotRequired[str]
+    """Firestore database id. Default: ``<component name>-dedup`` (created), or ``(default)`` when ``create_database`` is false and no id is given."""
+    create_database: NotRequired[bool]
+    """Create the Firestore database (native mode). False: use an existing one named by ``database_id``. Default true."""
+    database_location: NotRequired[str]
+    """Firestore location id of a created database, e.g. ``nam5`` or ``us-central1``. Default: ``region``."""
+    deletion_protection: NotRequired[bool]
+    """Cloud Run service deletion protection (the provider defaults it on; we default it off so ``pulumi destroy`` works). Default false."""
+    base_image: NotRequired[str]
+    """Cloud Run functions base image for source deploys. Default ``<region>-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312``."""
+    max_instance_count: NotRequired[int]
+    """Upper bound of Cloud Run instances. Default 3."""
+    oidc_audience: NotRequired[str]
+    """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""

@@ -1,0 +1,410 @@
+"""``DedupScheduledJob``: one Pulumi component that deploys a deduplicated Cloud Scheduler job.
+
+Type token ``scheduler-dedup:index:DedupScheduledJob``. Children (all ``parent=self``, logical names
+``<name>-<part>``):
+
+* ``gcp:projects:Service`` per needed API, ``disable_on_destroy=False`` (other stacks may use them).
+* Two (three for source deploys) dedicated service accounts:
+  ``<name>-sched`` (Scheduler's OIDC identity), ``<name>-runtime`` (the Cloud Run service identity),
+  ``<name>-build`` (Cloud Build identity of the source deploy).
+* Firestore database (native mode) unless an existing one is used, and a ``gcp:firestore:Field`` with
+  the TTL policy on ``expire_at`` in the dedup collection and its single-field indexes off.
+* Source deploy: private bucket (uniform bucket-level access, public access prevention enforced),
+  the deploy archive object named after its SHA-256, an Artifact Registry repository for the built
+  image; or a prebuilt ``image``.
+* Cloud Run v2 service (build config for Cloud Run functions, target ``handle_scheduled_job``).
+* Cloud Scheduler job: POST to the service URL with an OIDC token.
+* Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the README.
+
+OIDC audience decision
+----------------------
+Issue 3 asks for audience = service URL, but the handler's env (``DEDUP_OIDC_AUDIENCE``) is part of
+the service whose URL is an output: a cycle. We break it with a Cloud Run *custom audience*: a stable
+string derived from the inputs only, ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``
+(``.invalid`` is reserved by RFC 2606, so it can never be a real host). The component sets it
+(1) in the service's ``custom_audiences`` — Cloud Run's IAM gate accepts ID tokens whose ``aud`` is the
+run.app URL *or* a configured custom audience
+(https://cloud.google.com/run/docs/configuring/custom-audiences), (2) in the Scheduler job's
+``oidc_token.audience`` and (3) in ``DEDUP_OIDC_AUDIENCE``. All three are the same literal, known at
+preview, and it does not change when Google changes URL formats. The deterministic run.app URL would
+need the project *number* (an extra lookup) and ties the audience to a URL format.
+"""
+
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from .archive import FUNCTION_TARGET, build_deploy_archive
+from .args import DedupScheduledJobArgs
+from .settings import DedupSettings, resolve_settings
+
+TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
+
+#: Role granted to the runtime identity on a proxy target, per target type (issue 5).
+TARGET_ROLES = {
+    # workflows.executions.create/get/list on the workflow; Workflows has no per-workflow IAM resource
+    # in pulumi-gcp, so it is a project member with an IAM condition on the workflow's resource name.
+    "workflows": "roles/workflows.invoker",
+    # run.jobs.runWithOverrides (needed to pass DEDUP_RUN_ID as an env override) + run.executions.get/list,
+    # granted on that one job with gcp.cloudrunv2.JobIamMember.
+    # https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run
+    "cloud_run_job": "roles/run.jobsExecutorWithOverrides",
+    # run.routes.invoke on the named Cloud Run service only.
+    "http": "roles/run.invoker",
+}
+
+GRANTS_DOC = """\
+scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM).
+runtime SA   : roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
+               (Firestore has no per-database IAM resource; the condition limits it to this database).
+               Plus the role of the proxy target, on that target only (TARGET_ROLES).
+build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
+               repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
+"""
+
+#: APIs enabled for every deployment, plus those of source deploys.
+BASE_APIS = ("run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com")
+SOURCE_DEPLOY_APIS = ("cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com")
+
+
+def _account_id(prefix: str, suffix: str) -> str:
+    """A service account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) from the component prefix."""
+    head = prefix[: 30 - len(suffix) - 1].rstrip("-")
+    return f"{head}-{suffix}"
+
+
+class DedupScheduledJob(pulumi.ComponentResource):
+    """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> Cloud Run dedup handler -> Firestore claim -> your job or proxy target."""
+
+    service_url: pulumi.Output[str]
+    """URL of the Cloud Run service that runs the dedup handler."""
+    job_name: pulumi.Output[str]
+    """Full name of the Cloud Scheduler job, projects/P/locations/R/jobs/J."""
+    scheduler_service_account_email: pulumi.Output[str]
+    """Email of the identity whose OIDC token Scheduler sends (the only allowed caller)."""
+    runtime_service_account_email: pulumi.Output[str]
+    """Email of the Cloud Run service's runtime identity."""
+    database_name: pulumi.Output[str]
+    """Firestore database id holding the run records."""
+    oidc_audience: pulumi.Output[str]
+    """Audience of the Scheduler's OIDC token (a Cloud Run custom audience, also DEDUP_OIDC_AUDIENCE)."""
+
+    def __init__(self, name: str, args: DedupScheduledJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        """Validate ``args`` and create the children.
+
+        Args:
+            name: Pulumi name; lowercase letters, digits and hyphens, starting with a letter
+                (GCP resource ids are derived from it).
+            args: see :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs`.
+            opts: resource options of the component.
+
+        Raises:
+            DedupConfigError: an invalid input, before any child is created (so ``pulumi preview`` fails).
+        """
+        settings = resolve_settings(name, args, default_project=gcp.config.project)
+        archive = None
+        if settings.image is None:
+            archive = build_deploy_archive(settings.job_source)
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.settings = settings
+        child = pulumi.ResourceOptions(parent=self)
+        s = settings
+
+        # --- APIs -------------------------------------------------------------------------------
+        apis = list(BASE_APIS) + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
+        enabled = [
+            gcp.projects.Service(
+                f"{name}-api-{api.split('.')[0]}",
+                gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
+                opts=child,
+            )
+            for api in apis
+        ]
+        after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(enabled))
+
+        # --- identities -------------------------------------------------------------------------
+        scheduler_sa = gcp.serviceaccount.Account(
+            f"{name}-sched",
+            gcp.serviceaccount.AccountArgs(
+                account_id=_account_id(s.resource_prefix, "sched"), project=s.project,
+                display_name=f"scheduler-dedup {name}: Cloud Scheduler caller",
+                description="OIDC identity of the Cloud Scheduler job; may only invoke its dedup service.",
+            ),
+            opts=after_apis,
+        )
+        runtime_sa = gcp.serviceaccount.Account(
+            f"{name}-runtime",
+            gcp.serviceaccount.AccountArgs(
+                account_id=_account_id(s.resource_prefix, "runtime"), project=s.project,
+                display_name=f"scheduler-dedup {name}: handler runtime",
+                description="Runtime identity of the dedup handler: Firestore on its database, its proxy target.",
+            ),
+            opts=after_apis,
+        )
+
+        # --- Firestore --------------------------------------------------------------------------
+        database: Optional[gcp.firestore.Database] = None
+        if s.create_database:
+            database = gcp.firestore.Database(
+                f"{name}-db",
+                gcp.firestore.DatabaseArgs(
+                    name=s.database_id, project=s.project, location_id=s.database_location,
+                    type="FIRESTORE_NATIVE", concurrency_mode="OPTIMISTIC",
+                    delete_protection_state=(
+                        "DELETE_PROTECTION_ENABLED" if s.deletion_protection else "DELETE_PROTECTION_DISABLED"
+                    ),
+                    # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
+                    deletion_policy="DELETE",
+                ),
+                opts=after_apis,
+            )
+        db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
+        # TTL policy on expire_at: https://cloud.google.com/firestore/docs/ttl ; an empty index_config
+        # turns the field's single-field indexes off (a timestamp that only grows would hotspot them).
+        gcp.firestore.Field(
+            f"{name}-ttl",
+            gcp.firestore.FieldArgs(
+                project=s.project, database=s.database_id, collection=s.collection, field="expire_at",
+                ttl_config=gcp.firestore.FieldTtlConfigArgs(),
+                index_config=gcp.firestore.FieldIndexConfigArgs(),
+            ),
+            opts=db_opts,
+        )
+        database_resource_name = f"projects/{s.project}/databases/{s.database_id}"
+        gcp.projects.IAMMember(
+            f"{name}-runtime-datastore-user",
+            gcp.projects.IAMMemberArgs(
+                project=s.project, role="roles/datastore.user", member=runtime_sa.member,
+                condition=gcp.projects.IAMMemberConditionArgs(
+                    title=f"only {s.database_id}"[:100],
+                    description="scheduler-dedup: Firestore access limited to the dedup database",
+                    expression=f'resource.name == "{database_resource_name}"',
+                ),
+            ),
+            opts=db_opts,
+        )
+
+        # --- proxy target grants (issue 5) ------------------------------------------------------
+        self._grant_target(name, s, runtime_sa)
+
+        # --- container: source deploy or prebuilt image ------------------------------------------
+        build_config: Optional[gcp.cloudrunv2.ServiceBuildConfigArgs] = None
+        service_depends: list[pulumi.Resource] = [*enabled]
+        if archive is not None:
+            build_sa = gcp.serviceaccount.Account(
+                f"{name}-build",
+                gcp.serviceaccount.AccountArgs(
+                    account_id=_account_id(s.resource_prefix, "build"), project=s.project,
+                    display_name=f"scheduler-dedup {name}: source build",
+                    description="Cloud Build identity of the source deploy: reads the archive, pushes the image.",
+                ),
+                opts=after_apis,
+            )
+            bucket = gcp.storage.Bucket(
+                f"{name}-source",
+                gcp.storage.BucketArgs(
+                    project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
+                    public_access_prevention="enforced", force_destroy=True,
+                ),
+                opts=after_apis,
+            )
+            source_object = gcp.storage.BucketObject(
+                f"{name}-archive",
+                gcp.storage.BucketObjectArgs(
+                    bucket=bucket.name, name=f"{s.resource_prefix}-{archive.sha256[:16]}.zip",
+                    source=pulumi.FileAsset(str(archive.write())), content_type="application/zip",
+                ),
+                opts=child,
+            )
+            repository = gcp.artifactregistry.Repository(
+                f"{name}-images",
+                gcp.artifactregistry.RepositoryArgs(
+                    project=s.project, location=s.region, repository_id=f"{s.resource_prefix[:55].rstrip('-')}-images",
+                    format="DOCKER", description=f"scheduler-dedup {name}: built handler images",
+                ),
+                opts=after_apis,
+            )
+            build_grants = [
+                gcp.storage.BucketIAMMember(
+                    f"{name}-build-source-reader",
+                    gcp.storage.BucketIAMMemberArgs(bucket=bucket.name, role="roles/storage.objectViewer", member=build_sa.member),
+                    opts=child,
+                ),
+                gcp.artifactregistry.RepositoryIamMember(
+                    f"{name}-build-image-writer",
+                    gcp.artifactregistry.RepositoryIamMemberArgs(
+                        project=s.project, location=s.region, repository=repository.repository_id,
+                        role="roles/artifactregistry.writer", member=build_sa.member,
+                    ),
+                    opts=child,
+                ),
+                gcp.projects.IAMMember(
+                    f"{name}-build-log-writer",
+                    gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_sa.member),
+                    opts=child,
+                ),
+            ]
+            service_depends += build_grants
+            image: pulumi.Input[str] = pulumi.Output.concat(
+                s.region, "-docker.pkg.dev/", s.project, "/", repository.repository_id, "/", s.service_name
+            )
+            build_config = gcp.cloudrunv2.ServiceBuildConfigArgs(
+                source_location=pulumi.Output.concat("gs://", bucket.name, "/", source_object.output_name),
+                function_target=FUNCTION_TARGET,
+                image_uri=image,
+                base_image=s.base_image,
+                enable_automatic_updates=True,
+                service_account=build_sa.id,
+            )
+            self.archive_sha256: Optional[str] = archive.sha256
+        else:
+            assert s.image is not None
+            image = s.image
+            self.archive_sha256 = None
+
+        # --- Cloud Run service --------------------------------------------------------------------
+        envs = [
+            gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
+            for key, value in handler_environment(s).items()
+        ]
+        envs.append(gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name="DEDUP_ALLOWED_CALLERS", value=scheduler_sa.email))
+        service = gcp.cloudrunv2.Service(
+            f"{name}-service",
+            gcp.cloudrunv2.ServiceArgs(
+                name=s.service_name, project=s.project, location=s.region,
+                deletion_protection=s.deletion_protection,
+                # Scheduler calls over the internet; Cloud Run IAM (run.invoker) is the gate, not ingress.
+                ingress="INGRESS_TRAFFIC_ALL",
+                invoker_iam_disabled=False,
+                custom_audiences=[s.oidc_audience],
+                build_config=build_config,
+                template=gcp.cloudrunv2.ServiceTemplateArgs(
+                    service_account=runtime_sa.email,
+                    timeout=f"{s.request_timeout_seconds}s",
+                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(max_instance_count=s.max_instance_count),
+                    containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(image=image, envs=envs)],
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=service_depends),
+        )
+        invoker = gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-scheduler-invoker",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service.name,
+                role="roles/run.invoker", member=scheduler_sa.member,
+            ),
+            opts=child,
+        )
+
+        # --- Cloud Scheduler job ------------------------------------------------------------------
+        retry = s.retry
+        job = gcp.cloudscheduler.Job(
+            f"{name}-job",
+            gcp.cloudscheduler.JobArgs(
+                name=s.scheduler_job_name, project=s.project, region=s.region,
+                description=f"scheduler-dedup {name}: exactly one execution per scheduled run",
+                schedule=s.schedule, time_zone=s.time_zone,
+                attempt_deadline=f"{s.attempt_deadline_seconds}s",
+                retry_config=gcp.cloudscheduler.JobRetryConfigArgs(
+                    retry_count=retry.retry_count,
+                    max_retry_duration=f"{retry.max_retry_duration_seconds}s",
+                    min_backoff_duration=f"{retry.min_backoff_seconds}s",
+                    max_backoff_duration=f"{retry.max_backoff_seconds}s",
+                    max_doublings=retry.max_doublings,
+                ),
+                http_target=gcp.cloudscheduler.JobHttpTargetArgs(
+                    uri=service.uri, http_method="POST",
+                    headers=scheduler_headers(s),
+                    oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
+                        service_account_email=scheduler_sa.email, audience=s.oidc_audience,
+                    ),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, invoker]),
+        )
+
+        self.service_url = service.uri
+        self.job_name = job.id
+        self.scheduler_service_account_email = scheduler_sa.email
+        self.runtime_service_account_email = runtime_sa.email
+        self.database_name = database.name if database is not None else pulumi.Output.from_input(s.database_id)
+        self.oidc_audience = pulumi.Output.from_input(s.oidc_audience)
+        self.register_outputs(
+            {
+                "service_url": self.service_url,
+                "job_name": self.job_name,
+                "scheduler_service_account_email": self.scheduler_service_account_email,
+                "runtime_service_account_email": self.runtime_service_account_email,
+                "database_name": self.database_name,
+                "oidc_audience": self.oidc_audience,
+            }
+        )
+
+    def _grant_target(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account) -> None:
+        """Grant the runtime identity the one role its proxy target needs, on that target only."""
+        child = pulumi.ResourceOptions(parent=self)
+        if s.target_type == "workflows" and s.workflow is not None:
+            workflow = pulumi.Output.from_input(s.workflow)
+            gcp.projects.IAMMember(
+                f"{name}-runtime-workflow-invoker",
+                gcp.projects.IAMMemberArgs(
+                    project=s.project, role=TARGET_ROLES["workflows"], member=runtime_sa.member,
+                    # No per-workflow IAM exists; the condition limits the grant to this workflow and its executions.
+                    condition=gcp.projects.IAMMemberConditionArgs(
+                        title="only the target workflow",
+                        description="scheduler-dedup: start and read executions of one workflow",
+                        expression=workflow.apply(
+                            lambda w: f'resource.name == "{w}" || resource.name.startsWith("{w}/executions/")'
+                        ),
+                    ),
+                ),
+                opts=child,
+            )
+        elif s.target_type == "cloud_run_job" and s.cloud_run_job is not None:
+            gcp.cloudrunv2.JobIamMember(
+                f"{name}-runtime-job-executor",
+                gcp.cloudrunv2.JobIamMemberArgs(
+                    name=s.cloud_run_job, role=TARGET_ROLES["cloud_run_job"], member=runtime_sa.member,
+                ),
+                opts=child,
+            )
+        elif s.target_type == "http" and s.http_cloud_run_service is not None:
+            gcp.cloudrunv2.ServiceIamMember(
+                f"{name}-runtime-target-invoker",
+                gcp.cloudrunv2.ServiceIamMemberArgs(
+                    name=s.http_cloud_run_service, role=TARGET_ROLES["http"], member=runtime_sa.member,
+                ),
+                opts=child,
+            )
+
+
+def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
+    """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service.
+
+    ``DEDUP_ALLOWED_CALLERS`` (the Scheduler service account email) is added by the component, since
+    the email is an output of a child resource.
+    """
+    env: dict[str, pulumi.Input[str]] = {
+        "GOOGLE_CLOUD_PROJECT": s.project,
+        "DEDUP_COLLECTION": s.collection,
+        "DEDUP_DATABASE": s.database_id,
+        "DEDUP_LEASE_SECONDS": str(s.lease_seconds),
+        "DEDUP_RETENTION_SECONDS": str(s.retention_seconds),
+        "DEDUP_MANUAL_TOLERANCE_SECONDS": str(s.manual_tolerance_seconds),
+        "DEDUP_TARGET_TYPE": s.target_type,
+        "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
+    }
+    if s.target_type == "python":
+        assert s.job is not None
+        env["DEDUP_JOB"] = s.job
+    else:
+        target = {"workflows": s.workflow, "cloud_run_job": s.cloud_run_job, "http": s.http_url}[s.target_type]
+        assert target is not None
+        env["DEDUP_TARGET"] = target
+    return env
+
+
+def scheduler_headers(s: DedupSettings) -> dict[str, str]:
+    """Headers the Scheduler job sends; the handler keys runs on project and Scheduler location."""
+    return {"X-Dedup-Project": s.project, "X-Dedup-Location": s.region}

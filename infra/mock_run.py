@@ -1,0 +1,190 @@
+"""Run the root stack program under ``pulumi.runtime.set_mocks`` and return what it registered.
+
+Shared by this package's tests and the offline policy checker (``scheduler-dedup check``):
+
+    from scheduler_dedup.infra.mock_run import run_stack_config
+    resources = run_stack_config("Pulumi.example.yaml")
+    for r in resources:
+        print(r.type, r.name, r.parent, r.inputs)
+
+No Pulumi CLI and no cloud access is needed. Mocked outputs are plausible values (service
+account emails, a run.app URL), derived from the inputs, so ``Output`` chains resolve.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+
+from .stack_program import PROJECT_NAME, main
+
+
+@dataclass
+class RegisteredResource:
+    """One resource the program registered.
+
+    Attributes:
+        type: type token, e.g. ``gcp:cloudscheduler/job:Job``.
+        name: logical (Pulumi) name.
+        inputs: the inputs as sent to the engine (Pulumi property names, camelCase), outputs resolved.
+        parent: URN of the parent resource ('' for the stack's direct children).
+        urn: this resource's URN.
+        custom: False for component resources.
+        state: the mocked outputs returned for it.
+    """
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str
+    urn: str
+    custom: bool
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+class _Mocks(Mocks):
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
+        return mock_outputs(args.typ, args.name, dict(args.inputs))
+
+    def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+class _RecordingMonitor(MockMonitor):
+    """A MockMonitor that also keeps each RegisterResource request's parent and inputs."""
+
+    def __init__(self) -> None:
+        super().__init__(_Mocks())
+        self.registered: list[RegisteredResource] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            from pulumi.runtime import rpc
+
+            inputs = rpc.deserialize_properties(request.object)
+            urn = response.urn
+            state = self.resources[urn].state if urn in self.resources else {}
+            self.registered.append(
+                RegisteredResource(
+                    type=request.type, name=request.name, inputs=_plain(inputs), parent=request.parent,
+                    urn=urn, custom=bool(request.custom), state=_plain(state),
+                )
+            )
+        return response
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Plausible ``(id, outputs)`` for a resource, derived from its inputs."""
+    state = dict(inputs)
+    project = inputs.get("project", "mock-project")
+    if typ == "gcp:serviceaccount/account:Account":
+        email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
+        state.update(email=email, member=f"serviceAccount:{email}", name=f"projects/{project}/serviceAccounts/{email}")
+        return f"projects/{project}/serviceAccounts/{email}", state
+    if typ == "gcp:cloudrunv2/service:Service":
+        state["uri"] = f"https://{inputs.get('name', name)}-abc123xyz-uc.a.run.app"
+        return f"projects/{project}/locations/{inputs.get('location')}/services/{inputs.get('name', name)}", state
+    if typ == "gcp:storage/bucket:Bucket":
+        state.setdefault("name", f"{name}-0a1b2c3")
+        state["url"] = f"gs://{state['name']}"
+        return str(state["name"]), state
+    if typ == "gcp:storage/bucketObject:BucketObject":
+        state["outputName"] = inputs.get("name", name)
+        return f"{inputs.get('bucket')}-{state['outputName']}", state
+    if typ == "gcp:cloudscheduler/job:Job":
+        job_id = f"projects/{project}/locations/{inputs.get('region')}/jobs/{inputs.get('name', name)}"
+        return job_id, state
+    if typ == "gcp:firestore/database:Database":
+        return f"projects/{project}/databases/{inputs.get('name')}", state
+    return f"{name}-id", state
+
+
+def stack_config_from_file(config_file: Path, project_file: Path | None = None) -> dict[str, str]:
+    """Flatten a ``Pulumi.<stack>.yaml`` into ``{"ns:key": "value"}`` as the engine passes config.
+
+    Defaults from the ``config:`` block of ``project_file`` (``Pulumi.yaml``) apply first; keys without
+    a namespace there belong to the project. Non-string values are JSON-encoded (``true``, ``180``).
+    """
+    flat: dict[str, str] = {}
+    if project_file is not None and project_file.is_file():
+        project = yaml.safe_load(project_file.read_text()) or {}
+        for key, spec in (project.get("config") or {}).items():
+            full = key if ":" in key else f"{project.get('name', PROJECT_NAME)}:{key}"
+            value = spec.get("default") if isinstance(spec, Mapping) else spec
+            if value is not None:
+                flat[full] = _config_value(value)
+    stack = yaml.safe_load(config_file.read_text()) or {}
+    for key, value in (stack.get("config") or {}).items():
+        full = key if ":" in key else f"{PROJECT_NAME}:{key}"
+        flat[full] = _config_value(value)
+    return flat
+
+
+def _config_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def run_program(
+    program: Callable[[], Any], config: Mapping[str, str], *, project: str = PROJECT_NAME, stack: str = "mock"
+) -> list[RegisteredResource]:
+    """Run ``program`` under mocks with ``config`` and return every registered resource, in order.
+
+    Raises:
+        Whatever ``program`` raises (e.g. :class:`~scheduler_dedup.infra.errors.DedupConfigError`).
+    """
+    monitor = _RecordingMonitor()
+    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config(dict(config))
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def _run() -> None:
+        program()
+
+    try:
+        _run()
+    finally:
+        pulumi.runtime.set_all_config({})
+    return monitor.registered
+
+
+def run_stack_config(
+    config_file: str | Path, *, project_file: str | Path | None = None, stack: str | None = None
+) -> list[RegisteredResource]:
+    """Run the root program (:func:`scheduler_dedup.infra.stack_program.main`) for a stack config file.
+
+    Args:
+        config_file: a ``Pulumi.<stack>.yaml`` file.
+        project_file: the ``Pulumi.yaml`` whose ``config:`` defaults apply; default: the one beside
+            ``config_file`` if it exists. A relative ``jobSource`` is relative to its folder.
+        stack: stack name; default: taken from ``Pulumi.<stack>.yaml``'s file name.
+
+    Returns:
+        The registered resources (type, name, inputs, parent, urn, custom, state), components included.
+
+    Raises:
+        DedupConfigError: the config is invalid (raised by the component before any child exists).
+    """
+    config_path = Path(config_file).resolve()
+    project_path = Path(project_file).resolve() if project_file else config_path.parent / "Pulumi.yaml"
+    stack_name = stack or (config_path.name.split(".")[1] if config_path.name.count(".") >= 2 else "mock")
+    config = stack_config_from_file(config_path, project_path)
+    base_dir = project_path.parent
+    return run_program(lambda: main(base_dir=base_dir), config, stack=stack_name)

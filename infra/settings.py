@@ -1,0 +1,429 @@
+"""Validate :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` and resolve every default.
+
+:func:`resolve_settings` is pure (no Pulumi resources), so tests and the offline checker can call it,
+and the component calls it before creating any child: a misconfiguration fails ``pulumi preview``
+with a :class:`~scheduler_dedup.infra.errors.DedupConfigError` that names the field and the fix.
+
+Sources of the limits (cited again at each check):
+
+* Scheduler attempt deadline, HTTP targets: 15 s to 30 min, default 3 min —
+  https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.attempt_deadline
+* Scheduler retry policy, retryCount 0..5 and the backoff defaults —
+  https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig
+* unix-cron format, and that X-CloudScheduler-ScheduleTime is only sent for unix-cron schedules —
+  https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules and
+  https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.schedule
+* time zone: a name from the tz database — same page, ``Job.FIELDS.time_zone``
+* Cloud Run request timeout, at most 60 min —
+  https://cloud.google.com/run/docs/configuring/request-timeout
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from croniter import croniter
+
+from .errors import DedupConfigError
+
+ATTEMPT_DEADLINE_MIN_SECONDS = 15
+ATTEMPT_DEADLINE_MAX_SECONDS = 1800
+DEFAULT_ATTEMPT_DEADLINE_SECONDS = 180
+REQUEST_TIMEOUT_MAX_SECONDS = 3600
+DEFAULT_LEASE_SECONDS = 300
+DEFAULT_RETENTION_SECONDS = 604_800
+DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
+DEFAULT_COLLECTION = "scheduler_runs"
+DEFAULT_TIME_ZONE = "Etc/UTC"
+RETRY_COUNT_MAX = 5
+DEFAULT_MIN_BACKOFF_SECONDS = 5
+DEFAULT_MAX_BACKOFF_SECONDS = 3600
+DEFAULT_MAX_DOUBLINGS = 5
+DEFAULT_MAX_INSTANCE_COUNT = 3
+AUDIENCE_HOST = "scheduler-dedup.invalid"
+
+_ALLOWED_KEYS = frozenset(
+    {
+        "schedule", "region", "project", "time_zone", "job_source", "job", "image",
+        "workflow_target", "cloud_run_job_target", "http_target", "attempt_deadline_seconds",
+        "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
+        "retry", "collection", "database_id", "create_database", "database_location",
+        "deletion_protection", "base_image", "max_instance_count", "oidc_audience",
+    }
+)
+_RETRY_KEYS = frozenset(
+    {"retry_count", "max_retry_duration_seconds", "min_backoff_seconds", "max_backoff_seconds", "max_doublings"}
+)
+_JOB_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
+_DATABASE_ID_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """A resolved Scheduler retry policy; durations in whole seconds."""
+
+    retry_count: int
+    max_retry_duration_seconds: int
+    min_backoff_seconds: int
+    max_backoff_seconds: int
+    max_doublings: int
+
+    def backoff_seconds(self, retry_index: int) -> int:
+        """Wait before retry number ``retry_index`` (0-based), in seconds.
+
+        Scheduler's rule (RetryConfig.maxDoublings): the interval starts at ``min_backoff``, doubles
+        ``max_doublings`` times, then grows linearly by ``min_backoff * 2**max_doublings``, and is
+        capped at ``max_backoff``.
+        """
+        if retry_index <= self.max_doublings:
+            wait = self.min_backoff_seconds * 2**retry_index
+        else:
+            wait = self.min_backoff_seconds * 2**self.max_doublings * (retry_index - self.max_doublings + 1)
+        return min(wait, self.max_backoff_seconds)
+
+
+@dataclass(frozen=True)
+class DedupSettings:
+    """Every input of the component with its default applied; all durations in whole seconds."""
+
+    name: str
+    resource_prefix: str
+    project: str
+    region: str
+    schedule: str
+    time_zone: str
+    target_type: str  # python | workflows | cloud_run_job | http
+    job: str | None
+    job_source: Path | None
+    image: str | None
+    workflow: pulumi.Input[str] | None
+    cloud_run_job: pulumi.Input[str] | None
+    http_url: pulumi.Input[str] | None
+    http_cloud_run_service: pulumi.Input[str] | None
+    attempt_deadline_seconds: int
+    request_timeout_seconds: int
+    lease_seconds: int
+    retention_seconds: int
+    manual_tolerance_seconds: int
+    retry: RetryPolicy
+    collection: str
+    database_id: str
+    create_database: bool
+    database_location: str
+    deletion_protection: bool
+    base_image: str
+    max_instance_count: int
+    service_name: str
+    scheduler_job_name: str
+    oidc_audience: str
+
+    @property
+    def retry_window_seconds(self) -> int:
+        """See :func:`retry_window_seconds`."""
+        return retry_window_seconds(self.retry, self.attempt_deadline_seconds)
+
+
+def retry_window_seconds(retry: RetryPolicy, attempt_deadline_seconds: int) -> int:
+    """Longest time, in seconds, from a run's first attempt until its last retry can end.
+
+    With ``retry_count`` retries: every attempt's deadline plus each backoff wait. With
+    ``max_retry_duration_seconds`` > 0 Scheduler retries until *both* limits are reached
+    (RetryConfig.maxRetryDuration), so the window is the larger of the two, plus one deadline.
+    The run record must outlive this window, or a late retry would find no record and run again.
+    """
+    by_count = (retry.retry_count + 1) * attempt_deadline_seconds + sum(
+        retry.backoff_seconds(i) for i in range(retry.retry_count)
+    )
+    if retry.max_retry_duration_seconds > 0:
+        return max(by_count, retry.max_retry_duration_seconds + attempt_deadline_seconds)
+    return by_count
+
+
+def _int(args: Mapping[str, Any], key: str, default: int, *, field: str | None = None) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+        raise DedupConfigError(field or key, f"must be a whole number of seconds/count, got {value!r}")
+    return int(value)
+
+
+def _str(args: Mapping[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise DedupConfigError(key, f"must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def validate_schedule(schedule: str) -> str:
+    """Return ``schedule`` if it is a five-field unix-cron expression.
+
+    Raises:
+        DedupConfigError: groc (``every 5 minutes``), six-field, ``@hourly`` or invalid cron. Scheduler
+            sends ``X-CloudScheduler-ScheduleTime`` only for unix-cron schedules
+            (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules), and the handler
+            keys runs on it.
+    """
+    fields = schedule.split()
+    if len(fields) != 5 or not croniter.is_valid(schedule):
+        raise DedupConfigError(
+            "schedule",
+            f"{schedule!r} is not a five-field unix-cron expression (minute hour day-of-month month day-of-week); "
+            "use e.g. '*/5 * * * *' instead of English forms like 'every 5 minutes', "
+            "because Scheduler sends X-CloudScheduler-ScheduleTime only for unix-cron",
+        )
+    return " ".join(fields)
+
+
+def validate_time_zone(time_zone: str) -> str:
+    """Return ``time_zone`` if it is an IANA tz database name (``Job.time_zone``).
+
+    Raises:
+        DedupConfigError: not a tz database name; the message suggests ``Etc/UTC``.
+    """
+    try:
+        zoneinfo.ZoneInfo(time_zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise DedupConfigError(
+            "time_zone", f"{time_zone!r} is not an IANA time zone name; use e.g. 'Etc/UTC' or 'Europe/Berlin'"
+        ) from None
+    return time_zone
+
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+
+
+def _resource_prefix(name: str) -> str:
+    """The component name, checked to be usable in GCP resource ids (service, bucket, account ids).
+
+    Raises:
+        DedupConfigError: not 1-40 lowercase letters, digits or hyphens starting with a letter.
+    """
+    if not _NAME_RE.match(name) or name.endswith("-"):
+        raise DedupConfigError(
+            "name", f"{name!r} must be 1-40 lowercase letters, digits or hyphens, starting with a letter "
+            "(GCP resource ids are derived from it), e.g. 'nightly-report'"
+        )
+    return name
+
+
+def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str | None = None) -> DedupSettings:
+    """Validate the component inputs and apply every default.
+
+    Args:
+        name: the component's Pulumi name; GCP resource ids are derived from it.
+        args: a :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` mapping.
+        default_project: project id used when ``args`` has none (the provider's ``gcp:project``).
+
+    Returns:
+        The resolved :class:`DedupSettings`.
+
+    Raises:
+        DedupConfigError: the first invalid field; the message names the field and the fix.
+    """
+    prefix = _resource_prefix(name)
+    unknown = sorted(set(args) - _ALLOWED_KEYS)
+    if unknown:
+        raise DedupConfigError(unknown[0], f"unknown input; valid inputs are {', '.join(sorted(_ALLOWED_KEYS))}")
+
+    schedule = _str(args, "schedule")
+    if schedule is None:
+        raise DedupConfigError("schedule", "is required: a unix-cron expression such as '*/15 * * * *'")
+    schedule = validate_schedule(schedule)
+    time_zone = validate_time_zone(_str(args, "time_zone") or DEFAULT_TIME_ZONE)
+    region = _str(args, "region")
+    if region is None:
+        raise DedupConfigError("region", "is required: a Cloud Run and Cloud Scheduler region such as 'us-central1'")
+    project = _str(args, "project") or default_project
+    if not project:
+        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+
+    # --- what runs: python job (source or image) or one proxy target (issue 5) ---
+    job = _str(args, "job")
+    job_source_str = _str(args, "job_source")
+    image = _str(args, "image")
+    targets = {k: args[k] for k in ("workflow_target", "cloud_run_job_target", "http_target") if args.get(k) is not None}
+    if len(targets) > 1:
+        raise DedupConfigError(sorted(targets)[1], f"give only one proxy target, got {', '.join(sorted(targets))}")
+    workflow = cloud_run_job = http_url = http_service = None
+    job_source: Path | None = None
+    if targets:
+        (key, target), = targets.items()
+        if not isinstance(target, Mapping):
+            raise DedupConfigError(key, f"must be a mapping, got {target!r}")
+        if job_source_str is not None or job is not None:
+            raise DedupConfigError(key, "a proxy target runs no user code: remove job_source and job, or remove the target")
+        if key == "workflow_target":
+            target_type, workflow = "workflows", _target_name(target, key, "workflow", "workflows")
+        elif key == "cloud_run_job_target":
+            target_type, cloud_run_job = "cloud_run_job", _target_name(target, key, "job", "jobs")
+        else:
+            target_type = "http"
+            http_url = target.get("url")
+            if isinstance(http_url, str) and not http_url.startswith("https://"):
+                raise DedupConfigError(f"{key}.url", f"{http_url!r} must be an https:// URL")
+            if http_url is None:
+                raise DedupConfigError(f"{key}.url", "is required: the https URL to call")
+            if target.get("cloud_run_service") is not None:
+                http_service = _target_name(target, key, "cloud_run_service", "services")
+            extra = set(target) - {"url", "cloud_run_service"}
+            if extra:
+                raise DedupConfigError(f"{key}.{sorted(extra)[0]}", "unknown key; valid keys are url, cloud_run_service")
+    else:
+        target_type = "python"
+        if job_source_str is None and image is None:
+            raise DedupConfigError(
+                "job_source",
+                "neither job_source nor image nor a proxy target is given: set job_source (a directory with your "
+                "job module) and job ('module:function'), or image, or one of workflow_target, "
+                "cloud_run_job_target, http_target",
+            )
+        if job_source_str is not None and image is not None:
+            raise DedupConfigError("image", "give job_source or image, not both")
+        if job is None:
+            raise DedupConfigError("job", "is required with job_source or image: the entry point as 'module:function'")
+        if not _JOB_RE.match(job):
+            raise DedupConfigError("job", f"{job!r} is not 'module:function' (e.g. 'jobs:run')")
+        if job_source_str is not None:
+            job_source = Path(job_source_str).expanduser().resolve()
+            if not job_source.is_dir():
+                raise DedupConfigError("job_source", f"{job_source_str!r} is not a directory")
+            module = job.split(":")[0].replace(".", "/")
+            if not ((job_source / f"{module}.py").is_file() or (job_source / module / "__init__.py").is_file()):
+                raise DedupConfigError(
+                    "job", f"module of {job!r} not found in job_source: expected {module}.py or {module}/__init__.py"
+                )
+
+    # --- deadlines, lease, retention ---
+    attempt_deadline = _int(args, "attempt_deadline_seconds", DEFAULT_ATTEMPT_DEADLINE_SECONDS)
+    # Scheduler: "For HTTP targets ... The deadline must be in the interval [15 seconds, 30 minutes]."
+    # https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.attempt_deadline
+    if not ATTEMPT_DEADLINE_MIN_SECONDS <= attempt_deadline <= ATTEMPT_DEADLINE_MAX_SECONDS:
+        raise DedupConfigError(
+            "attempt_deadline_seconds",
+            f"{attempt_deadline} s is outside Cloud Scheduler's range for HTTP targets; "
+            f"use {ATTEMPT_DEADLINE_MIN_SECONDS} to {ATTEMPT_DEADLINE_MAX_SECONDS} seconds",
+        )
+    request_timeout = _int(args, "request_timeout_seconds", attempt_deadline)
+    # Cloud Run: request timeout up to 60 minutes. https://cloud.google.com/run/docs/configuring/request-timeout
+    if not 1 <= request_timeout <= REQUEST_TIMEOUT_MAX_SECONDS:
+        raise DedupConfigError(
+            "request_timeout_seconds", f"{request_timeout} s is outside Cloud Run's range; use 1 to {REQUEST_TIMEOUT_MAX_SECONDS}"
+        )
+    if request_timeout < attempt_deadline:
+        raise DedupConfigError(
+            "request_timeout_seconds",
+            f"{request_timeout} s is shorter than attempt_deadline_seconds ({attempt_deadline} s): Cloud Run would cut "
+            f"a job that Scheduler still waits for; raise it to at least {attempt_deadline}",
+        )
+    lease = _int(args, "lease_seconds", max(DEFAULT_LEASE_SECONDS, request_timeout))
+    if lease < request_timeout or lease < attempt_deadline:
+        longest = max(request_timeout, attempt_deadline)
+        raise DedupConfigError(
+            "lease_seconds",
+            f"{lease} s is shorter than the request timeout ({request_timeout} s) or the attempt deadline "
+            f"({attempt_deadline} s): a retry could take over a claim whose job is still running; "
+            f"raise it to at least {longest}",
+        )
+    retry = _retry_policy(args.get("retry") or {})
+    window = retry_window_seconds(retry, attempt_deadline)
+    retention = _int(args, "retention_seconds", DEFAULT_RETENTION_SECONDS)
+    if retention < window:
+        raise DedupConfigError(
+            "retention_seconds",
+            f"{retention} s is shorter than the retry window ({window} s, from the attempt deadline and the retry "
+            f"config): a late retry would find no record and run the job again; raise it to at least {window} "
+            "or shorten the retry config",
+        )
+    tolerance = _int(args, "manual_tolerance_seconds", DEFAULT_MANUAL_TOLERANCE_SECONDS)
+    if tolerance < 0:
+        raise DedupConfigError("manual_tolerance_seconds", "must be >= 0")
+
+    # --- Firestore ---
+    collection = _str(args, "collection") or DEFAULT_COLLECTION
+    if "/" in collection:
+        raise DedupConfigError("collection", f"{collection!r} must be a top-level collection id without '/'")
+    create_database = args.get("create_database", True)
+    if not isinstance(create_database, bool):
+        raise DedupConfigError("create_database", f"must be true or false, got {create_database!r}")
+    default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
+    database_id = _str(args, "database_id") or default_db
+    # Database ids: 4-63 chars, lowercase letters, digits, hyphens, start with a letter; or "(default)".
+    # https://cloud.google.com/firestore/docs/manage-databases#database_id
+    if not _DATABASE_ID_RE.match(database_id):
+        raise DedupConfigError(
+            "database_id", f"{database_id!r} is not a Firestore database id (4-63 of a-z 0-9 -, starting with a letter)"
+        )
+    database_location = _str(args, "database_location") or region
+
+    deletion_protection = args.get("deletion_protection", False)
+    if not isinstance(deletion_protection, bool):
+        raise DedupConfigError("deletion_protection", f"must be true or false, got {deletion_protection!r}")
+    max_instances = _int(args, "max_instance_count", DEFAULT_MAX_INSTANCE_COUNT)
+    if max_instances < 1:
+        raise DedupConfigError("max_instance_count", "must be at least 1")
+    base_image = _str(args, "base_image") or (
+        f"{region}-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312"
+    )
+
+    # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
+    service_name = prefix[:49].rstrip("-")
+    scheduler_job_name = prefix[:500]
+    audience = _str(args, "oidc_audience") or (
+        f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}"
+    )
+    return DedupSettings(
+        name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,
+        target_type=target_type, job=job, job_source=job_source, image=image, workflow=workflow,
+        cloud_run_job=cloud_run_job, http_url=http_url, http_cloud_run_service=http_service,
+        attempt_deadline_seconds=attempt_deadline, request_timeout_seconds=request_timeout, lease_seconds=lease,
+        retention_seconds=retention, manual_tolerance_seconds=tolerance, retry=retry, collection=collection,
+        database_id=database_id, create_database=create_database, database_location=database_location,
+        deletion_protection=deletion_protection, base_image=base_image, max_instance_count=max_instances,
+        service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
+    )
+
+
+def _target_name(target: Mapping[str, Any], key: str, field: str, collection: str) -> pulumi.Input[str]:
+    value = target.get(field)
+    if value is None:
+        raise DedupConfigError(f"{key}.{field}", f"is required: projects/P/locations/L/{collection}/NAME")
+    if isinstance(value, str) and not re.fullmatch(rf"projects/[^/]+/locations/[^/]+/{collection}/[^/]+", value):
+        raise DedupConfigError(f"{key}.{field}", f"{value!r} is not a full name projects/P/locations/L/{collection}/NAME")
+    return value  # type: ignore[no-any-return]
+
+
+def _retry_policy(retry: Any) -> RetryPolicy:
+    """Resolve ``retry`` with Scheduler's defaults and check RetryConfig's limits.
+
+    https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig:
+    retryCount "Values greater than 5 and negative values are not allowed"; minBackoffDuration
+    default 5 s; maxBackoffDuration default 1 h; maxDoublings default 5; maxRetryDuration default 0 (unlimited).
+    """
+    if not isinstance(retry, Mapping):
+        raise DedupConfigError("retry", f"must be a mapping, got {retry!r}")
+    unknown = sorted(set(retry) - _RETRY_KEYS)
+    if unknown:
+        raise DedupConfigError(f"retry.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_RETRY_KEYS))}")
+    count = _int(retry, "retry_count", 0, field="retry.retry_count")
+    if not 0 <= count <= RETRY_COUNT_MAX:
+        raise DedupConfigError("retry.retry_count", f"{count} is outside Cloud Scheduler's range; use 0 to {RETRY_COUNT_MAX}")
+    duration = _int(retry, "max_retry_duration_seconds", 0, field="retry.max_retry_duration_seconds")
+    min_backoff = _int(retry, "min_backoff_seconds", DEFAULT_MIN_BACKOFF_SECONDS, field="retry.min_backoff_seconds")
+    max_backoff = _int(retry, "max_backoff_seconds", DEFAULT_MAX_BACKOFF_SECONDS, field="retry.max_backoff_seconds")
+    doublings = _int(retry, "max_doublings", DEFAULT_MAX_DOUBLINGS, field="retry.max_doublings")
+    if duration < 0:
+        raise DedupConfigError("retry.max_retry_duration_seconds", "must be >= 0 (0 means unlimited)")
+    if min_backoff < 0 or max_backoff < 0 or doublings < 0:
+        raise DedupConfigError("retry", "backoff durations and max_doublings must be >= 0")
+    if min_backoff > max_backoff:
+        raise DedupConfigError(
+            "retry.min_backoff_seconds", f"{min_backoff} s is longer than max_backoff_seconds ({max_backoff} s)"
+        )
+    return RetryPolicy(count, duration, min_backoff, max_backoff, doublings)

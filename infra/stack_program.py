@@ -1,0 +1,130 @@
+"""The root stack program: read stack config, create one :class:`DedupScheduledJob`, export its outputs.
+
+The repo root's ``__main__.py`` only calls :func:`main`. The offline checker
+(``scheduler-dedup check``) and the tests run :func:`deploy_from_config` under Pulumi mocks through
+:mod:`scheduler_dedup.infra.mock_run`.
+
+Config keys (namespace ``scheduler-dedup``, the project name in ``Pulumi.yaml``) are listed in
+:data:`CONFIG_KEYS`; they are stable. Durations are whole seconds. ``gcp:project`` is the project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from .args import DedupScheduledJobArgs
+from .component import DedupScheduledJob
+from .errors import DedupConfigError
+
+PROJECT_NAME = "scheduler-dedup"
+DEFAULT_COMPONENT_NAME = "scheduled-job"
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One stack config key: its type (``string``/``integer``/``boolean``) and the component input it sets."""
+
+    key: str
+    type: str
+    arg: str  # dotted path into DedupScheduledJobArgs; "" for the component name
+    description: str
+
+
+#: Every stack config key the root program reads, in documentation order.
+CONFIG_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("name", "string", "", "component name; GCP resource ids derive from it (default scheduled-job)"),
+    ConfigKey("schedule", "string", "schedule", "unix-cron schedule, five fields"),
+    ConfigKey("timeZone", "string", "time_zone", "IANA time zone of the schedule"),
+    ConfigKey("region", "string", "region", "region of Cloud Run, Scheduler and the database"),
+    ConfigKey("jobSource", "string", "job_source", "directory of the Python job, relative to Pulumi.yaml"),
+    ConfigKey("job", "string", "job", "job entry point module:function"),
+    ConfigKey("image", "string", "image", "prebuilt container image instead of jobSource"),
+    ConfigKey("workflow", "string", "workflow_target.workflow", "proxy target: projects/P/locations/L/workflows/W"),
+    ConfigKey("cloudRunJob", "string", "cloud_run_job_target.job", "proxy target: projects/P/locations/L/jobs/J"),
+    ConfigKey("httpUrl", "string", "http_target.url", "proxy target: https URL"),
+    ConfigKey("httpCloudRunService", "string", "http_target.cloud_run_service",
+              "Cloud Run service behind httpUrl: projects/P/locations/L/services/S"),
+    ConfigKey("attemptDeadlineSeconds", "integer", "attempt_deadline_seconds", "Scheduler attempt deadline, 15..1800 s"),
+    ConfigKey("requestTimeoutSeconds", "integer", "request_timeout_seconds", "Cloud Run request timeout, s"),
+    ConfigKey("leaseSeconds", "integer", "lease_seconds", "claim lease, s"),
+    ConfigKey("retentionSeconds", "integer", "retention_seconds", "run record retention (TTL), s"),
+    ConfigKey("manualToleranceSeconds", "integer", "manual_tolerance_seconds", "manual run tolerance, s"),
+    ConfigKey("retryCount", "integer", "retry.retry_count", "Scheduler retries, 0..5"),
+    ConfigKey("maxRetryDurationSeconds", "integer", "retry.max_retry_duration_seconds", "retry time limit, s (0 = none)"),
+    ConfigKey("minBackoffSeconds", "integer", "retry.min_backoff_seconds", "first retry wait, s"),
+    ConfigKey("maxBackoffSeconds", "integer", "retry.max_backoff_seconds", "largest retry wait, s"),
+    ConfigKey("maxDoublings", "integer", "retry.max_doublings", "times the retry wait doubles"),
+    ConfigKey("collection", "string", "collection", "Firestore collection of run records"),
+    ConfigKey("databaseId", "string", "database_id", "Firestore database id"),
+    ConfigKey("createDatabase", "boolean", "create_database", "create the database (false: use databaseId)"),
+    ConfigKey("databaseLocation", "string", "database_location", "Firestore location of a created database"),
+    ConfigKey("deletionProtection", "boolean", "deletion_protection", "Cloud Run / database deletion protection"),
+    ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
+    ConfigKey("maxInstanceCount", "integer", "max_instance_count", "max Cloud Run instances"),
+    ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),
+)
+
+
+def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> tuple[str, DedupScheduledJobArgs]:
+    """Translate stack config into ``(component name, DedupScheduledJobArgs)``.
+
+    Args:
+        config: the project's :class:`pulumi.Config`.
+        base_dir: folder that a relative ``jobSource`` is relative to (default: the working
+            directory, which ``pulumi up`` sets to the folder of ``Pulumi.yaml``).
+
+    Raises:
+        DedupConfigError: a key has the wrong type (e.g. a non-integer deadline).
+    """
+    name = DEFAULT_COMPONENT_NAME
+    raw: dict[str, Any] = {}
+    for entry in CONFIG_KEYS:
+        try:
+            if entry.type == "integer":
+                value: Any = config.get_int(entry.key)
+            elif entry.type == "boolean":
+                value = config.get_bool(entry.key)
+            else:
+                value = config.get(entry.key)
+        except pulumi.ConfigTypeError as exc:
+            raise DedupConfigError(entry.arg or "name", f"stack config {PROJECT_NAME}:{entry.key}: {exc}") from None
+        if value is None:
+            continue
+        if entry.key == "name":
+            name = value
+            continue
+        if entry.key == "jobSource":
+            path = Path(value)
+            value = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
+        target = raw
+        *parents, leaf = entry.arg.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value
+    return name, raw  # type: ignore[return-value]  # keys are DedupScheduledJobArgs keys by construction
+
+
+def deploy_from_config(*, base_dir: Path | None = None) -> DedupScheduledJob:
+    """Create one :class:`DedupScheduledJob` from the stack config (see :data:`CONFIG_KEYS`).
+
+    Raises:
+        DedupConfigError: invalid config, before any resource is created.
+    """
+    name, args = args_from_config(pulumi.Config(), base_dir=base_dir)
+    return DedupScheduledJob(name, args)
+
+
+def main(*, base_dir: Path | None = None) -> DedupScheduledJob:
+    """The root program: :func:`deploy_from_config` and export the component's outputs as stack outputs."""
+    component = deploy_from_config(base_dir=base_dir)
+    pulumi.export("service_url", component.service_url)
+    pulumi.export("job_name", component.job_name)
+    pulumi.export("scheduler_service_account_email", component.scheduler_service_account_email)
+    pulumi.export("runtime_service_account_email", component.runtime_service_account_email)
+    pulumi.export("database_name", component.database_name)
+    pulumi.export("oidc_audience", component.oidc_audience)
+    return component
