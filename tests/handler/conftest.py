@@ -1,0 +1,90 @@
+"""Fixtures for handler tests: handler processes on the real emulator, and a job that records executions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from google.cloud import firestore
+
+from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.recording_job import read_events
+from scheduler_dedup.local.servers import HandlerServer
+
+COLLECTION = "scheduler_runs"
+
+
+@dataclass
+class Harness:
+    """Starts handler servers sharing one executions log and one job plan."""
+
+    emulator: FirestoreEmulator
+    tmp: Path
+    servers: list[HandlerServer] = field(default_factory=list)
+
+    @property
+    def executions_log(self) -> Path:
+        return self.tmp / "executions.jsonl"
+
+    @property
+    def plan_file(self) -> Path:
+        return self.tmp / "plan.json"
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        return {
+            "FIRESTORE_EMULATOR_HOST": self.emulator.host,
+            "GOOGLE_CLOUD_PROJECT": self.emulator.project,
+            "DEDUP_JOB": "scheduler_dedup.local.recording_job:run",
+            "DEMO_EXECUTIONS_LOG": str(self.executions_log),
+            "DEMO_JOB_PLAN": str(self.plan_file),
+            **overrides,
+        }
+
+    def server(self, threads: int = 8, **env: str) -> HandlerServer:
+        server = HandlerServer(self.env(**env), threads=threads)
+        self.servers.append(server)
+        return server.start()
+
+    def plan(self, job_name: str, **behaviour: Any) -> None:
+        plan = json.loads(self.plan_file.read_text()) if self.plan_file.exists() else {}
+        plan[job_name] = behaviour
+        self.plan_file.write_text(json.dumps(plan))
+
+    def starts(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in read_events(self.executions_log)
+                if e["event"] == "start" and (run_id is None or e["run_id"] == run_id)]
+
+    def ends(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in read_events(self.executions_log)
+                if e["event"] == "end" and (run_id is None or e["run_id"] == run_id)]
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        client = firestore.Client(project=self.emulator.project)
+        return {d.id: d.to_dict() or {} for d in client.collection(COLLECTION).stream()}
+
+
+@pytest.fixture()
+def harness(emulator: FirestoreEmulator, tmp_path: Path) -> Iterator[Harness]:
+    h = Harness(emulator, tmp_path)
+    yield h
+    for server in h.servers:
+        server.stop()
+
+
+def scheduler_headers(job: str, schedule_time: str, **extra: str) -> dict[str, str]:
+    """The headers Cloud Scheduler sends for one delivery."""
+    return {"X-CloudScheduler-JobName": job, "X-CloudScheduler-ScheduleTime": schedule_time,
+            "User-Agent": "Google-Cloud-Scheduler", **extra}
+
+
+def deliver(url: str, headers: dict[str, str], timeout: float = 60) -> requests.Response:
+    """POST one delivery, as Cloud Scheduler does."""
+    return requests.post(url, headers=headers, data=b"", timeout=timeout)
+
+
+Deliver = Callable[[str, dict[str, str]], requests.Response]

@@ -1,0 +1,61 @@
+"""Run key parsing and run ids, without Firestore."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from scheduler_dedup.handler import ConfigError, RequestHeaderError, Settings
+from scheduler_dedup.handler.run_key import parse_schedule_time, run_key_from_headers
+
+NOW = datetime(2026, 10, 16, 12, 0, 30, tzinfo=timezone.utc)
+
+
+def key(time: str, **headers: str):  # type: ignore[no-untyped-def]
+    return run_key_from_headers({"X-CloudScheduler-JobName": "j", "X-CloudScheduler-ScheduleTime": time, **headers},
+                                default_project="p1", server_now=NOW, manual_tolerance_seconds=5)
+
+
+@pytest.mark.parametrize("stamp", ["2026-10-16T12:00:00Z", "2026-10-16T05:00:00-07:00", "2026-10-16T12:00:00.000Z",
+                                   "2026-10-16t12:00:00z", "2026-10-16T17:30:00+05:30",
+                                   "2026-10-16T12:00:00.000000000Z"])
+def test_offset_equivalent_times_give_one_run_id(stamp: str) -> None:
+    assert key(stamp).run_id == key("2026-10-16T12:00:00Z").run_id
+
+
+def test_run_id_is_fixed_length_and_distinguishes_every_part() -> None:
+    base = key("2026-10-16T12:00:00Z")
+    assert len(base.run_id) == 64 and int(base.run_id, 16) >= 0
+    others = [key("2026-10-16T12:00:01Z"), key("2026-10-16T12:00:00Z", **{"X-Dedup-Project": "p2"}),
+              key("2026-10-16T12:00:00Z", **{"X-Dedup-Location": "us-east1"}),
+              run_key_from_headers({"X-CloudScheduler-JobName": "k", "X-CloudScheduler-ScheduleTime": "2026-10-16T12:00:00Z"},
+                                   default_project="p1", server_now=NOW, manual_tolerance_seconds=5)]
+    assert len({base.run_id, *(o.run_id for o in others)}) == 5
+
+
+def test_future_schedule_time_beyond_tolerance_is_a_manual_run() -> None:
+    assert not key("2026-10-16T12:00:35Z").manual  # 5 s ahead: clock skew
+    forced = key("2026-10-16T12:01:00Z")  # the next minute's run, forced now
+    assert forced.manual
+    later = run_key_from_headers({"X-CloudScheduler-JobName": "j", "X-CloudScheduler-ScheduleTime": "2026-10-16T12:01:00Z"},
+                                 default_project="p1", server_now=NOW + timedelta(seconds=40),
+                                 manual_tolerance_seconds=5)
+    assert not later.manual and later.run_id != forced.run_id
+
+
+@pytest.mark.parametrize("bad", ["", "2026-10-16", "2026-10-16T12:00:00", "12:00", "2026-10-16T25:00:00Z", "now"])
+def test_malformed_schedule_times_are_refused(bad: str) -> None:
+    with pytest.raises(RequestHeaderError) as info:
+        parse_schedule_time(bad)
+    assert info.value.header == "X-CloudScheduler-ScheduleTime"
+
+
+def test_settings_from_env_defaults_and_errors() -> None:
+    settings = Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p"})
+    assert (settings.collection, settings.database, settings.lease_seconds, settings.retention_seconds,
+            settings.manual_tolerance_seconds) == ("scheduler_runs", "(default)", 300.0, 604800.0, 5.0)
+    with pytest.raises(ConfigError, match="GOOGLE_CLOUD_PROJECT"):
+        Settings.from_env({})
+    with pytest.raises(ConfigError, match="DEDUP_LEASE_SECONDS='nan'"):
+        Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_LEASE_SECONDS": "nan"})
