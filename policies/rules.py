@@ -1,0 +1,766 @@
+"""The policy pack's rules: one function per rule, registered in :data:`RULES`.
+
+Each rule reads resource properties in the Pulumi engine's names (camelCase inputs of pulumi-gcp, e.g.
+``httpTarget.oidcToken.serviceAccountEmail``), treats missing values as the provider/API default and
+unknown values (:data:`~scheduler_dedup.policies.model.UNKNOWN`, during preview) as "cannot tell yet,
+no violation", and returns messages that say what to change.
+
+Resource rules have the signature ``(resource: Resource, config: Mapping[str, Any]) -> list[str]``;
+stack rules ``(resources: Sequence[Resource], config) -> list[tuple[Resource | None, str]]``. ``config``
+is the rule's configuration with its schema defaults filled in (see :meth:`Rule.resolve_config`).
+
+This module imports neither pulumi nor pulumi_policy: the offline check and the tests call the rule
+functions directly, and :mod:`scheduler_dedup.policies.pack` adapts them to CrossGuard policies.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from croniter import croniter
+
+from scheduler_dedup.policies import limits
+from scheduler_dedup.policies.model import (
+    InvalidDuration,
+    Resource,
+    duration_seconds,
+    get,
+    host,
+    is_unknown,
+    number,
+    origin,
+    policy_bindings,
+)
+from scheduler_dedup.policies.topology import (
+    SCHEDULER_JOB,
+    Pairing,
+    Topology,
+    env_value,
+    service_env,
+    service_timeout,
+)
+
+Level = Literal["mandatory", "advisory", "disabled"]
+ResourceCheck = Callable[[Resource, Mapping[str, Any]], list[str]]
+StackCheck = Callable[[Sequence[Resource], Mapping[str, Any]], list[tuple[Resource | None, str]]]
+Check = Callable[[Any, Mapping[str, Any]], list[Any]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the pack.
+
+    Attributes:
+        name: the policy name (stable; used in config files and reports).
+        description: one sentence on what the rule checks and why.
+        enforcement_level: default level, ``"mandatory"`` or ``"advisory"``.
+        check: the rule function, a ``ResourceCheck`` or a ``StackCheck`` according to ``scope``.
+        scope: ``"resource"`` (called per resource) or ``"stack"`` (called once with every resource).
+        config_schema: JSON-schema ``properties`` of the rule's configuration, each with a ``default``.
+    """
+
+    name: str
+    description: str
+    enforcement_level: Level
+    check: Check
+    scope: Literal["resource", "stack"]
+    config_schema: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def resolve_config(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The schema defaults overlaid with ``given`` (keys outside the schema and ``enforcementLevel`` dropped)."""
+        config = {key: spec.get("default") for key, spec in self.config_schema.items()}
+        for key, value in (given or {}).items():
+            if key in self.config_schema:
+                config[key] = value
+        return config
+
+
+def _seconds_cfg(config: Mapping[str, Any], key: str) -> float:
+    value = number(config.get(key))
+    return float(value) if isinstance(value, float) else 0.0
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+# ---------------------------------------------------------------- scheduler-job-unix-cron
+
+_GROC_UNITS = {"minute": "minutes", "minutes": "minutes", "min": "minutes", "mins": "minutes",
+               "hour": "hours", "hours": "hours", "day": "days", "days": "days"}
+_DAYS = {"monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5, "saturday": 6, "sunday": 0,
+         "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6, "sun": 0}
+_MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
+           "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
+_NON_UNIX_TOKEN = re.compile(r"(^|[^A-Za-z])(L|W|H|\?|#)")
+
+
+def groc_to_unix_cron(schedule: str) -> str | None:
+    """The unix-cron equivalent of a simple groc (App Engine cron) schedule, or None when there is no obvious one.
+
+    ``every 5 minutes`` -> ``*/5 * * * *``; ``every 2 hours`` -> ``0 */2 * * *``; ``every day 09:30`` ->
+    ``30 9 * * *``; ``every monday 09:00`` -> ``0 9 * * 1``; ``every minute`` -> ``* * * * *``.
+    """
+    text = " ".join(schedule.lower().split())
+    match = re.fullmatch(r"every (\d+ )?(minute|minutes|min|mins|hour|hours)", text)
+    if match:
+        n = int(match.group(1) or 1)
+        unit = _GROC_UNITS[match.group(2)]
+        if unit == "minutes":
+            return "* * * * *" if n == 1 else f"*/{n} * * * *"
+        return "0 * * * *" if n == 1 else f"0 */{n} * * *"
+    match = re.fullmatch(r"every (day|\w+day|mon|tue|wed|thu|fri|sat|sun) (\d{1,2}):(\d{2})", text)
+    if match:
+        hour, minute = int(match.group(2)), int(match.group(3))
+        day = match.group(1)
+        if day == "day":
+            return f"{minute} {hour} * * *"
+        if day in _DAYS:
+            return f"{minute} {hour} * * {_DAYS[day]}"
+    if text in ("every day", "every 24 hours"):
+        return "0 0 * * *"
+    return None
+
+
+def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A Scheduler job's ``schedule`` is a five-field unix-cron expression and its ``timeZone`` an IANA name.
+
+    Cloud Scheduler only accepts unix-cron (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules)
+    and sends the ``X-CloudScheduler-ScheduleTime`` header the handler keys runs on only for unix-cron
+    schedules; groc forms (``every 5 minutes``) are App Engine cron. Validated with croniter, restricted to
+    5 fields without croniter's extensions (seconds field, ``L``, ``W``, ``#``, ``?``, ``H``). A missing or
+    unknown schedule is not checked; a missing time zone is Scheduler's default (``Etc/UTC``).
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    messages: list[str] = []
+    schedule = get(resource.props, "schedule")
+    if isinstance(schedule, str) and not is_unknown(schedule):
+        text = schedule.strip()
+        if text.lower() in _MACROS:
+            messages.append(f"schedule {schedule!r} is a cron macro, not unix-cron: write schedule={_MACROS[text.lower()]!r}")
+        elif text.lower().startswith("every ") or not croniter.is_valid(text):
+            suggestion = groc_to_unix_cron(text)
+            hint = (f"write schedule={suggestion!r}" if suggestion else
+                    "write five unix-cron fields 'minute hour day-of-month month day-of-week', e.g. '*/15 * * * *'")
+            kind = "a groc (App Engine cron) schedule" if text.lower().startswith("every ") else "not a valid unix-cron expression"
+            messages.append(f"schedule {schedule!r} is {kind}; Cloud Scheduler needs unix-cron: {hint}")
+        elif len(text.split()) != 5 or _NON_UNIX_TOKEN.search(text):
+            messages.append(f"schedule {schedule!r} uses cron extensions Cloud Scheduler does not accept (a seconds or "
+                            "year field, L, W, #, ?, H): write five plain unix-cron fields, e.g. '*/15 * * * *'")
+    time_zone = get(resource.props, "timeZone")
+    if isinstance(time_zone, str) and not is_unknown(time_zone) and not _is_iana_zone(time_zone):
+        messages.append(f"timeZone {time_zone!r} is not an IANA time zone name: use e.g. 'Etc/UTC' or 'Europe/Paris'")
+    return messages
+
+
+def _is_iana_zone(name: str) -> bool:
+    if not name or name.startswith("/") or ".." in name:
+        return False
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- scheduler-job-oidc-auth
+
+def _is_google_api(uri: Any) -> bool:
+    h = host(uri) if isinstance(uri, str) else None
+    return bool(h) and (h == "googleapis.com" or str(h).endswith(".googleapis.com"))
+
+
+def _custom_audiences(service: Resource) -> list[str]:
+    values = get(service.props, "customAudiences")
+    return [v for v in values if isinstance(v, str) and not is_unknown(v)] if isinstance(values, list) else []
+
+
+def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """An HTTP target that is not a ``*.googleapis.com`` API carries an OIDC token whose audience matches the target.
+
+    Cloud Run only admits requests with a Google-signed ID token whose audience is the service URL or one
+    of its ``customAudiences`` (https://cloud.google.com/run/docs/authenticating/service-to-service,
+    https://cloud.google.com/run/docs/configuring/custom-audiences); Scheduler sends such a token only with
+    ``httpTarget.oidcToken`` (``oauthToken`` is for ``*.googleapis.com`` only). Accepted audiences: unset
+    (Scheduler then uses the target URI), the target URI, its origin, a custom audience of the Cloud Run
+    service the job calls, or one listed in config ``allowedAudiences``. Unknown values pass.
+    """
+    topology = Topology.of(resources)
+    allowed = [a for a in config.get("allowedAudiences") or [] if isinstance(a, str)]
+    findings: list[tuple[Resource | None, str]] = []
+    for job in topology.jobs:
+        target = get(job.props, "httpTarget")
+        if target is None or is_unknown(target):
+            continue
+        uri = get(target, "uri")
+        if _is_google_api(uri):
+            continue
+        shown = uri if isinstance(uri, str) else "the target"
+        oidc = get(target, "oidcToken")
+        if is_unknown(oidc):
+            continue
+        if oidc is None:
+            extra = " and remove oauthToken (OAuth tokens are only for *.googleapis.com)" if get(target, "oauthToken") else ""
+            findings.append((job, f"httpTarget to {shown} has no oidcToken: add httpTarget.oidcToken with "
+                                  "serviceAccountEmail (an account holding roles/run.invoker on the service) and "
+                                  f"audience = the service URL or one of its customAudiences{extra}"))
+            continue
+        email = get(oidc, "serviceAccountEmail")
+        if not is_unknown(email) and not (isinstance(email, str) and "@" in email):
+            findings.append((job, "httpTarget.oidcToken has no serviceAccountEmail: set it to the email of a service "
+                                  "account that holds roles/run.invoker on the target service"))
+        audience = get(oidc, "audience")
+        if audience is None or is_unknown(audience) or not isinstance(audience, str) or audience in allowed:
+            continue
+        pairing = topology.service_of(job)
+        custom = _custom_audiences(pairing.service) if pairing else []
+        if audience in custom:
+            continue
+        if isinstance(uri, str) and not is_unknown(uri):
+            if _same_url(audience, uri) or (origin(uri) is not None and _same_url(audience, origin(uri) or "")):
+                continue
+        elif pairing is None or is_unknown(get(pairing.service.props, "customAudiences")):
+            continue  # target URI unknown and no service to compare with: cannot tell during preview
+        accepted = ", ".join(repr(a) for a in [*( [origin(uri)] if isinstance(uri, str) and origin(uri) else []), *custom]) or "the service URL"
+        where = f" of service {pairing.service.name}" if pairing else ""
+        findings.append((job, f"httpTarget.oidcToken.audience {audience!r} does not match the target {shown}: Cloud Run "
+                              f"rejects the token (401). Set audience to {accepted}, or add {audience!r} to "
+                              f"customAudiences{where}" + (pairing.note if pairing else "")))
+    return findings
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+# ---------------------------------------------------------------- scheduler-attempt-deadline
+
+def _http_kind(resource: Resource) -> str | None:
+    if get(resource.props, "httpTarget") is not None:
+        return "http"
+    if get(resource.props, "appEngineHttpTarget") is not None:
+        return "appengine"
+    return None
+
+
+def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """``attemptDeadline`` of a job with an HTTP target is a duration within 15 s to 30 min (1800 s).
+
+    Source: Cloud Scheduler REST reference, ``Job.attemptDeadline``: "For HTTP targets ... The deadline must
+    be in the interval [15 seconds, 30 minutes]"; unset means 180 s. Config ``minSeconds``/``maxSeconds``
+    narrow the range. Pub/Sub targets ignore the deadline; App Engine targets (15 s to 24 h) are not checked.
+    """
+    if resource.type != SCHEDULER_JOB or _http_kind(resource) != "http":
+        return []
+    try:
+        deadline = duration_seconds(get(resource.props, "attemptDeadline"))
+    except InvalidDuration as error:
+        return [f"attemptDeadline {error}"]
+    if not isinstance(deadline, float):
+        return []
+    low = max(limits.SCHEDULER_HTTP_DEADLINE_MIN_S, _seconds_cfg(config, "minSeconds"))
+    high = min(limits.SCHEDULER_HTTP_DEADLINE_MAX_S, _seconds_cfg(config, "maxSeconds") or limits.SCHEDULER_HTTP_DEADLINE_MAX_S)
+    if low <= deadline <= high:
+        return []
+    return [f"attemptDeadline {_fmt(deadline)} is outside {_fmt(low)} to {_fmt(high)} for an HTTP target: set "
+            f"attemptDeadline to a value in that range, e.g. \"{_fmt(min(max(deadline, low), high))}\" "
+            "(and the Cloud Run request timeout and DEDUP_LEASE_SECONDS at least as long)"]
+
+
+def scheduler_attempt_deadline_margin(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Advisory half of ``scheduler-attempt-deadline``: the attempt deadline is not close to the service's request timeout.
+
+    When ``template.timeout - attemptDeadline`` is below config ``minMarginSeconds`` (default 15 s), Scheduler's
+    cut-off and Cloud Run's race: an attempt that runs to the limit is reported as a timeout by either side.
+    A deadline above the timeout is ``dedup-lease-covers-deadline``'s (mandatory) concern and not repeated here.
+    """
+    margin = _seconds_cfg(config, "minMarginSeconds")
+    findings: list[tuple[Resource | None, str]] = []
+    for pairing in Topology.of(resources).pairings:
+        deadline, timeout = _deadline_and_timeout(pairing)
+        if not isinstance(deadline, float) or not isinstance(timeout, float) or timeout < deadline:
+            continue
+        if timeout - deadline < margin:
+            findings.append((pairing.job, f"attemptDeadline {_fmt(deadline)} is within {_fmt(margin)} of service "
+                                          f"{pairing.service.name}'s request timeout {_fmt(timeout)}: raise template.timeout "
+                                          f"to at least {_fmt(deadline + margin)} (and DEDUP_LEASE_SECONDS with it) or lower "
+                                          f"attemptDeadline to {_fmt(max(timeout - margin, limits.SCHEDULER_HTTP_DEADLINE_MIN_S))}"
+                                          + pairing.note))
+    return findings
+
+
+def _deadline_and_timeout(pairing: Pairing) -> tuple[Any, Any]:
+    try:
+        deadline = duration_seconds(get(pairing.job.props, "attemptDeadline"))
+    except InvalidDuration:
+        deadline = None
+    if deadline is None:
+        deadline = limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S
+    try:
+        timeout = duration_seconds(service_timeout(pairing.service))
+    except InvalidDuration:
+        timeout = None
+    return deadline, timeout
+
+
+# ---------------------------------------------------------------- scheduler-retry-config
+
+_RETRY_DURATIONS = ("minBackoffDuration", "maxBackoffDuration", "maxRetryDuration")
+
+
+def scheduler_retry_config(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """``retryConfig``: retry count within 0 to 5, durations parse and are non-negative, min backoff <= max backoff, max doublings >= 0.
+
+    Source: Cloud Scheduler REST reference, ``RetryConfig``: retryCount "Values greater than 5 and negative
+    values are not allowed"; defaults minBackoff 5 s, maxBackoff 1 h, maxDoublings 5. Config
+    ``maxRetryCount`` lowers the allowed count.
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    retry = get(resource.props, "retryConfig")
+    if retry is None or is_unknown(retry):
+        return []
+    messages: list[str] = []
+    configured = number(config.get("maxRetryCount"))
+    max_count = min(limits.SCHEDULER_RETRY_COUNT_MAX, int(configured)) if isinstance(configured, float) else limits.SCHEDULER_RETRY_COUNT_MAX
+    count = number(get(retry, "retryCount"))
+    if isinstance(count, float) and not (0 <= count <= max_count and count == int(count)):
+        messages.append(f"retryConfig.retryCount {count:g} is outside 0 to {max_count}: set retryCount to an integer in "
+                        "that range (Scheduler refuses more than 5; use maxRetryDuration for longer retry windows)")
+    seconds: dict[str, Any] = {}
+    for key in _RETRY_DURATIONS:
+        try:
+            seconds[key] = duration_seconds(get(retry, key))
+        except InvalidDuration as error:
+            messages.append(f"retryConfig.{key} {error}")
+            continue
+        if isinstance(seconds[key], float) and seconds[key] < 0:
+            messages.append(f"retryConfig.{key} {_fmt(seconds[key])} is negative: use 0s or more")
+    low = seconds.get("minBackoffDuration")
+    high = seconds.get("maxBackoffDuration")
+    low = limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S if low is None else low
+    high = limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S if high is None else high
+    if isinstance(low, float) and isinstance(high, float) and low > high:
+        messages.append(f"retryConfig.minBackoffDuration {_fmt(low)} is above maxBackoffDuration {_fmt(high)}: make "
+                        "minBackoffDuration <= maxBackoffDuration (unset values default to 5s and 3600s)")
+    doublings = number(get(retry, "maxDoublings"))
+    if isinstance(doublings, float) and (doublings < 0 or doublings != int(doublings)):
+        messages.append(f"retryConfig.maxDoublings {doublings:g} is not a non-negative integer: use e.g. 5 (the default)")
+    return messages
+
+
+# ---------------------------------------------------------------- scheduler-target-not-google-api
+
+def scheduler_target_not_google_api(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A job whose HTTP target is a ``*.googleapis.com`` endpoint calls Google directly, so it is not deduplicated.
+
+    Scheduler delivers each run at least once; a direct API call may run twice. Route it through the dedup
+    handler's proxy target (the Cloud Run service), which makes the call once per run. Hosts listed in
+    config ``allowedHosts`` are exempt.
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    uri = get(resource.props, "httpTarget.uri")
+    if not _is_google_api(uri):
+        return []
+    if host(uri) in {str(h).lower() for h in config.get("allowedHosts") or []}:
+        return []
+    return [f"httpTarget.uri {uri!r} calls a Google API directly, which Scheduler may deliver more than once: point "
+            "the job at the dedup handler's Cloud Run service and let its proxy target make the call once per run "
+            "(or list the host in this rule's allowedHosts if duplicates are harmless)"]
+
+
+# ---------------------------------------------------------------- cloud-run-no-public-invoker
+
+_RUN_IAM_TYPES = frozenset({
+    "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+    "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
+    "gcp:cloudrunv2/serviceIamPolicy:ServiceIamPolicy",
+    "gcp:cloudrun/iamMember:IamMember",
+    "gcp:cloudrun/iamBinding:IamBinding",
+    "gcp:cloudrun/iamPolicy:IamPolicy",
+    "gcp:cloudfunctionsv2/functionIamMember:FunctionIamMember",
+    "gcp:cloudfunctionsv2/functionIamBinding:FunctionIamBinding",
+    "gcp:cloudfunctionsv2/functionIamPolicy:FunctionIamPolicy",
+})
+
+
+def _members(props: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+    """(role, member) pairs of an IAM member, binding or policy resource; unknown entries skipped."""
+    pairs: list[tuple[str | None, str]] = []
+    role = get(props, "role")
+    role_s = role if isinstance(role, str) and not is_unknown(role) else None
+    member = get(props, "member")
+    if isinstance(member, str) and not is_unknown(member):
+        pairs.append((role_s, member))
+    members = get(props, "members")
+    if isinstance(members, list):
+        pairs.extend((role_s, m) for m in members if isinstance(m, str) and not is_unknown(m))
+    bindings = policy_bindings(get(props, "policyData"))
+    for binding in bindings if isinstance(bindings, list) else []:
+        b_role = binding.get("role") if isinstance(binding.get("role"), str) else None
+        pairs.extend((b_role, m) for m in binding.get("members") or [] if isinstance(m, str))
+    return pairs
+
+
+def cloud_run_no_public_invoker(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """No ``allUsers``/``allAuthenticatedUsers`` on a Cloud Run service (v1, v2, functions gen2) or its IAM resources, and no disabled invoker check.
+
+    The dedup handler must only be called by the Scheduler identity (roles/run.invoker on this service):
+    a public invoker lets anyone trigger runs. ``invokerIamDisabled: true`` (v2) and the v1 annotation
+    ``run.googleapis.com/invoker-iam-disabled`` switch the invoker check off entirely
+    (https://cloud.google.com/run/docs/securing/managing-access#invoker_check).
+    """
+    messages: list[str] = []
+    if resource.type in _RUN_IAM_TYPES:
+        for role, member in _members(resource.props):
+            if member in limits.PUBLIC_MEMBERS:
+                messages.append(f"{member} is granted {role or 'a role'} on a Cloud Run service: remove it and grant "
+                                "roles/run.invoker to the Scheduler job's service account only "
+                                "(serviceAccount:<email>)")
+    elif resource.type == "gcp:cloudrunv2/service:Service":
+        if get(resource.props, "invokerIamDisabled") is True:
+            messages.append("invokerIamDisabled is true, so anyone can invoke the service: remove it (or set false) and "
+                            "grant roles/run.invoker to the Scheduler job's service account")
+    elif resource.type == "gcp:cloudrun/service:Service":
+        flag = get(resource.props, "metadata.annotations")
+        value = flag.get("run.googleapis.com/invoker-iam-disabled") if isinstance(flag, Mapping) else None
+        if isinstance(value, str) and value.lower() == "true":
+            messages.append("annotation run.googleapis.com/invoker-iam-disabled=true lets anyone invoke the service: "
+                            "remove it and grant roles/run.invoker to the Scheduler job's service account")
+    return messages
+
+
+# ---------------------------------------------------------------- no-primitive-roles
+
+def no_primitive_roles(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """No basic role (``roles/owner``, ``roles/editor``, ``roles/viewer``) is granted by any IAM member, binding or policy resource.
+
+    Basic roles carry thousands of permissions across the project
+    (https://cloud.google.com/iam/docs/roles-overview#basic); the component needs only roles/run.invoker
+    and roles/datastore.user. Config ``forbiddenRoles`` replaces the list.
+    """
+    token = resource.type.split(":")[-1].lower()
+    if "iam" not in token:
+        return []
+    forbidden = [r for r in config.get("forbiddenRoles") or limits.PRIMITIVE_ROLES if isinstance(r, str)]
+    messages = []
+    seen: set[tuple[str, str]] = set()
+    for role, member in _members(resource.props):
+        if role in forbidden and (role, member) not in seen:
+            seen.add((role, member))
+            messages.append(f"{member} is granted the basic role {role}: grant a predefined role with only what it "
+                            "needs instead (roles/run.invoker to call the service, roles/datastore.user for Firestore)")
+    role = get(resource.props, "role")
+    if role in forbidden and not any(r == role for r, _ in seen):
+        messages.append(f"this resource grants the basic role {role}: grant a narrower predefined role instead")
+    return messages
+
+
+# ---------------------------------------------------------------- dedup-firestore-ttl
+
+def _database_id(value: Any) -> Any:
+    if isinstance(value, str) and not is_unknown(value) and "databases/" in value:
+        return value.rsplit("databases/", 1)[1].split("/")[0]
+    return value
+
+
+def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Every dedup collection has a Firestore TTL policy on its expiry field.
+
+    The collection and database come from each dedup service's env ``DEDUP_COLLECTION`` (default
+    ``scheduler_runs``) and ``DEDUP_DATABASE`` (default ``(default)``); the expiry field is config
+    ``expiryField`` (default ``expire_at``, the field the handler writes). Required: a
+    ``gcp:firestore/field:Field`` with that ``collection``, ``field`` and ``database`` and ``ttlConfig`` set
+    (https://cloud.google.com/firestore/docs/ttl). Without it, run records are never deleted. Unknown
+    values in a Field count as a match.
+    """
+    expiry = str(config.get("expiryField") or limits.EXPIRY_FIELD)
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        env = service_env(service)
+        collection = env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)
+        database = _database_id(env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE))
+        candidates = [f for f in topology.fields if _matches(f, collection, expiry, database)]
+        if any(get(f.props, "ttlConfig") is not None for f in candidates):
+            continue
+        where = f"collection {collection!r}" if not is_unknown(collection) else "its collection"
+        db = f"database {database!r}" if not is_unknown(database) else "its database"
+        if candidates:
+            findings.append((candidates[0], f"Field {expiry} of {where} in {db} has no ttlConfig: set ttlConfig={{}} so "
+                                             f"Firestore deletes run records after {expiry} (service {service.name})"))
+        else:
+            findings.append((service, f"service {service.name} keeps run records in {where} of {db}, but no "
+                                      f"gcp:firestore/field:Field gives {expiry} a TTL policy: add a Field with "
+                                      f"collection={collection if not is_unknown(collection) else '<DEDUP_COLLECTION>'!r}, "
+                                      f"field={expiry!r}, database={database if not is_unknown(database) else '<DEDUP_DATABASE>'!r}, "
+                                      "ttlConfig={} (and indexConfig={} to skip its single-field indexes)"))
+    return findings
+
+
+def _matches(field_resource: Resource, collection: Any, expiry: str, database: Any) -> bool:
+    f_collection = get(field_resource.props, "collection")
+    f_field = get(field_resource.props, "field")
+    f_database = _database_id(get(field_resource.props, "database"))
+    if f_database is None:
+        f_database = limits.DEFAULT_DATABASE
+    return (_same(f_collection, collection) and _same(f_field, expiry) and _same(f_database, database))
+
+
+def _same(a: Any, b: Any) -> bool:
+    return is_unknown(a) or is_unknown(b) or a == b
+
+
+# ---------------------------------------------------------------- dedup-lease-covers-deadline
+
+def _env_seconds(service: Resource, name: str, default: float) -> tuple[Any, str | None]:
+    raw = env_value(service_env(service), name, None)
+    if raw is None:
+        return default, None
+    if is_unknown(raw):
+        return raw, None
+    value = number(raw)
+    if not isinstance(value, float) or value != value or value in (float("inf"), float("-inf")):
+        return None, (f"service {service.name}: env {name}={raw!r} is not a number of seconds: set it to e.g. "
+                      f"{default:g}")
+    return value, None
+
+
+def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """``DEDUP_LEASE_SECONDS`` >= the service's request timeout (``template.timeout``) >= each calling job's ``attemptDeadline``.
+
+    A lease shorter than the request timeout lets a second delivery take over a run that is still
+    executing; a request timeout shorter than the attempt deadline makes Cloud Run cut attempts that
+    Scheduler still waits for. Defaults: lease 300 s (handler), timeout 300 s (Cloud Run), deadline 180 s
+    (Scheduler). Config ``leaseMarginSeconds`` (default 0) demands extra lease beyond the timeout.
+    """
+    margin = _seconds_cfg(config, "leaseMarginSeconds")
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        lease, error = _env_seconds(service, limits.ENV_LEASE, limits.DEFAULT_LEASE_S)
+        if error:
+            findings.append((service, error))
+        try:
+            timeout = duration_seconds(service_timeout(service))
+        except InvalidDuration as bad:
+            findings.append((service, f"template.timeout {bad}"))
+            timeout = None
+        if isinstance(lease, float) and isinstance(timeout, float) and lease < timeout + margin:
+            findings.append((service, f"env {limits.ENV_LEASE}={lease:g} is shorter than the request timeout "
+                                      f"{_fmt(timeout)}" + (f" plus {_fmt(margin)}" if margin else "") +
+                                      f" of service {service.name}: a retry could take over a run that is still "
+                                      f"executing. Set {limits.ENV_LEASE} to at least {timeout + margin:g} or lower "
+                                      "template.timeout"))
+        for pairing in topology.jobs_of(service):
+            deadline, _ = _deadline_and_timeout(pairing)
+            if isinstance(deadline, float) and isinstance(timeout, float) and timeout < deadline:
+                findings.append((pairing.job, f"attemptDeadline {_fmt(deadline)} of job {pairing.job.name} is longer than "
+                                              f"service {service.name}'s request timeout {_fmt(timeout)}: set the service's "
+                                              f"template.timeout to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
+                                              "with it) or lower attemptDeadline" + pairing.note))
+            if isinstance(deadline, float) and isinstance(lease, float) and lease < deadline:
+                findings.append((pairing.job, f"env {limits.ENV_LEASE}={lease:g} of service {service.name} is shorter than "
+                                              f"job {pairing.job.name}'s attemptDeadline {_fmt(deadline)}: set "
+                                              f"{limits.ENV_LEASE} to at least {deadline:g}" + pairing.note))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-retention-covers-retries
+
+def retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
+    """The longest time, in seconds, from a run's first attempt until Scheduler stops retrying it; None if unknown.
+
+    With ``retryConfig.maxRetryDuration`` set and non-zero, retries go on "until both limits are reached"
+    (Cloud Scheduler ``RetryConfig``), so the window is the larger of that duration and what the retry
+    count implies. The count implies: the sum of the backoff intervals (start at ``minBackoffDuration``,
+    double ``maxDoublings`` times, then grow linearly by ``minBackoff * 2**maxDoublings``, capped at
+    ``maxBackoffDuration``) plus one ``attemptDeadline`` per attempt (retryCount + 1). Defaults: retryCount
+    0, minBackoff 5 s, maxBackoff 3600 s, maxDoublings 5, attemptDeadline 180 s. With retryCount 0 a
+    failed attempt is not retried.
+    """
+    try:
+        deadline = duration_seconds(get(job_props, "attemptDeadline"))
+        retry = get(job_props, "retryConfig") or {}
+        if is_unknown(retry):
+            return None
+        count = number(get(retry, "retryCount"))
+        low = duration_seconds(get(retry, "minBackoffDuration"))
+        high = duration_seconds(get(retry, "maxBackoffDuration"))
+        doublings = number(get(retry, "maxDoublings"))
+        max_duration = duration_seconds(get(retry, "maxRetryDuration"))
+    except InvalidDuration:
+        return None
+    values = [deadline, count, low, high, doublings, max_duration]
+    if any(is_unknown(v) for v in values):
+        return None
+    deadline_s = limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S if deadline is None else float(deadline)
+    retries = int(limits.SCHEDULER_RETRY_COUNT_DEFAULT if count is None else max(0.0, float(count)))
+    low_s = limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S if low is None else float(low)
+    high_s = limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S if high is None else float(high)
+    d = int(limits.SCHEDULER_MAX_DOUBLINGS_DEFAULT if doublings is None else max(0.0, float(doublings)))
+    if retries == 0:
+        return deadline_s
+    backoff = 0.0
+    for i in range(retries):
+        interval = low_s * (2 ** i) if i <= d else low_s * (2 ** d) * (i - d + 1)
+        backoff += min(interval, high_s)
+    by_count = backoff + (retries + 1) * deadline_s
+    by_duration = float(max_duration) + deadline_s if max_duration else 0.0
+    return max(by_count, by_duration)
+
+
+def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """``DEDUP_RETENTION_SECONDS`` (default 604800 = 7 days) outlasts the retry window of each job calling the service.
+
+    A run record deleted by the TTL policy before Scheduler's last retry lets that retry run the job a
+    second time. The window is :func:`retry_window_seconds`; config ``marginSeconds`` (default 0) adds slack.
+    """
+    margin = _seconds_cfg(config, "marginSeconds")
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        retention, error = _env_seconds(service, limits.ENV_RETENTION, limits.DEFAULT_RETENTION_S)
+        if error:
+            findings.append((service, error))
+        if not isinstance(retention, float):
+            continue
+        for pairing in topology.jobs_of(service):
+            window = retry_window_seconds(pairing.job.props)
+            if window is not None and retention < window + margin:
+                findings.append((pairing.job, f"env {limits.ENV_RETENTION}={retention:g} of service {service.name} is "
+                                              f"shorter than job {pairing.job.name}'s retry window {_fmt(window)}"
+                                              + (f" plus {_fmt(margin)}" if margin else "") + ": a late retry would find "
+                                              f"no record and run again. Set {limits.ENV_RETENTION} to at least "
+                                              f"{window + margin:g} (604800 = 7 days is usual) or shorten retryConfig"
+                                              + pairing.note))
+    return findings
+
+
+# ---------------------------------------------------------------- the list
+
+RULES: list[Rule] = [
+    Rule("scheduler-job-unix-cron",
+         "A Cloud Scheduler job's schedule is a 5-field unix-cron expression (not groc) and its timeZone an IANA name.",
+         "mandatory", scheduler_job_unix_cron, "resource"),
+    Rule("scheduler-job-oidc-auth",
+         "An HTTP target that is not a *.googleapis.com API carries an OIDC token with a service account email, and "
+         "its audience matches the target (URI, origin or a customAudiences value of the Cloud Run service).",
+         "mandatory", scheduler_job_oidc_auth, "stack",
+         {"allowedAudiences": {"type": "array", "items": {"type": "string"}, "default": [],
+                               "description": "extra audiences to accept (e.g. for a non-Cloud-Run receiver)"}}),
+    Rule("scheduler-attempt-deadline",
+         "A job with an HTTP target has an attemptDeadline within 15 s to 30 min (Cloud Scheduler's limits).",
+         "mandatory", scheduler_attempt_deadline, "resource",
+         {"minSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
+                         "description": "lowest accepted attempt deadline in seconds (not below 15)"},
+          "maxSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
+                         "description": "highest accepted attempt deadline in seconds (not above 1800)"}}),
+    Rule("scheduler-attempt-deadline-margin",
+         "Advisory part of scheduler-attempt-deadline: the attempt deadline is not within a margin of the Cloud Run "
+         "request timeout of the service the job calls.",
+         "advisory", scheduler_attempt_deadline_margin, "stack",
+         {"minMarginSeconds": {"type": "number", "default": 15,
+                               "description": "least seconds between attempt deadline and request timeout"}}),
+    Rule("scheduler-retry-config",
+         "A job's retryConfig has retryCount within 0 to 5 and consistent backoff values.",
+         "advisory", scheduler_retry_config, "resource",
+         {"maxRetryCount": {"type": "integer", "default": limits.SCHEDULER_RETRY_COUNT_MAX,
+                            "description": "highest accepted retryCount (not above 5)"}}),
+    Rule("scheduler-target-not-google-api",
+         "A job that calls a *.googleapis.com endpoint directly is not deduplicated; route it through the handler's proxy.",
+         "advisory", scheduler_target_not_google_api, "resource",
+         {"allowedHosts": {"type": "array", "items": {"type": "string"}, "default": [],
+                           "description": "googleapis.com hosts a job may call directly"}}),
+    Rule("cloud-run-no-public-invoker",
+         "No allUsers or allAuthenticatedUsers on a Cloud Run service or its IAM resources, and no disabled invoker check.",
+         "mandatory", cloud_run_no_public_invoker, "resource"),
+    Rule("no-primitive-roles",
+         "No roles/owner, roles/editor or roles/viewer granted to any member by the stack.",
+         "mandatory", no_primitive_roles, "resource",
+         {"forbiddenRoles": {"type": "array", "items": {"type": "string"}, "default": list(limits.PRIMITIVE_ROLES),
+                             "description": "roles no IAM resource of the stack may grant"}}),
+    Rule("dedup-firestore-ttl",
+         "Every dedup collection (DEDUP_COLLECTION/DEDUP_DATABASE of a dedup Cloud Run service) has a Firestore TTL "
+         "policy on its expiry field.",
+         "mandatory", dedup_firestore_ttl, "stack",
+         {"expiryField": {"type": "string", "default": limits.EXPIRY_FIELD,
+                          "description": "the run records' expiry timestamp field"}}),
+    Rule("dedup-lease-covers-deadline",
+         "The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at least the "
+         "job's attempt deadline.",
+         "mandatory", dedup_lease_covers_deadline, "stack",
+         {"leaseMarginSeconds": {"type": "number", "default": 0,
+                                 "description": "extra seconds the lease must exceed the request timeout by"}}),
+    Rule("dedup-retention-covers-retries",
+         "Run record retention (DEDUP_RETENTION_SECONDS) outlasts the job's retry window.",
+         "mandatory", dedup_retention_covers_retries, "stack",
+         {"marginSeconds": {"type": "number", "default": 0,
+                            "description": "extra seconds retention must exceed the retry window by"}}),
+]
+"""Every rule of the pack, in report order."""
+
+RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
+
+
+# ---------------------------------------------------------------- evaluation without the engine
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation: which rule, at which level, on which resource (None: the stack), and what to change."""
+
+    rule: str
+    level: Level
+    resource: Resource | None
+    message: str
+
+    @property
+    def resource_label(self) -> str:
+        """``name (type)`` of the resource, or ``(stack)``."""
+        return f"{self.resource.name} ({self.resource.type})" if self.resource else "(stack)"
+
+
+def enforcement_levels(policy_config: Mapping[str, Any] | None) -> dict[str, Level]:
+    """Each rule's level after a Pulumi policy config (``{"all": "advisory", "rule": {"enforcementLevel": ...}}``)."""
+    config = policy_config or {}
+    levels: dict[str, Level] = {}
+    for rule in RULES:
+        level: Any = rule.enforcement_level
+        for key in ("all", rule.name):
+            value = config.get(key)
+            candidate = value.get("enforcementLevel") if isinstance(value, Mapping) else value
+            if candidate in ("mandatory", "advisory", "disabled", "remediate"):
+                level = "mandatory" if candidate == "remediate" else candidate
+        levels[rule.name] = level
+    return levels
+
+
+def evaluate(resources: Sequence[Resource], policy_config: Mapping[str, Any] | None = None,
+             rules: Iterable[Rule] = RULES) -> list[Finding]:
+    """Run ``rules`` over ``resources`` the way the policy engine would and return every violation.
+
+    ``policy_config`` has the format of ``pulumi preview --policy-pack-config`` files: rule name (or
+    ``all``) -> enforcement level string, or -> object with ``enforcementLevel`` and config properties.
+    """
+    levels = enforcement_levels(policy_config)
+    findings: list[Finding] = []
+    for rule in rules:
+        level = levels.get(rule.name, rule.enforcement_level)
+        if level == "disabled":
+            continue
+        given = (policy_config or {}).get(rule.name)
+        config = rule.resolve_config(given if isinstance(given, Mapping) else None)
+        if rule.scope == "resource":
+            for resource in resources:
+                for message in rule.check(resource, config):
+                    findings.append(Finding(rule.name, level, resource, str(message)))
+        else:
+            for subject, message in rule.check(resources, config):
+                findings.append(Finding(rule.name, level, subject, message))
+    return findings

@@ -1,0 +1,150 @@
+"""What the stack-level rules need to know about a stack: Cloud Run services, Scheduler jobs, and which job calls which service.
+
+A Scheduler job is paired with the Cloud Run service it calls, in this order:
+
+1. by URL: the job's ``httpTarget.uri`` has the origin of the service's ``uri`` or one of its ``urls``
+   (known after the service exists, and under mocks when the mock returns them);
+2. by property dependency: the engine reports that the job's ``httpTarget`` was computed from the
+   service (``pulumi preview`` of a new stack, where both URLs are still unknown);
+3. by elimination: the job's URI is unknown, missing or a ``*.run.app`` URL and the stack has exactly
+   one Cloud Run service. Findings that rest on this pairing say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_dedup.policies.limits import CLOUD_RUN_TIMEOUT_DEFAULT_S
+from scheduler_dedup.policies.model import UNKNOWN, Resource, get, host, is_unknown, origin
+
+SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
+CLOUD_RUN_SERVICE = "gcp:cloudrunv2/service:Service"
+FIRESTORE_FIELD = "gcp:firestore/field:Field"
+
+
+def service_env(service: Resource) -> dict[str, Any]:
+    """The service's environment: ``template.containers[].envs[] {name, value}``, first container wins.
+
+    A variable that comes from Secret Manager (``valueSource``) or whose value is unknown maps to
+    :data:`UNKNOWN`; an unknown ``envs`` list makes every variable unknown (see :func:`env_value`).
+    """
+    env: dict[str, Any] = {}
+    containers = get(service.props, "template.containers")
+    if is_unknown(containers):
+        return {"*": UNKNOWN}
+    for container in containers if isinstance(containers, list) else []:
+        envs = get(container, "envs")
+        if is_unknown(envs):
+            env.setdefault("*", UNKNOWN)
+            continue
+        for item in envs if isinstance(envs, list) else []:
+            name = get(item, "name")
+            if not isinstance(name, str) or name in env:
+                continue
+            value = get(item, "value")
+            env[name] = UNKNOWN if value is None and get(item, "valueSource") is not None else value
+    return env
+
+
+def env_value(env: Mapping[str, Any], name: str, default: Any) -> Any:
+    """``env[name]``, :data:`UNKNOWN` when it (or the whole list) is unknown, else ``default``."""
+    if name in env:
+        value = env[name]
+        return UNKNOWN if is_unknown(value) else (default if value is None else value)
+    return UNKNOWN if "*" in env else default
+
+
+def is_dedup_service(service: Resource) -> bool:
+    """True when the service's env carries any ``DEDUP_*`` setting of the handler."""
+    return any(name.startswith("DEDUP_") for name in service_env(service)) or "*" in service_env(service)
+
+
+def service_timeout(service: Resource) -> Any:
+    """The raw ``template.timeout`` (e.g. ``"300s"``); Cloud Run's default 300 s when unset, :data:`UNKNOWN` if unknown."""
+    value = get(service.props, "template.timeout")
+    return f"{CLOUD_RUN_TIMEOUT_DEFAULT_S:g}s" if value is None else value
+
+
+def service_urls(service: Resource) -> list[str]:
+    """The service's known URLs (outputs ``uri`` and ``urls``)."""
+    candidates = [get(service.props, "uri")]
+    urls = get(service.props, "urls")
+    if isinstance(urls, list):
+        candidates.extend(urls)
+    return [value for value in candidates if isinstance(value, str) and not is_unknown(value)]
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """A Scheduler job and the Cloud Run service it calls.
+
+    Attributes:
+        job: the ``gcp:cloudscheduler/job:Job``.
+        service: the ``gcp:cloudrunv2/service:Service`` it targets.
+        how: ``"url"``, ``"dependency"`` or ``"elimination"`` (see the module docstring).
+    """
+
+    job: Resource
+    service: Resource
+    how: str
+
+    @property
+    def note(self) -> str:
+        """A sentence to append to findings that rest on an uncertain pairing ("" otherwise)."""
+        if self.how == "elimination":
+            return (f" (job {self.job.name} was paired with service {self.service.name} because its target URI is "
+                    "not known yet and it is the only Cloud Run service in the stack)")
+        return ""
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The stack's Scheduler jobs, Cloud Run services, Firestore fields and job-to-service pairings."""
+
+    jobs: list[Resource]
+    services: list[Resource]
+    fields: list[Resource]
+    pairings: list[Pairing]
+
+    @classmethod
+    def of(cls, resources: Sequence[Resource]) -> "Topology":
+        """Classify ``resources`` and pair each HTTP-target job with the service it calls, if any."""
+        jobs = [r for r in resources if r.type == SCHEDULER_JOB]
+        services = [r for r in resources if r.type == CLOUD_RUN_SERVICE]
+        fields = [r for r in resources if r.type == FIRESTORE_FIELD]
+        pairings = [p for p in (_pair(job, services) for job in jobs) if p is not None]
+        return cls(jobs, services, fields, pairings)
+
+    def jobs_of(self, service: Resource) -> list[Pairing]:
+        """The pairings whose service is ``service``."""
+        return [p for p in self.pairings if p.service.urn == service.urn]
+
+    def service_of(self, job: Resource) -> Pairing | None:
+        """The pairing of ``job``, or None when it calls no Cloud Run service of this stack."""
+        return next((p for p in self.pairings if p.job.urn == job.urn), None)
+
+    def dedup_services(self) -> list[Resource]:
+        """Services running the dedup handler: ``DEDUP_*`` env, or called by a Scheduler job of the stack."""
+        paired = {p.service.urn for p in self.pairings}
+        return [s for s in self.services if s.urn in paired or is_dedup_service(s)]
+
+
+def _pair(job: Resource, services: Sequence[Resource]) -> Pairing | None:
+    if get(job.props, "httpTarget") is None or not services:
+        return None
+    uri = get(job.props, "httpTarget.uri")
+    if isinstance(uri, str):
+        job_origin = origin(uri)
+        for service in services:
+            if job_origin and any(origin(u) == job_origin for u in service_urls(service)):
+                return Pairing(job, service, "url")
+    service_urns = {s.urn: s for s in services}
+    for dep in job.dependencies.get("httpTarget", ()):
+        if dep in service_urns:
+            return Pairing(job, service_urns[dep], "dependency")
+    job_host = host(uri) if isinstance(uri, str) else None
+    if len(services) == 1 and (uri is None or is_unknown(uri) or (job_host or "").endswith(".run.app")):
+        return Pairing(job, services[0], "elimination")
+    return None
