@@ -1,0 +1,171 @@
+"""The offline policy check (``scheduler-dedup check``): the pack's rules without the Pulumi CLI or cloud credentials.
+
+It runs the root stack program under Pulumi mocks with a stack config
+(:func:`scheduler_dedup.infra.mock_run.run_stack_config`), feeds every registered resource and the
+stack to the same rule functions the policy pack runs (:func:`scheduler_dedup.policies.rules.evaluate`),
+prints a table of violations (rule, resource, level, message) and returns the exit code: 1 on any
+mandatory violation, 0 otherwise, 2 for usage errors.
+
+Differences from ``pulumi preview --policy-pack policies``: properties are the mocks' values (the
+component's inputs plus plausible outputs such as the service URL), never unknown; a config the component
+refuses at construction time (``DedupConfigError``) is reported as one mandatory row of the pseudo-rule
+``component-config`` naming the field and the fix, exactly what ``pulumi preview`` would fail with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from scheduler_dedup.policies.model import Resource
+from scheduler_dedup.policies.rules import Finding, evaluate
+
+COMPONENT_CONFIG_RULE = "component-config"
+"""Pseudo-rule of the row reported when the component refuses the stack config."""
+
+PROGRAM_ERROR_RULE = "program-error"
+"""Pseudo-rule of the row reported when the program fails for another reason."""
+
+
+def find_project_file(start: Path | None = None) -> Path | None:
+    """The root ``Pulumi.yaml``: the nearest one from ``start`` (default: the working directory) upwards,
+    else the one of this source checkout (editable install), else None."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Pulumi.yaml").is_file():
+            return folder / "Pulumi.yaml"
+    checkout = Path(__file__).resolve().parent.parent / "Pulumi.yaml"
+    return checkout if checkout.is_file() else None
+
+
+def resources_from_registered(registered: Sequence[Any]) -> list[Resource]:
+    """:class:`Resource` values from :class:`scheduler_dedup.infra.mock_run.RegisteredResource` records.
+
+    Properties are the mocked state (the inputs in engine names plus the mocked outputs, e.g. a Cloud Run
+    service's ``uri``), as the engine's stack analysis would see them after an update.
+    """
+    return [Resource(type=r.type, name=r.name, urn=r.urn, props=dict(r.state or r.inputs), parent=r.parent or None)
+            for r in registered]
+
+
+def check_program(program: Callable[[], Any], config: Mapping[str, str] | None = None,
+                  policy_config: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Run any Pulumi program under mocks (e.g. one written with raw pulumi-gcp resources) and apply the rules.
+
+    Args:
+        program: the program body; it registers resources.
+        config: stack config as ``{"ns:key": "value"}``.
+        policy_config: rule name -> level or config object, as in a ``--policy-pack-config`` file.
+    """
+    from scheduler_dedup.infra.mock_run import run_program
+
+    return evaluate(resources_from_registered(run_program(program, dict(config or {}))), policy_config)
+
+
+def check_stack_config(config_file: Path, project_file: Path | None,
+                       policy_config: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Run the root program for ``config_file`` under mocks and apply the rules.
+
+    A config the component refuses (:class:`~scheduler_dedup.infra.errors.DedupConfigError`) yields one
+    mandatory ``component-config`` finding; any other program failure one mandatory ``program-error`` finding.
+    """
+    from scheduler_dedup.infra.errors import DedupConfigError
+    from scheduler_dedup.infra.mock_run import run_stack_config
+
+    try:
+        registered = run_stack_config(config_file, project_file=project_file)
+    except DedupConfigError as error:
+        return [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
+                        f"the DedupScheduledJob component refuses this config: {error}")]
+    except Exception as error:  # noqa: BLE001 - reported as a row, never a traceback
+        cause = _config_error_in(error)
+        if cause is not None:
+            return [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
+                            f"the DedupScheduledJob component refuses this config: {cause}")]
+        return [Finding(PROGRAM_ERROR_RULE, "mandatory", None,
+                        f"the stack program failed under mocks: {type(error).__name__}: {error}")]
+    return evaluate(resources_from_registered(registered), policy_config)
+
+
+def _config_error_in(error: BaseException) -> BaseException | None:
+    """The DedupConfigError behind ``error`` (Pulumi's test runner may wrap it), if any."""
+    from scheduler_dedup.infra.errors import DedupConfigError
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DedupConfigError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def render(findings: Sequence[Finding], console: Console, title: str) -> None:
+    """Print ``findings`` as a table (rule, resource, level, message) and a one-line summary."""
+    mandatory = sum(1 for f in findings if f.level == "mandatory")
+    if not findings:
+        console.print(f"[green]{title}: no policy violations[/green]")
+        return
+    table = Table(title=title, show_lines=True)
+    table.add_column("rule", overflow="fold")
+    table.add_column("resource", overflow="fold")
+    table.add_column("level", no_wrap=True)
+    table.add_column("message", overflow="fold", ratio=3)
+    for finding in sorted(findings, key=lambda f: (f.level != "mandatory", f.rule)):
+        style = "red" if finding.level == "mandatory" else "yellow"
+        table.add_row(finding.rule, finding.resource_label, f"[{style}]{finding.level}[/{style}]", finding.message)
+    console.print(table)
+    console.print(f"{mandatory} mandatory, {len(findings) - mandatory} advisory violation(s)")
+
+
+def run_check(stack: str | None, config_file: Path | None, *, policy_config: Path | None = None,
+              console: Console | None = None) -> int:
+    """Check a stack config offline and print the violations.
+
+    Args:
+        stack: stack name: reads ``Pulumi.<stack>.yaml`` beside the root ``Pulumi.yaml``.
+        config_file: a stack config file instead (``Pulumi.<stack>.yaml`` format); the ``Pulumi.yaml``
+            beside it supplies defaults, else the root one.
+        policy_config: optional JSON file in ``pulumi preview --policy-pack-config`` format (rule name ->
+            ``"advisory"``/``"mandatory"``/``"disabled"`` or ``{"enforcementLevel": ..., <config>}``).
+        console: where to print (default: stdout).
+
+    Returns:
+        1 if any mandatory violation, 0 otherwise, 2 for usage errors (neither or both of ``stack`` and
+        ``config_file``, a missing file, an unreadable policy config).
+    """
+    out = console or Console()
+    if (stack is None) == (config_file is None):
+        out.print("[red]give exactly one of --stack NAME or --config FILE[/red]")
+        return 2
+    root_project = find_project_file()
+    if stack is not None:
+        if root_project is None:
+            out.print("[red]no Pulumi.yaml found in this folder or above: run from the project, or use --config FILE[/red]")
+            return 2
+        path = root_project.parent / f"Pulumi.{stack}.yaml"
+        project_file: Path | None = root_project
+    else:
+        assert config_file is not None
+        path = Path(config_file)
+        beside = path.resolve().parent / "Pulumi.yaml"
+        project_file = beside if beside.is_file() else root_project
+    if not path.is_file():
+        out.print(f"[red]stack config {path} does not exist[/red]")
+        return 2
+    levels: Mapping[str, Any] | None = None
+    if policy_config is not None:
+        try:
+            levels = json.loads(Path(policy_config).read_text())
+        except (OSError, ValueError) as error:
+            out.print(f"[red]cannot read policy config {policy_config}: {error}[/red]")
+            return 2
+    findings = check_stack_config(path.resolve(), project_file, levels)
+    render(findings, out, f"policy check of {path}")
+    return 1 if any(f.level == "mandatory" for f in findings) else 0
