@@ -154,7 +154,7 @@ def run_program(
     pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config))
 
-    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    @pulumi.runtime.test
     def _run() -> None:
         program()
 

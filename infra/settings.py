@@ -396,7 +396,7 @@ def _target_name(target: Mapping[str, Any], key: str, field: str, collection: st
         raise DedupConfigError(f"{key}.{field}", f"is required: projects/P/locations/L/{collection}/NAME")
     if isinstance(value, str) and not re.fullmatch(rf"projects/[^/]+/locations/[^/]+/{collection}/[^/]+", value):
         raise DedupConfigError(f"{key}.{field}", f"{value!r} is not a full name projects/P/locations/L/{collection}/NAME")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _retry_policy(retry: Any) -> RetryPolicy:

@@ -1,0 +1,279 @@
+"""The resource graph of the root program and of the component, under Pulumi mocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
+from scheduler_dedup.infra.component import TARGET_ROLES, TYPE_TOKEN
+from scheduler_dedup.infra.mock_run import RegisteredResource, run_program, run_stack_config
+from scheduler_dedup.infra.settings import DEFAULT_ATTEMPT_DEADLINE_SECONDS
+from scheduler_dedup.infra.stack_program import CONFIG_KEYS
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "Pulumi.example.yaml"
+HELLO = str(ROOT / "examples" / "hello_job")
+AUDIENCE = "https://scheduler-dedup.invalid/projects/my-project-id/locations/europe-west1/services/hello-dedup"
+
+
+@pytest.fixture(scope="module")
+def graph() -> list[RegisteredResource]:
+    return run_stack_config(EXAMPLE)
+
+
+def _one(resources: list[RegisteredResource], typ: str, name: str | None = None) -> RegisteredResource:
+    found = [r for r in resources if r.type == typ and (name is None or r.name == name)]
+    assert len(found) == 1, [(r.type, r.name) for r in found]
+    return found[0]
+
+
+def _env(service: RegisteredResource) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+
+
+def _grants(resources: list[RegisteredResource]) -> set[tuple[str, str, str]]:
+    """(member, role, resource type of the grant) for every IAM member resource."""
+    return {
+        (r.inputs["member"], r.inputs["role"], r.type)
+        for r in resources
+        if r.type.lower().endswith("iammember")
+    }
+
+
+def test_example_stack_creates_every_resource_type(graph: list[RegisteredResource]) -> None:
+    types = {r.type for r in graph}
+    assert {
+        TYPE_TOKEN, "gcp:projects/service:Service", "gcp:serviceaccount/account:Account",
+        "gcp:firestore/database:Database", "gcp:firestore/field:Field", "gcp:storage/bucket:Bucket",
+        "gcp:storage/bucketObject:BucketObject", "gcp:artifactregistry/repository:Repository",
+        "gcp:cloudrunv2/service:Service", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+        "gcp:cloudscheduler/job:Job", "gcp:projects/iAMMember:IAMMember",
+    } <= types
+    assert not any(t.endswith(("IamPolicy", "IAMPolicy", "IamBinding", "IAMBinding")) for t in types)
+
+
+def test_every_child_has_the_component_as_parent_and_a_derived_name(graph: list[RegisteredResource]) -> None:
+    component = _one(graph, TYPE_TOKEN)
+    assert component.name == "hello-dedup"
+    children = [r for r in graph if r is not component]
+    assert children and all(r.parent == component.urn for r in children)
+    assert all(r.name.startswith("hello-dedup-") for r in children)
+
+
+def test_scheduler_job_oidc_deadline_retry_and_headers(graph: list[RegisteredResource]) -> None:
+    job = _one(graph, "gcp:cloudscheduler/job:Job").inputs
+    sched_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-sched").state["email"]
+    service = _one(graph, "gcp:cloudrunv2/service:Service")
+    assert job["schedule"] == "*/15 * * * *" and job["timeZone"] == "Europe/Berlin"
+    assert job["attemptDeadline"] == "300s"
+    assert job["retryConfig"] == {
+        "retryCount": 3, "maxRetryDuration": "3600s", "minBackoffDuration": "10s",
+        "maxBackoffDuration": "300s", "maxDoublings": 3,
+    }
+    target = job["httpTarget"]
+    assert target["httpMethod"] == "POST" and target["uri"] == service.state["uri"]
+    assert target["oidcToken"] == {"serviceAccountEmail": sched_sa, "audience": AUDIENCE}
+    assert target["headers"] == {"X-Dedup-Project": "my-project-id", "X-Dedup-Location": "europe-west1"}
+
+
+def test_audience_is_the_same_in_scheduler_env_and_service(graph: list[RegisteredResource]) -> None:
+    job = _one(graph, "gcp:cloudscheduler/job:Job").inputs
+    service = _one(graph, "gcp:cloudrunv2/service:Service")
+    env = _env(service)
+    audience = job["httpTarget"]["oidcToken"]["audience"]
+    assert env["DEDUP_OIDC_AUDIENCE"] == audience
+    # Cloud Run accepts tokens whose aud is the run.app URL or a configured custom audience.
+    assert audience in service.inputs["customAudiences"]
+    sched_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-sched").state["email"]
+    assert env["DEDUP_ALLOWED_CALLERS"] == sched_sa == job["httpTarget"]["oidcToken"]["serviceAccountEmail"]
+
+
+def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None:
+    service = _one(graph, "gcp:cloudrunv2/service:Service").inputs
+    runtime_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-runtime").state["email"]
+    env = _env(_one(graph, "gcp:cloudrunv2/service:Service"))
+    assert env == {
+        "GOOGLE_CLOUD_PROJECT": "my-project-id", "DEDUP_JOB": "jobs:run", "DEDUP_COLLECTION": "scheduler_runs",
+        "DEDUP_DATABASE": "hello-dedup-runs", "DEDUP_LEASE_SECONDS": "600", "DEDUP_RETENTION_SECONDS": "604800",
+        "DEDUP_MANUAL_TOLERANCE_SECONDS": "5", "DEDUP_TARGET_TYPE": "python", "DEDUP_OIDC_AUDIENCE": AUDIENCE,
+        "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
+    }
+    assert service["template"]["serviceAccount"] == runtime_sa
+    assert service["template"]["timeout"] == "300s"
+    assert service["deletionProtection"] is False and service["invokerIamDisabled"] is False
+    build = service["buildConfig"]
+    obj = _one(graph, "gcp:storage/bucketObject:BucketObject").inputs
+    bucket = _one(graph, "gcp:storage/bucket:Bucket")
+    assert build["functionTarget"] == "handle_scheduled_job"
+    assert build["sourceLocation"] == f"gs://{bucket.state['name']}/{obj['name']}"
+    assert obj["name"].startswith("hello-dedup-") and obj["name"].endswith(".zip")
+    assert bucket.inputs["uniformBucketLevelAccess"] is True and bucket.inputs["publicAccessPrevention"] == "enforced"
+    assert build["imageUri"] == service["template"]["containers"][0]["image"]
+
+
+def test_ttl_policy_and_database(graph: list[RegisteredResource]) -> None:
+    field = _one(graph, "gcp:firestore/field:Field").inputs
+    assert (field["collection"], field["field"], field["database"]) == ("scheduler_runs", "expire_at", "hello-dedup-runs")
+    assert field["ttlConfig"] == {} and field["indexConfig"] == {}
+    db = _one(graph, "gcp:firestore/database:Database").inputs
+    assert (db["name"], db["type"], db["locationId"]) == ("hello-dedup-runs", "FIRESTORE_NATIVE", "eur3")
+    assert db["deletionPolicy"] == "DELETE"
+
+
+def test_apis_are_enabled_and_never_disabled_on_destroy(graph: list[RegisteredResource]) -> None:
+    apis = [r.inputs for r in graph if r.type == "gcp:projects/service:Service"]
+    assert {a["service"] for a in apis} >= {
+        "run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "cloudbuild.googleapis.com",
+    }
+    assert all(a["disableOnDestroy"] is False for a in apis)
+
+
+def test_exact_role_set_per_account_and_no_public_or_primitive_grant(graph: list[RegisteredResource]) -> None:
+    email = {n: _one(graph, "gcp:serviceaccount/account:Account", f"hello-dedup-{n}").state["email"]
+             for n in ("sched", "runtime", "build")}
+    grants = _grants(graph)
+    by_account = {n: {(role, typ) for member, role, typ in grants if member == f"serviceAccount:{e}"}
+                  for n, e in email.items()}
+    assert by_account["sched"] == {("roles/run.invoker", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")}
+    assert by_account["runtime"] == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember")}
+    assert by_account["build"] == {
+        ("roles/storage.objectViewer", "gcp:storage/bucketIAMMember:BucketIAMMember"),
+        ("roles/artifactregistry.writer", "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"),
+        ("roles/logging.logWriter", "gcp:projects/iAMMember:IAMMember"),
+    }
+    assert sum(len(v) for v in by_account.values()) == len(grants)
+    members = {member for member, _, _ in grants}
+    assert not members & {"allUsers", "allAuthenticatedUsers"}
+    assert not {role for _, role, _ in grants} & {"roles/owner", "roles/editor", "roles/viewer"}
+    invoker = _one(graph, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember").inputs
+    assert invoker["name"] == _one(graph, "gcp:cloudrunv2/service:Service").inputs["name"]
+    datastore = next(r for r in graph if r.name == "hello-dedup-runtime-datastore-user").inputs
+    assert datastore["condition"]["expression"] == 'resource.name == "projects/my-project-id/databases/hello-dedup-runs"'
+
+
+def _component(name: str, args: dict[str, Any], project: str = "p1") -> tuple[list[RegisteredResource], dict[str, Any]]:
+    outputs: dict[str, Any] = {}
+
+    def program() -> None:
+        comp = DedupScheduledJob(name, args)  # type: ignore[arg-type]
+        keys = ["service_url", "job_name", "scheduler_service_account_email", "runtime_service_account_email",
+                "database_name", "oidc_audience"]
+        pulumi.Output.all(*[getattr(comp, k) for k in keys]).apply(lambda vals: outputs.update(zip(keys, vals)))
+
+    resources = run_program(program, {"gcp:project": project})
+    return resources, outputs
+
+
+def test_component_outputs() -> None:
+    resources, outputs = _component("nightly", {"schedule": "0 3 * * *", "region": "us-east1",
+                                                "job_source": HELLO, "job": "jobs:run"})
+    assert outputs == {
+        "service_url": "https://nightly-abc123xyz-uc.a.run.app",
+        "job_name": "projects/p1/locations/us-east1/jobs/nightly",
+        "scheduler_service_account_email": "nightly-sched@p1.iam.gserviceaccount.com",
+        "runtime_service_account_email": "nightly-runtime@p1.iam.gserviceaccount.com",
+        "database_name": "nightly-dedup",
+        "oidc_audience": "https://scheduler-dedup.invalid/projects/p1/locations/us-east1/services/nightly",
+    }
+    job = _one(resources, "gcp:cloudscheduler/job:Job").inputs
+    assert job["attemptDeadline"] == f"{DEFAULT_ATTEMPT_DEADLINE_SECONDS}s" and job["timeZone"] == "Etc/UTC"
+    assert job["retryConfig"]["retryCount"] == 0
+
+
+@pytest.mark.parametrize(
+    ("target", "value", "target_type", "grant_type", "role"),
+    [
+        ("workflow_target", {"workflow": "projects/p1/locations/us-east1/workflows/etl"}, "workflows",
+         "gcp:projects/iAMMember:IAMMember", TARGET_ROLES["workflows"]),
+        ("cloud_run_job_target", {"job": "projects/p1/locations/us-east1/jobs/etl"}, "cloud_run_job",
+         "gcp:cloudrunv2/jobIamMember:JobIamMember", "roles/run.jobsExecutorWithOverrides"),
+        ("http_target", {"url": "https://etl-x.a.run.app/go", "cloud_run_service": "projects/p1/locations/us-east1/services/etl"},
+         "http", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "roles/run.invoker"),
+    ],
+)
+def test_proxy_targets_get_one_role_on_the_target_only(
+    target: str, value: dict[str, str], target_type: str, grant_type: str, role: str
+) -> None:
+    resources, _ = _component("etl", {"schedule": "0 1 * * *", "region": "us-east1", target: value})
+    env = _env(_one(resources, "gcp:cloudrunv2/service:Service"))
+    assert env["DEDUP_TARGET_TYPE"] == target_type and "DEDUP_JOB" not in env
+    expected_target = next(iter(value.values())) if target != "http_target" else value["url"]
+    assert env["DEDUP_TARGET"] == expected_target
+    runtime = "serviceAccount:etl-runtime@p1.iam.gserviceaccount.com"
+    runtime_grants = {(role_, typ) for member, role_, typ in _grants(resources) if member == runtime}
+    assert runtime_grants == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"), (role, grant_type)}
+    grant = next(r for r in resources if r.type == grant_type and r.inputs["member"] == runtime and r.inputs["role"] == role)
+    if target == "workflow_target":
+        assert grant.inputs["condition"]["expression"].startswith(f'resource.name == "{value["workflow"]}"')
+    else:
+        assert grant.inputs["name"] == (value.get("job") or value["cloud_run_service"])
+    # a proxy deploy still packages the handler (no user code)
+    assert any(r.type == "gcp:storage/bucketObject:BucketObject" for r in resources)
+
+
+def test_http_target_without_cloud_run_service_grants_nothing_extra() -> None:
+    resources, _ = _component("ping", {"schedule": "0 1 * * *", "region": "us-east1",
+                                       "http_target": {"url": "https://example.com/hook"}})
+    runtime = "serviceAccount:ping-runtime@p1.iam.gserviceaccount.com"
+    assert {role for member, role, _ in _grants(resources) if member == runtime} == {"roles/datastore.user"}
+
+
+def test_prebuilt_image_and_existing_database() -> None:
+    resources, outputs = _component("imgjob", {
+        "schedule": "*/5 * * * *", "region": "us-east1", "image": "us-docker.pkg.dev/p1/r/handler:1", "job": "jobs:run",
+        "create_database": False, "deletion_protection": True,
+    })
+    types = {r.type for r in resources}
+    assert "gcp:firestore/database:Database" not in types
+    assert not types & {"gcp:storage/bucket:Bucket", "gcp:storage/bucketObject:BucketObject"}
+    service = _one(resources, "gcp:cloudrunv2/service:Service").inputs
+    assert service["template"]["containers"][0]["image"] == "us-docker.pkg.dev/p1/r/handler:1"
+    assert "buildConfig" not in service and service["deletionProtection"] is True
+    assert outputs["database_name"] == "(default)"
+    assert _one(resources, "gcp:firestore/field:Field").inputs["database"] == "(default)"
+
+
+def test_misconfiguration_fails_before_any_resource(tmp_path: Path) -> None:
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["config"]["scheduler-dedup:attemptDeadlineSeconds"] = 5
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    registered: list[RegisteredResource] = []
+    with pytest.raises(DedupConfigError, match="attempt_deadline_seconds"):
+        registered = run_stack_config(bad, project_file=ROOT / "Pulumi.yaml")
+    assert registered == []
+
+
+def test_pulumi_yaml_defaults_match_the_code_and_example_sets_every_key() -> None:
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    assert project["name"] == "scheduler-dedup" and project["runtime"]["name"] == "python"
+    known = {k.key: k for k in CONFIG_KEYS}
+    declared = project["config"]
+    assert set(declared) <= set(known)
+    for key, spec in declared.items():
+        assert spec["type"] == known[key].type, key
+    # with only the project's defaults (and a job), the program resolves to the component's own defaults
+    resources = run_program(
+        lambda: DedupScheduledJob("scheduled-job", {"schedule": declared["schedule"]["default"],
+                                                    "region": declared["region"]["default"],
+                                                    "job_source": HELLO, "job": "jobs:run"}),
+        {"gcp:project": "p1"},
+    )
+    from_code = _one(resources, "gcp:cloudscheduler/job:Job").inputs
+    tmp = ROOT / "Pulumi.example.yaml"
+    example_keys = {k.split(":", 1)[1] for k in yaml.safe_load(tmp.read_text())["config"] if k.startswith("scheduler-dedup:")}
+    commented = {line.split(":")[1].strip() for line in tmp.read_text().splitlines() if line.strip().startswith("# scheduler-dedup:")}
+    assert example_keys | commented == set(known)
+    assert from_code["attemptDeadline"] == f"{declared['attemptDeadlineSeconds']['default']}s"
+    assert from_code["retryConfig"] == {
+        "retryCount": declared["retryCount"]["default"],
+        "maxRetryDuration": f"{declared['maxRetryDurationSeconds']['default']}s",
+        "minBackoffDuration": f"{declared['minBackoffSeconds']['default']}s",
+        "maxBackoffDuration": f"{declared['maxBackoffSeconds']['default']}s",
+        "maxDoublings": declared["maxDoublings"]["default"],
+    }

@@ -1,0 +1,136 @@
+"""Config validation of DedupScheduledJob: each misconfiguration fails before any child, naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_dedup.infra.errors import DedupConfigError
+from scheduler_dedup.infra.settings import RetryPolicy, resolve_settings, retry_window_seconds
+
+HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
+
+
+def _args(**overrides: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"schedule": "*/15 * * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run"}
+    args.update(overrides)
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def _fails(field: str, fix: str, name: str = "nightly", **overrides: Any) -> DedupConfigError:
+    with pytest.raises(DedupConfigError) as info:
+        resolve_settings(name, _args(**overrides), default_project="p1")
+    assert info.value.field == field, str(info.value)
+    assert fix in str(info.value)
+    return info.value
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    s = resolve_settings("nightly", _args(), default_project="p1")
+    assert (s.attempt_deadline_seconds, s.request_timeout_seconds, s.lease_seconds) == (180, 180, 300)
+    assert (s.retention_seconds, s.manual_tolerance_seconds, s.collection) == (604800, 5, "scheduler_runs")
+    assert s.time_zone == "Etc/UTC" and s.target_type == "python" and s.deletion_protection is False
+    assert s.retry == RetryPolicy(0, 0, 5, 3600, 5)
+    assert s.database_id == "nightly-dedup" and s.database_location == "us-central1"
+    assert s.oidc_audience == "https://scheduler-dedup.invalid/projects/p1/locations/us-central1/services/nightly"
+
+
+@pytest.mark.parametrize("deadline", [14, 1801, 0])
+def test_attempt_deadline_out_of_range(deadline: int) -> None:
+    _fails("attempt_deadline_seconds", "use 15 to 1800 seconds", attempt_deadline_seconds=deadline)
+
+
+@pytest.mark.parametrize("deadline", [15, 1800])
+def test_attempt_deadline_bounds_are_accepted(deadline: int) -> None:
+    s = resolve_settings("nightly", _args(attempt_deadline_seconds=deadline, lease_seconds=1800), default_project="p")
+    assert s.attempt_deadline_seconds == deadline
+
+
+def test_request_timeout_shorter_than_attempt_deadline() -> None:
+    _fails("request_timeout_seconds", "raise it to at least 300", attempt_deadline_seconds=300, request_timeout_seconds=200)
+
+
+def test_lease_shorter_than_request_timeout() -> None:
+    _fails("lease_seconds", "raise it to at least 600", request_timeout_seconds=600, lease_seconds=400)
+
+
+def test_lease_shorter_than_attempt_deadline() -> None:
+    _fails("lease_seconds", "raise it to at least 900", attempt_deadline_seconds=900, lease_seconds=600)
+
+
+def test_lease_default_follows_a_long_request_timeout() -> None:
+    s = resolve_settings("nightly", _args(attempt_deadline_seconds=900), default_project="p")
+    assert s.request_timeout_seconds == 900 and s.lease_seconds == 900
+
+
+def test_retention_shorter_than_max_retry_duration() -> None:
+    err = _fails("retention_seconds", "raise it to at least 7380", retention_seconds=3600,
+                 retry={"retry_count": 1, "max_retry_duration_seconds": 7200})
+    assert "retry window (7380 s" in str(err)
+
+
+def test_retention_shorter_than_what_retry_count_and_backoff_imply() -> None:
+    # 3 retries, backoff 600 s, 1200 s, 1800 s(capped) ; 4 attempts x 180 s
+    retry = {"retry_count": 3, "min_backoff_seconds": 600, "max_backoff_seconds": 1800, "max_doublings": 5}
+    _fails("retention_seconds", "at least 4320", retention_seconds=4000, retry=retry)
+    ok = resolve_settings("nightly", _args(retention_seconds=4320, retry=retry), default_project="p")
+    assert ok.retry_window_seconds == 4320
+
+
+def test_retry_window_follows_schedulers_backoff_rule() -> None:
+    # Scheduler's doc example: min 10 s, max 300 s, doublings 3 -> 10, 20, 40, 80, 160, 240, 300, 300
+    policy = RetryPolicy(retry_count=5, max_retry_duration_seconds=0, min_backoff_seconds=10,
+                         max_backoff_seconds=300, max_doublings=3)
+    assert [policy.backoff_seconds(i) for i in range(8)] == [10, 20, 40, 80, 160, 240, 300, 300]
+    assert retry_window_seconds(policy, 60) == 6 * 60 + 10 + 20 + 40 + 80 + 160
+
+
+@pytest.mark.parametrize("count", [-1, 6])
+def test_retry_count_out_of_range(count: int) -> None:
+    _fails("retry.retry_count", "use 0 to 5", retry={"retry_count": count})
+
+
+@pytest.mark.parametrize("schedule", ["every 5 minutes", "0 */5 * * * *", "61 * * * *", "@hourly", "* * *"])
+def test_invalid_or_groc_schedule(schedule: str) -> None:
+    _fails("schedule", "unix-cron", schedule=schedule)
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "UTC+2", "../etc/passwd"])
+def test_invalid_time_zone(zone: str) -> None:
+    _fails("time_zone", "Etc/UTC", time_zone=zone)
+
+
+def test_neither_source_nor_image_nor_target() -> None:
+    _fails("job_source", "neither job_source nor image nor a proxy target", job_source=None, job=None)
+
+
+def test_job_required_with_source_and_module_must_exist() -> None:
+    _fails("job", "module:function", job=None)
+    _fails("job", "expected reports.py", job="reports:run")
+
+
+def test_two_proxy_targets_are_refused() -> None:
+    _fails("workflow_target", "only one proxy target", job_source=None, job=None,
+           cloud_run_job_target={"job": "projects/p/locations/r/jobs/j"},
+           workflow_target={"workflow": "projects/p/locations/r/workflows/w"})
+
+
+def test_proxy_target_with_job_source_is_refused() -> None:
+    _fails("workflow_target", "runs no user code", workflow_target={"workflow": "projects/p/locations/r/workflows/w"})
+
+
+def test_proxy_target_names_must_be_full_resource_names() -> None:
+    _fails("cloud_run_job_target.job", "projects/P/locations/L/jobs/NAME", job_source=None, job=None,
+           cloud_run_job_target={"job": "nightly"})
+    _fails("http_target.url", "https://", job_source=None, job=None, http_target={"url": "http://x"})
+
+
+def test_unknown_input_is_refused() -> None:
+    _fails("shedule", "unknown input", shedule="* * * * *")
+
+
+def test_component_name_must_fit_gcp_ids() -> None:
+    _fails("name", "lowercase letters", name="Nightly_Report")
+
