@@ -565,7 +565,10 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
                                               f"service {service.name}'s request timeout {_fmt(timeout)}: set the service's "
                                               f"template.timeout to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
                                               "with it) or lower attemptDeadline" + pairing.note))
-            if isinstance(deadline, float) and isinstance(lease, float) and lease < deadline:
+            # With a known timeout, lease < deadline is already reported above (lease < timeout, or
+            # timeout < deadline "and DEDUP_LEASE_SECONDS with it").
+            if (isinstance(deadline, float) and isinstance(lease, float) and lease < deadline
+                    and not isinstance(timeout, float)):
                 findings.append((pairing.job, f"env {limits.ENV_LEASE}={lease:g} of service {service.name} is shorter than "
                                               f"job {pairing.job.name}'s attemptDeadline {_fmt(deadline)}: set "
                                               f"{limits.ENV_LEASE} to at least {deadline:g}" + pairing.note))
@@ -587,9 +590,10 @@ def retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
     """
     try:
         deadline = duration_seconds(get(job_props, "attemptDeadline"))
-        retry = get(job_props, "retryConfig") or {}
+        retry = get(job_props, "retryConfig")
         if is_unknown(retry):
             return None
+        retry = retry or {}
         count = number(get(retry, "retryCount"))
         low = duration_seconds(get(retry, "minBackoffDuration"))
         high = duration_seconds(get(retry, "maxBackoffDuration"))

@@ -1,0 +1,346 @@
+"""Each rule on engine-shaped (camelCase) properties: compliant, violating, missing/unknown, and config override."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler_dedup.policies.model import UNKNOWN, Resource
+from scheduler_dedup.policies.rules import (
+    RULES_BY_NAME,
+    Finding,
+    evaluate,
+    groc_to_unix_cron,
+    retry_window_seconds,
+)
+
+JOB = "gcp:cloudscheduler/job:Job"
+SERVICE = "gcp:cloudrunv2/service:Service"
+FIELD = "gcp:firestore/field:Field"
+RUN_URL = "https://svc-abc-ew.a.run.app"
+CUSTOM_AUD = "https://scheduler-dedup.invalid/projects/p/locations/r/services/svc"
+
+
+def res(typ: str, name: str, props: dict[str, Any], deps: dict[str, list[str]] | None = None) -> Resource:
+    return Resource(type=typ, name=name, urn=f"urn:pulumi:s::p::{typ}::{name}", props=props, dependencies=deps or {})
+
+
+def job(**props: Any) -> Resource:
+    base: dict[str, Any] = {"schedule": "*/15 * * * *", "timeZone": "Etc/UTC", "attemptDeadline": "180s",
+                            "httpTarget": {"uri": RUN_URL, "httpMethod": "POST",
+                                           "oidcToken": {"serviceAccountEmail": "sched@p.iam.gserviceaccount.com",
+                                                         "audience": RUN_URL}}}
+    base.update(props)
+    return res(JOB, "job", base)
+
+
+def service(env: dict[str, str] | None = None, timeout: Any = "300s", **props: Any) -> Resource:
+    envs = [{"name": k, "value": v} for k, v in (env if env is not None else {"DEDUP_COLLECTION": "scheduler_runs"}).items()]
+    base: dict[str, Any] = {"uri": RUN_URL, "template": {"timeout": timeout, "containers": [{"image": "i", "envs": envs}]}}
+    base.update(props)
+    return res(SERVICE, "svc", base)
+
+
+def ttl_field(**props: Any) -> Resource:
+    base: dict[str, Any] = {"collection": "scheduler_runs", "field": "expire_at", "database": "(default)", "ttlConfig": {},
+                            "indexConfig": {}}
+    base.update(props)
+    return res(FIELD, "ttl", base)
+
+
+def run(rule: str, resources: list[Resource], config: dict[str, Any] | None = None) -> list[Finding]:
+    policy_config = {rule: config} if config is not None else None
+    return evaluate(resources, policy_config, rules=[RULES_BY_NAME[rule]])
+
+
+def good_stack() -> list[Resource]:
+    return [job(), service(), ttl_field()]
+
+
+# ------------------------------------------------------------------ scheduler-job-unix-cron
+
+def test_unix_cron_compliant() -> None:
+    assert run("scheduler-job-unix-cron", [job(), job(schedule="0 9 * * MON-FRI", timeZone="Europe/Berlin")]) == []
+
+
+@pytest.mark.parametrize(("schedule", "expected"), [
+    ("every 5 minutes", "'*/5 * * * *'"),
+    ("every 2 hours", "'0 */2 * * *'"),
+    ("every monday 09:00", "'0 9 * * 1'"),
+    ("@hourly", "'0 * * * *'"),
+    ("0 0 * * * *", "five plain unix-cron fields"),
+    ("61 * * * *", "five unix-cron fields"),
+])
+def test_unix_cron_violations_say_what_to_write(schedule: str, expected: str) -> None:
+    findings = run("scheduler-job-unix-cron", [job(schedule=schedule)])
+    assert len(findings) == 1 and expected in findings[0].message
+    assert findings[0].level == "mandatory"
+
+
+def test_unix_cron_refuses_invalid_time_zone() -> None:
+    findings = run("scheduler-job-unix-cron", [job(timeZone="Mars/Olympus")])
+    assert len(findings) == 1 and "IANA" in findings[0].message
+
+
+def test_unix_cron_missing_or_unknown() -> None:
+    bare = res(JOB, "job", {})
+    assert run("scheduler-job-unix-cron", [bare, job(schedule=UNKNOWN, timeZone=UNKNOWN)]) == []
+
+
+def test_unix_cron_level_override() -> None:
+    assert run("scheduler-job-unix-cron", [job(schedule="every 5 minutes")], {"enforcementLevel": "advisory"})[0].level == "advisory"
+    assert evaluate([job(schedule="every 5 minutes")], {"scheduler-job-unix-cron": "disabled"},
+                    rules=[RULES_BY_NAME["scheduler-job-unix-cron"]]) == []
+
+
+def test_groc_without_obvious_equivalent_gets_generic_hint() -> None:
+    assert groc_to_unix_cron("every 3 weeks of month") is None
+    findings = run("scheduler-job-unix-cron", [job(schedule="every 3 weeks of month")])
+    assert "groc" in findings[0].message and "'*/15 * * * *'" in findings[0].message
+
+
+# ------------------------------------------------------------------ scheduler-job-oidc-auth
+
+def test_oidc_compliant_audiences() -> None:
+    origin_job = job(httpTarget={"uri": RUN_URL + "/run", "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com",
+                                                                        "audience": RUN_URL}})
+    no_aud = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com"}})
+    custom = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com",
+                                                           "audience": CUSTOM_AUD}})
+    google = job(httpTarget={"uri": "https://workflowexecutions.googleapis.com/v1/x", "oauthToken": {"serviceAccountEmail": "s@p"}})
+    for j in (job(), origin_job, no_aud, google):
+        assert run("scheduler-job-oidc-auth", [j, service()]) == [], j
+    assert run("scheduler-job-oidc-auth", [custom, service(customAudiences=[CUSTOM_AUD])]) == []
+
+
+def test_oidc_violations() -> None:
+    missing = job(httpTarget={"uri": RUN_URL, "oauthToken": {"serviceAccountEmail": "s@p"}})
+    findings = run("scheduler-job-oidc-auth", [missing, service()])
+    assert len(findings) == 1 and "add httpTarget.oidcToken" in findings[0].message and "remove oauthToken" in findings[0].message
+    no_email = job(httpTarget={"uri": RUN_URL, "oidcToken": {"audience": RUN_URL}})
+    assert "serviceAccountEmail" in run("scheduler-job-oidc-auth", [no_email])[0].message
+    custom_not_configured = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "s@p", "audience": CUSTOM_AUD}})
+    findings = run("scheduler-job-oidc-auth", [custom_not_configured, service()])
+    assert len(findings) == 1 and "add" in findings[0].message and "customAudiences of service svc" in findings[0].message
+    other = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "s@p", "audience": "https://other.run.app"}})
+    assert "Set audience to 'https://svc-abc-ew.a.run.app'" in run("scheduler-job-oidc-auth", [other, service()])[0].message
+
+
+def test_oidc_unknown_values_pass() -> None:
+    unknown = job(httpTarget={"uri": UNKNOWN, "oidcToken": {"serviceAccountEmail": UNKNOWN, "audience": UNKNOWN}})
+    unknown_uri = job(httpTarget={"uri": UNKNOWN, "oidcToken": {"serviceAccountEmail": "s@p", "audience": "https://x"}})
+    assert run("scheduler-job-oidc-auth", [unknown, res(SERVICE, "svc", {"customAudiences": UNKNOWN})]) == []
+    assert run("scheduler-job-oidc-auth", [unknown_uri]) == []
+    assert run("scheduler-job-oidc-auth", [res(JOB, "bare", {}), job(httpTarget=UNKNOWN)]) == []
+
+
+def test_oidc_uses_custom_audience_of_the_paired_service_when_uri_unknown() -> None:
+    pending = job(httpTarget={"uri": UNKNOWN, "oidcToken": {"serviceAccountEmail": "s@p", "audience": CUSTOM_AUD}})
+    assert run("scheduler-job-oidc-auth", [pending, service(customAudiences=[CUSTOM_AUD], uri=UNKNOWN)]) == []
+    findings = run("scheduler-job-oidc-auth", [pending, service(customAudiences=["https://else"], uri=UNKNOWN)])
+    assert len(findings) == 1 and "only Cloud Run service" in findings[0].message
+
+
+def test_oidc_config_allowed_audiences() -> None:
+    odd = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "s@p", "audience": "my-audience"}})
+    assert run("scheduler-job-oidc-auth", [odd, service()])
+    assert run("scheduler-job-oidc-auth", [odd, service()], {"allowedAudiences": ["my-audience"]}) == []
+
+
+# ------------------------------------------------------------------ scheduler-attempt-deadline (+ margin)
+
+def test_attempt_deadline_range() -> None:
+    assert run("scheduler-attempt-deadline", [job(attemptDeadline="15s"), job(attemptDeadline="1800s")]) == []
+    low = run("scheduler-attempt-deadline", [job(attemptDeadline="10s")])
+    assert len(low) == 1 and "\"15s\"" in low[0].message
+    assert "\"1800s\"" in run("scheduler-attempt-deadline", [job(attemptDeadline="3600s")])[0].message
+    assert "write it like \"180s\"" in run("scheduler-attempt-deadline", [job(attemptDeadline="3m")])[0].message
+
+
+def test_attempt_deadline_missing_unknown_or_not_http() -> None:
+    no_deadline = res(JOB, "j", {"httpTarget": {"uri": RUN_URL}})
+    pubsub = res(JOB, "p", {"attemptDeadline": "5s", "pubsubTarget": {"topicName": "t"}})
+    assert run("scheduler-attempt-deadline", [no_deadline, pubsub, job(attemptDeadline=UNKNOWN)]) == []
+
+
+def test_attempt_deadline_config_narrows_range() -> None:
+    assert run("scheduler-attempt-deadline", [job(attemptDeadline="900s")], {"maxSeconds": 600})
+    assert run("scheduler-attempt-deadline", [job(attemptDeadline="10s")], {"minSeconds": 5}), "cannot go below 15 s"
+
+
+def test_attempt_deadline_margin() -> None:
+    assert run("scheduler-attempt-deadline-margin", [job(attemptDeadline="180s"), service(timeout="300s")]) == []
+    close = run("scheduler-attempt-deadline-margin", [job(attemptDeadline="295s"), service(timeout="300s")])
+    assert len(close) == 1 and close[0].level == "advisory" and "at least 310s" in close[0].message
+    assert run("scheduler-attempt-deadline-margin", [job(attemptDeadline=UNKNOWN), service(timeout="300s")]) == []
+    assert run("scheduler-attempt-deadline-margin", [job(attemptDeadline="295s"), service(timeout="300s")],
+               {"minMarginSeconds": 1}) == []
+
+
+# ------------------------------------------------------------------ scheduler-retry-config
+
+def test_retry_config() -> None:
+    good = job(retryConfig={"retryCount": 3.0, "minBackoffDuration": "10s", "maxBackoffDuration": "300s", "maxDoublings": 3.0})
+    assert run("scheduler-retry-config", [good, job()]) == []
+    bad = job(retryConfig={"retryCount": 9.0, "minBackoffDuration": "600s", "maxBackoffDuration": "60s", "maxDoublings": -1.0})
+    messages = " | ".join(f.message for f in run("scheduler-retry-config", [bad]))
+    assert "retryCount 9 is outside 0 to 5" in messages and "minBackoffDuration 600s is above" in messages
+    assert "maxDoublings -1" in messages
+    assert all(f.level == "advisory" for f in run("scheduler-retry-config", [bad]))
+
+
+def test_retry_config_unknown_and_override() -> None:
+    assert run("scheduler-retry-config", [job(retryConfig=UNKNOWN), job(retryConfig={"retryCount": UNKNOWN})]) == []
+    three = job(retryConfig={"retryCount": 3.0})
+    assert run("scheduler-retry-config", [three], {"maxRetryCount": 2})
+    assert run("scheduler-retry-config", [three], {"enforcementLevel": "mandatory", "maxRetryCount": 2})[0].level == "mandatory"
+
+
+# ------------------------------------------------------------------ scheduler-target-not-google-api
+
+def test_target_not_google_api() -> None:
+    direct = job(httpTarget={"uri": "https://run.googleapis.com/v2/projects/p/locations/r/jobs/j:run"})
+    findings = run("scheduler-target-not-google-api", [direct, job()])
+    assert len(findings) == 1 and "proxy" in findings[0].message and findings[0].level == "advisory"
+    assert run("scheduler-target-not-google-api", [job(httpTarget={"uri": UNKNOWN}), res(JOB, "bare", {})]) == []
+    assert run("scheduler-target-not-google-api", [direct], {"allowedHosts": ["run.googleapis.com"]}) == []
+
+
+# ------------------------------------------------------------------ cloud-run-no-public-invoker
+
+@pytest.mark.parametrize(("typ", "props"), [
+    ("gcp:cloudrunv2/serviceIamMember:ServiceIamMember", {"role": "roles/run.invoker", "member": "allUsers"}),
+    ("gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding", {"role": "roles/run.invoker", "members": ["user:a@b", "allAuthenticatedUsers"]}),
+    ("gcp:cloudrunv2/serviceIamPolicy:ServiceIamPolicy",
+     {"policyData": '{"bindings": [{"role": "roles/run.invoker", "members": ["allUsers"]}]}'}),
+    ("gcp:cloudrun/iamMember:IamMember", {"role": "roles/run.invoker", "member": "allUsers"}),
+    (SERVICE, {"invokerIamDisabled": True}),
+    ("gcp:cloudrun/service:Service", {"metadata": {"annotations": {"run.googleapis.com/invoker-iam-disabled": "true"}}}),
+])
+def test_public_invoker_violations(typ: str, props: dict[str, Any]) -> None:
+    findings = run("cloud-run-no-public-invoker", [res(typ, "x", props)])
+    assert len(findings) == 1 and findings[0].level == "mandatory"
+    assert "roles/run.invoker to the Scheduler job's service account" in findings[0].message
+
+
+def test_public_invoker_compliant_missing_unknown_and_override() -> None:
+    ok = res("gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "m", {"role": "roles/run.invoker",
+                                                                       "member": "serviceAccount:s@p.iam.gserviceaccount.com"})
+    unknown = res("gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding", "b", {"role": "roles/run.invoker", "members": UNKNOWN})
+    unknown_policy = res("gcp:cloudrunv2/serviceIamPolicy:ServiceIamPolicy", "p", {"policyData": UNKNOWN})
+    assert run("cloud-run-no-public-invoker", [ok, unknown, unknown_policy, res(SERVICE, "s", {}), service()]) == []
+    public = res("gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "m", {"member": "allUsers"})
+    assert run("cloud-run-no-public-invoker", [public], {"enforcementLevel": "advisory"})[0].level == "advisory"
+
+
+# ------------------------------------------------------------------ no-primitive-roles
+
+def test_no_primitive_roles() -> None:
+    editor = res("gcp:projects/iAMMember:IAMMember", "e", {"role": "roles/editor", "member": "serviceAccount:s@p", "project": "p"})
+    owner_policy = res("gcp:projects/iAMPolicy:IAMPolicy", "o",
+                       {"policyData": '{"bindings":[{"role":"roles/owner","members":["user:a@b"]}]}'})
+    findings = run("no-primitive-roles", [editor, owner_policy])
+    assert [f.resource.name for f in findings if f.resource] == ["e", "o"]
+    assert "roles/editor" in findings[0].message and "predefined role" in findings[0].message
+    fine = res("gcp:projects/iAMMember:IAMMember", "f", {"role": "roles/datastore.user", "member": "serviceAccount:s@p"})
+    unknown = res("gcp:projects/iAMMember:IAMMember", "u", {"role": UNKNOWN, "member": UNKNOWN})
+    not_iam = res("gcp:storage/bucket:Bucket", "b", {"role": "roles/owner"})
+    assert run("no-primitive-roles", [fine, unknown, not_iam, res("gcp:projects/iAMBinding:IAMBinding", "x", {})]) == []
+    assert run("no-primitive-roles", [fine], {"forbiddenRoles": ["roles/datastore.user"]})
+
+
+# ------------------------------------------------------------------ dedup-firestore-ttl
+
+def test_firestore_ttl_compliant() -> None:
+    named = service(env={"DEDUP_COLLECTION": "runs", "DEDUP_DATABASE": "dedup-db"})
+    assert run("dedup-firestore-ttl", good_stack()) == []
+    assert run("dedup-firestore-ttl", [job(), named, ttl_field(collection="runs", database="projects/p/databases/dedup-db")]) == []
+
+
+def test_firestore_ttl_violations() -> None:
+    missing = run("dedup-firestore-ttl", [job(), service()])
+    assert len(missing) == 1 and "collection='scheduler_runs'" in missing[0].message and "ttlConfig={}" in missing[0].message
+    wrong_db = run("dedup-firestore-ttl", [job(), service(env={"DEDUP_DATABASE": "dedup-db"}), ttl_field()])
+    assert len(wrong_db) == 1 and "database='dedup-db'" in wrong_db[0].message
+    no_ttl = {k: v for k, v in ttl_field().props.items() if k != "ttlConfig"}
+    findings = run("dedup-firestore-ttl", [job(), service(), res(FIELD, "ttl", no_ttl)])
+    assert len(findings) == 1 and findings[0].resource and findings[0].resource.type == FIELD
+
+
+def test_firestore_ttl_service_without_dedup_env_but_called_by_a_job_counts() -> None:
+    assert run("dedup-firestore-ttl", [job(), service(env={})])
+    assert run("dedup-firestore-ttl", [service(env={})]) == [], "an unrelated service needs no TTL"
+
+
+def test_firestore_ttl_unknown_values() -> None:
+    assert run("dedup-firestore-ttl", [job(), service(env={"DEDUP_DATABASE": UNKNOWN}),  # type: ignore[dict-item]
+                                       ttl_field(database="db")]) == []
+    assert run("dedup-firestore-ttl", [job(), service(), ttl_field(database=UNKNOWN)]) == []
+
+
+def test_firestore_ttl_config_expiry_field() -> None:
+    assert run("dedup-firestore-ttl", good_stack(), {"expiryField": "expires"})
+    assert run("dedup-firestore-ttl", [job(), service(), ttl_field(field="expires")], {"expiryField": "expires"}) == []
+
+
+# ------------------------------------------------------------------ dedup-lease-covers-deadline
+
+def test_lease_covers_deadline() -> None:
+    assert run("dedup-lease-covers-deadline", good_stack()) == []
+    short_lease = run("dedup-lease-covers-deadline", [job(), service(env={"DEDUP_LEASE_SECONDS": "60"}), ttl_field()])
+    assert len(short_lease) == 1 and "DEDUP_LEASE_SECONDS to at least 300" in short_lease[0].message
+    long_deadline = run("dedup-lease-covers-deadline", [job(attemptDeadline="600s"), service(env={"DEDUP_LEASE_SECONDS": "900"})])
+    assert len(long_deadline) == 1 and "template.timeout to at least \"600s\"" in long_deadline[0].message
+    bad_number = run("dedup-lease-covers-deadline", [service(env={"DEDUP_LEASE_SECONDS": "five"})])
+    assert len(bad_number) == 1 and "not a number of seconds" in bad_number[0].message
+
+
+def test_lease_defaults_and_unknowns() -> None:
+    bare_service = res(SERVICE, "svc", {"uri": RUN_URL, "template": {"containers": [{"envs": [{"name": "DEDUP_X", "value": "1"}]}]}})
+    bare_job = res(JOB, "job", {"httpTarget": {"uri": RUN_URL}})
+    assert run("dedup-lease-covers-deadline", [bare_job, bare_service]) == []  # 300 >= 300 >= 180
+    assert run("dedup-lease-covers-deadline", [job(attemptDeadline="600s"),
+                                               service(env={"DEDUP_LEASE_SECONDS": "900"}, timeout=UNKNOWN)]) == []
+    short = run("dedup-lease-covers-deadline", [job(attemptDeadline="600s"), service(timeout=UNKNOWN)])
+    assert len(short) == 1 and "DEDUP_LEASE_SECONDS to at least 600" in short[0].message
+    assert run("dedup-lease-covers-deadline", [job(), service(env={"DEDUP_LEASE_SECONDS": UNKNOWN})]) == []  # type: ignore[dict-item]
+
+
+def test_lease_config_margin() -> None:
+    assert run("dedup-lease-covers-deadline", good_stack(), {"leaseMarginSeconds": 30})
+
+
+def test_pairing_by_property_dependency_with_two_services() -> None:
+    pending = res(JOB, "job", {"attemptDeadline": "600s", "httpTarget": {"uri": UNKNOWN}},
+                  deps={"httpTarget": ["urn:pulumi:s::p::gcp:cloudrunv2/service:Service::svc"]})
+    other = res(SERVICE, "other", {"template": {"timeout": "900s"}})
+    findings = run("dedup-lease-covers-deadline", [pending, other, service(uri=UNKNOWN)])
+    assert len(findings) == 1 and "service svc" in findings[0].message and "only Cloud Run service" not in findings[0].message
+
+
+# ------------------------------------------------------------------ dedup-retention-covers-retries
+
+def test_retry_window_arithmetic() -> None:
+    # Cloud Tasks/Scheduler example: min 10 s, max 300 s, 3 doublings -> 10, 20, 40, 80, 160, 240, 300 ...
+    props = {"attemptDeadline": "60s", "retryConfig": {"retryCount": 5.0, "minBackoffDuration": "10s",
+                                                       "maxBackoffDuration": "300s", "maxDoublings": 3.0}}
+    assert retry_window_seconds(props) == (10 + 20 + 40 + 80 + 160) + 6 * 60
+    assert retry_window_seconds({}) == 180  # one attempt, default deadline, no retries
+    with_duration = {"attemptDeadline": "60s", "retryConfig": {"retryCount": 1.0, "maxRetryDuration": "7200s"}}
+    assert retry_window_seconds(with_duration) == 7200 + 60
+    assert retry_window_seconds({"retryConfig": {"retryCount": UNKNOWN}}) is None
+
+
+def test_retention_covers_retries() -> None:
+    retrying = job(retryConfig={"retryCount": 5.0, "maxBackoffDuration": "3600s"})
+    assert run("dedup-retention-covers-retries", [retrying, service(), ttl_field()]) == []
+    short = run("dedup-retention-covers-retries", [retrying, service(env={"DEDUP_RETENTION_SECONDS": "900"})])
+    assert len(short) == 1 and "DEDUP_RETENTION_SECONDS to at least" in short[0].message
+    assert short[0].resource and short[0].resource.type == JOB
+
+
+def test_retention_unknowns_and_override() -> None:
+    assert run("dedup-retention-covers-retries", [job(retryConfig=UNKNOWN), service(env={"DEDUP_RETENTION_SECONDS": "1"})]) == []
+    assert run("dedup-retention-covers-retries", [job(), service(env={"DEDUP_RETENTION_SECONDS": UNKNOWN})]) == []  # type: ignore[dict-item]
+    assert run("dedup-retention-covers-retries", good_stack(), {"marginSeconds": 10 ** 7})
