@@ -15,7 +15,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--schedule", default="*/15 * * * *", show_default=True, help="unix-cron expression whose run times are played.")
-@click.option("--runs", default=8, show_default=True, type=click.IntRange(4, 200), help="how many scheduled runs to deliver.")
+@click.option("--runs", default=8, show_default=True, type=click.IntRange(6, 200), help="how many scheduled runs to deliver.")
 @click.option("--seed", default=7, show_default=True, type=int, help="seed of the fault plan.")
 def demo(schedule: str, runs: int, seed: int) -> None:
     """Start the Firestore emulator and the handler, then play at-least-once Scheduler traffic with faults."""

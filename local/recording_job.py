@@ -9,7 +9,10 @@ short line are atomic on POSIX, so several processes can share it)::
 Behaviour per job name comes from the JSON file named by ``DEMO_JOB_PLAN`` (read on every call,
 so a test can change it while servers run)::
 
-    {"job-a": {"sleep": 2.5, "fail": "retryable", "fail_times": 1}}
+    {"job-a": {"sleep": 2.5, "fail": "retryable", "fail_times": 1},
+     "job-a@2026-10-16T12:00:00Z": {"sleep": 0.1}}
+
+A ``job@schedule-time`` key (UTC, seconds) plans one run and wins over the job's own key.
 
 ``sleep`` is seconds (default ``DEMO_JOB_SECONDS``, else 0.05); ``fail`` fails the first
 ``fail_times`` starts of each run (default: every start).
@@ -42,17 +45,18 @@ def read_events(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def _plan(job_name: str) -> dict[str, Any]:
+def _plan(scheduled: ScheduledRun) -> dict[str, Any]:
     path = os.environ.get("DEMO_JOB_PLAN")
     if not path or not os.path.exists(path):
         return {}
     plan: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8") or "{}")
-    return dict(plan.get(job_name, {}))
+    per_run = f"{scheduled.job_name}@{scheduled.schedule_time.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    return dict(plan.get(per_run, plan.get(scheduled.job_name, {})))
 
 
 def run(scheduled: ScheduledRun) -> dict[str, Any]:
     """Record a start, sleep, maybe fail as planned, record an end; return a small result."""
-    plan = _plan(scheduled.job_name)
+    plan = _plan(scheduled)
     base = {"run_id": scheduled.run_id, "attempt_id": scheduled.attempt_id, "job_name": scheduled.job_name,
             "pid": os.getpid()}
     starts_before = sum(1 for e in read_events(os.environ.get("DEMO_EXECUTIONS_LOG", "/nonexistent"))
