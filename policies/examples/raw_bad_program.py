@@ -1,0 +1,75 @@
+"""A stack written by hand with raw pulumi-gcp resources (no DedupScheduledJob), with one mistake per rule area.
+
+The offline tests run :func:`program` under Pulumi mocks (``scheduler_dedup.policies.offline.check_program``)
+and expect every rule to catch its mistake, proving the pack protects stacks that do not use our component.
+:func:`good_program` is the same stack done right.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi_gcp as gcp
+
+REGION = "europe-west1"
+
+
+def _service(name: str, *, env: dict[str, str], timeout: str, public: bool = False) -> gcp.cloudrunv2.Service:
+    return gcp.cloudrunv2.Service(
+        name, location=REGION, deletion_protection=False, invoker_iam_disabled=public or None,
+        template=gcp.cloudrunv2.ServiceTemplateArgs(
+            timeout=timeout,
+            containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
+                image="europe-west1-docker.pkg.dev/p/images/dedup-handler:1.0",
+                envs=[gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in env.items()],
+            )],
+        ),
+    )
+
+
+def program() -> None:
+    """Every mistake: groc schedule, bad time zone, 10 s deadline, 9 retries, wrong audience, a direct Google
+    API target, public invoker, a basic role, no TTL policy, lease < timeout, retention < retry window."""
+    service = _service("handler", env={"DEDUP_LEASE_SECONDS": "60", "DEDUP_RETENTION_SECONDS": "600"},
+                       timeout="300s", public=True)
+    gcp.cloudscheduler.Job(
+        "job", region=REGION, schedule="every 5 minutes", time_zone="Mars/Olympus", attempt_deadline="10s",
+        retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=9, max_backoff_duration="3600s"),
+        http_target=gcp.cloudscheduler.JobHttpTargetArgs(
+            uri=service.uri, http_method="POST",
+            oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
+                service_account_email="sched@p.iam.gserviceaccount.com", audience="https://wrong.example.com"),
+        ),
+    )
+    gcp.cloudscheduler.Job(
+        "direct", region=REGION, schedule="0 3 * * *",
+        http_target=gcp.cloudscheduler.JobHttpTargetArgs(
+            uri="https://workflowexecutions.googleapis.com/v1/projects/p/locations/europe-west1/workflows/w/executions",
+            oauth_token=gcp.cloudscheduler.JobHttpTargetOauthTokenArgs(service_account_email="sched@p.iam.gserviceaccount.com"),
+        ),
+    )
+    gcp.cloudrunv2.ServiceIamMember("public", name=service.name, location=REGION, role="roles/run.invoker",
+                                    member="allUsers")
+    gcp.projects.IAMMember("editor", project="p", role="roles/editor", member="serviceAccount:run@p.iam.gserviceaccount.com")
+    gcp.projects.IAMPolicy("policy", project="p", policy_data=json.dumps(
+        {"bindings": [{"role": "roles/owner", "members": ["user:admin@example.com"]}]}))
+
+
+def good_program() -> None:
+    """The same stack done right: every mandatory rule passes."""
+    service = _service("handler", env={"DEDUP_COLLECTION": "scheduler_runs", "DEDUP_LEASE_SECONDS": "600",
+                                       "DEDUP_RETENTION_SECONDS": "604800"}, timeout="600s")
+    gcp.cloudscheduler.Job(
+        "job", region=REGION, schedule="*/5 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
+        retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=3, min_backoff_duration="10s",
+                                                           max_backoff_duration="300s", max_doublings=3),
+        http_target=gcp.cloudscheduler.JobHttpTargetArgs(
+            uri=service.uri, http_method="POST",
+            oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
+                service_account_email="sched@p.iam.gserviceaccount.com", audience=service.uri),
+        ),
+    )
+    gcp.cloudrunv2.ServiceIamMember("invoker", name=service.name, location=REGION, role="roles/run.invoker",
+                                    member="serviceAccount:sched@p.iam.gserviceaccount.com")
+    gcp.firestore.Field("ttl", collection="scheduler_runs", field="expire_at", database="(default)",
+                        ttl_config=gcp.firestore.FieldTtlConfigArgs(), index_config=gcp.firestore.FieldIndexConfigArgs())

@@ -1,0 +1,115 @@
+"""The offline check: the root program under mocks, the same rules, a table and an exit code.
+
+Also proves the pack on a stack written by hand with raw pulumi-gcp resources
+(policies/examples/raw_bad_program.py): each misconfiguration the component refuses is caught by a rule.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from rich.console import Console
+
+from scheduler_dedup.policies.offline import check_program, check_stack_config, run_check
+from scheduler_dedup.policies.rules import RULES
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "policies" / "examples"
+BAD_CONFIGS = sorted(EXAMPLES.glob("bad-*.yaml"))
+
+
+def _check(**kwargs: object) -> tuple[int, str]:
+    console = Console(record=True, width=200)
+    code = run_check(console=console, **kwargs)  # type: ignore[arg-type]
+    return code, console.export_text()
+
+
+@pytest.fixture(scope="module")
+def raw_program() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("raw_bad_program", EXAMPLES / "raw_bad_program.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_stack_passes_every_mandatory_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    code, text = _check(stack="example", config_file=None)
+    assert code == 0, text
+    assert "mandatory" not in text.replace("0 mandatory", "")
+
+
+def test_component_defaults_pass_every_mandatory_rule() -> None:
+    # only what the component cannot default: project, image and entry point; Pulumi.yaml supplies the rest
+    findings = check_stack_config(EXAMPLES / "good-image.yaml", ROOT / "Pulumi.yaml")
+    assert [f for f in findings if f.level == "mandatory"] == []
+    assert {f.rule for f in findings} <= {r.name for r in RULES if r.enforcement_level == "advisory"}
+
+
+@pytest.mark.parametrize("config", BAD_CONFIGS, ids=lambda p: p.name)
+def test_bad_example_configs_fail_with_a_row_naming_the_field(config: Path) -> None:
+    code, text = _check(stack=None, config_file=config)
+    assert code == 1, text
+    assert "component-config" in text and "mandatory" in text
+    field = {"bad-groc-schedule.yaml": "schedule", "bad-attempt-deadline.yaml": "attempt_deadline_seconds",
+             "bad-lease.yaml": "lease_seconds", "bad-retention.yaml": "retention_seconds",
+             "bad-time-zone.yaml": "time_zone", "bad-retry-count.yaml": "retry_count"}[config.name]
+    assert field in text
+
+
+def test_table_columns_and_advisory_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    code, text = _check(stack=None, config_file=EXAMPLES / "good-image.yaml")
+    assert code == 0
+    header = next(line for line in text.splitlines() if "rule" in line and "message" in line)
+    assert [w for w in header.replace("┃", " ").split()] == ["rule", "resource", "level", "message"]
+    assert "scheduler-attempt-deadline-margin" in text and "advisory" in text
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert _check(stack=None, config_file=None)[0] == 2
+    assert _check(stack="example", config_file=EXAMPLES / "good-image.yaml")[0] == 2
+    assert _check(stack=None, config_file=tmp_path / "missing.yaml")[0] == 2
+    assert _check(stack="no-such-stack", config_file=None)[0] == 2
+
+
+def test_policy_config_file_overrides_levels(tmp_path: Path) -> None:
+    config = tmp_path / "policy-config.json"
+    config.write_text(json.dumps({"scheduler-attempt-deadline-margin": {"enforcementLevel": "mandatory"}}))
+    code, text = _check(stack=None, config_file=EXAMPLES / "good-image.yaml", policy_config=config)
+    assert code == 1 and "mandatory" in text
+    config.write_text("{not json")
+    assert _check(stack=None, config_file=EXAMPLES / "good-image.yaml", policy_config=config)[0] == 2
+
+
+def test_mocked_inputs_arrive_in_engine_names(raw_program: ModuleType) -> None:
+    from scheduler_dedup.infra.mock_run import run_program
+
+    job = next(r for r in run_program(raw_program.good_program, {}) if r.type == "gcp:cloudscheduler/job:Job")
+    assert job.inputs["attemptDeadline"] == "300s"
+    assert job.inputs["httpTarget"]["oidcToken"]["serviceAccountEmail"] == "sched@p.iam.gserviceaccount.com"
+    assert job.inputs["retryConfig"]["minBackoffDuration"] == "10s"
+
+
+def test_raw_resources_program_is_caught_by_every_rule(raw_program: ModuleType) -> None:
+    findings = check_program(raw_program.program)
+    by_rule: dict[str, list[str]] = {}
+    for finding in findings:
+        by_rule.setdefault(finding.rule, []).append(finding.message)
+    expected = {"scheduler-job-unix-cron": ["groc", "IANA"], "scheduler-job-oidc-auth": ["wrong.example.com"],
+                "scheduler-attempt-deadline": ["10s"], "scheduler-retry-config": ["retryCount 9"],
+                "scheduler-target-not-google-api": ["googleapis.com"], "cloud-run-no-public-invoker": ["allUsers", "invokerIamDisabled"],
+                "no-primitive-roles": ["roles/editor", "roles/owner"], "dedup-firestore-ttl": ["expire_at"],
+                "dedup-lease-covers-deadline": ["DEDUP_LEASE_SECONDS=60"], "dedup-retention-covers-retries": ["DEDUP_RETENTION_SECONDS=600"]}
+    for rule, needles in expected.items():
+        text = " | ".join(by_rule.get(rule, []))
+        for needle in needles:
+            assert needle in text, f"{rule} did not report {needle!r}: {text!r}"
+
+
+def test_raw_resources_done_right_pass_every_mandatory_rule(raw_program: ModuleType) -> None:
+    assert [f for f in check_program(raw_program.good_program) if f.level == "mandatory"] == []
