@@ -34,8 +34,20 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "functions-framework==3.10.2",
     "google-auth==2.63.0",
     "google-cloud-firestore==2.27.0",
+    "python-json-logger==4.2.0",  # handler/logs.py
     "requests==2.34.2",
 )
+#: Top-level modules the handler may import, and the pinned distribution that provides each
+#: (flask comes with functions-framework). A test keeps this in step with ``handler/*.py``.
+HANDLER_IMPORTS: dict[str, str] = {
+    "functions_framework": "functions-framework",
+    "flask": "functions-framework",
+    "werkzeug": "functions-framework",
+    "google": "google-cloud-firestore",
+    "pythonjsonlogger": "python-json-logger",
+    "requests": "requests",
+    "scheduler_dedup": "",
+}
 FUNCTION_TARGET = "handle_scheduled_job"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"}

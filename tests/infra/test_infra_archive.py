@@ -1,0 +1,166 @@
+"""The deploy archive: deterministic layout, and the package Cloud Run would build actually works.
+
+The end-to-end test installs the archive's requirements.txt from PyPI into a fresh virtual
+environment, starts functions-framework from the unpacked archive against the Firestore emulator
+and sends one Scheduler delivery twice: the job runs once.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+import venv
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from scheduler_dedup.infra.archive import HANDLER_IMPORTS, HANDLER_REQUIREMENTS, build_deploy_archive, handler_source_dir
+from scheduler_dedup.infra.errors import DeployArchiveError
+from scheduler_dedup.local.emulator import FirestoreEmulator
+
+ROOT = Path(__file__).resolve().parents[2]
+HELLO = ROOT / "examples" / "hello_job"
+
+
+def test_layout_main_handler_package_job_and_pinned_requirements() -> None:
+    archive = build_deploy_archive(HELLO)
+    handler_py = sorted(p.relative_to(handler_source_dir()).as_posix() for p in handler_source_dir().rglob("*.py")
+                        if "__pycache__" not in p.parts)
+    assert set(archive.entries) == {"main.py", "jobs.py", "requirements.txt"} | {
+        f"scheduler_dedup/handler/{p}" for p in handler_py
+    }
+    assert "scheduler_dedup/__init__.py" not in archive.entries  # namespace package
+    with zipfile.ZipFile(io.BytesIO(archive.content)) as zf:
+        assert zf.read("main.py") == (handler_source_dir() / "main.py").read_bytes()
+        requirements = zf.read("requirements.txt").decode().splitlines()
+        assert {line for line in requirements if line and not line.startswith("#")} == set(HANDLER_REQUIREMENTS)
+        assert all("==" in r for r in HANDLER_REQUIREMENTS)
+        assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+        assert [i.filename for i in zf.infolist()] == sorted(archive.entries)
+
+
+def test_every_third_party_import_of_the_handler_is_pinned() -> None:
+    import ast
+
+    imported: set[str] = set()
+    for path in handler_source_dir().rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "__future__"}
+    unknown = third_party - set(HANDLER_IMPORTS)
+    assert not unknown, f"handler imports {unknown}: add them to HANDLER_IMPORTS and HANDLER_REQUIREMENTS"
+    pinned = {r.split("==")[0] for r in HANDLER_REQUIREMENTS}
+    assert {HANDLER_IMPORTS[m] for m in third_party} - {""} <= pinned
+
+
+def test_archive_is_deterministic_and_changes_with_content(tmp_path: Path) -> None:
+    source = tmp_path / "job"
+    source.mkdir()
+    (source / "jobs.py").write_text("def run(run):\n    return None\n")
+    first = build_deploy_archive(source)
+    os.utime(source / "jobs.py", (0, 0))
+    assert build_deploy_archive(source).sha256 == first.sha256
+    (source / "jobs.py").write_text("def run(run):\n    return 1\n")
+    assert build_deploy_archive(source).sha256 != first.sha256
+
+
+def test_job_source_may_not_shadow_the_handler(tmp_path: Path) -> None:
+    (tmp_path / "main.py").write_text("")
+    with pytest.raises(DeployArchiveError, match="main.py"):
+        build_deploy_archive(tmp_path)
+
+
+def test_job_requirements_are_appended(tmp_path: Path) -> None:
+    (tmp_path / "jobs.py").write_text("")
+    (tmp_path / "requirements.txt").write_text("humanize==4.9.0\n")
+    archive = build_deploy_archive(tmp_path)
+    with zipfile.ZipFile(io.BytesIO(archive.content)) as zf:
+        lines = zf.read("requirements.txt").decode().splitlines()
+    assert "humanize==4.9.0" in lines and "requirements.txt" in archive.entries and HANDLER_REQUIREMENTS[0] in lines
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture()
+def installed_archive(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """The archive unpacked into ``app/`` and its requirements installed into a fresh venv ``venv/``."""
+    app = tmp_path / "app"
+    with zipfile.ZipFile(io.BytesIO(build_deploy_archive(HELLO).content)) as zf:
+        zf.extractall(app)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    result = subprocess.run(
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(app / "requirements.txt")],
+        capture_output=True, text=True, timeout=540,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    yield app, env_dir
+
+
+@pytest.mark.timeout(900)
+def test_unpacked_archive_serves_one_run_and_skips_its_duplicate(
+    installed_archive: tuple[Path, Path], emulator: FirestoreEmulator, tmp_path: Path
+) -> None:
+    app, env_dir = installed_archive
+    port = _free_port()
+    log = tmp_path / "job-runs.log"
+    env = {
+        "PATH": f"{env_dir / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "FIRESTORE_EMULATOR_HOST": emulator.host,
+        "GOOGLE_CLOUD_PROJECT": os.environ["GOOGLE_CLOUD_PROJECT"],
+        "DEDUP_JOB": "jobs:run",
+        "HELLO_JOB_LOG": str(log),
+    }
+    server = subprocess.Popen(
+        [str(env_dir / "bin" / "functions-framework"), "--source", "main.py", "--target", "handle_scheduled_job",
+         "--host", "127.0.0.1", "--port", str(port)],
+        cwd=app, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(300):  # readiness poll, bounded; not a timing assertion
+            if server.poll() is not None:
+                pytest.fail(f"functions-framework exited: {server.stdout.read() if server.stdout else ''}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        headers = {
+            "X-CloudScheduler-JobName": "projects/demo/locations/us-central1/jobs/hello",
+            "X-CloudScheduler-ScheduleTime": "2026-10-16T12:00:00Z",
+        }
+        first = requests.post(url, headers=headers, timeout=60)
+        assert first.status_code == 200, first.text
+        assert first.json()["status"] == "processed", first.text
+        second = requests.post(url, headers=headers, timeout=60)
+        assert second.status_code == 200, second.text
+        assert second.json()["status"] == "duplicate", second.text
+        lines = log.read_text().splitlines()
+        assert len(lines) == 1, lines
+        assert "2026-10-16T12:00:00+00:00" in lines[0]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        if sys.exc_info()[0] is not None and server.stdout:
+            print(server.stdout.read()[-5000:])

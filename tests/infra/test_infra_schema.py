@@ -1,0 +1,42 @@
+"""Component package for other languages: Pulumi's component analyzer derives the documented schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from scheduler_dedup.infra.component import TYPE_TOKEN
+from scheduler_dedup.infra.provider_host import PACKAGE_NAME, schema
+from scheduler_dedup.infra.stack_program import CONFIG_KEYS
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUTS = {"serviceUrl", "jobName", "schedulerServiceAccountEmail", "runtimeServiceAccountEmail", "databaseName", "oidcAudience"}
+
+
+def test_analyzer_schema_has_every_input_and_output() -> None:
+    spec = schema()
+    assert spec["name"] == PACKAGE_NAME
+    resource = spec["resources"][TYPE_TOKEN]
+    assert resource["isComponent"] is True
+    inputs = resource["inputProperties"]
+    # every component input that the root stack's config can set is in the schema, camelCased
+    top_level = {k.arg.split(".")[0] for k in CONFIG_KEYS if k.arg}
+    camel = {"".join(w.capitalize() if i else w for i, w in enumerate(a.split("_"))) for a in top_level}
+    assert camel <= set(inputs)
+    assert set(resource["requiredInputs"]) == {"schedule", "region"}
+    assert set(resource["properties"]) == OUTPUTS and set(resource["required"]) >= OUTPUTS
+    assert inputs["attemptDeadlineSeconds"]["type"] == "integer"
+    assert "15 to 1800" in inputs["attemptDeadlineSeconds"]["description"]
+    assert inputs["retry"]["$ref"] == f"#/types/{PACKAGE_NAME}:index:RetryConfigArgs"
+    retry = spec["types"][f"{PACKAGE_NAME}:index:RetryConfigArgs"]["properties"]
+    assert set(retry) == {"retryCount", "maxRetryDurationSeconds", "minBackoffSeconds", "maxBackoffSeconds", "maxDoublings"}
+    workflow = spec["types"][f"{PACKAGE_NAME}:index:WorkflowTargetArgs"]
+    assert workflow["required"] == ["workflow"]
+
+
+def test_plugin_folder_is_a_python_component_package() -> None:
+    plugin = ROOT / "infra" / "provider"
+    assert yaml.safe_load((plugin / "PulumiPlugin.yaml").read_text()) == {"runtime": "python"}
+    main = (plugin / "__main__.py").read_text()
+    assert "scheduler_dedup.infra.provider_host import main" in main
