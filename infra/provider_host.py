@@ -38,7 +38,10 @@ def schema() -> dict[str, Any]:
     from pulumi.provider.experimental.component import ComponentProvider
 
     provider = ComponentProvider(components(), PACKAGE_NAME, version=PACKAGE_VERSION)
-    return json.loads(provider.schema) if isinstance(provider.schema, str) else dict(provider.schema)
+    if provider.schema is None:  # pragma: no cover - ComponentProvider always sets it
+        raise RuntimeError("the component analyzer produced no schema")
+    result: dict[str, Any] = json.loads(provider.schema)
+    return result
 
 
 def main() -> None:
