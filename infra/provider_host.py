@@ -30,6 +30,9 @@ def components() -> list[Any]:
 def schema() -> dict[str, Any]:
     """The package schema Pulumi derives for the hosted components (what ``GetSchema`` returns).
 
+    Call it in a process that has not imported google-cloud-firestore: ``pulumi.provider``'s generated
+    ``google.rpc.Status`` clashes with googleapis-common-protos' in protobuf's descriptor pool.
+
     Raises:
         Exception: whatever the analyzer raises for an unsupported annotation.
     """

@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from scheduler_dedup.infra.component import TYPE_TOKEN
-from scheduler_dedup.infra.provider_host import PACKAGE_NAME, schema
+from scheduler_dedup.infra.provider_host import PACKAGE_NAME
 from scheduler_dedup.infra.stack_program import CONFIG_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUTS = {"serviceUrl", "jobName", "schedulerServiceAccountEmail", "runtimeServiceAccountEmail", "databaseName", "oidcAudience"}
 
 
+def _schema() -> dict[str, Any]:
+    """The schema, computed in a fresh interpreter as the plugin process would.
+
+    (pulumi.provider's generated google.rpc.Status clashes with googleapis-common-protos' in one
+    process's protobuf descriptor pool, so it cannot be imported after google-cloud-firestore.)
+    """
+    code = "import json; from scheduler_dedup.infra.provider_host import schema; print(json.dumps(schema()))"
+    result = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    spec: dict[str, Any] = json.loads(result.stdout)
+    return spec
+
+
 def test_analyzer_schema_has_every_input_and_output() -> None:
-    spec = schema()
+    spec = _schema()
     assert spec["name"] == PACKAGE_NAME
     resource = spec["resources"][TYPE_TOKEN]
     assert resource["isComponent"] is True
