@@ -17,6 +17,12 @@ Protocol for one run id (each step one Firestore RPC):
    If the fast fence fails (for instance a renewal's response was lost), the record is read and
    the write retried only if this attempt id still holds it. An attempt that lost its lease can
    therefore neither complete nor delete a newer attempt's record.
+
+Two process-local shortcuts spare Firestore RPCs and server threads without deciding anything
+Firestore has not: a delivery of a run that *this process* is running is answered in progress
+at once (this process holds the claim, so its lease is live), and a run this process saw
+completed or failed is replayed from a bounded cache (a finished record never changes until the
+TTL policy deletes it, after the retention period).
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import threading
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -44,6 +53,8 @@ log = logging.getLogger("scheduler_dedup")
 MAX_RESULT_BYTES = 512 * 1024
 _MAX_ERROR_CHARS = 2000
 _CLAIM_ROUNDS = 5
+#: How many finished runs each process remembers, to replay duplicates without an RPC.
+FINISHED_CACHE_SIZE = 4096
 
 
 class Outcome(str, enum.Enum):
@@ -105,6 +116,9 @@ class Idempotency:
         self.store = store
         self.lease_seconds = lease_seconds
         self.retention_seconds = retention_seconds
+        self._local_lock = threading.Lock()
+        self._running: dict[str, float] = {}  # run id -> monotonic time of this process's claim
+        self._finished: OrderedDict[str, tuple[Outcome, Any, str | None, float]] = OrderedDict()
 
     def execute(self, run_id: str, work: Callable[[str], Any], fields: Mapping[str, Any] | None = None) -> RunOutcome:
         """Run ``work(attempt_id)`` at most once to completion for ``run_id``.
@@ -124,9 +138,53 @@ class Idempotency:
             google.api_core.exceptions.GoogleAPICallError: Firestore failed while claiming.
         """
         attempt_id = uuid.uuid4().hex
+        local = self._local_outcome(run_id, attempt_id)
+        if local is not None:
+            return local
         claim = self._claim(run_id, attempt_id, dict(fields or {}))
         if isinstance(claim, RunOutcome):
+            self._remember(claim)
             return claim
+        with self._local_lock:
+            self._running[run_id] = time.monotonic()
+        try:
+            outcome = self._run_claimed(run_id, attempt_id, claim, work)
+        finally:
+            with self._local_lock:
+                self._running.pop(run_id, None)
+        self._remember(outcome)
+        return outcome
+
+    def _local_outcome(self, run_id: str, attempt_id: str) -> RunOutcome | None:
+        """Answer from this process's own knowledge, without an RPC, where it is certain."""
+        with self._local_lock:
+            claimed = self._running.get(run_id)
+            if claimed is not None:
+                return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=self.lease_seconds)
+            finished = self._finished.get(run_id)
+            if finished is None:
+                return None
+            outcome, result, error, expires = finished
+            if time.monotonic() >= expires:
+                del self._finished[run_id]
+                return None
+            self._finished.move_to_end(run_id)
+        return RunOutcome(outcome, run_id, attempt_id, result=result, error=error)
+
+    def _remember(self, outcome: RunOutcome) -> None:
+        final = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.DUPLICATE: Outcome.DUPLICATE,
+                 Outcome.FAILED: Outcome.FAILED}.get(outcome.outcome)
+        if final is None:
+            return
+        result = _storable(outcome.result)[0] if final is Outcome.DUPLICATE else None
+        with self._local_lock:
+            self._finished[outcome.run_id] = (final, result, outcome.error,
+                                              time.monotonic() + self.retention_seconds)
+            self._finished.move_to_end(outcome.run_id)
+            while len(self._finished) > FINISHED_CACHE_SIZE:
+                self._finished.popitem(last=False)
+
+    def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim, work: Callable[[str], Any]) -> RunOutcome:
         keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds).start()
         try:
             value = work(attempt_id)

@@ -32,21 +32,23 @@ class HandlerServer:
     Args:
         env: environment for the process (added to ours): ``DEDUP_JOB``, ``FIRESTORE_EMULATOR_HOST``...
         baseline: serve the no-dedup baseline instead of the dedup handler.
+        target: ``(module or path of a .py file, function)`` to serve instead of either (e.g. a benchmark's variant).
         threads: gunicorn threads (functions-framework's ``THREADS``).
 
     Attributes:
         url: ``http://127.0.0.1:PORT/``.
     """
 
-    def __init__(self, env: Mapping[str, str], *, baseline: bool = False, threads: int = 8,
-                 start_timeout: float = 60.0):
+    def __init__(self, env: Mapping[str, str], *, baseline: bool = False, target: tuple[str, str] | None = None,
+                 threads: int = 8, start_timeout: float = 60.0):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self._env = {**os.environ, **env, "THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
-        if baseline:
-            self._source, self._target = _source_of("scheduler_dedup.local.baseline"), "handle_without_dedup"
-        else:
-            self._source, self._target = _source_of("scheduler_dedup.handler.main"), "handle_scheduled_job"
+        if target is None:
+            target = (("scheduler_dedup.local.baseline", "handle_without_dedup") if baseline
+                      else ("scheduler_dedup.handler.main", "handle_scheduled_job"))
+        source = Path(target[0]) if target[0].endswith(".py") else _source_of(target[0])
+        self._source, self._target = source, target[1]
         self._start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None
         fd, self.log_path = tempfile.mkstemp(prefix="handler-", suffix=".log")
