@@ -7,16 +7,24 @@ from collections.abc import Callable, Mapping
 
 import flask
 
+from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
 from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.idempotency import Idempotency
 from scheduler_dedup.handler.job import load_job
 from scheduler_dedup.handler.logs import configure_logging
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.handler.targets import TargetSettings, build_target
 
 
 def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable[[flask.Request], flask.Response]:
     """Return a Flask view for functions-framework, configured from ``environ`` (default ``os.environ``).
+
+    The job is ``DEDUP_JOB`` (``DEDUP_TARGET_TYPE=python``, the default) or a proxy target
+    (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``http`` with ``DEDUP_TARGET``;
+    see :mod:`scheduler_dedup.handler.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
+    ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before Firestore is touched
+    (:mod:`scheduler_dedup.handler.caller_auth`).
 
     Raises:
         ConfigError: a ``DEDUP_*`` variable or ``GOOGLE_CLOUD_PROJECT`` is invalid.
@@ -24,11 +32,19 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     env = os.environ if environ is None else environ
     configure_logging()
     settings = Settings.from_env(env)
-    job = load_job(env.get("DEDUP_JOB"))
+    target = TargetSettings.from_env(env)
+    job = load_job(env.get("DEDUP_JOB")) if target.type == "python" else build_target(target)
+    auth_settings = CallerAuthSettings.from_env(env)
+    verifier = CallerVerifier(auth_settings) if auth_settings is not None else None
     store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
 
     def view(request: flask.Request) -> flask.Response:
+        refusal = verifier.check(request.headers.get("Authorization")) if verifier is not None else None
+        if refusal is not None:
+            response = flask.jsonify(refusal[0])
+            response.status_code = refusal[1]
+            return response
         body, status, headers = handler.handle(request.headers)
         response = flask.jsonify(body)
         response.status_code = status

@@ -1,0 +1,162 @@
+"""Caller verification: the handler's second gate after Cloud Run IAM.
+
+The ``X-CloudScheduler-*`` headers can be set by anyone who can reach the service. When
+``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS`` are both set, every request must carry
+``Authorization: Bearer <Google-signed OIDC ID token>`` (what Cloud Scheduler sends with an
+``oidc_token`` on the job) whose
+
+- signature verifies against Google's certificates (``DEDUP_OIDC_CERTS_URL``, default
+  https://www.googleapis.com/oauth2/v1/certs; fetched at most once per :data:`CERTS_TTL_SECONDS`),
+- ``exp`` is in the future and ``iat`` not in it (60 s clock skew allowed),
+- ``aud`` is one of the accepted audiences,
+- ``iss`` is ``https://accounts.google.com`` or ``accounts.google.com``,
+- ``email`` is one of the allowed service accounts and ``email_verified`` is true.
+
+Anything else is refused **before Firestore is touched**: 401 ``unauthorized`` (missing,
+malformed, unsigned, badly signed, expired, wrong audience or issuer) or 403 ``forbidden`` (a
+valid token for an email that is not allowed). If the certificates cannot be fetched the answer
+is 500 ``auth_unavailable``, so Scheduler retries instead of dropping the run.
+
+Verification: https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
+(``verify_token``); Cloud Scheduler's OIDC token:
+https://cloud.google.com/scheduler/docs/http-target-auth
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import google.auth.exceptions
+import google.auth.transport
+import google.auth.transport.requests
+import google.oauth2.id_token
+
+from scheduler_dedup.handler.errors import ConfigError
+
+log = logging.getLogger("scheduler_dedup")
+
+GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
+GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
+#: How long fetched certificates are reused, seconds (Google rotates keys over days).
+CERTS_TTL_SECONDS = 3600.0
+CLOCK_SKEW_SECONDS = 60
+
+#: ``(body, status)`` of a refusal.
+Refusal = tuple[dict[str, Any], int]
+
+
+@dataclass(frozen=True)
+class CallerAuthSettings:
+    """Accepted audiences and callers.
+
+    Attributes:
+        audiences: accepted ``aud`` values (``DEDUP_OIDC_AUDIENCE``, comma-separated; usually the
+            service URL, which is what Cloud Scheduler's ``oidc_token.audience`` defaults to).
+        allowed_callers: accepted ``email`` claims, service-account emails
+            (``DEDUP_ALLOWED_CALLERS``, comma-separated).
+        certs_url: certificate endpoint (``DEDUP_OIDC_CERTS_URL``; override in tests only).
+    """
+
+    audiences: tuple[str, ...]
+    allowed_callers: frozenset[str]
+    certs_url: str = GOOGLE_CERTS_URL
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "CallerAuthSettings | None":
+        """The settings, or None when verification is off (neither variable set).
+
+        Raises:
+            ConfigError: only one of the two variables is set, or one is empty of values.
+        """
+        audiences = tuple(a.strip() for a in env.get("DEDUP_OIDC_AUDIENCE", "").split(",") if a.strip())
+        callers = frozenset(c.strip().lower() for c in env.get("DEDUP_ALLOWED_CALLERS", "").split(",") if c.strip())
+        if not audiences and not callers:
+            return None
+        if not audiences:
+            raise ConfigError("DEDUP_ALLOWED_CALLERS is set but DEDUP_OIDC_AUDIENCE is not: set DEDUP_OIDC_AUDIENCE "
+                              "to the audience Cloud Scheduler's OIDC token carries (the service URL), or unset both")
+        if not callers:
+            raise ConfigError("DEDUP_OIDC_AUDIENCE is set but DEDUP_ALLOWED_CALLERS is not: set DEDUP_ALLOWED_CALLERS "
+                              "to the Scheduler job's service-account email(s), comma-separated, or unset both")
+        bad = sorted(c for c in callers if "@" not in c)
+        if bad:
+            raise ConfigError(f"DEDUP_ALLOWED_CALLERS has {bad!r}, which are not emails: list service-account emails "
+                              "such as scheduler@PROJECT.iam.gserviceaccount.com")
+        certs_url = env.get("DEDUP_OIDC_CERTS_URL", "").strip() or GOOGLE_CERTS_URL
+        if not certs_url.startswith(("https://", "http://")):
+            raise ConfigError(f"DEDUP_OIDC_CERTS_URL={certs_url!r} is not a URL: unset it to use Google's")
+        return cls(audiences, callers, certs_url)
+
+
+class _CachingRequest(google.auth.transport.Request):
+    """A google-auth transport request that reuses GET responses for ``ttl_seconds`` (the certs)."""
+
+    def __init__(self, ttl_seconds: float):
+        self._inner = google.auth.transport.requests.Request()
+        self._ttl = ttl_seconds
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[float, google.auth.transport.Response]] = {}
+
+    def __call__(self, url: str, method: str = "GET", body: Any = None, headers: Any = None, timeout: Any = None,
+                 **kwargs: Any) -> google.auth.transport.Response:
+        if method != "GET":
+            return self._inner(url, method=method, body=body, headers=headers, timeout=timeout, **kwargs)
+        with self._lock:
+            hit = self._cache.get(url)
+            if hit is not None and time.monotonic() < hit[0]:
+                return hit[1]
+            response = self._inner(url, method="GET", headers=headers, timeout=timeout or 10, **kwargs)
+            if response.status == 200:
+                self._cache[url] = (time.monotonic() + self._ttl, response)
+            return response
+
+
+class CallerVerifier:
+    """Verifies the caller's Google-signed OIDC ID token.
+
+    Args:
+        settings: the accepted audiences and callers.
+        certs_ttl_seconds: how long fetched certificates are reused, seconds.
+    """
+
+    def __init__(self, settings: CallerAuthSettings, certs_ttl_seconds: float = CERTS_TTL_SECONDS):
+        self.settings = settings
+        self._request = _CachingRequest(certs_ttl_seconds)
+
+    def check(self, authorization: str | None) -> Refusal | None:
+        """None if the caller is allowed, else the ``(body, status)`` to answer (401, 403 or 500).
+
+        Args:
+            authorization: the request's ``Authorization`` header, or None.
+        """
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return _refuse(401, "unauthorized", "missing Authorization: Bearer <Google-signed OIDC ID token>; give "
+                           "the Scheduler job an oidc_token with the handler's audience")
+        try:
+            claims = google.oauth2.id_token.verify_token(
+                token.strip(), self._request, audience=list(self.settings.audiences),
+                certs_url=self.settings.certs_url, clock_skew_in_seconds=CLOCK_SKEW_SECONDS)
+        except google.auth.exceptions.TransportError as exc:
+            log.error("could not fetch OIDC certificates: %s", exc, extra={"outcome": "auth_unavailable"})
+            return _refuse(500, "auth_unavailable", "could not fetch the token-signing certificates; retry")
+        except (ValueError, google.auth.exceptions.GoogleAuthError) as exc:
+            return _refuse(401, "unauthorized", f"invalid ID token: {exc}")
+        if claims.get("iss") not in GOOGLE_ISSUERS:
+            return _refuse(401, "unauthorized", f"ID token issuer {claims.get('iss')!r} is not Google")
+        email = str(claims.get("email") or "").lower()
+        if not email or claims.get("email_verified") is not True:
+            return _refuse(403, "forbidden", "ID token has no verified email; use a service account's OIDC token")
+        if email not in self.settings.allowed_callers:
+            return _refuse(403, "forbidden", f"caller {email} is not in DEDUP_ALLOWED_CALLERS")
+        return None
+
+
+def _refuse(status: int, kind: str, error: str) -> Refusal:
+    log.warning("refused caller: %s", error, extra={"outcome": kind, "http_status": status})
+    return {"status": kind, "error": error}, status

@@ -1,0 +1,410 @@
+"""Proxy targets: start a Workflows execution, run a Cloud Run job, or call an HTTP endpoint, once per run.
+
+Each target is a :data:`~scheduler_dedup.handler.job.Job` (a callable taking a
+:class:`ScheduledRun`), so the Scheduler handler runs it after the claim, exactly as it runs user
+code. The target is chosen by ``DEDUP_TARGET_TYPE`` and ``DEDUP_TARGET`` (see :func:`target_from_env`).
+
+Classification of the downstream answer (the same for every target):
+
+- 2xx: the run is **completed**; the result names the downstream execution (execution or
+  operation name) and the HTTP status code.
+- 5xx, 429, a timeout (``DEDUP_TARGET_TIMEOUT_SECONDS``, default 30 s) or a connection error:
+  **retryable**: an ordinary exception is raised, so the claim is released, the handler answers
+  500 and Cloud Scheduler's retry config delivers again. POSTs are never retried blindly here.
+- any other 4xx: :class:`NonRetryableJobError`: the run is recorded ``failed`` and not retried.
+
+A retryable failure may hide a downstream start whose response was lost (a timeout after the
+request arrived, a reset connection). The claim is then *released* (the record is deleted), so the
+next delivery claims the run afresh: it is not a takeover and the handler cannot tell it apart from
+a first delivery. So the targets that can look for an earlier execution look **on every call**,
+not only on a takeover; it costs one list call per run.
+
+What each target guarantees:
+
+- **Workflows** (``projects/P/locations/L/workflows/W``): the execution is created with the label
+  ``dedup_run_id`` = the first 63 characters of the run id (label values are at most 63
+  characters, 252 bits of the run id) and the full run id in its ``argument``. Before creating one,
+  the proxy lists executions with ``filter=labels.dedup_run_id="..."``; an existing one (in any
+  state) completes the run without starting another. Cannot guarantee: an execution deleted by
+  Workflows' retention (executions are kept for a limited time), or one created by a request still
+  in flight when the list ran (only possible if two attempts overlap, which the lease prevents
+  unless an attempt outlives its lease). Downstream steps should still use ``run_id`` from the
+  argument as their own idempotency token.
+  API: https://cloud.google.com/workflows/docs/reference/executions/rest/v1/projects.locations.workflows.executions/create
+  and .../executions/list (``filter`` supports ``label``, AIP-160).
+- **Cloud Run job** (``projects/P/locations/L/jobs/J``): the job runs with the container env
+  override ``DEDUP_RUN_ID=<run id>``. ``jobs.run`` accepts no labels and ``executions.list`` has
+  no filter, so before running the proxy pages through the newest executions (at most
+  :data:`CLOUD_RUN_SCAN_PAGES` pages of 100) and looks for that override in each execution's
+  ``template.containers[].env``. Cannot guarantee: an execution older than that window or
+  deleted, or a run whose execution is not yet listed (the operation is created before the
+  execution shows up). The job itself should treat ``DEDUP_RUN_ID`` as an idempotency token
+  (e.g. with :func:`~scheduler_dedup.handler.idempotent`).
+  API: https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run and
+  https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs.executions/list
+- **HTTP** (an ``https://`` URL): POSTs ``{"run_id", "job_name", "schedule_time"}`` with the header
+  ``Idempotency-Key: <run id>`` and a Google-signed ID token for the URL's origin (or
+  ``DEDUP_TARGET_AUDIENCE``). The proxy cannot see the endpoint's state: a retry after a lost
+  response calls again with the same key, and only an endpoint that deduplicates on
+  ``Idempotency-Key`` (e.g. with ``@idempotent``) runs once. The run's result is the status code.
+  Token: https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import requests
+
+from scheduler_dedup.handler.errors import ConfigError, NonRetryableJobError
+from scheduler_dedup.handler.job import Job, ScheduledRun
+
+log = logging.getLogger("scheduler_dedup")
+
+TARGET_TYPES = ("python", "workflows", "cloud_run_job", "http")
+DEFAULT_WORKFLOWS_API = "https://workflowexecutions.googleapis.com"
+DEFAULT_RUN_API = "https://run.googleapis.com"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+#: Label key on Workflows executions holding the first 63 characters of the run id.
+RUN_ID_LABEL = "dedup_run_id"
+#: Env override carrying the run id into a Cloud Run job's containers.
+RUN_ID_ENV = "DEDUP_RUN_ID"
+#: Pages of 100 executions the Cloud Run job target scans for an earlier execution of a run.
+CLOUD_RUN_SCAN_PAGES = 3
+_CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+_WORKFLOW_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/workflows/[^/]+$")
+_RUN_JOB_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/jobs/[^/]+$")
+
+
+class TargetRetryableError(RuntimeError):
+    """The downstream call failed in a way a retry may fix (5xx, 429, timeout, connection error).
+
+    The handler releases the claim and answers 500, so Cloud Scheduler delivers again.
+    """
+
+
+#: What the targets call through: ``requests.Session``, or google-auth's ``AuthorizedSession`` (a subclass).
+HttpSession = requests.Session
+
+
+@dataclass(frozen=True)
+class TargetSettings:
+    """The proxy target's settings.
+
+    Attributes:
+        type: ``python`` | ``workflows`` | ``cloud_run_job`` | ``http`` (``DEDUP_TARGET_TYPE``).
+        target: workflow name, job name or URL (``DEDUP_TARGET``); empty for ``python``.
+        timeout_seconds: timeout of each downstream call, seconds (``DEDUP_TARGET_TIMEOUT_SECONDS``).
+        workflows_api: Workflows Executions API base URL (``DEDUP_WORKFLOWS_API``).
+        run_api: Cloud Run Admin API base URL (``DEDUP_RUN_API``).
+        auth: ``google`` (default) or ``none`` (``DEDUP_TARGET_AUTH``; **test only**: no
+            credentials are looked up and no ``Authorization`` header is sent).
+        audience: ID-token audience of an HTTP target (``DEDUP_TARGET_AUDIENCE``, default the
+            URL's origin, which Cloud Run accepts).
+    """
+
+    type: str = "python"
+    target: str = ""
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    workflows_api: str = DEFAULT_WORKFLOWS_API
+    run_api: str = DEFAULT_RUN_API
+    auth: str = "google"
+    audience: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in TARGET_TYPES:
+            raise ConfigError(f"DEDUP_TARGET_TYPE={self.type!r} is unknown: use one of {', '.join(TARGET_TYPES)}")
+        if self.auth not in ("google", "none"):
+            raise ConfigError(f"DEDUP_TARGET_AUTH={self.auth!r} is unknown: use google (or none, in tests only)")
+        if not 0 < self.timeout_seconds <= 3600:
+            raise ConfigError(f"DEDUP_TARGET_TIMEOUT_SECONDS={self.timeout_seconds:g} is out of range: use 0 < "
+                              "seconds <= 3600, shorter than the Scheduler job's attempt deadline")
+        for name, url in (("DEDUP_WORKFLOWS_API", self.workflows_api), ("DEDUP_RUN_API", self.run_api)):
+            if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+                raise ConfigError(f"{name}={url!r} is not a base URL: use e.g. https://host (no trailing path)")
+        if self.type == "python":
+            if self.target:
+                raise ConfigError(f"DEDUP_TARGET={self.target!r} is set but DEDUP_TARGET_TYPE is python: set "
+                                  "DEDUP_TARGET_TYPE to workflows, cloud_run_job or http, or unset DEDUP_TARGET")
+            return
+        if not self.target:
+            raise ConfigError(f"DEDUP_TARGET is not set: DEDUP_TARGET_TYPE={self.type} needs it ({_EXAMPLES[self.type]})")
+        if self.type == "workflows" and not _WORKFLOW_RE.match(self.target):
+            raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a workflow name: use {_EXAMPLES['workflows']}")
+        if self.type == "cloud_run_job" and not _RUN_JOB_RE.match(self.target):
+            raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a Cloud Run job name: use "
+                              f"{_EXAMPLES['cloud_run_job']}")
+        if self.type == "http":
+            parsed = urlparse(self.target)
+            if parsed.scheme not in ("https", "http") or not parsed.netloc:
+                raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a URL: use {_EXAMPLES['http']}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "TargetSettings":
+        """Read the target settings from ``env``.
+
+        Raises:
+            ConfigError: a variable is invalid; the message names it and the fix.
+        """
+        raw_timeout = env.get("DEDUP_TARGET_TIMEOUT_SECONDS", "").strip()
+        try:
+            timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_SECONDS
+        except ValueError:
+            raise ConfigError(f"DEDUP_TARGET_TIMEOUT_SECONDS={raw_timeout!r} is not a number of seconds: use e.g. "
+                              "DEDUP_TARGET_TIMEOUT_SECONDS=30") from None
+        return cls(
+            type=(env.get("DEDUP_TARGET_TYPE") or "python").strip(),
+            target=(env.get("DEDUP_TARGET") or "").strip(),
+            timeout_seconds=timeout,
+            workflows_api=(env.get("DEDUP_WORKFLOWS_API") or DEFAULT_WORKFLOWS_API).rstrip("/"),
+            run_api=(env.get("DEDUP_RUN_API") or DEFAULT_RUN_API).rstrip("/"),
+            auth=(env.get("DEDUP_TARGET_AUTH") or "google").strip(),
+            audience=(env.get("DEDUP_TARGET_AUDIENCE") or "").strip(),
+        )
+
+
+_EXAMPLES = {
+    "workflows": "DEDUP_TARGET=projects/P/locations/L/workflows/W",
+    "cloud_run_job": "DEDUP_TARGET=projects/P/locations/L/jobs/J",
+    "http": "DEDUP_TARGET=https://service-xyz.a.run.app/path",
+}
+
+
+def rfc3339(run: ScheduledRun) -> str:
+    """The run's schedule time as RFC 3339 in UTC, e.g. ``2026-10-16T12:00:00Z``."""
+    return run.schedule_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
+
+
+def _call(session: HttpSession, method: str, url: str, timeout: float, what: str, **kwargs: Any) -> requests.Response:
+    """One HTTP call, classified: returns a 2xx response, or raises.
+
+    Raises:
+        TargetRetryableError: timeout, connection error, 5xx or 429.
+        NonRetryableJobError: any other 4xx (or a 1xx/3xx, which none of these APIs answer).
+    """
+    try:
+        response = session.request(method, url, timeout=timeout, **kwargs)
+    except requests.Timeout as exc:
+        raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({exc}); the downstream may have "
+                                   "started; a retry checks where the target can tell") from exc
+    except requests.ConnectionError as exc:
+        raise TargetRetryableError(f"{what}: connection failed ({exc})") from exc
+    if 200 <= response.status_code < 300:
+        return response
+    detail = response.text[:500]
+    if response.status_code >= 500 or response.status_code == 429:
+        raise TargetRetryableError(f"{what}: HTTP {response.status_code}: {detail}")
+    raise NonRetryableJobError(f"{what}: HTTP {response.status_code} (not retried): {detail}")
+
+
+def _json(response: requests.Response, what: str) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+class WorkflowsTarget:
+    """Start one execution of a workflow per run (see the module docstring for the guarantee).
+
+    Args:
+        workflow: ``projects/P/locations/L/workflows/W``.
+        session: an authorized session (``AuthorizedSession`` with the cloud-platform scope).
+        api: Workflows Executions API base URL, no trailing slash.
+        timeout_seconds: timeout of each call, seconds.
+    """
+
+    def __init__(self, workflow: str, session: HttpSession, api: str = DEFAULT_WORKFLOWS_API,
+                 timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
+        self.workflow, self.session, self.api, self.timeout = workflow, session, api, timeout_seconds
+
+    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+        """Start the execution, or find the one already started for ``run``.
+
+        Returns:
+            ``{"target": "workflows", "execution": name, "status_code": int, "existing": bool}``.
+
+        Raises:
+            TargetRetryableError, NonRetryableJobError: see :func:`_call`.
+        """
+        url = f"{self.api}/v1/{self.workflow}/executions"
+        label = run.run_id[:63]
+        listed = _call(self.session, "GET", url, self.timeout, "Workflows executions.list",
+                       params={"filter": f'labels.{RUN_ID_LABEL}="{label}"', "pageSize": 10})
+        for execution in _json(listed, "list").get("executions", []):
+            if (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
+                log.warning("workflow execution for this run already exists; not starting another",
+                            extra={"run_id": run.run_id, "execution": execution.get("name")})
+                return {"target": "workflows", "execution": execution.get("name"),
+                        "status_code": listed.status_code, "existing": True}
+        argument = json.dumps({"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run),
+                               "attempt_id": run.attempt_id})
+        created = _call(self.session, "POST", url, self.timeout, "Workflows executions.create",
+                        json={"argument": argument, "labels": {RUN_ID_LABEL: label}})
+        return {"target": "workflows", "execution": _json(created, "create").get("name"),
+                "status_code": created.status_code, "existing": False}
+
+
+class CloudRunJobTarget:
+    """Run a Cloud Run job once per run, with ``DEDUP_RUN_ID`` in its env (see the module docstring).
+
+    Args:
+        job: ``projects/P/locations/L/jobs/J``.
+        session: an authorized session (cloud-platform scope).
+        api: Cloud Run Admin API base URL, no trailing slash.
+        timeout_seconds: timeout of each call, seconds.
+    """
+
+    def __init__(self, job: str, session: HttpSession, api: str = DEFAULT_RUN_API,
+                 timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
+        self.job, self.session, self.api, self.timeout = job, session, api, timeout_seconds
+
+    def _existing(self, run_id: str) -> str | None:
+        url, token = f"{self.api}/v2/{self.job}/executions", ""
+        for _ in range(CLOUD_RUN_SCAN_PAGES):
+            params: dict[str, Any] = {"pageSize": 100, **({"pageToken": token} if token else {})}
+            page = _json(_call(self.session, "GET", url, self.timeout, "Cloud Run executions.list", params=params),
+                         "list")
+            for execution in page.get("executions", []):
+                containers = (execution.get("template") or {}).get("containers") or []
+                for container in containers:
+                    for env in container.get("env") or []:
+                        if env.get("name") == RUN_ID_ENV and env.get("value") == run_id:
+                            return str(execution.get("name"))
+            token = page.get("nextPageToken", "")
+            if not token:
+                break
+        return None
+
+    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+        """Run the job, or find the execution already started for ``run``.
+
+        Returns:
+            ``{"target": "cloud_run_job", "operation": name or None, "execution": name or None,
+            "status_code": int, "existing": bool}``.
+
+        Raises:
+            TargetRetryableError, NonRetryableJobError: see :func:`_call`.
+        """
+        existing = self._existing(run.run_id)
+        if existing is not None:
+            log.warning("Cloud Run job execution for this run already exists; not running another",
+                        extra={"run_id": run.run_id, "execution": existing})
+            return {"target": "cloud_run_job", "operation": None, "execution": existing, "status_code": 200,
+                    "existing": True}
+        body = {"overrides": {"containerOverrides": [{"env": [{"name": RUN_ID_ENV, "value": run.run_id}]}]}}
+        response = _call(self.session, "POST", f"{self.api}/v2/{self.job}:run", self.timeout, "Cloud Run jobs.run",
+                         json=body)
+        operation = _json(response, "run")
+        return {"target": "cloud_run_job", "operation": operation.get("name"),
+                "execution": (operation.get("metadata") or {}).get("name"), "status_code": response.status_code,
+                "existing": False}
+
+
+class IdTokenSource:
+    """Google-signed ID tokens for one audience, cached until 5 minutes before they expire.
+
+    Uses ``google.oauth2.id_token.fetch_id_token`` (metadata server on Cloud Run, or a service
+    account key file): https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
+
+    Raises (from :meth:`token`):
+        google.auth.exceptions.DefaultCredentialsError: no credentials can mint ID tokens.
+    """
+
+    def __init__(self, audience: str):
+        self.audience = audience
+        self._lock = threading.Lock()
+        self._token = ""
+        self._expires = 0.0
+
+    def token(self) -> str:
+        with self._lock:
+            if time.time() < self._expires - 300:
+                return self._token
+            import google.auth.jwt
+            import google.auth.transport.requests
+            import google.oauth2.id_token
+
+            token = google.oauth2.id_token.fetch_id_token(google.auth.transport.requests.Request(), self.audience)
+            claims = google.auth.jwt.decode(token, verify=False)
+            self._token, self._expires = token, float(claims.get("exp", 0))
+            return token
+
+
+class HttpTarget:
+    """POST to a URL once per run with ``Idempotency-Key: <run id>`` (see the module docstring).
+
+    Args:
+        url: the endpoint.
+        session: a plain session (the ID token is added per call).
+        token: returns the bearer ID token, or None for no ``Authorization`` header (tests).
+        timeout_seconds: timeout of the call, seconds.
+    """
+
+    def __init__(self, url: str, session: HttpSession, token: Callable[[], str] | None,
+                 timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
+        self.url, self.session, self.token, self.timeout = url, session, token, timeout_seconds
+
+    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+        """Call the endpoint.
+
+        Returns:
+            ``{"target": "http", "url": str, "status_code": int}``.
+
+        Raises:
+            TargetRetryableError, NonRetryableJobError: see :func:`_call`.
+        """
+        headers = {"Idempotency-Key": run.run_id}
+        if self.token is not None:
+            try:
+                headers["Authorization"] = f"Bearer {self.token()}"
+            except Exception as exc:  # metadata server hiccup: retry later, do not record failed
+                raise TargetRetryableError(f"could not mint an ID token for the HTTP target: {exc!r}") from exc
+        body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
+        response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.url}", json=body, headers=headers)
+        return {"target": "http", "url": self.url, "status_code": response.status_code}
+
+
+def _google_session() -> HttpSession:
+    import google.auth
+    from google.auth.transport.requests import AuthorizedSession
+
+    credentials, _ = google.auth.default(scopes=[_CLOUD_PLATFORM_SCOPE])
+    return AuthorizedSession(credentials)
+
+
+def build_target(settings: TargetSettings, session: HttpSession | None = None) -> Job:
+    """The :data:`Job` for a non-``python`` target.
+
+    Args:
+        settings: the target settings.
+        session: the HTTP session to use; by default an ``AuthorizedSession`` on
+            ``google.auth.default()`` for Google APIs (a plain ``requests.Session`` with
+            ``DEDUP_TARGET_AUTH=none``, or for the HTTP target, which adds its ID token itself).
+
+    Raises:
+        ValueError: ``settings.type`` is ``python``.
+        google.auth.exceptions.DefaultCredentialsError: no Application Default Credentials.
+    """
+    if settings.type == "http":
+        url = urlparse(settings.target)
+        audience = settings.audience or f"{url.scheme}://{url.netloc}"
+        token = None if settings.auth == "none" else IdTokenSource(audience).token
+        return HttpTarget(settings.target, session or requests.Session(), token, settings.timeout_seconds)
+    if session is None:
+        session = requests.Session() if settings.auth == "none" else _google_session()
+    if settings.type == "workflows":
+        return WorkflowsTarget(settings.target, session, settings.workflows_api, settings.timeout_seconds)
+    if settings.type == "cloud_run_job":
+        return CloudRunJobTarget(settings.target, session, settings.run_api, settings.timeout_seconds)
+    raise ValueError(f"target type {settings.type!r} has no proxy target: load DEDUP_JOB instead")
