@@ -72,7 +72,7 @@ def idempotent(key: Callable[..., str], *, idempotency: Idempotency | None = Non
                                           {"key": raw_key[:1500], "function": fn.__qualname__})
             if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
                 result: Any = outcome.result
-                return result  # type: ignore[no-any-return]
+                return result
             if outcome.outcome is Outcome.IN_PROGRESS:
                 raise RunInProgressError(outcome.run_id, outcome.retry_after_seconds or 0.0)
             if outcome.outcome is Outcome.FAILED:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Protocol
 
 from scheduler_dedup.handler.errors import RequestHeaderError
 
@@ -28,6 +29,12 @@ LOCATION_HEADER = "X-Dedup-Location"
 _JOB_NAME_RE = re.compile(r"^(projects/[a-z0-9.:-]+/locations/[a-z0-9-]+/jobs/)?[A-Za-z0-9_-]{1,500}$")
 _PROJECT_RE = re.compile(r"^[a-z][a-z0-9.:-]{0,98}[a-z0-9]$")
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+
+class HeaderSource(Protocol):
+    """Anything with ``items()`` of header names and values: a dict, or Flask's ``request.headers``."""
+
+    def items(self) -> Iterable[tuple[str, str]]: ...
 
 
 @dataclass(frozen=True)
@@ -88,12 +95,12 @@ def parse_schedule_time(value: str) -> datetime:
     return parsed.astimezone(timezone.utc)
 
 
-def run_key_from_headers(headers: Mapping[str, str], *, default_project: str, server_now: datetime,
+def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_now: datetime,
                          manual_tolerance_seconds: float) -> RunKey:
     """Build the run key of a request from its headers (looked up case-insensitively).
 
     Args:
-        headers: request headers; any mapping, its keys compared case-insensitively
+        headers: request headers (a dict or Flask's headers), names compared case-insensitively
             (HTTP/2 sends them lower-case).
         default_project: project used when ``X-Dedup-Project`` is absent.
         server_now: the current time (aware, UTC) by the clock the handler trusts.

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.errors import RequestHeaderError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.job import Job, ScheduledRun
-from scheduler_dedup.handler.run_key import RunKey, run_key_from_headers
+from scheduler_dedup.handler.run_key import HeaderSource, RunKey, run_key_from_headers
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -50,7 +49,7 @@ class SchedulerHandler:
         self.idempotency = idempotency
         self.job = job
 
-    def handle(self, headers: Mapping[str, str]) -> Response:
+    def handle(self, headers: HeaderSource) -> Response:
         """Handle one delivery given its request headers.
 
         Returns:

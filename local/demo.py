@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ def _tally(report: RunReport, events: list[dict[str, Any]], run_id: str) -> RunT
                     crashed=len(started - set(ended)), failed=sum(1 for o in ended.values() if o != "ok"))
 
 
-def _play(side: _Side, project: str, times: list, faults: list[str], retry: RetryConfig,  # type: ignore[type-arg]
+def _play(side: _Side, project: str, times: list[datetime], faults: list[str], retry: RetryConfig,
           progress: Progress, task: Any) -> list[RunTally]:
     current: dict[str, str] = {}
     scheduler = Scheduler(side.urls, JOB_NAME, retry, crash=lambda url: side.crash(url, current["run_id"]))
