@@ -1,0 +1,179 @@
+"""Local stand-ins for Workflows, Cloud Run jobs, an HTTP target and Google's OIDC certificates.
+
+One :class:`FakeGoogle` is a stdlib ``ThreadingHTTPServer`` in a thread serving:
+
+- ``POST /v1/{workflow}/executions`` and ``GET`` with ``filter=labels.dedup_run_id="..."``
+  (Workflows Executions API),
+- ``POST /v2/{job}:run`` and ``GET /v2/{job}/executions`` (Cloud Run Admin API v2),
+- ``POST /hook`` (an HTTP target that deduplicates on ``Idempotency-Key``),
+- ``GET /certs`` (``{kid: PEM certificate}``, as https://www.googleapis.com/oauth2/v1/certs).
+
+Every request is recorded. :meth:`FakeGoogle.fail_next` queues faults for the next POSTs:
+an HTTP status (500, 429, 400...), ``"hang"`` (answer nothing until the server stops) or
+``"drop"`` (start the execution, then close the connection without answering).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+from google.auth import crypt, jwt
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeGoogle:
+    requests: list[Received] = field(default_factory=list)
+    faults: list[int | str] = field(default_factory=list)
+    workflow_executions: list[dict[str, Any]] = field(default_factory=list)
+    job_executions: list[dict[str, Any]] = field(default_factory=list)
+    hook_executions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    certs: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> "FakeGoogle":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                fake._serve(self, "GET")
+
+            def do_POST(self) -> None:
+                fake._serve(self, "POST")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def fail_next(self, *faults: int | str) -> None:
+        with self.lock:
+            self.faults.extend(faults)
+
+    def posts(self) -> list[Received]:
+        return [r for r in self.requests if r.method == "POST"]
+
+    def gets(self, path_part: str = "") -> list[Received]:
+        return [r for r in self.requests if r.method == "GET" and path_part in r.path]
+
+    # -- serving -------------------------------------------------------------------------------
+
+    def _serve(self, h: BaseHTTPRequestHandler, method: str) -> None:
+        url = urlparse(h.path)
+        length = int(h.headers.get("Content-Length") or 0)
+        raw = h.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        with self.lock:
+            self.requests.append(Received(method, url.path, parse_qs(url.query), dict(h.headers.items()), body))
+            fault = self.faults.pop(0) if method == "POST" and self.faults else None
+        if fault == "hang":
+            self.release.wait(60)
+            h.close_connection = True
+            return
+        if isinstance(fault, int):
+            return self._answer(h, fault, {"error": {"code": fault, "message": "injected fault"}})
+        status, answer = self._route(method, url.path, parse_qs(url.query), dict(h.headers.items()), body)
+        if fault == "drop":
+            h.close_connection = True  # the execution started; the caller never hears of it
+            return
+        self._answer(h, status, answer)
+
+    def _answer(self, h: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str],
+               body: Any) -> tuple[int, Any]:
+        with self.lock:
+            if path == "/certs" and method == "GET":
+                return 200, self.certs
+            m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/workflows/[^/]+)/executions", path)
+            if m and method == "POST":
+                execution = {"name": f"{m.group(1)}/executions/{uuid.uuid4()}", "state": "ACTIVE",
+                             "argument": body["argument"], "labels": body.get("labels", {})}
+                self.workflow_executions.append(execution)
+                return 200, execution
+            if m and method == "GET":
+                wanted = re.fullmatch(r'labels\.(\w+)="([^"]*)"', query.get("filter", [""])[0])
+                found = [e for e in self.workflow_executions
+                         if wanted is None or e["labels"].get(wanted.group(1)) == wanted.group(2)]
+                return 200, {"executions": found[::-1]}
+            m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/jobs/[^/]+):run", path)
+            if m and method == "POST":
+                overrides = (body or {}).get("overrides", {})
+                env = [e for c in overrides.get("containerOverrides", []) for e in c.get("env", [])]
+                execution = {"name": f"{m.group(1)}/executions/j-{uuid.uuid4().hex[:5]}",
+                             "template": {"containers": [{"image": "img", "env": env}]}}
+                self.job_executions.append(execution)
+                operation = f"{m.group(1).rsplit('/jobs/', 1)[0]}/operations/{uuid.uuid4()}"
+                return 200, {"name": operation, "metadata": {"name": execution["name"]}}
+            m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/jobs/[^/]+)/executions", path)
+            if m and method == "GET":
+                return 200, {"executions": self.job_executions[::-1]}
+            if path == "/hook" and method == "POST":
+                key = headers.get("Idempotency-Key", "")
+                if key not in self.hook_executions:
+                    self.hook_executions[key] = {"body": body, "authorization": headers.get("Authorization")}
+                return 200, {"ok": True, "key": key}
+        return 404, {"error": f"no route {method} {path}"}
+
+
+# -- OIDC tokens signed with a local key ---------------------------------------------------------
+
+
+class LocalSigner:
+    """An RSA key and its self-signed certificate; signs ID tokens as Google would."""
+
+    def __init__(self, kid: str = "local-key-1"):
+        self.kid = kid
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-google-oidc")])
+        now = dt.datetime.now(dt.timezone.utc)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(self.key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(days=1))
+                .not_valid_after(now + dt.timedelta(days=1)).sign(self.key, hashes.SHA256()))
+        self.cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+        pem = self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption())
+        self.signer = crypt.RSASigner.from_string(pem, key_id=kid)
+
+    def token(self, *, audience: str, email: str, email_verified: bool = True, lifetime_seconds: int = 3600,
+              issued_ago_seconds: int = 0, issuer: str = "https://accounts.google.com") -> str:
+        now = int(dt.datetime.now(dt.timezone.utc).timestamp()) - issued_ago_seconds
+        claims = {"iss": issuer, "aud": audience, "sub": "1234567890", "email": email,
+                  "email_verified": email_verified, "iat": now, "exp": now + lifetime_seconds}
+        return jwt.encode(self.signer, claims).decode()

@@ -1,0 +1,181 @@
+"""Proxy targets over real HTTP: real handler processes on the real emulator, local fakes of the Google APIs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from scheduler_dedup.handler import ConfigError, TargetSettings
+
+from .conftest import Harness, deliver, scheduler_headers
+from .fake_google import FakeGoogle
+
+T = "2026-10-16T12:00:00Z"
+WORKFLOW = "projects/p1/locations/us-central1/workflows/wf"
+JOB = "projects/p1/locations/us-central1/jobs/nightly-job"
+
+
+@pytest.fixture()
+def fake() -> Iterator[FakeGoogle]:
+    server = FakeGoogle().start()
+    yield server
+    server.stop()
+
+
+def target_env(fake: FakeGoogle, kind: str) -> dict[str, str]:
+    target = {"workflows": WORKFLOW, "cloud_run_job": JOB, "http": f"{fake.url}/hook"}[kind]
+    return {"DEDUP_TARGET_TYPE": kind, "DEDUP_TARGET": target, "DEDUP_WORKFLOWS_API": fake.url,
+            "DEDUP_RUN_API": fake.url, "DEDUP_TARGET_AUTH": "none", "DEDUP_TARGET_TIMEOUT_SECONDS": "1"}
+
+
+def downstream_executions(fake: FakeGoogle, kind: str) -> int:
+    """Executions the downstream actually started (what a second start would duplicate)."""
+    return {"workflows": len(fake.workflow_executions), "cloud_run_job": len(fake.job_executions),
+            "http": len(fake.hook_executions)}[kind]
+
+
+TARGETS = ["workflows", "cloud_run_job", "http"]
+
+
+def test_workflows_starts_one_execution_with_the_run_in_its_argument(harness: Harness, fake: FakeGoogle) -> None:
+    server = harness.server(**target_env(fake, "workflows"))
+    first = deliver(server.url, scheduler_headers("nightly", T))
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["status"] == "processed"
+    run_id = body["run_id"]
+    [post] = fake.posts()
+    assert post.path == f"/v1/{WORKFLOW}/executions"
+    argument = json.loads(post.body["argument"])
+    assert argument["run_id"] == run_id and argument["job_name"] == "nightly"
+    assert argument["schedule_time"] == T and len(argument["attempt_id"]) == 32
+    assert post.body["labels"] == {"dedup_run_id": run_id[:63]}
+    [listed] = fake.gets("/executions")
+    assert listed.query["filter"] == [f'labels.dedup_run_id="{run_id[:63]}"']
+    assert body["result"] == {"target": "workflows", "execution": fake.workflow_executions[0]["name"],
+                              "status_code": 200, "existing": False}
+    assert harness.records()[run_id]["result"] == body["result"]
+
+    second = deliver(server.url, scheduler_headers("nightly", T))
+    assert second.json()["status"] == "duplicate"
+    assert len(fake.posts()) == 1
+
+
+def test_cloud_run_job_runs_once_with_the_run_id_env_override(harness: Harness, fake: FakeGoogle) -> None:
+    server = harness.server(**target_env(fake, "cloud_run_job"))
+    body = deliver(server.url, scheduler_headers("nightly", T)).json()
+    assert body["status"] == "processed", body
+    [post] = fake.posts()
+    assert post.path == f"/v2/{JOB}:run"
+    assert post.body == {"overrides": {"containerOverrides": [{"env": [{"name": "DEDUP_RUN_ID",
+                                                                         "value": body["run_id"]}]}]}}
+    assert body["result"]["execution"] == fake.job_executions[0]["name"]
+    assert body["result"]["operation"].startswith("projects/p1/locations/us-central1/operations/")
+    assert deliver(server.url, scheduler_headers("nightly", T)).json()["status"] == "duplicate"
+    assert len(fake.posts()) == 1
+
+
+def test_http_target_sends_the_idempotency_key_and_run(harness: Harness, fake: FakeGoogle) -> None:
+    server = harness.server(**target_env(fake, "http"))
+    body = deliver(server.url, scheduler_headers("nightly", T)).json()
+    assert body["status"] == "processed", body
+    [post] = fake.posts()
+    assert post.headers["Idempotency-Key"] == body["run_id"]
+    assert post.body == {"run_id": body["run_id"], "job_name": "nightly", "schedule_time": T}
+    assert "Authorization" not in post.headers  # DEDUP_TARGET_AUTH=none
+    assert body["result"] == {"target": "http", "url": f"{fake.url}/hook", "status_code": 200}
+    assert deliver(server.url, scheduler_headers("nightly", T)).json()["status"] == "duplicate"
+    assert len(fake.posts()) == 1
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("fault", [500, 503, 429, "hang"])
+def test_retryable_failure_releases_and_a_retry_calls_again(harness: Harness, fake: FakeGoogle, kind: str,
+                                                            fault: Any) -> None:
+    server = harness.server(**target_env(fake, kind))
+    fake.fail_next(fault)
+    first = deliver(server.url, scheduler_headers("flaky", T))
+    assert first.status_code == 500, first.text
+    assert first.json()["status"] == "released"
+    assert harness.records() == {}  # the claim was released
+    assert downstream_executions(fake, kind) == 0
+
+    second = deliver(server.url, scheduler_headers("flaky", T))
+    assert second.status_code == 200 and second.json()["status"] == "processed", second.text
+    assert len(fake.posts()) == 2
+    assert downstream_executions(fake, kind) == 1
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("fault", [400, 403, 404])
+def test_permanent_failure_is_recorded_failed_and_not_retried(harness: Harness, fake: FakeGoogle, kind: str,
+                                                              fault: int) -> None:
+    server = harness.server(**target_env(fake, kind))
+    fake.fail_next(fault)
+    first = deliver(server.url, scheduler_headers("broken", T))
+    assert first.status_code == 200 and first.json()["status"] == "failed", first.text
+    assert f"HTTP {fault}" in first.json()["error"]
+    [record] = harness.records().values()
+    assert record["status"] == "failed"
+
+    again = deliver(server.url, scheduler_headers("broken", T))
+    assert again.json()["status"] == "failed"
+    assert len(fake.posts()) == 1
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+def test_dropped_response_then_retry_starts_no_second_execution(harness: Harness, fake: FakeGoogle,
+                                                                kind: str) -> None:
+    server = harness.server(**target_env(fake, kind))
+    fake.fail_next("drop")
+    first = deliver(server.url, scheduler_headers("lossy", T))
+    assert first.status_code == 500 and first.json()["status"] == "released", first.text
+    assert downstream_executions(fake, kind) == 1  # it started; the handler never heard
+
+    second = deliver(server.url, scheduler_headers("lossy", T))
+    assert second.status_code == 200 and second.json()["status"] == "processed", second.text
+    assert downstream_executions(fake, kind) == 1
+    if kind == "http":
+        # The proxy cannot look: it calls again with the same key and the endpoint deduplicates.
+        assert [p.headers["Idempotency-Key"] for p in fake.posts()] == [first.json()["run_id"]] * 2
+    else:
+        assert len(fake.posts()) == 1  # found the execution; did not start another
+        assert second.json()["result"]["existing"] is True
+        name = (fake.workflow_executions or fake.job_executions)[0]["name"]
+        assert second.json()["result"]["execution"] == name
+
+
+def test_invalid_target_stops_the_handler_at_start_up(harness: Harness, fake: FakeGoogle) -> None:
+    with pytest.raises(RuntimeError, match="DEDUP_TARGET="):
+        harness.server(**{**target_env(fake, "workflows"), "DEDUP_TARGET": "wf"})
+
+
+@pytest.mark.parametrize("env, variable", [
+    ({"DEDUP_TARGET_TYPE": "pubsub"}, "DEDUP_TARGET_TYPE="),
+    ({"DEDUP_TARGET_TYPE": "workflows"}, "DEDUP_TARGET is not set"),
+    ({"DEDUP_TARGET_TYPE": "workflows", "DEDUP_TARGET": "projects/p/workflows/w"}, "DEDUP_TARGET="),
+    ({"DEDUP_TARGET_TYPE": "cloud_run_job", "DEDUP_TARGET": WORKFLOW}, "DEDUP_TARGET="),
+    ({"DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": "ftp://x/y"}, "DEDUP_TARGET="),
+    ({"DEDUP_TARGET": "https://x"}, "DEDUP_TARGET_TYPE is python"),
+    ({"DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": "https://x", "DEDUP_TARGET_TIMEOUT_SECONDS": "soon"},
+     "DEDUP_TARGET_TIMEOUT_SECONDS="),
+    ({"DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": "https://x", "DEDUP_TARGET_TIMEOUT_SECONDS": "0"},
+     "DEDUP_TARGET_TIMEOUT_SECONDS="),
+    ({"DEDUP_TARGET_TYPE": "workflows", "DEDUP_TARGET": WORKFLOW, "DEDUP_WORKFLOWS_API": "localhost"},
+     "DEDUP_WORKFLOWS_API="),
+    ({"DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": "https://x", "DEDUP_TARGET_AUTH": "off"}, "DEDUP_TARGET_AUTH="),
+])
+def test_target_settings_name_the_variable(env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        TargetSettings.from_env(env)
+
+
+def test_target_settings_defaults() -> None:
+    settings = TargetSettings.from_env({"DEDUP_TARGET_TYPE": "workflows", "DEDUP_TARGET": WORKFLOW})
+    assert settings.workflows_api == "https://workflowexecutions.googleapis.com"
+    assert settings.run_api == "https://run.googleapis.com"
+    assert settings.timeout_seconds == 30 and settings.auth == "google"
+    assert TargetSettings.from_env({}).type == "python"
