@@ -1,0 +1,127 @@
+"""Caller verification over real HTTP: tokens signed with a local key, certificates from a local server."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler_dedup.handler import CallerAuthSettings, ConfigError
+
+from .conftest import Harness, deliver, scheduler_headers
+from .fake_google import FakeGoogle, LocalSigner
+
+T = "2026-10-16T12:00:00Z"
+AUDIENCE = "https://dedup-handler-abc123-uc.a.run.app"
+CALLER = "scheduler@p1.iam.gserviceaccount.com"
+
+
+@pytest.fixture(scope="module")
+def signer() -> LocalSigner:
+    return LocalSigner()
+
+
+@pytest.fixture()
+def fake(signer: LocalSigner) -> Iterator[FakeGoogle]:
+    server = FakeGoogle().start()
+    server.certs = {signer.kid: signer.cert_pem}
+    yield server
+    server.stop()
+
+
+def auth_env(fake: FakeGoogle) -> dict[str, str]:
+    return {"DEDUP_OIDC_AUDIENCE": f"https://other.example, {AUDIENCE}",
+            "DEDUP_ALLOWED_CALLERS": f"ops@p1.iam.gserviceaccount.com,{CALLER}",
+            "DEDUP_OIDC_CERTS_URL": f"{fake.url}/certs"}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return scheduler_headers("guarded", T, Authorization=f"Bearer {token}")
+
+
+def _b64(data: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+def test_forged_and_invalid_callers_are_refused_before_firestore(harness: Harness, fake: FakeGoogle,
+                                                                 signer: LocalSigner) -> None:
+    server = harness.server(**auth_env(fake))
+    other_key = LocalSigner(kid=signer.kid)  # same kid, a key Google never published
+    good_claims = {"audience": AUDIENCE, "email": CALLER}
+    unsigned = f"{_b64({'alg': 'none', 'typ': 'JWT'})}.{_b64({'aud': AUDIENCE, 'email': CALLER})}."
+    cases = {
+        "missing": (scheduler_headers("guarded", T), 401),
+        "not bearer": (scheduler_headers("guarded", T, Authorization="Basic dXNlcjpwdw=="), 401),
+        "garbage": (bearer("not-a-jwt"), 401),
+        "unsigned": (bearer(unsigned), 401),
+        "signed by another key": (bearer(other_key.token(**good_claims)), 401),
+        "wrong audience": (bearer(signer.token(audience="https://evil.example", email=CALLER)), 401),
+        "expired": (bearer(signer.token(**good_claims, issued_ago_seconds=7200)), 401),
+        "not google's issuer": (bearer(signer.token(**good_claims, issuer="https://evil.example")), 401),
+        "wrong email": (bearer(signer.token(audience=AUDIENCE, email="intruder@p1.iam.gserviceaccount.com")), 403),
+        "unverified email": (bearer(signer.token(**good_claims, email_verified=False)), 403),
+    }
+    for name, (headers, status) in cases.items():
+        response = deliver(server.url, headers)
+        assert response.status_code == status, (name, response.text)
+        body = response.json()
+        assert body["status"] == ("unauthorized" if status == 401 else "forbidden"), name
+        assert body["error"], name
+        assert "run_id" not in body, name
+    assert harness.records() == {}
+    assert harness.starts() == []
+
+
+def test_a_good_token_passes_and_certificates_are_fetched_once(harness: Harness, fake: FakeGoogle,
+                                                               signer: LocalSigner) -> None:
+    server = harness.server(**auth_env(fake))
+    token = signer.token(audience=AUDIENCE, email=CALLER)
+    first = deliver(server.url, bearer(token))
+    assert first.status_code == 200 and first.json()["status"] == "processed", first.text
+    second = deliver(server.url, scheduler_headers("guarded", "2026-10-16T13:00:00Z",
+                                                   Authorization=f"Bearer {token}"))
+    assert second.json()["status"] == "processed"
+    assert len(harness.records()) == 2 and len(harness.starts()) == 2
+    assert len(fake.gets("/certs")) == 1
+
+
+def test_unreachable_certificates_answer_500_so_scheduler_retries(harness: Harness, fake: FakeGoogle,
+                                                                  signer: LocalSigner) -> None:
+    server = harness.server(**{**auth_env(fake), "DEDUP_OIDC_CERTS_URL": f"{fake.url}/no-such-certs"})
+    response = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email=CALLER)))
+    assert response.status_code == 500 and response.json()["status"] == "auth_unavailable", response.text
+    assert harness.records() == {}
+
+
+def test_without_the_settings_no_token_is_needed(harness: Harness) -> None:
+    server = harness.server()
+    assert deliver(server.url, scheduler_headers("open", T)).json()["status"] == "processed"
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"DEDUP_OIDC_AUDIENCE": AUDIENCE}, "DEDUP_ALLOWED_CALLERS is not"),
+    ({"DEDUP_ALLOWED_CALLERS": CALLER}, "DEDUP_OIDC_AUDIENCE is not"),
+    ({"DEDUP_OIDC_AUDIENCE": " , ", "DEDUP_ALLOWED_CALLERS": CALLER}, "DEDUP_OIDC_AUDIENCE is not"),
+    ({"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": "scheduler"}, "DEDUP_ALLOWED_CALLERS has"),
+    ({"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": CALLER, "DEDUP_OIDC_CERTS_URL": "certs"},
+     "DEDUP_OIDC_CERTS_URL="),
+])
+def test_half_configured_verification_is_a_config_error(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        CallerAuthSettings.from_env(env)
+
+
+def test_half_configured_verification_stops_the_handler(harness: Harness) -> None:
+    with pytest.raises(RuntimeError, match="DEDUP_ALLOWED_CALLERS"):
+        harness.server(DEDUP_OIDC_AUDIENCE=AUDIENCE)
+
+
+def test_settings_parse_lists() -> None:
+    settings = CallerAuthSettings.from_env({"DEDUP_OIDC_AUDIENCE": "a, b", "DEDUP_ALLOWED_CALLERS": " X@p.iam , y@p"})
+    assert settings is not None
+    assert settings.audiences == ("a", "b")
+    assert settings.allowed_callers == {"x@p.iam", "y@p"}
+    assert settings.certs_url == "https://www.googleapis.com/oauth2/v1/certs"
+    assert CallerAuthSettings.from_env({}) is None
