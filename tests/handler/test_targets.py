@@ -179,3 +179,24 @@ def test_target_settings_defaults() -> None:
     assert settings.run_api == "https://run.googleapis.com"
     assert settings.timeout_seconds == 30 and settings.auth == "google"
     assert TargetSettings.from_env({}).type == "python"
+
+
+def test_http_target_sends_the_id_token_and_a_minting_failure_is_retryable(fake: FakeGoogle) -> None:
+    import datetime as dt
+
+    import requests
+
+    from scheduler_dedup.handler import ScheduledRun
+    from scheduler_dedup.handler.targets import HttpTarget, TargetRetryableError
+
+    run = ScheduledRun(run_id="a" * 64, job_name="j", schedule_time=dt.datetime(2026, 10, 16, 12, tzinfo=dt.timezone.utc),
+                       project="p1", location="", attempt_id="b" * 32)
+    HttpTarget(f"{fake.url}/hook", requests.Session(), lambda: "id-token-123", 1)(run)
+    assert fake.posts()[0].headers["Authorization"] == "Bearer id-token-123"
+
+    def no_metadata_server() -> str:
+        raise OSError("metadata server unreachable")
+
+    with pytest.raises(TargetRetryableError, match="ID token"):
+        HttpTarget(f"{fake.url}/hook", requests.Session(), no_metadata_server, 1)(run)
+    assert len(fake.posts()) == 1
