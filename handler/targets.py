@@ -214,6 +214,16 @@ def _json(response: requests.Response, what: str) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def _check_skipped(run: ScheduledRun, exc: Exception) -> None:
+    """Log that the look-up for an existing execution was refused (4xx) and the run starts anyway.
+
+    A missing list permission must not turn every run into a recorded failure: the check is a
+    safety net for lost responses, and the downstream's own dedup on the run id is the last line.
+    """
+    log.warning("cannot check for an existing execution (%s); starting one", exc,
+                extra={"run_id": run.run_id, "outcome": "existence_check_skipped"})
+
+
 class WorkflowsTarget:
     """Start one execution of a workflow per run (see the module docstring for the guarantee).
 
@@ -239,9 +249,13 @@ class WorkflowsTarget:
         """
         url = f"{self.api}/v1/{self.workflow}/executions"
         label = run.run_id[:63]
-        listed = _call(self.session, "GET", url, self.timeout, "Workflows executions.list",
-                       params={"filter": f'labels.{RUN_ID_LABEL}="{label}"', "pageSize": 10})
-        for execution in _json(listed, "list").get("executions", []):
+        try:
+            listed = _call(self.session, "GET", url, self.timeout, "Workflows executions.list",
+                           params={"filter": f'labels.{RUN_ID_LABEL}="{label}"', "pageSize": 10})
+        except NonRetryableJobError as exc:  # e.g. 403: the check is best-effort, the run must still start
+            _check_skipped(run, exc)
+            listed = None
+        for execution in (_json(listed, "list").get("executions", []) if listed is not None else []):
             if (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
                 log.warning("workflow execution for this run already exists; not starting another",
                             extra={"run_id": run.run_id, "execution": execution.get("name")})
@@ -296,7 +310,11 @@ class CloudRunJobTarget:
         Raises:
             TargetRetryableError, NonRetryableJobError: see :func:`_call`.
         """
-        existing = self._existing(run.run_id)
+        try:
+            existing = self._existing(run.run_id)
+        except NonRetryableJobError as exc:  # e.g. 403: the check is best-effort, the run must still start
+            _check_skipped(run, exc)
+            existing = None
         if existing is not None:
             log.warning("Cloud Run job execution for this run already exists; not running another",
                         extra={"run_id": run.run_id, "execution": existing})

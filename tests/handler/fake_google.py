@@ -45,6 +45,7 @@ class Received:
 class FakeGoogle:
     requests: list[Received] = field(default_factory=list)
     faults: list[int | str] = field(default_factory=list)
+    list_faults: list[int] = field(default_factory=list)
     workflow_executions: list[dict[str, Any]] = field(default_factory=list)
     job_executions: list[dict[str, Any]] = field(default_factory=list)
     hook_executions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -80,6 +81,11 @@ class FakeGoogle:
         with self.lock:
             self.faults.extend(faults)
 
+    def refuse_next_list(self, status: int) -> None:
+        """Answer the next executions.list with ``status`` (e.g. 403: the caller lacks list permission)."""
+        with self.lock:
+            self.list_faults.append(status)
+
     def posts(self) -> list[Received]:
         return [r for r in self.requests if r.method == "POST"]
 
@@ -96,6 +102,8 @@ class FakeGoogle:
         with self.lock:
             self.requests.append(Received(method, url.path, parse_qs(url.query), dict(h.headers.items()), body))
             fault = self.faults.pop(0) if method == "POST" and self.faults else None
+            if method == "GET" and url.path.endswith("/executions") and self.list_faults:
+                fault = self.list_faults.pop(0)
         if fault == "hang":
             self.release.wait(60)
             h.close_connection = True

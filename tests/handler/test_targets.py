@@ -126,6 +126,17 @@ def test_permanent_failure_is_recorded_failed_and_not_retried(harness: Harness, 
     assert len(fake.posts()) == 1
 
 
+@pytest.mark.parametrize("kind", ["workflows", "cloud_run_job"])
+def test_a_refused_existence_check_does_not_fail_the_run(harness: Harness, fake: FakeGoogle, kind: str) -> None:
+    """A 403 on executions.list (no list permission) must still start the run, not record it failed."""
+    server = harness.server(**target_env(fake, kind))
+    fake.refuse_next_list(403)
+    first = deliver(server.url, scheduler_headers("no-list", T))
+    assert first.status_code == 200 and first.json()["status"] == "processed", first.text
+    assert downstream_executions(fake, kind) == 1
+    assert "existence_check_skipped" in server.log()
+
+
 @pytest.mark.parametrize("kind", TARGETS)
 def test_dropped_response_then_retry_starts_no_second_execution(harness: Harness, fake: FakeGoogle,
                                                                 kind: str) -> None:
