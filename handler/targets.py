@@ -255,8 +255,9 @@ class WorkflowsTarget:
         except NonRetryableJobError as exc:  # e.g. 403: the check is best-effort, the run must still start
             _check_skipped(run, exc)
             listed = None
-        for execution in (_json(listed, "list").get("executions", []) if listed is not None else []):
-            if (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
+        executions = _json(listed, "list").get("executions", []) if listed is not None else []
+        for execution in executions:
+            if listed is not None and (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
                 log.warning("workflow execution for this run already exists; not starting another",
                             extra={"run_id": run.run_id, "execution": execution.get("name")})
                 return {"target": "workflows", "execution": execution.get("name"),
