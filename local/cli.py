@@ -28,11 +28,13 @@ def demo(schedule: str, runs: int, seed: int) -> None:
 @click.option("--stack", default=None, help="stack name: reads Pulumi.<stack>.yaml beside Pulumi.yaml.")
 @click.option("--config", "config_file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="a stack config file (Pulumi.<stack>.yaml format).")
-def check(stack: str | None, config_file: Path | None) -> None:
+@click.option("--policy-config", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="enforcement levels and thresholds, as for `pulumi preview --policy-pack-config`.")
+def check(stack: str | None, config_file: Path | None, policy_config: Path | None) -> None:
     """Run the root program under Pulumi mocks and apply the policy pack offline; exit 1 on a mandatory violation."""
     from scheduler_dedup.policies.offline import run_check
 
-    sys.exit(run_check(stack=stack, config_file=config_file))
+    sys.exit(run_check(stack=stack, config_file=config_file, policy_config=policy_config))
 
 
 if __name__ == "__main__":

@@ -113,3 +113,21 @@ def test_raw_resources_program_is_caught_by_every_rule(raw_program: ModuleType) 
 
 def test_raw_resources_done_right_pass_every_mandatory_rule(raw_program: ModuleType) -> None:
     assert [f for f in check_program(raw_program.good_program) if f.level == "mandatory"] == []
+
+
+def test_cli_passes_the_policy_config_through(tmp_path: Path) -> None:
+    """The console script's --policy-config reaches the rules: a raised level turns exit 0 into exit 1."""
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / "policy-config.json"
+    config.write_text(json.dumps({"scheduler-attempt-deadline-margin": {"enforcementLevel": "mandatory"}}))
+    command = [sys.executable, "-m", "scheduler_dedup.local.cli", "check", "--config", str(EXAMPLES / "good-image.yaml")]
+    env = {**os.environ, "COLUMNS": "250"}  # keep rule names on one line of the table
+    plain = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    raised = subprocess.run([*command, "--policy-config", str(config)], capture_output=True, text=True, timeout=300,
+                            env=env)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert raised.returncode == 1, raised.stdout + raised.stderr
+    assert "scheduler-attempt-deadline-margin" in raised.stdout
