@@ -36,7 +36,8 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     job = load_job(env.get("DEDUP_JOB")) if target.type == "python" else build_target(target)
     auth_settings = CallerAuthSettings.from_env(env)
     verifier = CallerVerifier(auth_settings) if auth_settings is not None else None
-    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection,
+                                      settings.firestore_timeout_seconds)
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
 
     def view(request: flask.Request) -> flask.Response:

@@ -33,6 +33,9 @@ class Settings:
         manual_tolerance_seconds: a schedule time more than this many seconds ahead of now is a
             forced run (``gcloud scheduler jobs run``), deduplicated on a key of its own
             (``DEDUP_MANUAL_TOLERANCE_SECONDS``, default 5: it only absorbs clock skew).
+        firestore_timeout_seconds: how long one Firestore operation may take, retries of
+            transient errors included (``DEDUP_FIRESTORE_TIMEOUT_SECONDS``, default 20); keep it
+            well under the attempt deadline so a Firestore outage answers 500 in time.
     """
 
     project: str
@@ -41,6 +44,7 @@ class Settings:
     lease_seconds: float = 300.0
     retention_seconds: float = 604800.0
     manual_tolerance_seconds: float = 5.0
+    firestore_timeout_seconds: float = 20.0
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -68,6 +72,12 @@ class Settings:
                 "seconds (a few seconds absorb clock skew)"
             )
 
+        if not 0.5 <= self.firestore_timeout_seconds <= 600:
+            raise ConfigError(
+                f"DEDUP_FIRESTORE_TIMEOUT_SECONDS={self.firestore_timeout_seconds:g} is out of range: use 0.5 to 600 "
+                "seconds, well under the attempt deadline"
+            )
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """Read settings from ``environ`` (default ``os.environ``).
@@ -89,6 +99,7 @@ class Settings:
             lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", 300.0),
             retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", 604800.0),
             manual_tolerance_seconds=_seconds(env, "DEDUP_MANUAL_TOLERANCE_SECONDS", 5.0),
+            firestore_timeout_seconds=_seconds(env, "DEDUP_FIRESTORE_TIMEOUT_SECONDS", 20.0),
         )
 
 

@@ -59,7 +59,7 @@ def idempotent(key: Callable[..., str], *, idempotency: Idempotency | None = Non
             if not built:
                 settings = Settings.from_env()
                 store = FirestoreRunStore.connect(settings.project, settings.database,
-                                                  collection or settings.collection)
+                                                  collection or settings.collection, settings.firestore_timeout_seconds)
                 built.append(Idempotency(store, settings.lease_seconds, settings.retention_seconds))
             return built[0]
 

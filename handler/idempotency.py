@@ -239,6 +239,9 @@ class Idempotency:
             record = self.store.get(run_id)
             if record is None:
                 continue  # released between our create and our read: claim again
+            if record.status == IN_PROGRESS and record.attempt_id == attempt_id:
+                # Our create committed, but its answer was lost and the retry saw AlreadyExists.
+                return _Claim(record.update_time, took_over=False)
             if record.status != IN_PROGRESS:
                 return _replay(record, attempt_id)
             remaining = record.lease_remaining_seconds
@@ -266,8 +269,11 @@ class Idempotency:
     def _release(self, run_id: str, attempt_id: str, keeper: LeaseKeeper) -> bool:
         if not keeper.lost and self.store.delete_if_unchanged(run_id, keeper.update_time):
             return True
-        return self._fenced_retry(run_id, attempt_id,
-                                  lambda rec: self.store.delete_if_unchanged(run_id, rec.update_time))
+        if self._fenced_retry(run_id, attempt_id, lambda rec: self.store.delete_if_unchanged(run_id, rec.update_time)):
+            return True
+        # Gone already: our delete committed on a retried try whose answer was lost. Only the
+        # holder deletes an in-progress record (TTL expiry is far beyond any lease), so it was ours.
+        return self.store.get(run_id) is None
 
     def _fenced_retry(self, run_id: str, attempt_id: str, write: Callable[[RunRecord], bool]) -> bool:
         """Slow path: write only if ``attempt_id`` still holds the run (the fencing check)."""

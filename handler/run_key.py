@@ -110,11 +110,15 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
     Raises:
         RequestHeaderError: a header is missing or malformed; ``.header`` names it.
     """
-    lowered = {k.lower(): v for k, v in headers.items()}
+    lowered: dict[str, list[str]] = {}
+    for name, value in headers.items():
+        lowered.setdefault(name.lower(), []).append(value)
 
     def header(name: str) -> str | None:
-        value = lowered.get(name.lower())
-        return None if value is None else value.strip()
+        values = {v.strip() for v in lowered.get(name.lower(), [])}
+        if len(values) > 1:
+            raise RequestHeaderError(name, f"is sent {len(values)} times with different values; send it once")
+        return values.pop() if values else None
 
     job_name = header(JOB_NAME_HEADER)
     if not job_name:

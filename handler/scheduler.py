@@ -6,7 +6,7 @@ Status codes and why:
   retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
   job's retry count.
 - 400: a missing or malformed Scheduler header; nothing is written.
-- 500: a retryable job failure, after the claim was released.
+- 500: a retryable job failure, after the claim was released; or Firestore failed (``store_error``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import time
 from typing import Any
+
+from google.api_core.exceptions import GoogleAPICallError, RetryError
 
 from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.errors import RequestHeaderError
@@ -56,9 +58,8 @@ class SchedulerHandler:
             ``(body, status_code, extra_headers)``; body is a JSON object with ``status`` and
             ``run_id`` (except for 400, which has ``error`` and no run id).
 
-        Raises:
-            google.api_core.exceptions.GoogleAPICallError: Firestore failed while claiming
-                (functions-framework answers 500, and Scheduler retries).
+        A Firestore failure gives 500 ``store_error`` (Scheduler retries): before the job ran,
+        nothing was claimed; after, the claim stays until its lease expires.
         """
         started = time.monotonic()
         try:
@@ -77,7 +78,14 @@ class SchedulerHandler:
                                          project=key.project, location=key.location, attempt_id=attempt_id,
                                          manual=key.manual))
 
-        outcome = self.idempotency.execute(key.run_id, work, _record_fields(key))
+        try:
+            outcome = self.idempotency.execute(key.run_id, work, _record_fields(key))
+        except (GoogleAPICallError, RetryError) as exc:
+            log.error("Firestore failed: %s", exc, extra={"run_id": key.run_id, "job_name": key.job_name,
+                                                          "outcome": "store_error"})
+            return ({"status": "store_error", "run_id": key.run_id,
+                     "error": f"Firestore failed ({type(exc).__name__}); the run is not recorded, retry later"},
+                    500, {})
         body, status, extra = _response(outcome)
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from google.api_core import exceptions as gexc
+from google.api_core import retry as gretry
 from google.cloud import firestore
 
 from scheduler_dedup.handler.record import IN_PROGRESS, RunRecord
@@ -26,21 +27,28 @@ class FirestoreRunStore:
     Args:
         client: a ``google.cloud.firestore.Client`` (thread-safe; share one per process).
         collection: the collection id holding run records.
+        timeout_seconds: how long one operation may take, retries of transient errors
+            (UNAVAILABLE, DEADLINE_EXCEEDED...) included, in seconds.
 
-    All methods raise ``google.api_core.exceptions.GoogleAPICallError`` subclasses for
-    Firestore failures other than the expected ones they turn into return values.
+    All methods raise ``google.api_core.exceptions.GoogleAPICallError`` or ``RetryError`` for
+    Firestore failures other than the expected ones they turn into return values. A retried
+    write may have committed on an earlier try: callers recognise their own attempt id.
     """
 
-    def __init__(self, client: firestore.Client, collection: str):
+    def __init__(self, client: firestore.Client, collection: str, timeout_seconds: float = 20.0):
         self.client = client
         self.collection = collection
+        self.timeout_seconds = timeout_seconds
+        self._retry = gretry.Retry(predicate=gretry.if_transient_error, initial=0.1, maximum=2.0, multiplier=2.0,
+                                   timeout=timeout_seconds)
+        self._rpc = {"retry": self._retry, "timeout": timeout_seconds}
         self._offset_lock = threading.Lock()
         self._clock_offset: float = 0.0  # Firestore's clock minus ours, in seconds
 
     @classmethod
-    def connect(cls, project: str, database: str, collection: str) -> "FirestoreRunStore":
+    def connect(cls, project: str, database: str, collection: str, timeout_seconds: float = 20.0) -> "FirestoreRunStore":
         """Create a client for ``project``/``database`` (honours ``FIRESTORE_EMULATOR_HOST``)."""
-        return cls(firestore.Client(project=project, database=database), collection)
+        return cls(firestore.Client(project=project, database=database), collection, timeout_seconds)
 
     def _doc(self, run_id: str) -> Any:
         return self.client.collection(self.collection).document(run_id)
@@ -64,7 +72,7 @@ class FirestoreRunStore:
     def create(self, run_id: str, fields: Mapping[str, Any]) -> datetime | None:
         """Put-if-absent. Returns the write's commit time, or None if the document exists."""
         try:
-            result = self._doc(run_id).create(dict(fields))
+            result = self._doc(run_id).create(dict(fields), **self._rpc)
         except gexc.AlreadyExists:
             return None
         self._observe(result.update_time)
@@ -72,7 +80,7 @@ class FirestoreRunStore:
 
     def get(self, run_id: str) -> RunRecord | None:
         """Read one record; None if there is none."""
-        snap = self._doc(run_id).get()
+        snap = self._doc(run_id).get(**self._rpc)
         self._observe(snap.read_time)
         if not snap.exists:
             return None
@@ -94,7 +102,7 @@ class FirestoreRunStore:
         """
         try:
             result = self._doc(run_id).update(
-                dict(fields), option=self.client.write_option(last_update_time=update_time)
+                dict(fields), option=self.client.write_option(last_update_time=update_time), **self._rpc
             )
         except (gexc.FailedPrecondition, gexc.NotFound):
             return None
@@ -104,7 +112,8 @@ class FirestoreRunStore:
     def delete_if_unchanged(self, run_id: str, update_time: datetime) -> bool:
         """Delete only if the document's last commit time is still ``update_time``; False if fenced."""
         try:
-            commit_time = self._doc(run_id).delete(option=self.client.write_option(last_update_time=update_time))
+            commit_time = self._doc(run_id).delete(option=self.client.write_option(last_update_time=update_time),
+                                                   **self._rpc)
         except (gexc.FailedPrecondition, gexc.NotFound):
             return False
         self._observe(commit_time)

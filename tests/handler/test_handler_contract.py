@@ -191,3 +191,29 @@ def test_logs_are_cloud_logging_json(harness: Harness) -> None:
     assert len(entry["attempt_id"]) == 32
     assert entry["duration_ms"] > 0
     assert "message" in entry
+
+
+def test_a_scheduler_header_sent_twice_with_different_values_is_400(harness: Harness) -> None:
+    server = harness.server()
+    url = urlparse(server.url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.putrequest("POST", "/")
+    conn.putheader("X-CloudScheduler-JobName", "twice")
+    conn.putheader("X-CloudScheduler-ScheduleTime", T)
+    conn.putheader("X-CloudScheduler-ScheduleTime", "2026-10-16T13:00:00Z")
+    conn.putheader("Content-Length", "0")
+    conn.endheaders()
+    response = conn.getresponse()
+    body = json.loads(response.read())
+    assert response.status == 400 and body["header"] == "X-CloudScheduler-ScheduleTime", body
+    assert harness.records() == {} and harness.starts() == []
+
+
+def test_firestore_unreachable_answers_500_store_error_and_runs_nothing(harness: Harness) -> None:
+    from scheduler_dedup.local.emulator import free_port
+
+    server = harness.server(FIRESTORE_EMULATOR_HOST=f"127.0.0.1:{free_port()}", DEDUP_FIRESTORE_TIMEOUT_SECONDS="1")
+    response = deliver(server.url, scheduler_headers("no-store", T))
+    assert response.status_code == 500
+    assert response.json()["status"] == "store_error" and "retry later" in response.json()["error"]
+    assert harness.starts() == []
