@@ -8,6 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.run_key import PROJECT_ID_RE
+
+#: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
+MAX_RETENTION_SECONDS = 10 * 365 * 86400
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
@@ -49,6 +53,11 @@ class Settings:
     def __post_init__(self) -> None:
         if not self.project:
             raise ConfigError("GOOGLE_CLOUD_PROJECT is empty: set it to the project id that holds the Firestore database")
+        if not PROJECT_ID_RE.match(self.project):
+            raise ConfigError(
+                f"GOOGLE_CLOUD_PROJECT={self.project!r} is not a project id: use lower-case letters, digits and '-', "
+                "e.g. my-project-123"
+            )
         if not _DATABASE_RE.match(self.database):
             raise ConfigError(
                 f"DEDUP_DATABASE={self.database!r} is not a Firestore database id: use (default) or 4-63 "
@@ -61,6 +70,11 @@ class Settings:
             )
         if not 1 <= self.lease_seconds <= 86400:
             raise ConfigError(f"DEDUP_LEASE_SECONDS={self.lease_seconds:g} is out of range: use 1 to 86400 seconds")
+        if self.retention_seconds > MAX_RETENTION_SECONDS:
+            raise ConfigError(
+                f"DEDUP_RETENTION_SECONDS={self.retention_seconds:g} is over {MAX_RETENTION_SECONDS} (10 years): "
+                "use a week to a few months; it only has to outlast the job's retry window"
+            )
         if self.retention_seconds < self.lease_seconds:
             raise ConfigError(
                 f"DEDUP_RETENTION_SECONDS={self.retention_seconds:g} is shorter than DEDUP_LEASE_SECONDS="

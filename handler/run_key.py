@@ -27,7 +27,12 @@ LOCATION_HEADER = "X-Dedup-Location"
 # (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
 # We also accept a full resource name (projects/P/locations/L/jobs/J), which some proxies send.
 _JOB_NAME_RE = re.compile(r"^(projects/[a-z0-9.:-]+/locations/[a-z0-9-]+/jobs/)?[A-Za-z0-9_-]{1,500}$")
-_PROJECT_RE = re.compile(r"^[a-z][a-z0-9.:-]{0,98}[a-z0-9]$")
+# Project ids: https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin
+# (6-30 characters; older ids may carry a domain prefix such as example.com:my-project).
+PROJECT_ID_RE = re.compile(r"^[a-z]([a-z0-9.:-]{0,98}[a-z0-9])?$")
+# Schedule times outside these years are not real runs, and would overflow the record's
+# timestamps (Firestore stores years 1 to 9999; expire_at adds the retention).
+MIN_YEAR, MAX_YEAR = 1970, 9000
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 
@@ -59,7 +64,8 @@ class RunKey:
     @property
     def schedule_time_rfc3339(self) -> str:
         """The schedule time as RFC 3339 in UTC with microseconds, e.g. ``2026-10-16T12:00:00.000000Z``."""
-        return self.schedule_time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        t = self.schedule_time.astimezone(timezone.utc)
+        return f"{t.year:04d}-{t:%m-%dT%H:%M:%S.%f}Z"
 
     @property
     def run_id(self) -> str:
@@ -89,10 +95,13 @@ def parse_schedule_time(value: str) -> datetime:
     # Python's fromisoformat takes at most 6 fractional digits; RFC 3339 allows more.
     text = re.sub(r"(\.\d{6})\d+", r"\1", text.replace("z", "Z").replace("t", "T"))
     try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError as exc:
+        parsed = datetime.fromisoformat(text).astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:
         raise RequestHeaderError(SCHEDULE_TIME_HEADER, f"is {value!r}, not a valid date-time: {exc}") from None
-    return parsed.astimezone(timezone.utc)
+    if not MIN_YEAR <= parsed.year <= MAX_YEAR:
+        raise RequestHeaderError(SCHEDULE_TIME_HEADER,
+                                 f"is {value!r}, outside the years {MIN_YEAR} to {MAX_YEAR} a schedule can have")
+    return parsed
 
 
 def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_now: datetime,
@@ -122,7 +131,8 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
 
     job_name = header(JOB_NAME_HEADER)
     if not job_name:
-        raise RequestHeaderError(JOB_NAME_HEADER, "is missing: the request did not come from a Cloud Scheduler HTTP job")
+        raise RequestHeaderError(JOB_NAME_HEADER, "is missing or empty: the request did not come from a Cloud "
+                                 "Scheduler HTTP job")
     if not _JOB_NAME_RE.match(job_name):
         raise RequestHeaderError(
             JOB_NAME_HEADER, f"is {job_name[:80]!r}: a job id is 1-500 letters, digits, '-' or '_'"
@@ -136,7 +146,7 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
         )
     schedule_time = parse_schedule_time(raw_time)
     project = header(PROJECT_HEADER) or default_project
-    if not _PROJECT_RE.match(project):
+    if not PROJECT_ID_RE.match(project):
         raise RequestHeaderError(PROJECT_HEADER, f"is {project[:80]!r}, not a project id")
     location = header(LOCATION_HEADER) or ""
     if location and not _LOCATION_RE.match(location):

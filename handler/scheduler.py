@@ -70,7 +70,8 @@ class SchedulerHandler:
                 manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
             )
         except RequestHeaderError as exc:
-            log.warning("rejected delivery: %s", exc, extra={"outcome": "bad_request", "header": exc.header})
+            log.warning("rejected delivery: %s", exc, extra={"outcome": "bad_request", "header": exc.header,
+                                                               "http_status": 400})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, 400, {}
 
         def work(attempt_id: str) -> Any:

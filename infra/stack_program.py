@@ -10,6 +10,8 @@ Config keys (namespace ``scheduler-dedup``, the project name in ``Pulumi.yaml``)
 
 from __future__ import annotations
 
+import difflib
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,25 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
 )
 
 
+def _refuse_unknown_keys() -> None:
+    """Refuse a ``scheduler-dedup:*`` stack config key that the program does not read (a typo would
+    otherwise silently fall back to a default, e.g. ``retrycount`` leaving retries at 0).
+
+    Raises:
+        DedupConfigError: names the unknown key and the closest known one.
+    """
+    from pulumi.runtime.config import CONFIG, get_config_env
+
+    known = {entry.key for entry in CONFIG_KEYS}
+    present = {*CONFIG.get(), *get_config_env()}
+    for full_key in sorted(present):
+        namespace, _, key = full_key.partition(":")
+        if namespace == PROJECT_NAME and key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+            hint = f"did you mean {PROJECT_NAME}:{close[0]}?" if close else f"known keys: {', '.join(sorted(known))}"
+            raise DedupConfigError(key, f"stack config {full_key} is not a setting of this stack; {hint}")
+
+
 def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> tuple[str, DedupScheduledJobArgs]:
     """Translate stack config into ``(component name, DedupScheduledJobArgs)``.
 
@@ -80,6 +101,7 @@ def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> 
     Raises:
         DedupConfigError: a key has the wrong type (e.g. a non-integer deadline).
     """
+    _refuse_unknown_keys()
     name = DEFAULT_COMPONENT_NAME
     raw: dict[str, Any] = {}
     for entry in CONFIG_KEYS:

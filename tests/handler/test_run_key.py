@@ -44,7 +44,8 @@ def test_future_schedule_time_beyond_tolerance_is_a_manual_run() -> None:
     assert not later.manual and later.run_id != forced.run_id
 
 
-@pytest.mark.parametrize("bad", ["", "2026-10-16", "2026-10-16T12:00:00", "12:00", "2026-10-16T25:00:00Z", "now"])
+@pytest.mark.parametrize("bad", ["", "2026-10-16", "2026-10-16T12:00:00", "12:00", "2026-10-16T25:00:00Z", "now",
+                                 "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "1969-12-31T23:59:59Z"])
 def test_malformed_schedule_times_are_refused(bad: str) -> None:
     with pytest.raises(RequestHeaderError) as info:
         parse_schedule_time(bad)
@@ -59,3 +60,11 @@ def test_settings_from_env_defaults_and_errors() -> None:
         Settings.from_env({})
     with pytest.raises(ConfigError, match="DEDUP_LEASE_SECONDS='nan'"):
         Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_LEASE_SECONDS": "nan"})
+
+
+def test_settings_refuse_an_invalid_project_and_an_overflowing_retention() -> None:
+    with pytest.raises(ConfigError, match="GOOGLE_CLOUD_PROJECT='Bad Project!'"):
+        Settings.from_env({"GOOGLE_CLOUD_PROJECT": "Bad Project!"})
+    with pytest.raises(ConfigError, match="DEDUP_RETENTION_SECONDS=1e\\+14 is over"):
+        Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_RETENTION_SECONDS": "1e14"})
+    assert Settings.from_env({"GOOGLE_CLOUD_PROJECT": "example.com:my-project"}).project == "example.com:my-project"

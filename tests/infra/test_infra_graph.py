@@ -277,3 +277,13 @@ def test_pulumi_yaml_defaults_match_the_code_and_example_sets_every_key() -> Non
         "maxBackoffDuration": f"{declared['maxBackoffSeconds']['default']}s",
         "maxDoublings": declared["maxDoublings"]["default"],
     }
+
+
+def test_a_misspelt_stack_config_key_is_refused_with_the_closest_key(tmp_path: Path) -> None:
+    """A typo must not silently fall back to a default (``retrycount`` would leave retries at 0)."""
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["config"]["scheduler-dedup:retrycount"] = config["config"].pop("scheduler-dedup:retryCount")
+    bad = tmp_path / "Pulumi.typo.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    with pytest.raises(DedupConfigError, match="did you mean scheduler-dedup:retryCount"):
+        run_stack_config(bad, project_file=ROOT / "Pulumi.yaml")
