@@ -137,7 +137,22 @@ def deploy_from_config(*, base_dir: Path | None = None) -> DedupScheduledJob:
         DedupConfigError: invalid config, before any resource is created.
     """
     name, args = args_from_config(pulumi.Config(), base_dir=base_dir)
-    return DedupScheduledJob(name, args)
+    try:
+        return DedupScheduledJob(name, args)
+    except DedupConfigError as exc:
+        key = stack_key_for(exc.field)
+        if key is None:
+            raise
+        raise DedupConfigError(exc.field, f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{key})") from None
+
+
+def stack_key_for(field: str) -> str | None:
+    """The stack config key that sets component input ``field`` (e.g. ``attempt_deadline_seconds`` ->
+    ``attemptDeadlineSeconds``), or None if no key sets it."""
+    for entry in CONFIG_KEYS:
+        if entry.arg and field in (entry.arg, entry.arg.rsplit(".", 1)[-1]):
+            return entry.key
+    return None
 
 
 def main(*, base_dir: Path | None = None) -> DedupScheduledJob:

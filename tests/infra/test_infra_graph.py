@@ -244,9 +244,10 @@ def test_misconfiguration_fails_before_any_resource(tmp_path: Path) -> None:
     bad = tmp_path / "Pulumi.bad.yaml"
     bad.write_text(yaml.safe_dump(config))
     registered: list[RegisteredResource] = []
-    with pytest.raises(DedupConfigError, match="attempt_deadline_seconds"):
+    with pytest.raises(DedupConfigError, match="attempt_deadline_seconds") as info:
         registered = run_stack_config(bad, project_file=ROOT / "Pulumi.yaml")
     assert registered == []
+    assert "(stack config scheduler-dedup:attemptDeadlineSeconds)" in str(info.value), "names the key the user edits"
 
 
 def test_pulumi_yaml_defaults_match_the_code_and_example_sets_every_key() -> None:
