@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 from datetime import datetime, timedelta, timezone
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -15,6 +16,18 @@ from scheduler_dedup.local.servers import HandlerServer
 from .conftest import Harness, deliver, scheduler_headers
 
 T = "2026-10-16T12:00:00Z"
+
+
+def raw_post(url: str, headers: list[tuple[str, str]]) -> tuple[int, dict[str, Any]]:
+    """POST with exactly these header lines (names as given, repeats allowed), as a proxy or HTTP/2 might."""
+    parsed = urlparse(url)
+    conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
+    conn.putrequest("POST", "/")
+    for name, value in [*headers, ("Content-Length", "0")]:
+        conn.putheader(name, value)
+    conn.endheaders()
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
 
 
 def test_first_delivery_runs_and_duplicate_replays_without_running(harness: Harness) -> None:
@@ -46,16 +59,9 @@ def test_first_delivery_runs_and_duplicate_replays_without_running(harness: Harn
 
 def test_lower_case_headers_as_http2_sends_them(harness: Harness) -> None:
     server = harness.server()
-    url = urlparse(server.url)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-    conn.putrequest("POST", "/")
-    conn.putheader("x-cloudscheduler-jobname", "lower")
-    conn.putheader("x-cloudscheduler-scheduletime", T)
-    conn.putheader("content-length", "0")
-    conn.endheaders()
-    response = conn.getresponse()
-    assert response.status == 200
-    run_id = json.loads(response.read())["run_id"]
+    status, body = raw_post(server.url, [("x-cloudscheduler-jobname", "lower"), ("x-cloudscheduler-scheduletime", T)])
+    assert status == 200
+    run_id = body["run_id"]
     upper = deliver(server.url, scheduler_headers("lower", T))
     assert upper.json() == {"status": "duplicate", "run_id": run_id, "result": upper.json()["result"]}
     assert len(harness.starts()) == 1
@@ -202,17 +208,9 @@ def test_logs_are_cloud_logging_json(harness: Harness) -> None:
 
 def test_a_scheduler_header_sent_twice_with_different_values_is_400(harness: Harness) -> None:
     server = harness.server()
-    url = urlparse(server.url)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-    conn.putrequest("POST", "/")
-    conn.putheader("X-CloudScheduler-JobName", "twice")
-    conn.putheader("X-CloudScheduler-ScheduleTime", T)
-    conn.putheader("X-CloudScheduler-ScheduleTime", "2026-10-16T13:00:00Z")
-    conn.putheader("Content-Length", "0")
-    conn.endheaders()
-    response = conn.getresponse()
-    body = json.loads(response.read())
-    assert response.status == 400 and body["header"] == "X-CloudScheduler-ScheduleTime", body
+    status, body = raw_post(server.url, [("X-CloudScheduler-JobName", "twice"), ("X-CloudScheduler-ScheduleTime", T),
+                                         ("X-CloudScheduler-ScheduleTime", "2026-10-16T13:00:00Z")])
+    assert status == 400 and body["header"] == "X-CloudScheduler-ScheduleTime", body
     assert harness.records() == {} and harness.starts() == []
 
 
