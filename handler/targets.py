@@ -81,8 +81,11 @@ RUN_ID_ENV = "DEDUP_RUN_ID"
 CLOUD_RUN_SCAN_PAGES = 3
 _CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
-_WORKFLOW_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/workflows/[^/]+$")
-_RUN_JOB_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/jobs/[^/]+$")
+# Resource ids: letters, digits, '-', '_' (and '.'/':' in legacy project ids); nothing that would change
+# the request path or query (https://cloud.google.com/workflows/docs/reference/rest/v1/projects.locations.workflows).
+_ID = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
+_WORKFLOW_RE = re.compile(rf"^projects/{_ID}/locations/{_ID}/workflows/{_ID}$")
+_RUN_JOB_RE = re.compile(rf"^projects/{_ID}/locations/{_ID}/jobs/{_ID}$")
 
 
 class TargetRetryableError(RuntimeError):
@@ -147,6 +150,9 @@ class TargetSettings:
             parsed = urlparse(self.target)
             if parsed.scheme not in ("https", "http") or not parsed.netloc:
                 raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a URL: use {_EXAMPLES['http']}")
+            if parsed.scheme == "http" and self.auth == "google":
+                raise ConfigError(f"DEDUP_TARGET={self.target!r} is plain http: the ID token would travel "
+                                  f"unencrypted; use {_EXAMPLES['http']}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "TargetSettings":
@@ -192,7 +198,9 @@ def _call(session: HttpSession, method: str, url: str, timeout: float, what: str
         NonRetryableJobError: any other 4xx (or a 1xx/3xx, which none of these APIs answer).
     """
     try:
-        response = session.request(method, url, timeout=timeout, **kwargs)
+        # No redirects: requests would turn a POST into a body-less GET on 301/302/303 and the
+        # run would be recorded done though the target never got it. A 3xx is a failure instead.
+        response = session.request(method, url, timeout=timeout, allow_redirects=False, **kwargs)
     except requests.Timeout as exc:
         raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({exc}); the downstream may have "
                                    "started; a retry checks where the target can tell") from exc
@@ -203,6 +211,10 @@ def _call(session: HttpSession, method: str, url: str, timeout: float, what: str
     detail = response.text[:500]
     if response.status_code >= 500 or response.status_code == 429:
         raise TargetRetryableError(f"{what}: HTTP {response.status_code}: {detail}")
+    if 300 <= response.status_code < 400:
+        raise NonRetryableJobError(f"{what}: HTTP {response.status_code} redirect to "
+                                   f"{response.headers.get('Location', '?')!r} (not followed, not retried): point "
+                                   "DEDUP_TARGET at the final URL")
     raise NonRetryableJobError(f"{what}: HTTP {response.status_code} (not retried): {detail}")
 
 

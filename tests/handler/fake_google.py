@@ -119,6 +119,8 @@ class FakeGoogle:
     def _answer(self, h: BaseHTTPRequestHandler, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
         h.send_response(status)
+        if 300 <= status < 400 and isinstance(body, dict) and "location" in body:
+            h.send_header("Location", body["location"])
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
@@ -152,6 +154,10 @@ class FakeGoogle:
             m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/jobs/[^/]+)/executions", path)
             if m and method == "GET":
                 return 200, {"executions": self.job_executions[::-1]}
+            if path == "/moved":  # an endpoint behind a redirect (http->https, a trailing slash...)
+                return 302, {"location": "/landing"}
+            if path == "/landing":
+                return 200, {"landed": method}
             if path == "/hook" and method == "POST":
                 key = headers.get("Idempotency-Key", "")
                 if key not in self.hook_executions:

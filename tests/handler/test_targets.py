@@ -211,3 +211,25 @@ def test_http_target_sends_the_id_token_and_a_minting_failure_is_retryable(fake:
     with pytest.raises(TargetRetryableError, match="ID token"):
         HttpTarget(f"{fake.url}/hook", requests.Session(), no_metadata_server, 1)(run)
     assert len(fake.posts()) == 1
+
+
+def test_a_redirect_is_a_recorded_failure_never_followed(harness: Harness, fake: FakeGoogle) -> None:
+    """requests would turn the POST into a body-less GET on 302 and report 200: the run must not count as done."""
+    server = harness.server(**{**target_env(fake, "http"), "DEDUP_TARGET": f"{fake.url}/moved"})
+    first = deliver(server.url, scheduler_headers("moved", T))
+    assert first.status_code == 200 and first.json()["status"] == "failed", first.text
+    assert "HTTP 302 redirect to '/landing'" in first.json()["error"]
+    assert fake.gets("/landing") == [] and fake.hook_executions == {}
+    [record] = harness.records().values()
+    assert record["status"] == "failed"
+
+
+@pytest.mark.parametrize(("kind", "target"), [
+    ("http", "http://example.com/run"),
+    ("workflows", "projects/p/locations/l/workflows/w#frag"),
+    ("workflows", "projects/p/locations/l/workflows/w?x=1"),
+    ("cloud_run_job", "projects/p/locations/l/jobs/../../x"),
+])
+def test_targets_that_would_leak_a_token_or_change_the_request_path_are_refused(kind: str, target: str) -> None:
+    with pytest.raises(ConfigError, match="DEDUP_TARGET="):
+        TargetSettings(type=kind, target=target)
