@@ -7,29 +7,55 @@ Public names:
 - :class:`Idempotency`, :class:`FirestoreRunStore`, :class:`Settings`: the machinery.
 - :class:`TargetSettings`, :func:`build_target`: proxy targets (Workflows, Cloud Run job, HTTP).
 - :class:`CallerAuthSettings`, :class:`CallerVerifier`: OIDC caller verification.
+
+Names are imported on first use (PEP 562), so that light modules such as
+``scheduler_dedup.handler.config`` (which the Pulumi component uses to validate the handler's
+settings at preview time) can be imported without loading the Firestore client.
 """
 
-from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.decorator import idempotent, run_id_for_key
-from scheduler_dedup.handler.errors import (
-    ConfigError,
-    DedupError,
-    LeaseLostError,
-    NonRetryableJobError,
-    RequestHeaderError,
-    RunFailedError,
-    RunInProgressError,
-)
-from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
-from scheduler_dedup.handler.job import ScheduledRun
-from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.handler.store import FirestoreRunStore
-from scheduler_dedup.handler.targets import TargetRetryableError, TargetSettings, build_target
+from __future__ import annotations
 
-__all__ = [
-    "CallerAuthSettings", "CallerVerifier", "TargetRetryableError", "TargetSettings", "build_target",
-    "ConfigError", "DedupError", "FirestoreRunStore", "Idempotency", "LeaseLostError", "NonRetryableJobError",
-    "Outcome", "RequestHeaderError", "RunFailedError", "RunInProgressError", "RunKey", "RunOutcome",
-    "ScheduledRun", "Settings", "idempotent", "run_id_for_key",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "CallerAuthSettings": "caller_auth", "CallerVerifier": "caller_auth",
+    "Settings": "config",
+    "idempotent": "decorator", "run_id_for_key": "decorator",
+    "ConfigError": "errors", "DedupError": "errors", "LeaseLostError": "errors", "NonRetryableJobError": "errors",
+    "RequestHeaderError": "errors", "RunFailedError": "errors", "RunInProgressError": "errors",
+    "Idempotency": "idempotency", "Outcome": "idempotency", "RunOutcome": "idempotency",
+    "ScheduledRun": "job",
+    "RunKey": "run_key",
+    "FirestoreRunStore": "store",
+    "TargetRetryableError": "targets", "TargetSettings": "targets", "build_target": "targets",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
+    from scheduler_dedup.handler.config import Settings
+    from scheduler_dedup.handler.decorator import idempotent, run_id_for_key
+    from scheduler_dedup.handler.errors import (
+        ConfigError,
+        DedupError,
+        LeaseLostError,
+        NonRetryableJobError,
+        RequestHeaderError,
+        RunFailedError,
+        RunInProgressError,
+    )
+    from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
+    from scheduler_dedup.handler.job import ScheduledRun
+    from scheduler_dedup.handler.run_key import RunKey
+    from scheduler_dedup.handler.store import FirestoreRunStore
+    from scheduler_dedup.handler.targets import TargetRetryableError, TargetSettings, build_target
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -30,6 +30,7 @@ preview, and it does not change when Google changes URL formats. The determinist
 need the project *number* (an extra lookup) and ties the audience to a URL format.
 """
 
+import hashlib
 from typing import Optional
 
 import pulumi
@@ -69,9 +70,16 @@ SOURCE_DEPLOY_APIS = ("cloudbuild.googleapis.com", "artifactregistry.googleapis.
 
 
 def _account_id(prefix: str, suffix: str) -> str:
-    """A service account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) from the component prefix."""
-    head = prefix[: 30 - len(suffix) - 1].rstrip("-")
-    return f"{head}-{suffix}"
+    """A service account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) from the component prefix.
+
+    A prefix too long to fit is cut and given 4 hex digits of its SHA-256, so two components
+    whose names share their first characters still get distinct accounts.
+    """
+    room = 30 - len(suffix) - 1
+    if len(prefix) <= room:
+        return f"{prefix}-{suffix}"
+    digest = hashlib.sha256(prefix.encode()).hexdigest()[:4]
+    return f"{prefix[: room - 5].rstrip('-')}-{digest}-{suffix}"
 
 
 class DedupScheduledJob(pulumi.ComponentResource):

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from croniter import croniter
 
+from .cron import unix_cron_problem
 from .errors import DedupConfigError
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
@@ -170,15 +170,10 @@ def validate_schedule(schedule: str) -> str:
             (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules), and the handler
             keys runs on it.
     """
-    fields = schedule.split()
-    if len(fields) != 5 or not croniter.is_valid(schedule):
-        raise DedupConfigError(
-            "schedule",
-            f"{schedule!r} is not a five-field unix-cron expression (minute hour day-of-month month day-of-week); "
-            "use e.g. '*/5 * * * *' instead of English forms like 'every 5 minutes', "
-            "because Scheduler sends X-CloudScheduler-ScheduleTime only for unix-cron",
-        )
-    return " ".join(fields)
+    problem = unix_cron_problem(schedule)
+    if problem:
+        raise DedupConfigError("schedule", problem)
+    return " ".join(schedule.split())
 
 
 def validate_time_zone(time_zone: str) -> str:
@@ -372,6 +367,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         f"{region}-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312"
     )
 
+    _check_handler_settings(project, database_id, collection, lease, retention, tolerance)
+
     # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
     service_name = prefix[:49].rstrip("-")
     scheduler_job_name = prefix[:500]
@@ -388,6 +385,35 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         deletion_protection=deletion_protection, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
     )
+
+
+#: The handler's environment variable -> the component input that sets it.
+_ENV_TO_FIELD = {
+    "GOOGLE_CLOUD_PROJECT": "project", "DEDUP_DATABASE": "database_id", "DEDUP_COLLECTION": "collection",
+    "DEDUP_LEASE_SECONDS": "lease_seconds", "DEDUP_RETENTION_SECONDS": "retention_seconds",
+    "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds",
+}
+
+
+def _check_handler_settings(project: str, database_id: str, collection: str, lease: int, retention: int,
+                            tolerance: int) -> None:
+    """Validate the values the handler will read at start-up with the handler's own rules.
+
+    One set of rules (``scheduler_dedup.handler.config.Settings``) decides, so a config the
+    handler would refuse (and crash every revision on) fails at ``pulumi preview`` instead.
+
+    Raises:
+        DedupConfigError: names the component input, and the handler's message says the fix.
+    """
+    from scheduler_dedup.handler.config import Settings
+    from scheduler_dedup.handler.errors import ConfigError
+
+    try:
+        Settings(project=project, database=database_id, collection=collection, lease_seconds=lease,
+                 retention_seconds=retention, manual_tolerance_seconds=tolerance)
+    except ConfigError as exc:
+        variable = str(exc).split("=", 1)[0].split(" ", 1)[0]
+        raise DedupConfigError(_ENV_TO_FIELD.get(variable, variable), f"the handler would refuse it at start-up: {exc}") from None
 
 
 def _target_name(target: Mapping[str, Any], key: str, field: str, collection: str) -> pulumi.Input[str]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from croniter import croniter
+from scheduler_dedup.infra.cron import unix_cron_problem
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import (
@@ -90,42 +90,6 @@ def _fmt(seconds: float) -> str:
 
 # ---------------------------------------------------------------- scheduler-job-unix-cron
 
-_GROC_UNITS = {"minute": "minutes", "minutes": "minutes", "min": "minutes", "mins": "minutes",
-               "hour": "hours", "hours": "hours", "day": "days", "days": "days"}
-_DAYS = {"monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5, "saturday": 6, "sunday": 0,
-         "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6, "sun": 0}
-_MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
-           "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
-_NON_UNIX_TOKEN = re.compile(r"(^|[^A-Za-z])(L|W|H|\?|#)")
-
-
-def groc_to_unix_cron(schedule: str) -> str | None:
-    """The unix-cron equivalent of a simple groc (App Engine cron) schedule, or None when there is no obvious one.
-
-    ``every 5 minutes`` -> ``*/5 * * * *``; ``every 2 hours`` -> ``0 */2 * * *``; ``every day 09:30`` ->
-    ``30 9 * * *``; ``every monday 09:00`` -> ``0 9 * * 1``; ``every minute`` -> ``* * * * *``.
-    """
-    text = " ".join(schedule.lower().split())
-    match = re.fullmatch(r"every (\d+ )?(minute|minutes|min|mins|hour|hours)", text)
-    if match:
-        n = int(match.group(1) or 1)
-        unit = _GROC_UNITS[match.group(2)]
-        if unit == "minutes":
-            return "* * * * *" if n == 1 else f"*/{n} * * * *"
-        return "0 * * * *" if n == 1 else f"0 */{n} * * *"
-    match = re.fullmatch(r"every (day|\w+day|mon|tue|wed|thu|fri|sat|sun) (\d{1,2}):(\d{2})", text)
-    if match:
-        hour, minute = int(match.group(2)), int(match.group(3))
-        day = match.group(1)
-        if day == "day":
-            return f"{minute} {hour} * * *"
-        if day in _DAYS:
-            return f"{minute} {hour} * * {_DAYS[day]}"
-    if text in ("every day", "every 24 hours"):
-        return "0 0 * * *"
-    return None
-
-
 def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A Scheduler job's ``schedule`` is a five-field unix-cron expression and its ``timeZone`` an IANA name.
 
@@ -140,18 +104,9 @@ def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> li
     messages: list[str] = []
     schedule = get(resource.props, "schedule")
     if isinstance(schedule, str) and not is_unknown(schedule):
-        text = schedule.strip()
-        if text.lower() in _MACROS:
-            messages.append(f"schedule {schedule!r} is a cron macro, not unix-cron: write schedule={_MACROS[text.lower()]!r}")
-        elif text.lower().startswith("every ") or not croniter.is_valid(text):
-            suggestion = groc_to_unix_cron(text)
-            hint = (f"write schedule={suggestion!r}" if suggestion else
-                    "write five unix-cron fields 'minute hour day-of-month month day-of-week', e.g. '*/15 * * * *'")
-            kind = "a groc (App Engine cron) schedule" if text.lower().startswith("every ") else "not a valid unix-cron expression"
-            messages.append(f"schedule {schedule!r} is {kind}; Cloud Scheduler needs unix-cron: {hint}")
-        elif len(text.split()) != 5 or _NON_UNIX_TOKEN.search(text):
-            messages.append(f"schedule {schedule!r} uses cron extensions Cloud Scheduler does not accept (a seconds or "
-                            "year field, L, W, #, ?, H): write five plain unix-cron fields, e.g. '*/15 * * * *'")
+        problem = unix_cron_problem(schedule)
+        if problem:
+            messages.append(f"schedule {problem}")
     time_zone = get(resource.props, "timeZone")
     if isinstance(time_zone, str) and not is_unknown(time_zone) and not _is_iana_zone(time_zone):
         messages.append(f"timeZone {time_zone!r} is not an IANA time zone name: use e.g. 'Etc/UTC' or 'Europe/Paris'")

@@ -288,3 +288,23 @@ def test_a_misspelt_stack_config_key_is_refused_with_the_closest_key(tmp_path: P
     bad.write_text(yaml.safe_dump(config))
     with pytest.raises(DedupConfigError, match="did you mean scheduler-dedup:retryCount"):
         run_stack_config(bad, project_file=ROOT / "Pulumi.yaml")
+
+
+def test_programs_that_call_data_sources_run_under_the_mocks() -> None:
+    """get_project / get_iam_policy are common in hand-written stacks; the offline check must not crash on them."""
+    import pulumi_gcp as gcp
+
+    def program() -> None:
+        project = gcp.organizations.get_project(project_id="p1")
+        policy = gcp.organizations.get_iam_policy(bindings=[gcp.organizations.GetIAMPolicyBindingArgs(
+            role="roles/owner", members=["allUsers"])])
+        gcp.projects.IAMPolicy("policy", gcp.projects.IAMPolicyArgs(project=project.project_id or "p1",
+                                                                  policy_data=policy.policy_data or "{}"))
+
+    registered = run_program(program, {"gcp:project": "p1"})
+    assert [r.type for r in registered if r.custom] == ["gcp:projects/iAMPolicy:IAMPolicy"]
+
+    from scheduler_dedup.policies.offline import check_program
+
+    findings = {f.rule for f in check_program(program, {"gcp:project": "p1"})}
+    assert {"no-primitive-roles"} <= findings, findings

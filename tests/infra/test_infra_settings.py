@@ -134,3 +134,29 @@ def test_unknown_input_is_refused() -> None:
 def test_component_name_must_fit_gcp_ids() -> None:
     _fails("name", "lowercase letters", name="Nightly_Report")
 
+
+
+@pytest.mark.parametrize(("field", "overrides"), [
+    ("retention_seconds", {"retention_seconds": 10_000_000_000}),
+    ("lease_seconds", {"lease_seconds": 200_000}),
+    ("manual_tolerance_seconds", {"manual_tolerance_seconds": 100_000}),
+    ("retention_seconds", {"retention_seconds": 500, "lease_seconds": 3600, "attempt_deadline_seconds": 300,
+                           "request_timeout_seconds": 300, "retry": {"retry_count": 0}}),
+    ("collection", {"collection": "__x__"}),
+    ("project", {"project": "My_Project!"}),
+])
+def test_values_the_handler_would_refuse_fail_at_preview(field: str, overrides: dict[str, Any]) -> None:
+    """The component checks the handler's settings with the handler's own rules, so no revision crash-loops."""
+    _fails(field, "the handler would refuse it at start-up", **overrides)
+
+
+def test_long_component_names_get_distinct_valid_service_account_ids() -> None:
+    import re
+
+    from scheduler_dedup.infra.component import _account_id
+
+    ids = {_account_id(name, suffix) for name in ("nightly-report-europe-west1", "nightly-report-europe-east1")
+           for suffix in ("sched", "runtime", "build")}
+    assert len(ids) == 6
+    assert all(re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", i) for i in ids), ids
+    assert _account_id("hello", "runtime") == "hello-runtime"

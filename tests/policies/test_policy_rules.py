@@ -11,9 +11,9 @@ from scheduler_dedup.policies.rules import (
     RULES_BY_NAME,
     Finding,
     evaluate,
-    groc_to_unix_cron,
     retry_window_seconds,
 )
+from scheduler_dedup.infra.cron import groc_to_unix_cron
 
 JOB = "gcp:cloudscheduler/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"
@@ -344,3 +344,18 @@ def test_retention_unknowns_and_override() -> None:
     assert run("dedup-retention-covers-retries", [job(retryConfig=UNKNOWN), service(env={"DEDUP_RETENTION_SECONDS": "1"})]) == []
     assert run("dedup-retention-covers-retries", [job(), service(env={"DEDUP_RETENTION_SECONDS": UNKNOWN})]) == []  # type: ignore[dict-item]
     assert run("dedup-retention-covers-retries", good_stack(), {"marginSeconds": 10 ** 7})
+
+
+@pytest.mark.parametrize("schedule", ["0 9 * * WED", "0 9 * * mon-fri", "0 0 1 JAN,JUL *", "*/5 * * * *"])
+def test_day_and_month_names_are_plain_unix_cron(schedule: str) -> None:
+    assert run("scheduler-job-unix-cron", [job(schedule=schedule)]) == []
+
+
+@pytest.mark.parametrize("schedule", ["0 0 L * *", "0 0 * * 5#3", "0 0 ? * *", "0 0 15W * *", "H * * * *"])
+def test_the_component_and_the_rule_refuse_the_same_extensions(schedule: str) -> None:
+    from scheduler_dedup.infra.errors import DedupConfigError
+    from scheduler_dedup.infra.settings import validate_schedule
+
+    assert run("scheduler-job-unix-cron", [job(schedule=schedule)]), schedule
+    with pytest.raises(DedupConfigError, match="extensions|not a valid"):
+        validate_schedule(schedule)
