@@ -170,9 +170,12 @@ def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, 
             findings.append((job, "httpTarget.oidcToken has no serviceAccountEmail: set it to the email of a service "
                                   "account that holds roles/run.invoker on the target service"))
         audience = get(oidc, "audience")
+        pairing = topology.service_of(job)
+        if pairing is not None:
+            effective = audience if audience is not None else uri
+            findings += [(job, m + pairing.note) for m in _caller_check_mismatch(pairing.service, effective, email)]
         if audience is None or is_unknown(audience) or not isinstance(audience, str) or audience in allowed:
             continue
-        pairing = topology.service_of(job)
         custom = _custom_audiences(pairing.service) if pairing else []
         if audience in custom:
             continue
@@ -187,6 +190,30 @@ def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, 
                               f"rejects the token (401). Set audience to {accepted}, or add {audience!r} to "
                               f"customAudiences{where}" + (pairing.note if pairing else "")))
     return findings
+
+
+def _caller_check_mismatch(service: Resource, audience: Any, email: Any) -> list[str]:
+    """Messages where the job's token would fail the handler's own caller verification (401/403 on every run).
+
+    The handler verifies the token only when both ``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS``
+    are set (comma-separated lists); unknown values pass.
+    """
+    env = service_env(service)
+    audiences, callers = env_value(env, "DEDUP_OIDC_AUDIENCE", None), env_value(env, "DEDUP_ALLOWED_CALLERS", None)
+    if not (isinstance(audiences, str) and audiences and isinstance(callers, str) and callers):
+        return []
+    messages = []
+    accepted = [a.strip() for a in audiences.split(",") if a.strip()]
+    if isinstance(audience, str) and not is_unknown(audience) and not any(_same_url(audience, a) for a in accepted):
+        messages.append(f"httpTarget.oidcToken.audience {audience!r} is not in the handler's DEDUP_OIDC_AUDIENCE "
+                        f"({audiences!r}) on service {service.name}: the handler would answer 401 to every delivery; "
+                        "use the same value in both")
+    allowed = [c.strip().lower() for c in callers.split(",") if c.strip()]
+    if isinstance(email, str) and not is_unknown(email) and email.lower() not in allowed:
+        messages.append(f"httpTarget.oidcToken.serviceAccountEmail {email!r} is not in the handler's "
+                        f"DEDUP_ALLOWED_CALLERS ({callers!r}) on service {service.name}: the handler would answer 403 "
+                        "to every delivery; add it there or use an allowed account")
+    return messages
 
 
 def _same_url(a: str, b: str) -> bool:

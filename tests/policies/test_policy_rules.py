@@ -359,3 +359,16 @@ def test_the_component_and_the_rule_refuse_the_same_extensions(schedule: str) ->
     assert run("scheduler-job-unix-cron", [job(schedule=schedule)]), schedule
     with pytest.raises(DedupConfigError, match="extensions|not a valid"):
         validate_schedule(schedule)
+
+
+def test_oidc_token_must_pass_the_handlers_own_caller_verification() -> None:
+    checked = {"DEDUP_OIDC_AUDIENCE": RUN_URL, "DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com"}
+    assert run("scheduler-job-oidc-auth", [job(), service(env=checked)]) == []
+    wrong = {"DEDUP_OIDC_AUDIENCE": "https://something-else.example", "DEDUP_ALLOWED_CALLERS": "other@p.iam.gserviceaccount.com"}
+    messages = [f.message for f in run("scheduler-job-oidc-auth", [job(), service(env=wrong)])]
+    assert any("DEDUP_OIDC_AUDIENCE" in m and "401" in m for m in messages), messages
+    assert any("DEDUP_ALLOWED_CALLERS" in m and "403" in m for m in messages), messages
+    # verification off (only one variable set) or values unknown during preview: nothing to compare
+    assert run("scheduler-job-oidc-auth", [job(), service(env={"DEDUP_OIDC_AUDIENCE": "x"})]) == []
+    assert run("scheduler-job-oidc-auth", [job(), service(env={"DEDUP_OIDC_AUDIENCE": UNKNOWN,
+                                                               "DEDUP_ALLOWED_CALLERS": UNKNOWN})]) == []
