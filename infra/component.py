@@ -400,6 +400,9 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         "DEDUP_LEASE_SECONDS": str(s.lease_seconds),
         "DEDUP_RETENTION_SECONDS": str(s.retention_seconds),
         "DEDUP_MANUAL_TOLERANCE_SECONDS": str(s.manual_tolerance_seconds),
+        # Firestore and downstream calls must give up well inside the attempt deadline, so a failure
+        # is answered (500, released) while Scheduler still listens: a quarter and a half of it.
+        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(max(2, min(20, s.attempt_deadline_seconds // 4))),
         "DEDUP_TARGET_TYPE": s.target_type,
         "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
     }
@@ -410,6 +413,7 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         target = {"workflows": s.workflow, "cloud_run_job": s.cloud_run_job, "http": s.http_url}[s.target_type]
         assert target is not None
         env["DEDUP_TARGET"] = target
+        env["DEDUP_TARGET_TIMEOUT_SECONDS"] = str(max(5, min(30, s.attempt_deadline_seconds // 2)))
     return env
 
 

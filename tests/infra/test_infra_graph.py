@@ -101,6 +101,7 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "GOOGLE_CLOUD_PROJECT": "my-project-id", "DEDUP_JOB": "jobs:run", "DEDUP_COLLECTION": "scheduler_runs",
         "DEDUP_DATABASE": "hello-dedup-runs", "DEDUP_LEASE_SECONDS": "600", "DEDUP_RETENTION_SECONDS": "604800",
         "DEDUP_MANUAL_TOLERANCE_SECONDS": "5", "DEDUP_TARGET_TYPE": "python", "DEDUP_OIDC_AUDIENCE": AUDIENCE,
+        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": "20",  # attempt deadline 300 s: min(20, 300 // 4)
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
     }
     assert service["template"]["serviceAccount"] == runtime_sa
@@ -204,6 +205,8 @@ def test_proxy_targets_get_one_role_on_the_target_only(
     assert env["DEDUP_TARGET_TYPE"] == target_type and "DEDUP_JOB" not in env
     expected_target = next(iter(value.values())) if target != "http_target" else value["url"]
     assert env["DEDUP_TARGET"] == expected_target
+    # default attempt deadline 180 s: downstream calls give up after 30 s, Firestore after 20 s
+    assert (env["DEDUP_TARGET_TIMEOUT_SECONDS"], env["DEDUP_FIRESTORE_TIMEOUT_SECONDS"]) == ("30", "20")
     runtime = "serviceAccount:etl-runtime@p1.iam.gserviceaccount.com"
     runtime_grants = {(role_, typ) for member, role_, typ in _grants(resources) if member == runtime}
     assert runtime_grants == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"), (role, grant_type)}
