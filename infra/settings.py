@@ -252,8 +252,9 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         (key, target), = targets.items()
         if not isinstance(target, Mapping):
             raise DedupConfigError(key, f"must be a mapping, got {target!r}")
-        if job_source_str is not None or job is not None:
-            raise DedupConfigError(key, "a proxy target runs no user code: remove job_source and job, or remove the target")
+        if job_source_str is not None or job is not None or image is not None:
+            raise DedupConfigError(key, "a proxy target runs no user code: remove job_source, job and image (the "
+                                        "component deploys the bare handler), or remove the target")
         if key == "workflow_target":
             target_type, workflow = "workflows", _target_name(target, key, "workflow", "workflows")
         elif key == "cloud_run_job_target":

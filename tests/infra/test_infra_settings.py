@@ -160,3 +160,8 @@ def test_long_component_names_get_distinct_valid_service_account_ids() -> None:
     assert len(ids) == 6
     assert all(re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", i) for i in ids), ids
     assert _account_id("hello", "runtime") == "hello-runtime"
+
+
+def test_an_image_with_a_proxy_target_is_refused() -> None:
+    _fails("workflow_target", "remove job_source, job and image", job_source=None, job=None,
+           image="us-docker.pkg.dev/p/r/handler:1", workflow_target={"workflow": "projects/p1/locations/us-central1/workflows/w"})
