@@ -21,31 +21,49 @@ from scheduler_dedup.policies.model import UNKNOWN, Resource, get, host, is_unkn
 
 SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
 CLOUD_RUN_SERVICE = "gcp:cloudrunv2/service:Service"
+CLOUD_RUN_SERVICE_V1 = "gcp:cloudrun/service:Service"
+CLOUD_FUNCTION_V2 = "gcp:cloudfunctionsv2/function:Function"
+#: What can serve the handler (it is a functions-framework target): each is checked by the stack rules.
+SERVICE_TYPES = (CLOUD_RUN_SERVICE, CLOUD_RUN_SERVICE_V1, CLOUD_FUNCTION_V2)
+#: Cloud Functions gen2's default request timeout, seconds
+#: (https://cloud.google.com/functions/docs/configuring/timeout).
+CLOUD_FUNCTION_TIMEOUT_DEFAULT_S = 60
 FIRESTORE_FIELD = "gcp:firestore/field:Field"
 
 
 def service_env(service: Resource) -> dict[str, Any]:
-    """The service's environment: ``template.containers[].envs[] {name, value}``, first container wins.
+    """The handler's environment on a service: name -> value.
 
+    Read from ``template.containers[].envs[]`` (Cloud Run v2), ``template.spec.containers[].envs[]``
+    (Cloud Run v1) or ``serviceConfig.environmentVariables`` (Cloud Functions gen2). Of several
+    containers, the one carrying ``DEDUP_*`` variables counts (a sidecar listed first does not).
     A variable that comes from Secret Manager (``valueSource``) or whose value is unknown maps to
-    :data:`UNKNOWN`; an unknown ``envs`` list makes every variable unknown (see :func:`env_value`).
+    :data:`UNKNOWN`; an unknown list makes every variable unknown (see :func:`env_value`).
     """
-    env: dict[str, Any] = {}
-    containers = get(service.props, "template.containers")
+    if service.type == CLOUD_FUNCTION_V2:
+        variables = get(service.props, "serviceConfig.environmentVariables")
+        if is_unknown(variables):
+            return {"*": UNKNOWN}
+        return dict(variables) if isinstance(variables, Mapping) else {}
+    path = "template.spec.containers" if service.type == CLOUD_RUN_SERVICE_V1 else "template.containers"
+    containers = get(service.props, path)
     if is_unknown(containers):
         return {"*": UNKNOWN}
+    envs_per_container: list[dict[str, Any]] = []
     for container in containers if isinstance(containers, list) else []:
+        env: dict[str, Any] = {}
         envs = get(container, "envs")
         if is_unknown(envs):
-            env.setdefault("*", UNKNOWN)
-            continue
+            env["*"] = UNKNOWN
         for item in envs if isinstance(envs, list) else []:
             name = get(item, "name")
             if not isinstance(name, str) or name in env:
                 continue
             value = get(item, "value")
             env[name] = UNKNOWN if value is None and get(item, "valueSource") is not None else value
-    return env
+        envs_per_container.append(env)
+    dedup = [env for env in envs_per_container if any(name.startswith("DEDUP_") for name in env)]
+    return (dedup or envs_per_container or [{}])[0]
 
 
 def env_value(env: Mapping[str, Any], name: str, default: Any) -> Any:
@@ -62,17 +80,31 @@ def is_dedup_service(service: Resource) -> bool:
 
 
 def service_timeout(service: Resource) -> Any:
-    """The raw ``template.timeout`` (e.g. ``"300s"``); Cloud Run's default 300 s when unset, :data:`UNKNOWN` if unknown."""
-    value = get(service.props, "template.timeout")
-    return f"{CLOUD_RUN_TIMEOUT_DEFAULT_S:g}s" if value is None else value
+    """The request timeout as a duration string (e.g. ``"300s"``), the platform default when unset, or :data:`UNKNOWN`.
+
+    Cloud Run v2 ``template.timeout`` (default 300 s), v1 ``template.spec.timeoutSeconds`` (default
+    300 s), Cloud Functions gen2 ``serviceConfig.timeoutSeconds`` (default 60 s).
+    """
+    if service.type == CLOUD_RUN_SERVICE:
+        value = get(service.props, "template.timeout")
+        return f"{CLOUD_RUN_TIMEOUT_DEFAULT_S:g}s" if value is None else value
+    path, default = (("serviceConfig.timeoutSeconds", CLOUD_FUNCTION_TIMEOUT_DEFAULT_S)
+                     if service.type == CLOUD_FUNCTION_V2 else ("template.spec.timeoutSeconds", CLOUD_RUN_TIMEOUT_DEFAULT_S))
+    value = get(service.props, path)
+    if is_unknown(value):
+        return UNKNOWN
+    return f"{default if value is None else value:g}s" if isinstance(value, (int, float)) or value is None else value
 
 
 def service_urls(service: Resource) -> list[str]:
     """The service's known URLs (outputs ``uri`` and ``urls``)."""
-    candidates = [get(service.props, "uri")]
+    candidates = [get(service.props, "uri"), get(service.props, "url"), get(service.props, "serviceConfig.uri")]
     urls = get(service.props, "urls")
     if isinstance(urls, list):
         candidates.extend(urls)
+    statuses = get(service.props, "statuses")  # Cloud Run v1
+    if isinstance(statuses, list):
+        candidates.extend(get(status, "url") for status in statuses)
     return [value for value in candidates if isinstance(value, str) and not is_unknown(value)]
 
 
@@ -112,7 +144,7 @@ class Topology:
     def of(cls, resources: Sequence[Resource]) -> "Topology":
         """Classify ``resources`` and pair each HTTP-target job with the service it calls, if any."""
         jobs = [r for r in resources if r.type == SCHEDULER_JOB]
-        services = [r for r in resources if r.type == CLOUD_RUN_SERVICE]
+        services = [r for r in resources if r.type in SERVICE_TYPES]
         fields = [r for r in resources if r.type == FIRESTORE_FIELD]
         pairings = [p for p in (_pair(job, services) for job in jobs) if p is not None]
         return cls(jobs, services, fields, pairings)

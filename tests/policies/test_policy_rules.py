@@ -372,3 +372,44 @@ def test_oidc_token_must_pass_the_handlers_own_caller_verification() -> None:
     assert run("scheduler-job-oidc-auth", [job(), service(env={"DEDUP_OIDC_AUDIENCE": "x"})]) == []
     assert run("scheduler-job-oidc-auth", [job(), service(env={"DEDUP_OIDC_AUDIENCE": UNKNOWN,
                                                                "DEDUP_ALLOWED_CALLERS": UNKNOWN})]) == []
+
+
+FUNCTION_URL = "https://nightly-abc.a.run.app"
+
+
+def gen2_function(env: dict[str, str], timeout_seconds: int | None = 540) -> Resource:
+    config: dict[str, Any] = {"environmentVariables": env, "uri": FUNCTION_URL}
+    if timeout_seconds is not None:
+        config["timeoutSeconds"] = timeout_seconds
+    return res("gcp:cloudfunctionsv2/function:Function", "fn", {"url": FUNCTION_URL, "serviceConfig": config})
+
+
+def v1_service(env: dict[str, str], timeout_seconds: int = 900) -> Resource:
+    return res("gcp:cloudrun/service:Service", "v1", {
+        "template": {"spec": {"timeoutSeconds": timeout_seconds, "containers": [
+            {"image": "sidecar", "envs": [{"name": "OTHER", "value": "x"}]},
+            {"image": "handler", "envs": [{"name": k, "value": v} for k, v in env.items()]}]}},
+        "statuses": [{"url": FUNCTION_URL}]})
+
+
+@pytest.mark.parametrize("make", [gen2_function, v1_service])
+def test_stack_rules_see_the_handler_on_cloud_functions_gen2_and_cloud_run_v1(make: Any) -> None:
+    """The handler is a functions-framework target: deployed as a gen2 function or a v1 service, the same mistakes count."""
+    bad = make({"DEDUP_JOB": "jobs:run", "DEDUP_LEASE_SECONDS": "60", "DEDUP_RETENTION_SECONDS": "60"})
+    scheduler = job(httpTarget={"uri": FUNCTION_URL, "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com"}},
+                    retryConfig={"retryCount": 5})
+    stack = [scheduler, bad]
+    assert run("dedup-lease-covers-deadline", stack), "lease 60 s < request timeout"
+    assert run("dedup-firestore-ttl", stack), "no TTL field for scheduler_runs"
+    assert run("dedup-retention-covers-retries", stack), "retention 60 s < retry window"
+    good = make({"DEDUP_JOB": "jobs:run", "DEDUP_LEASE_SECONDS": "900", "DEDUP_RETENTION_SECONDS": "604800"})
+    fine = [scheduler, good, ttl_field()]
+    for rule in ("dedup-lease-covers-deadline", "dedup-firestore-ttl", "dedup-retention-covers-retries"):
+        assert run(rule, fine) == [], rule
+
+
+def test_gen2_function_default_timeout_is_60_seconds() -> None:
+    fn = gen2_function({"DEDUP_JOB": "jobs:run", "DEDUP_LEASE_SECONDS": "300"}, timeout_seconds=None)
+    scheduler = job(httpTarget={"uri": FUNCTION_URL, "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com"}})
+    messages = [f.message for f in run("dedup-lease-covers-deadline", [scheduler, fn])]
+    assert any("60" in m for m in messages), messages  # 60 s timeout < 180 s attempt deadline
