@@ -372,6 +372,18 @@ _RUN_IAM_TYPES = frozenset({
 })
 
 
+#: Roles that let a member call a Cloud Run service or a gen2 function
+#: (https://cloud.google.com/run/docs/reference/iam/roles).
+_INVOKER_ROLES = frozenset({"roles/run.invoker", "roles/cloudfunctions.invoker", "roles/run.servicesInvoker"})
+
+
+def _is_container_level_iam(resource_type: str) -> bool:
+    """Project, folder or organization IAM member/binding/policy resources."""
+    module = resource_type.split(":")[1].split("/")[0] if resource_type.count(":") == 2 else ""
+    kind = resource_type.rsplit(":", 1)[-1].lower()
+    return module in ("projects", "folder", "organizations") and kind.startswith("iam")
+
+
 def _members(props: Mapping[str, Any]) -> list[tuple[str | None, str]]:
     """(role, member) pairs of an IAM member, binding or policy resource; unknown entries skipped."""
     pairs: list[tuple[str | None, str]] = []
@@ -405,6 +417,15 @@ def cloud_run_no_public_invoker(resource: Resource, config: Mapping[str, Any]) -
                 messages.append(f"{member} is granted {role or 'a role'} on a Cloud Run service: remove it and grant "
                                 "roles/run.invoker to the Scheduler job's service account only "
                                 "(serviceAccount:<email>)")
+    elif _is_container_level_iam(resource.type):
+        # A project/folder/organization grant of an invoker role reaches every service below it.
+        for role, member in _members(resource.props):
+            if member in limits.PUBLIC_MEMBERS and role in _INVOKER_ROLES:
+                scope = {"projects": "project", "folder": "folder"}.get(resource.type.split(":")[1].split("/")[0],
+                                                                           "organization")
+                messages.append(f"{member} is granted {role} on the whole {scope}, which makes every Cloud Run "
+                                "service in it public: remove it and grant "
+                                "roles/run.invoker on the dedup service to the Scheduler job's service account only")
     elif resource.type == "gcp:cloudrunv2/service:Service":
         if get(resource.props, "invokerIamDisabled") is True:
             messages.append("invokerIamDisabled is true, so anyone can invoke the service: remove it (or set false) and "

@@ -413,3 +413,13 @@ def test_gen2_function_default_timeout_is_60_seconds() -> None:
     scheduler = job(httpTarget={"uri": FUNCTION_URL, "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com"}})
     messages = [f.message for f in run("dedup-lease-covers-deadline", [scheduler, fn])]
     assert any("60" in m for m in messages), messages  # 60 s timeout < 180 s attempt deadline
+
+
+@pytest.mark.parametrize("typ", ["gcp:projects/iAMMember:IAMMember", "gcp:projects/iAMBinding:IAMBinding",
+                                 "gcp:folder/iAMMember:IAMMember", "gcp:organizations/iAMBinding:IAMBinding"])
+def test_a_project_level_public_invoker_is_caught(typ: str) -> None:
+    props: dict[str, Any] = {"project": "p", "role": "roles/run.invoker"}
+    props.update({"member": "allUsers"} if typ.endswith("IAMMember") else {"members": ["allUsers"]})
+    assert run("cloud-run-no-public-invoker", [res(typ, "public", props)])
+    props["role"] = "roles/logging.viewer"  # another role for allUsers is not this rule's concern
+    assert run("cloud-run-no-public-invoker", [res(typ, "public", props)]) == []
