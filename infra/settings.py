@@ -21,7 +21,6 @@ Sources of the limits (cited again at each check):
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 import pulumi
 
-from .cron import unix_cron_problem
+from .schedule import is_iana_time_zone, unix_cron_problem
 from .errors import DedupConfigError
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
@@ -182,12 +181,10 @@ def validate_time_zone(time_zone: str) -> str:
     Raises:
         DedupConfigError: not a tz database name; the message suggests ``Etc/UTC``.
     """
-    try:
-        zoneinfo.ZoneInfo(time_zone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    if not is_iana_time_zone(time_zone):
         raise DedupConfigError(
             "time_zone", f"{time_zone!r} is not an IANA time zone name; use e.g. 'Etc/UTC' or 'Europe/Berlin'"
-        ) from None
+        )
     return time_zone
 
 

@@ -16,12 +16,11 @@ functions directly, and :mod:`scheduler_dedup.policies.pack` adapts them to Cros
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler_dedup.infra.cron import unix_cron_problem
+from scheduler_dedup.infra.schedule import is_iana_time_zone, unix_cron_problem
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import (
@@ -108,19 +107,9 @@ def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> li
         if problem:
             messages.append(f"schedule {problem}")
     time_zone = get(resource.props, "timeZone")
-    if isinstance(time_zone, str) and not is_unknown(time_zone) and not _is_iana_zone(time_zone):
+    if isinstance(time_zone, str) and not is_unknown(time_zone) and not is_iana_time_zone(time_zone):
         messages.append(f"timeZone {time_zone!r} is not an IANA time zone name: use e.g. 'Etc/UTC' or 'Europe/Paris'")
     return messages
-
-
-def _is_iana_zone(name: str) -> bool:
-    if not name or name.startswith("/") or ".." in name:
-        return False
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
 
 
 # ---------------------------------------------------------------- scheduler-job-oidc-auth

@@ -13,7 +13,7 @@ from scheduler_dedup.policies.rules import (
     evaluate,
     retry_window_seconds,
 )
-from scheduler_dedup.infra.cron import groc_to_unix_cron
+from scheduler_dedup.infra.schedule import groc_to_unix_cron
 
 JOB = "gcp:cloudscheduler/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"
@@ -423,3 +423,13 @@ def test_a_project_level_public_invoker_is_caught(typ: str) -> None:
     assert run("cloud-run-no-public-invoker", [res(typ, "public", props)])
     props["role"] = "roles/logging.viewer"  # another role for allUsers is not this rule's concern
     assert run("cloud-run-no-public-invoker", [res(typ, "public", props)]) == []
+
+
+@pytest.mark.parametrize("zone", ["Factory", "localtime", "posixrules", "Mars/Olympus", "../etc/passwd", ""])
+def test_non_zones_are_refused_by_the_rule_and_the_component(zone: str) -> None:
+    from scheduler_dedup.infra.errors import DedupConfigError
+    from scheduler_dedup.infra.settings import validate_time_zone
+
+    assert run("scheduler-job-unix-cron", [job(timeZone=zone)]), zone
+    with pytest.raises(DedupConfigError):
+        validate_time_zone(zone)

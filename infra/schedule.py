@@ -1,4 +1,4 @@
-"""Unix-cron schedules as Cloud Scheduler accepts them: one check shared by the component and the policy pack.
+"""Schedules as Cloud Scheduler accepts them (unix-cron and IANA time zone): one check shared by the component and the policy pack.
 
 Cloud Scheduler accepts five-field unix-cron with names for months and days of week
 (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules), and sends the
@@ -10,6 +10,8 @@ croniter (which validates the syntax) also accepts extensions Scheduler refuses:
 from __future__ import annotations
 
 import re
+import zoneinfo
+from functools import lru_cache
 
 from croniter import croniter
 
@@ -73,3 +75,19 @@ def unix_cron_problem(schedule: str) -> str | None:
         return (f"{schedule!r} uses cron extensions Cloud Scheduler does not accept (a seconds or year field, L, W, "
                 "#, ?, H): write five plain unix-cron fields, e.g. '*/15 * * * *'")
     return None
+
+
+#: tz database entries that are not places: ``Factory`` (a placeholder), ``localtime`` and
+#: ``posixrules`` (links to a system's local settings).
+_NOT_ZONES = frozenset({"Factory", "localtime", "posixrules"})
+
+
+@lru_cache(maxsize=1)
+def _zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones()) - _NOT_ZONES
+
+
+def is_iana_time_zone(name: str) -> bool:
+    """True if ``name`` is a tz database zone name (``Job.time_zone``: "a time zone name from the tz
+    database", https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job)."""
+    return name in _zones()
