@@ -17,6 +17,15 @@ malformed, unsigned, badly signed, expired, wrong audience or issuer) or 403 ``f
 valid token for an email that is not allowed). If the certificates cannot be fetched the answer
 is 500 ``auth_unavailable``, so Scheduler retries instead of dropping the run.
 
+**Tokens Cloud Run already verified.** When Cloud Run IAM admits a request (the service is private),
+Cloud Run forwards the token with its signature replaced by ``SIGNATURE_REMOVED_BY_GOOGLE``
+(https://cloud.google.com/run/docs/troubleshooting#signature-removed), so no signature can be
+checked in the container. With ``DEDUP_TRUST_CLOUD_RUN_IAM=true`` (the component sets it, because it
+enforces Cloud Run IAM and grants no public invoker), such a token's claims are checked as above
+without the signature: Cloud Run verified it. Without it, such tokens are refused (401) with a
+message naming the variable. Never set it on a service that allows unauthenticated invocations:
+there Cloud Run checks nothing, and a caller could send an unsigned token in that form.
+
 Verification: https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
 (``verify_token``); Cloud Scheduler's OIDC token:
 https://cloud.google.com/scheduler/docs/http-target-auth
@@ -24,6 +33,9 @@ https://cloud.google.com/scheduler/docs/http-target-auth
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import logging
 import threading
 import time
@@ -45,6 +57,8 @@ GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
 #: How long fetched certificates are reused, seconds (Google rotates keys over days).
 CERTS_TTL_SECONDS = 3600.0
 CLOCK_SKEW_SECONDS = 60
+#: What Cloud Run puts in place of the signature of a token it verified.
+REMOVED_SIGNATURE = "SIGNATURE_REMOVED_BY_GOOGLE"
 
 #: ``(body, status)`` of a refusal.
 Refusal = tuple[dict[str, Any], int]
@@ -60,11 +74,15 @@ class CallerAuthSettings:
         allowed_callers: accepted ``email`` claims, service-account emails
             (``DEDUP_ALLOWED_CALLERS``, comma-separated).
         certs_url: certificate endpoint (``DEDUP_OIDC_CERTS_URL``; override in tests only).
+        trust_cloud_run_iam: accept tokens whose signature Cloud Run removed after verifying them
+            (``DEDUP_TRUST_CLOUD_RUN_IAM``, ``true``/``false``, default false); only for services that
+            enforce Cloud Run IAM.
     """
 
     audiences: tuple[str, ...]
     allowed_callers: frozenset[str]
     certs_url: str = GOOGLE_CERTS_URL
+    trust_cloud_run_iam: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "CallerAuthSettings | None":
@@ -90,7 +108,11 @@ class CallerAuthSettings:
         certs_url = env.get("DEDUP_OIDC_CERTS_URL", "").strip() or GOOGLE_CERTS_URL
         if not certs_url.startswith(("https://", "http://")):
             raise ConfigError(f"DEDUP_OIDC_CERTS_URL={certs_url!r} is not a URL: unset it to use Google's")
-        return cls(audiences, callers, certs_url)
+        trust = env.get("DEDUP_TRUST_CLOUD_RUN_IAM", "false").strip().lower()
+        if trust not in ("true", "false"):
+            raise ConfigError(f"DEDUP_TRUST_CLOUD_RUN_IAM={trust!r} is not true or false: set true only if the service "
+                              "enforces Cloud Run IAM (no allUsers invoker)")
+        return cls(audiences, callers, certs_url, trust == "true")
 
 
 class _CachingRequest(google.auth.transport.Request):
@@ -138,6 +160,9 @@ class CallerVerifier:
         if scheme.lower() != "bearer" or not token.strip():
             return _refuse(401, "unauthorized", "missing Authorization: Bearer <Google-signed OIDC ID token>; give "
                            "the Scheduler job an oidc_token with the handler's audience")
+        parts = token.strip().split(".")
+        if len(parts) == 3 and parts[2] == REMOVED_SIGNATURE:
+            return self._check_claims(*self._platform_verified_claims(parts[1]))
         try:
             claims = google.oauth2.id_token.verify_token(
                 token.strip(), self._request, audience=list(self.settings.audiences),
@@ -147,6 +172,33 @@ class CallerVerifier:
             return _refuse(500, "auth_unavailable", "could not fetch the token-signing certificates; retry")
         except (ValueError, google.auth.exceptions.GoogleAuthError) as exc:
             return _refuse(401, "unauthorized", f"invalid ID token: {exc}")
+        return self._check_claims(claims, None)
+
+    def _platform_verified_claims(self, payload: str) -> tuple[dict[str, Any], Refusal | None]:
+        """Claims of a token Cloud Run verified and forwarded without its signature (see the module docstring)."""
+        if not self.settings.trust_cloud_run_iam:
+            return {}, _refuse(401, "unauthorized", "the ID token's signature was removed by Cloud Run, so it cannot be "
+                               "checked here: set DEDUP_TRUST_CLOUD_RUN_IAM=true if this service enforces Cloud Run IAM "
+                               "(no allUsers invoker)")
+        try:
+            claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except (ValueError, binascii.Error):
+            return {}, _refuse(401, "unauthorized", "invalid ID token: its claims are not base64url JSON")
+        if not isinstance(claims, dict):
+            return {}, _refuse(401, "unauthorized", "invalid ID token: its claims are not a JSON object")
+        now = time.time()
+        exp = claims.get("exp")
+        if not isinstance(exp, (int, float)) or exp + CLOCK_SKEW_SECONDS < now:
+            return claims, _refuse(401, "unauthorized", "invalid ID token: expired or without exp")
+        if claims.get("aud") not in self.settings.audiences:
+            return claims, _refuse(401, "unauthorized", f"invalid ID token: audience {claims.get('aud')!r} is not in "
+                                   "DEDUP_OIDC_AUDIENCE")
+        return claims, None
+
+    def _check_claims(self, claims: dict[str, Any], refusal: Refusal | None) -> Refusal | None:
+        """The checks every accepted token passes: Google issuer, verified and allowed email."""
+        if refusal is not None:
+            return refusal
         if claims.get("iss") not in GOOGLE_ISSUERS:
             return _refuse(401, "unauthorized", f"ID token issuer {claims.get('iss')!r} is not Google")
         email = str(claims.get("email") or "").lower()

@@ -405,6 +405,9 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(max(2, min(20, s.attempt_deadline_seconds // 4))),
         "DEDUP_TARGET_TYPE": s.target_type,
         "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
+        # Cloud Run IAM is enforced (no public invoker, invoker check on), so Cloud Run verifies the
+        # token and forwards it with its signature removed; the handler then checks its claims.
+        "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
     }
     if s.target_type == "python":
         assert s.job is not None

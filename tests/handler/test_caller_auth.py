@@ -125,3 +125,49 @@ def test_settings_parse_lists() -> None:
     assert settings.allowed_callers == {"x@p.iam", "y@p"}
     assert settings.certs_url == "https://www.googleapis.com/oauth2/v1/certs"
     assert CallerAuthSettings.from_env({}) is None
+
+
+def as_forwarded_by_cloud_run(token: str) -> str:
+    """The token as Cloud Run hands it to the container after verifying it: signature replaced."""
+    header, payload, _signature = token.split(".")
+    return f"{header}.{payload}.SIGNATURE_REMOVED_BY_GOOGLE"
+
+
+def test_tokens_cloud_run_verified_are_checked_without_their_signature(harness: Harness, fake: FakeGoogle,
+                                                                       signer: LocalSigner) -> None:
+    """On a private service Cloud Run strips the signature; with DEDUP_TRUST_CLOUD_RUN_IAM the claims still decide."""
+    server = harness.server(**auth_env(fake), DEDUP_TRUST_CLOUD_RUN_IAM="true")
+    good = {"audience": AUDIENCE, "email": CALLER}
+    refused = {
+        "wrong audience": (signer.token(audience="https://evil.example", email=CALLER), 401),
+        "expired": (signer.token(**good, issued_ago_seconds=7200), 401),
+        "not google's issuer": (signer.token(**good, issuer="https://evil.example"), 401),
+        "wrong email": (signer.token(audience=AUDIENCE, email="intruder@p1.iam.gserviceaccount.com"), 403),
+        "unverified email": (signer.token(**good, email_verified=False), 403),
+    }
+    for name, (token, status) in refused.items():
+        response = deliver(server.url, bearer(as_forwarded_by_cloud_run(token)))
+        assert response.status_code == status, (name, response.text)
+    garbage = deliver(server.url, bearer("bm90LWpzb24.bm90LWpzb24.SIGNATURE_REMOVED_BY_GOOGLE"))
+    assert garbage.status_code == 401
+    assert harness.records() == {} and harness.starts() == []
+    ok = deliver(server.url, bearer(as_forwarded_by_cloud_run(signer.token(**good))))
+    assert ok.status_code == 200 and ok.json()["status"] == "processed", ok.text
+    assert fake.gets("/certs") == [], "no signature to check, so no certificates fetched"
+
+
+def test_without_trust_a_stripped_token_is_refused_with_the_setting_to_change(harness: Harness, fake: FakeGoogle,
+                                                                              signer: LocalSigner) -> None:
+    server = harness.server(**auth_env(fake))
+    response = deliver(server.url, bearer(as_forwarded_by_cloud_run(signer.token(audience=AUDIENCE, email=CALLER))))
+    assert response.status_code == 401
+    assert "DEDUP_TRUST_CLOUD_RUN_IAM=true" in response.json()["error"]
+    assert harness.records() == {}
+
+
+def test_trust_setting_must_be_true_or_false() -> None:
+    base = {"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": CALLER}
+    assert CallerAuthSettings.from_env(base).trust_cloud_run_iam is False  # type: ignore[union-attr]
+    assert CallerAuthSettings.from_env({**base, "DEDUP_TRUST_CLOUD_RUN_IAM": "TRUE"}).trust_cloud_run_iam is True  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="DEDUP_TRUST_CLOUD_RUN_IAM='yes'"):
+        CallerAuthSettings.from_env({**base, "DEDUP_TRUST_CLOUD_RUN_IAM": "yes"})
