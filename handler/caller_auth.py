@@ -195,7 +195,7 @@ class CallerVerifier:
                                    "DEDUP_OIDC_AUDIENCE")
         return claims, None
 
-    def _check_claims(self, claims: dict[str, Any], refusal: Refusal | None) -> Refusal | None:
+    def _check_claims(self, claims: Mapping[str, Any], refusal: Refusal | None) -> Refusal | None:
         """The checks every accepted token passes: Google issuer, verified and allowed email."""
         if refusal is not None:
             return refusal
