@@ -228,8 +228,12 @@ def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) ->
     """
     if resource.type != SCHEDULER_JOB or _http_kind(resource) != "http":
         return []
+    raw = get(resource.props, "attemptDeadline")
+    if isinstance(raw, str) and not is_unknown(raw) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", raw):
+        # The API takes a protobuf Duration: seconds "terminated by 's'" (Job.attemptDeadline).
+        return [f"attemptDeadline {raw!r} has no unit: write it as seconds ending in 's', e.g. \"{raw.strip()}s\""]
     try:
-        deadline = duration_seconds(get(resource.props, "attemptDeadline"))
+        deadline = duration_seconds(raw)
     except InvalidDuration as error:
         return [f"attemptDeadline {error}"]
     if not isinstance(deadline, float):
@@ -479,7 +483,9 @@ def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]
         env = service_env(service)
         collection = env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)
         database = _database_id(env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE))
-        candidates = [f for f in topology.fields if _matches(f, collection, expiry, database)]
+        project = env_value(env, "GOOGLE_CLOUD_PROJECT", None)
+        candidates = [f for f in topology.fields if _matches(f, collection, expiry, database)
+                      and _same_project(f, project)]
         if any(get(f.props, "ttlConfig") is not None for f in candidates):
             continue
         where = f"collection {collection!r}" if not is_unknown(collection) else "its collection"
@@ -494,6 +500,15 @@ def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]
                                       f"field={expiry!r}, database={database if not is_unknown(database) else '<DEDUP_DATABASE>'!r}, "
                                       "ttlConfig={} (and indexConfig={} to skip its single-field indexes)"))
     return findings
+
+
+def _same_project(field_resource: Resource, project: Any) -> bool:
+    """False only when both the Field's ``project`` and the handler's ``GOOGLE_CLOUD_PROJECT`` are known and differ
+    (a Field without ``project`` uses the provider's project, which the handler's usually is)."""
+    f_project = get(field_resource.props, "project")
+    if not isinstance(f_project, str) or is_unknown(f_project) or not isinstance(project, str) or is_unknown(project):
+        return True
+    return f_project == project
 
 
 def _matches(field_resource: Resource, collection: Any, expiry: str, database: Any) -> bool:

@@ -433,3 +433,16 @@ def test_non_zones_are_refused_by_the_rule_and_the_component(zone: str) -> None:
     assert run("scheduler-job-unix-cron", [job(timeZone=zone)]), zone
     with pytest.raises(DedupConfigError):
         validate_time_zone(zone)
+
+
+def test_attempt_deadline_without_a_unit_is_refused() -> None:
+    (finding,) = run("scheduler-attempt-deadline", [job(attemptDeadline="180")])
+    assert "no unit" in finding.message and '"180s"' in finding.message
+    assert run("scheduler-attempt-deadline", [job(attemptDeadline="180s")]) == []
+
+
+def test_a_ttl_field_in_another_project_does_not_count() -> None:
+    svc = service(env={"DEDUP_COLLECTION": "scheduler_runs", "GOOGLE_CLOUD_PROJECT": "p1"})
+    assert run("dedup-firestore-ttl", [job(), svc, ttl_field(project="some-other-project")])
+    assert run("dedup-firestore-ttl", [job(), svc, ttl_field(project="p1")]) == []
+    assert run("dedup-firestore-ttl", [job(), svc, ttl_field()]) == []  # provider's project
