@@ -132,24 +132,22 @@ class DedupScheduledJob(pulumi.ComponentResource):
         after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(enabled))
 
         # --- identities -------------------------------------------------------------------------
-        scheduler_sa = gcp.serviceaccount.Account(
-            f"{name}-sched",
-            gcp.serviceaccount.AccountArgs(
-                account_id=_account_id(s.resource_prefix, "sched"), project=s.project,
-                display_name=f"scheduler-dedup {name}: Cloud Scheduler caller",
-                description="OIDC identity of the Cloud Scheduler job; may only invoke its dedup service.",
-            ),
-            opts=after_apis,
-        )
-        runtime_sa = gcp.serviceaccount.Account(
-            f"{name}-runtime",
-            gcp.serviceaccount.AccountArgs(
-                account_id=_account_id(s.resource_prefix, "runtime"), project=s.project,
-                display_name=f"scheduler-dedup {name}: handler runtime",
-                description="Runtime identity of the dedup handler: Firestore on its database, its proxy target.",
-            ),
-            opts=after_apis,
-        )
+        def service_account(suffix: str, role: str, description: str) -> gcp.serviceaccount.Account:
+            return gcp.serviceaccount.Account(
+                f"{name}-{suffix}",
+                gcp.serviceaccount.AccountArgs(
+                    account_id=_account_id(s.resource_prefix, suffix), project=s.project,
+                    display_name=f"scheduler-dedup {name}: {role}", description=description,
+                ),
+                opts=after_apis,
+            )
+
+        scheduler_sa = service_account(
+            "sched", "Cloud Scheduler caller",
+            "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service.")
+        runtime_sa = service_account(
+            "runtime", "handler runtime",
+            "Runtime identity of the dedup handler: Firestore on its database, its proxy target.")
 
         # --- Firestore --------------------------------------------------------------------------
         database: Optional[gcp.firestore.Database] = None
@@ -200,15 +198,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
         build_config: Optional[gcp.cloudrunv2.ServiceBuildConfigArgs] = None
         service_depends: list[pulumi.Resource] = [*enabled]
         if archive is not None:
-            build_sa = gcp.serviceaccount.Account(
-                f"{name}-build",
-                gcp.serviceaccount.AccountArgs(
-                    account_id=_account_id(s.resource_prefix, "build"), project=s.project,
-                    display_name=f"scheduler-dedup {name}: source build",
-                    description="Cloud Build identity of the source deploy: reads the archive, pushes the image.",
-                ),
-                opts=after_apis,
-            )
+            build_sa = service_account(
+                "build", "source build",
+                "Cloud Build identity of the source deploy: reads the archive, pushes the image.")
             bucket = gcp.storage.Bucket(
                 f"{name}-source",
                 gcp.storage.BucketArgs(
