@@ -28,7 +28,7 @@ from typing import Any
 
 import pulumi
 
-from .schedule import is_iana_time_zone, unix_cron_problem
+from .schedule import RetryPolicy, is_iana_time_zone, retry_window_seconds, unix_cron_problem
 from .errors import DedupConfigError
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
@@ -61,30 +61,6 @@ _RETRY_KEYS = frozenset(
 )
 _JOB_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 _DATABASE_ID_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """A resolved Scheduler retry policy; durations in whole seconds."""
-
-    retry_count: int
-    max_retry_duration_seconds: int
-    min_backoff_seconds: int
-    max_backoff_seconds: int
-    max_doublings: int
-
-    def backoff_seconds(self, retry_index: int) -> int:
-        """Wait before retry number ``retry_index`` (0-based), in seconds.
-
-        Scheduler's rule (RetryConfig.maxDoublings): the interval starts at ``min_backoff``, doubles
-        ``max_doublings`` times, then grows linearly by ``min_backoff * 2**max_doublings``, and is
-        capped at ``max_backoff``.
-        """
-        if retry_index <= self.max_doublings:
-            wait = self.min_backoff_seconds * 2**retry_index
-        else:
-            wait = self.min_backoff_seconds * 2**self.max_doublings * (retry_index - self.max_doublings + 1)
-        return min(wait, self.max_backoff_seconds)
 
 
 @dataclass(frozen=True)
@@ -124,24 +100,8 @@ class DedupSettings:
 
     @property
     def retry_window_seconds(self) -> int:
-        """See :func:`retry_window_seconds`."""
-        return retry_window_seconds(self.retry, self.attempt_deadline_seconds)
-
-
-def retry_window_seconds(retry: RetryPolicy, attempt_deadline_seconds: int) -> int:
-    """Longest time, in seconds, from a run's first attempt until its last retry can end.
-
-    With ``retry_count`` retries: every attempt's deadline plus each backoff wait. With
-    ``max_retry_duration_seconds`` > 0 Scheduler retries until *both* limits are reached
-    (RetryConfig.maxRetryDuration), so the window is the larger of the two, plus one deadline.
-    The run record must outlive this window, or a late retry would find no record and run again.
-    """
-    by_count = (retry.retry_count + 1) * attempt_deadline_seconds + sum(
-        retry.backoff_seconds(i) for i in range(retry.retry_count)
-    )
-    if retry.max_retry_duration_seconds > 0:
-        return max(by_count, retry.max_retry_duration_seconds + attempt_deadline_seconds)
-    return by_count
+        """See :func:`~scheduler_dedup.infra.schedule.retry_window_seconds`."""
+        return int(retry_window_seconds(self.retry, self.attempt_deadline_seconds))
 
 
 def _int(args: Mapping[str, Any], key: str, default: int, *, field: str | None = None) -> int:
@@ -325,7 +285,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             f"raise it to at least {longest}",
         )
     retry = _retry_policy(args.get("retry") or {})
-    window = retry_window_seconds(retry, attempt_deadline)
+    window = int(retry_window_seconds(retry, attempt_deadline))
     retention = _int(args, "retention_seconds", DEFAULT_RETENTION_SECONDS)
     if retention < window:
         raise DedupConfigError(

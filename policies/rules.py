@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler_dedup.infra.schedule import is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.infra.schedule import RetryPolicy, is_iana_time_zone, retry_window_seconds, unix_cron_problem
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import (
@@ -584,16 +584,14 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
 
 # ---------------------------------------------------------------- dedup-retention-covers-retries
 
-def retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
+def job_retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
     """The longest time, in seconds, from a run's first attempt until Scheduler stops retrying it; None if unknown.
 
     With ``retryConfig.maxRetryDuration`` set and non-zero, retries go on "until both limits are reached"
     (Cloud Scheduler ``RetryConfig``), so the window is the larger of that duration and what the retry
-    count implies. The count implies: the sum of the backoff intervals (start at ``minBackoffDuration``,
-    double ``maxDoublings`` times, then grow linearly by ``minBackoff * 2**maxDoublings``, capped at
-    ``maxBackoffDuration``) plus one ``attemptDeadline`` per attempt (retryCount + 1). Defaults: retryCount
-    0, minBackoff 5 s, maxBackoff 3600 s, maxDoublings 5, attemptDeadline 180 s. With retryCount 0 a
-    failed attempt is not retried.
+    count implies; the arithmetic is :func:`scheduler_dedup.infra.schedule.retry_window_seconds`, the one
+    the component uses. Defaults: retryCount 0, minBackoff 5 s, maxBackoff 3600 s, maxDoublings 5,
+    attemptDeadline 180 s.
     """
     try:
         deadline = duration_seconds(get(job_props, "attemptDeadline"))
@@ -612,26 +610,21 @@ def retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
     if any(is_unknown(v) for v in values):
         return None
     deadline_s = limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S if deadline is None else float(deadline)
-    retries = int(limits.SCHEDULER_RETRY_COUNT_DEFAULT if count is None else max(0.0, float(count)))
-    low_s = limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S if low is None else float(low)
-    high_s = limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S if high is None else float(high)
-    d = int(limits.SCHEDULER_MAX_DOUBLINGS_DEFAULT if doublings is None else max(0.0, float(doublings)))
-    if retries == 0:
-        return deadline_s
-    backoff = 0.0
-    for i in range(retries):
-        interval = low_s * (2 ** i) if i <= d else low_s * (2 ** d) * (i - d + 1)
-        backoff += min(interval, high_s)
-    by_count = backoff + (retries + 1) * deadline_s
-    by_duration = float(max_duration) + deadline_s if max_duration else 0.0
-    return max(by_count, by_duration)
+    policy = RetryPolicy(
+        retry_count=int(limits.SCHEDULER_RETRY_COUNT_DEFAULT if count is None else max(0.0, float(count))),
+        max_retry_duration_seconds=float(max_duration or 0.0),
+        min_backoff_seconds=limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S if low is None else float(low),
+        max_backoff_seconds=limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S if high is None else float(high),
+        max_doublings=int(limits.SCHEDULER_MAX_DOUBLINGS_DEFAULT if doublings is None else max(0.0, float(doublings))),
+    )
+    return float(retry_window_seconds(policy, deadline_s))
 
 
 def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """``DEDUP_RETENTION_SECONDS`` (default 604800 = 7 days) outlasts the retry window of each job calling the service.
 
     A run record deleted by the TTL policy before Scheduler's last retry lets that retry run the job a
-    second time. The window is :func:`retry_window_seconds`; config ``marginSeconds`` (default 0) adds slack.
+    second time. The window is :func:`job_retry_window_seconds`; config ``marginSeconds`` (default 0) adds slack.
     """
     margin = _seconds_cfg(config, "marginSeconds")
     topology = Topology.of(resources)
@@ -643,7 +636,7 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
         if not isinstance(retention, float):
             continue
         for pairing in topology.jobs_of(service):
-            window = retry_window_seconds(pairing.job.props)
+            window = job_retry_window_seconds(pairing.job.props)
             if window is not None and retention < window + margin:
                 findings.append((pairing.job, f"env {limits.ENV_RETENTION}={retention:g} of service {service.name} is "
                                               f"shorter than job {pairing.job.name}'s retry window {_fmt(window)}"

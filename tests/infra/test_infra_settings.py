@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.infra.settings import RetryPolicy, resolve_settings, retry_window_seconds
+from scheduler_dedup.infra.schedule import RetryPolicy, retry_window_seconds
+from scheduler_dedup.infra.settings import resolve_settings
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 

@@ -11,7 +11,7 @@ from scheduler_dedup.policies.rules import (
     RULES_BY_NAME,
     Finding,
     evaluate,
-    retry_window_seconds,
+    job_retry_window_seconds,
 )
 from scheduler_dedup.infra.schedule import groc_to_unix_cron
 
@@ -325,11 +325,11 @@ def test_retry_window_arithmetic() -> None:
     # Cloud Tasks/Scheduler example: min 10 s, max 300 s, 3 doublings -> 10, 20, 40, 80, 160, 240, 300 ...
     props = {"attemptDeadline": "60s", "retryConfig": {"retryCount": 5.0, "minBackoffDuration": "10s",
                                                        "maxBackoffDuration": "300s", "maxDoublings": 3.0}}
-    assert retry_window_seconds(props) == (10 + 20 + 40 + 80 + 160) + 6 * 60
-    assert retry_window_seconds({}) == 180  # one attempt, default deadline, no retries
+    assert job_retry_window_seconds(props) == (10 + 20 + 40 + 80 + 160) + 6 * 60
+    assert job_retry_window_seconds({}) == 180  # one attempt, default deadline, no retries
     with_duration = {"attemptDeadline": "60s", "retryConfig": {"retryCount": 1.0, "maxRetryDuration": "7200s"}}
-    assert retry_window_seconds(with_duration) == 7200 + 60
-    assert retry_window_seconds({"retryConfig": {"retryCount": UNKNOWN}}) is None
+    assert job_retry_window_seconds(with_duration) == 7200 + 60
+    assert job_retry_window_seconds({"retryConfig": {"retryCount": UNKNOWN}}) is None
 
 
 def test_retention_covers_retries() -> None:
