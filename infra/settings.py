@@ -60,7 +60,6 @@ _RETRY_KEYS = frozenset(
     {"retry_count", "max_retry_duration_seconds", "min_backoff_seconds", "max_backoff_seconds", "max_doublings"}
 )
 _JOB_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
-_DATABASE_ID_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
 
 
 @dataclass(frozen=True)
@@ -299,20 +298,12 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         raise DedupConfigError("manual_tolerance_seconds", "must be >= 0")
 
     # --- Firestore ---
-    collection = _str(args, "collection") or DEFAULT_COLLECTION
-    if "/" in collection:
-        raise DedupConfigError("collection", f"{collection!r} must be a top-level collection id without '/'")
+    collection = _str(args, "collection") or DEFAULT_COLLECTION  # checked by _check_handler_settings
     create_database = args.get("create_database", True)
     if not isinstance(create_database, bool):
         raise DedupConfigError("create_database", f"must be true or false, got {create_database!r}")
     default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
-    database_id = _str(args, "database_id") or default_db
-    # Database ids: 4-63 chars, lowercase letters, digits, hyphens, start with a letter; or "(default)".
-    # https://cloud.google.com/firestore/docs/manage-databases#database_id
-    if not _DATABASE_ID_RE.match(database_id):
-        raise DedupConfigError(
-            "database_id", f"{database_id!r} is not a Firestore database id (4-63 of a-z 0-9 -, starting with a letter)"
-        )
+    database_id = _str(args, "database_id") or default_db  # checked by _check_handler_settings
     database_location = _str(args, "database_location") or region
 
     deletion_protection = args.get("deletion_protection", False)

@@ -166,3 +166,12 @@ def test_long_component_names_get_distinct_valid_service_account_ids() -> None:
 def test_an_image_with_a_proxy_target_is_refused() -> None:
     _fails("workflow_target", "remove job_source, job and image", job_source=None, job=None,
            image="us-docker.pkg.dev/p/r/handler:1", workflow_target={"workflow": "projects/p1/locations/us-central1/workflows/w"})
+
+
+@pytest.mark.parametrize(("field", "overrides"), [
+    ("collection", {"collection": "runs/sub"}),
+    ("database_id", {"database_id": "Bad_Name"}),
+    ("database_id", {"database_id": "ab"}),
+])
+def test_collection_and_database_ids_are_checked_by_the_handlers_rules(field: str, overrides: dict[str, Any]) -> None:
+    _fails(field, "the handler would refuse it at start-up", **overrides)
