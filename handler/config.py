@@ -13,6 +13,14 @@ from scheduler_dedup.handler.run_key import PROJECT_ID_RE
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
 MAX_RETENTION_SECONDS = 10 * 365 * 86400
 
+# Defaults of the handler's settings; the component and the policy pack use these same names.
+DEFAULT_DATABASE = "(default)"
+DEFAULT_COLLECTION = "scheduler_runs"
+DEFAULT_LEASE_SECONDS = 300  # Cloud Run's default request timeout
+DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
+DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
+DEFAULT_FIRESTORE_TIMEOUT_SECONDS = 20
+
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
 # Database ids: https://cloud.google.com/firestore/docs/manage-databases#database_id
@@ -43,12 +51,12 @@ class Settings:
     """
 
     project: str
-    database: str = "(default)"
-    collection: str = "scheduler_runs"
-    lease_seconds: float = 300.0
-    retention_seconds: float = 604800.0
-    manual_tolerance_seconds: float = 5.0
-    firestore_timeout_seconds: float = 20.0
+    database: str = DEFAULT_DATABASE
+    collection: str = DEFAULT_COLLECTION
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS
+    manual_tolerance_seconds: float = DEFAULT_MANUAL_TOLERANCE_SECONDS
+    firestore_timeout_seconds: float = DEFAULT_FIRESTORE_TIMEOUT_SECONDS
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -108,16 +116,17 @@ class Settings:
             )
         return cls(
             project=project,
-            database=env.get("DEDUP_DATABASE", "(default)"),
-            collection=env.get("DEDUP_COLLECTION", "scheduler_runs"),
-            lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", 300.0),
-            retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", 604800.0),
-            manual_tolerance_seconds=_seconds(env, "DEDUP_MANUAL_TOLERANCE_SECONDS", 5.0),
-            firestore_timeout_seconds=_seconds(env, "DEDUP_FIRESTORE_TIMEOUT_SECONDS", 20.0),
+            database=env.get("DEDUP_DATABASE", DEFAULT_DATABASE),
+            collection=env.get("DEDUP_COLLECTION", DEFAULT_COLLECTION),
+            lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", DEFAULT_LEASE_SECONDS),
+            retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", DEFAULT_RETENTION_SECONDS),
+            manual_tolerance_seconds=_seconds(env, "DEDUP_MANUAL_TOLERANCE_SECONDS", DEFAULT_MANUAL_TOLERANCE_SECONDS),
+            firestore_timeout_seconds=_seconds(env, "DEDUP_FIRESTORE_TIMEOUT_SECONDS", DEFAULT_FIRESTORE_TIMEOUT_SECONDS),
         )
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    default = float(default)
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default

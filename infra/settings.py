@@ -29,16 +29,21 @@ from typing import Any
 import pulumi
 
 from .schedule import RetryPolicy, is_iana_time_zone, retry_window_seconds, unix_cron_problem
+from scheduler_dedup.handler.config import (
+    DEFAULT_COLLECTION,
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_MANUAL_TOLERANCE_SECONDS,
+    DEFAULT_RETENTION_SECONDS,
+    Settings,
+)
+from scheduler_dedup.handler.errors import ConfigError
+
 from .errors import DedupConfigError
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
 ATTEMPT_DEADLINE_MAX_SECONDS = 1800
 DEFAULT_ATTEMPT_DEADLINE_SECONDS = 180
 REQUEST_TIMEOUT_MAX_SECONDS = 3600
-DEFAULT_LEASE_SECONDS = 300
-DEFAULT_RETENTION_SECONDS = 604_800
-DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
-DEFAULT_COLLECTION = "scheduler_runs"
 DEFAULT_TIME_ZONE = "Etc/UTC"
 RETRY_COUNT_MAX = 5
 DEFAULT_MIN_BACKOFF_SECONDS = 5
@@ -354,9 +359,6 @@ def _check_handler_settings(project: str, database_id: str, collection: str, lea
     Raises:
         DedupConfigError: names the component input, and the handler's message says the fix.
     """
-    from scheduler_dedup.handler.config import Settings
-    from scheduler_dedup.handler.errors import ConfigError
-
     try:
         Settings(project=project, database=database_id, collection=collection, lease_seconds=lease,
                  retention_seconds=retention, manual_tolerance_seconds=tolerance)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from scheduler_dedup.handler import config as handler_config
+from scheduler_dedup.handler.record import TTL_FIELD
+
 # Cloud Scheduler, REST reference for projects.locations.jobs (field attemptDeadline):
 # https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs
 # "For HTTP targets, the default is 3 minutes. The deadline must be in the interval [15 seconds, 30 minutes]."
@@ -30,11 +33,11 @@ ENV_COLLECTION: Final = "DEDUP_COLLECTION"
 ENV_DATABASE: Final = "DEDUP_DATABASE"
 ENV_LEASE: Final = "DEDUP_LEASE_SECONDS"
 ENV_RETENTION: Final = "DEDUP_RETENTION_SECONDS"
-DEFAULT_COLLECTION: Final = "scheduler_runs"
-DEFAULT_DATABASE: Final = "(default)"
-DEFAULT_LEASE_S: Final = 300.0
-DEFAULT_RETENTION_S: Final = 604800.0
-EXPIRY_FIELD: Final = "expire_at"
+DEFAULT_COLLECTION: Final = handler_config.DEFAULT_COLLECTION
+DEFAULT_DATABASE: Final = handler_config.DEFAULT_DATABASE
+DEFAULT_LEASE_S: Final = float(handler_config.DEFAULT_LEASE_SECONDS)
+DEFAULT_RETENTION_S: Final = float(handler_config.DEFAULT_RETENTION_SECONDS)
+EXPIRY_FIELD: Final = TTL_FIELD
 
 # Basic (primitive) roles: https://cloud.google.com/iam/docs/roles-overview#basic
 PRIMITIVE_ROLES: Final = ("roles/owner", "roles/editor", "roles/viewer")
