@@ -151,7 +151,7 @@ def no_dedup_view(client: firestore.Client, collection: str, job: Job, project: 
     def view(request: flask.Request) -> Any:
         key = run_key_from_headers(request.headers, default_project=project,
                                    server_now=datetime.now(timezone.utc), manual_tolerance_seconds=5)
-        job(ScheduledRun(key.run_id, key.job_name, key.schedule_time, key.project, "", uuid.uuid4().hex))
+        job(ScheduledRun.of(key, uuid.uuid4().hex))
         return flask.jsonify({"status": "processed"}), 200
 
     return view

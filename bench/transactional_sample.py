@@ -48,7 +48,7 @@ def make_view(client: firestore.Client, collection: str, job: Job, project: str)
             state = claim(client.transaction())
             if state != "claimed":
                 return flask.jsonify({"status": state}), 200 if state == "completed" else 409
-            job(ScheduledRun(key.run_id, key.job_name, key.schedule_time, key.project, "", uuid.uuid4().hex))
+            job(ScheduledRun.of(key, uuid.uuid4().hex))
             complete(client.transaction())
         except (gexc.GoogleAPICallError, ValueError) as exc:  # ValueError: "Failed to commit transaction in 5 attempts"
             return flask.jsonify({"status": "error", "error": str(exc)}), 500

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.run_key import RunKey
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,12 @@ class ScheduledRun:
     location: str
     attempt_id: str
     manual: bool = False
+
+    @classmethod
+    def of(cls, key: RunKey, attempt_id: str) -> "ScheduledRun":
+        """The run that ``key`` identifies, as seen by the attempt ``attempt_id``."""
+        return cls(run_id=key.run_id, job_name=key.job_name, schedule_time=key.schedule_time, project=key.project,
+                   location=key.location, attempt_id=attempt_id, manual=key.manual)
 
 
 Job = Callable[[ScheduledRun], Any]

@@ -75,9 +75,7 @@ class SchedulerHandler:
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, 400, {}
 
         def work(attempt_id: str) -> Any:
-            return self.job(ScheduledRun(run_id=key.run_id, job_name=key.job_name, schedule_time=key.schedule_time,
-                                         project=key.project, location=key.location, attempt_id=attempt_id,
-                                         manual=key.manual))
+            return self.job(ScheduledRun.of(key, attempt_id))
 
         try:
             outcome = self.idempotency.execute(key.run_id, work, _record_fields(key))

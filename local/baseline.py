@@ -25,8 +25,7 @@ def handle_without_dedup(request: flask.Request) -> flask.Response:
     key = run_key_from_headers(request.headers, default_project=os.environ.get("GOOGLE_CLOUD_PROJECT", "demo"),
                                server_now=datetime.now(timezone.utc), manual_tolerance_seconds=5)
     try:
-        result = _job(ScheduledRun(run_id=key.run_id, job_name=key.job_name, schedule_time=key.schedule_time,
-                                   project=key.project, location=key.location, attempt_id=uuid.uuid4().hex))
+        result = _job(ScheduledRun.of(key, uuid.uuid4().hex))
     except Exception as exc:  # the baseline reports any failure as retryable
         return flask.make_response(flask.jsonify({"status": "error", "error": str(exc)}), 500)
     return flask.jsonify({"status": "processed", "run_id": key.run_id, "result": result})
