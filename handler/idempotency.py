@@ -143,16 +143,16 @@ class Idempotency:
             return local
         claim = self._claim(run_id, attempt_id, dict(fields or {}))
         if isinstance(claim, RunOutcome):
-            self._remember(claim)
+            self._remember(claim, claim.result)  # replayed from the store: already in stored form
             return claim
         with self._local_lock:
             self._running[run_id] = time.monotonic()
         try:
-            outcome = self._run_claimed(run_id, attempt_id, claim, work)
+            outcome, stored = self._run_claimed(run_id, attempt_id, claim, work)
         finally:
             with self._local_lock:
                 self._running.pop(run_id, None)
-        self._remember(outcome)
+        self._remember(outcome, stored)
         return outcome
 
     def _local_outcome(self, run_id: str, attempt_id: str) -> RunOutcome | None:
@@ -171,12 +171,13 @@ class Idempotency:
             self._finished.move_to_end(run_id)
         return RunOutcome(outcome, run_id, attempt_id, result=result, error=error)
 
-    def _remember(self, outcome: RunOutcome) -> None:
+    def _remember(self, outcome: RunOutcome, stored_result: Any) -> None:
+        """Cache a final outcome; ``stored_result`` is the result as Firestore holds it (what duplicates replay)."""
         final = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.DUPLICATE: Outcome.DUPLICATE,
                  Outcome.FAILED: Outcome.FAILED}.get(outcome.outcome)
         if final is None:
             return
-        result = _storable(outcome.result)[0] if final is Outcome.DUPLICATE else None
+        result = stored_result if final is Outcome.DUPLICATE else None
         with self._local_lock:
             self._finished[outcome.run_id] = (final, result, outcome.error,
                                               time.monotonic() + self.retention_seconds)
@@ -184,7 +185,9 @@ class Idempotency:
             while len(self._finished) > FINISHED_CACHE_SIZE:
                 self._finished.popitem(last=False)
 
-    def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim, work: Callable[[str], Any]) -> RunOutcome:
+    def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim,
+                     work: Callable[[str], Any]) -> tuple[RunOutcome, Any]:
+        """Run the claimed work; returns the outcome and the result as stored (None unless completed)."""
         keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds).start()
         try:
             value = work(attempt_id)
@@ -194,13 +197,13 @@ class Idempotency:
             done = self._finish(run_id, attempt_id, keeper, {"status": FAILED, "error": error, "result": None})
             outcome = Outcome.FAILED if done else Outcome.FENCED
             return RunOutcome(outcome, run_id, attempt_id, executed=True, error=error, exception=exc,
-                              took_over=claim.took_over)
+                              took_over=claim.took_over), None
         except Exception as exc:
             keeper.stop()
             released = self._release(run_id, attempt_id, keeper)
             outcome = Outcome.RELEASED if released else Outcome.FENCED
             return RunOutcome(outcome, run_id, attempt_id, executed=True, error=_error_text(exc), exception=exc,
-                              took_over=claim.took_over)
+                              took_over=claim.took_over), None
         except BaseException:
             keeper.stop()
             self._release(run_id, attempt_id, keeper)
@@ -210,7 +213,7 @@ class Idempotency:
         done = self._finish(run_id, attempt_id, keeper, {"status": COMPLETED, "result": stored, "error": None,
                                                           "result_dropped": dropped})
         return RunOutcome(Outcome.PROCESSED if done else Outcome.FENCED, run_id, attempt_id, executed=True,
-                          result=value, took_over=claim.took_over, result_dropped=dropped)
+                          result=value, took_over=claim.took_over, result_dropped=dropped), stored
 
     # -- claim ---------------------------------------------------------------------------------
 
