@@ -15,6 +15,15 @@ STATUSES = (IN_PROGRESS, COMPLETED, FAILED)
 #: (https://cloud.google.com/firestore/docs/ttl; deletion typically within 24 h after it passes).
 TTL_FIELD = "expire_at"
 
+#: Composite indexes that run history queries need on the run records' collection, each a tuple of
+#: ``(field, "ASCENDING" | "DESCENDING")``. One job's runs, newest first (equality on ``job_name``,
+#: range and order on ``schedule_time``) needs ``job_name`` ascending + ``schedule_time`` descending:
+#: https://cloud.google.com/firestore/docs/query-data/index-overview#composite_indexes . The
+#: infrastructure creates exactly these; the history reader queries only what they serve.
+RUN_HISTORY_INDEXES: tuple[tuple[tuple[str, str], ...], ...] = (
+    (("job_name", "ASCENDING"), ("schedule_time", "DESCENDING")),
+)
+
 
 @dataclass(frozen=True)
 class RunRecord:
