@@ -1,0 +1,419 @@
+"""A gRPC proxy between a Firestore client and the emulator that injects faults at the store boundary.
+
+Clients are pointed at it with ``FIRESTORE_EMULATOR_HOST=<proxy.host>``, so it serves an
+in-process store and handler subprocesses alike. Requests and responses are forwarded as raw
+bytes through grpcio's generic handlers, with the caller's invocation metadata and deadline;
+requests are decoded (``google.cloud.firestore_v1.types``) only to name the step of the dedup
+protocol each call belongs to:
+
+==============  ==========================================================================
+step            call
+==============  ==========================================================================
+``claim``       Commit with a create write (precondition ``exists: false``)
+``takeover``    Commit updating an existing record to ``status: in_progress``
+``renewal``     Commit updating a record without touching ``status`` (heartbeat, lease expiry)
+``completion``  Commit setting ``status: completed``
+``failure``     Commit setting ``status: failed``
+``release``     Commit with a delete write
+``read``        BatchGetDocuments / GetDocument
+``query``       RunQuery / RunAggregationQuery
+``other``       anything else (BeginTransaction, Rollback, ListDocuments, Listen...)
+==============  ==========================================================================
+
+Fault kinds (what a store sees on a bad network, after the Jepsen/FoundationDB practice of
+failing a call before it is sent, applying it and losing the answer, or delaying it):
+
+- ``unavailable``: answer UNAVAILABLE without forwarding; nothing reaches the emulator.
+- ``deadline``: answer DEADLINE_EXCEEDED without forwarding.
+- ``lose_answer``: forward, let the emulator apply the call, then answer UNAVAILABLE.
+- ``delay``: wait ``delay_seconds`` then forward (without the caller's deadline, so a write can
+  land after its caller gave up, as a late packet would).
+- ``refuse``: answer ``code`` (default FAILED_PRECONDITION) without forwarding.
+
+Example::
+
+    with FaultProxy(upstream=emulator.host) as proxy:
+        os.environ["FIRESTORE_EMULATOR_HOST"] = proxy.host
+        proxy.add(Fault(step="renewal", kind="lose_answer"))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent import futures
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import grpc
+from google.cloud.firestore_v1.types import firestore as fs_types
+
+STEPS = ("claim", "takeover", "renewal", "completion", "failure", "release", "read", "query", "other")
+KINDS = ("unavailable", "deadline", "lose_answer", "delay", "refuse")
+#: The steps that are store calls of the dedup protocol (what a campaign injects faults into).
+PROTOCOL_STEPS = ("claim", "read", "takeover", "renewal", "completion", "failure", "release")
+
+_SERVICE = "/google.firestore.v1.Firestore/"
+_UNARY_STREAM = frozenset({"BatchGetDocuments", "RunQuery", "RunAggregationQuery", "ExecutePipeline"})
+_STREAM_STREAM = frozenset({"Write", "Listen"})
+# Metadata gRPC sets itself and refuses from the application.
+_RESERVED_METADATA = ("user-agent", "te", "content-type", "grpc-")
+#: How long a forwarded call may take when the caller sent no deadline, seconds.
+_DEFAULT_UPSTREAM_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One planned fault.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        step: the protocol step to hit (one of :data:`STEPS`), or None for any.
+        method: the RPC method name (``"Commit"``, ``"BatchGetDocuments"``...), or None for any.
+        document: a document id (the run id) to hit, or None for any.
+        nth: hit from the ``nth`` matching call (1-based) counted since the fault was added.
+        count: how many consecutive matching calls are hit from there.
+        delay_seconds: for ``delay``, how long to hold the call before forwarding it, seconds.
+        code: for ``refuse``, the status answered.
+    """
+
+    kind: str
+    step: str | None = None
+    method: str | None = None
+    document: str | None = None
+    nth: int = 1
+    count: int = 1
+    delay_seconds: float = 30.0
+    code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Fault kind {self.kind!r} is unknown: use one of {', '.join(KINDS)}")
+        if self.step is not None and self.step not in STEPS:
+            raise ValueError(f"Fault step {self.step!r} is unknown: use one of {', '.join(STEPS)} or None")
+        if self.nth < 1 or self.count < 1:
+            raise ValueError(f"Fault nth={self.nth} count={self.count}: both must be at least 1")
+
+    def matches(self, call: "Call") -> bool:
+        """True if ``call`` is one this fault counts (step, method and document agree)."""
+        return ((self.step is None or self.step == call.step)
+                and (self.method is None or self.method == call.method)
+                and (self.document is None or self.document == call.document))
+
+
+@dataclass(frozen=True)
+class Call:
+    """One intercepted RPC: its method (``"Commit"``), protocol step and document id ('' if none)."""
+
+    method: str
+    step: str
+    document: str
+
+
+@dataclass
+class _Armed:
+    fault: Fault
+    seen: int = 0
+
+
+@dataclass(frozen=True)
+class _RandomPlan:
+    rate: float
+    seed: int
+    kinds: tuple[str, ...]
+    steps: tuple[str, ...]
+    delay_seconds: float
+    documents: Callable[[str], bool] | None
+
+
+@dataclass
+class _Decision:
+    kind: str | None
+    delay_seconds: float = 0.0
+    code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION
+
+
+def classify(method: str, request: bytes) -> Call:
+    """Name the protocol step of one Firestore RPC from its method and serialised request.
+
+    Args:
+        method: the method name, e.g. ``"Commit"``.
+        request: the request message as sent on the wire.
+
+    Returns:
+        A :class:`Call`; undecodable requests are step ``other``.
+    """
+    try:
+        if method == "Commit":
+            return _classify_commit(fs_types.CommitRequest.pb().FromString(request))
+        if method == "BatchGetDocuments":
+            pb = fs_types.BatchGetDocumentsRequest.pb().FromString(request)
+            return Call(method, "read", _doc_id(pb.documents[0]) if pb.documents else "")
+        if method == "GetDocument":
+            return Call(method, "read", _doc_id(fs_types.GetDocumentRequest.pb().FromString(request).name))
+        if method in ("RunQuery", "RunAggregationQuery"):
+            return Call(method, "query", "")
+    except Exception:  # noqa: BLE001 - a request we cannot decode is still forwarded
+        pass
+    return Call(method, "other", "")
+
+
+def _doc_id(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def _classify_commit(pb: Any) -> Call:
+    for write in pb.writes:
+        kind = write.WhichOneof("operation")
+        if kind == "delete":
+            return Call("Commit", "release", _doc_id(write.delete))
+        if kind != "update":
+            continue
+        doc = _doc_id(write.update.name)
+        if write.HasField("current_document") and write.current_document.WhichOneof("condition_type") == "exists" \
+                and not write.current_document.exists:
+            return Call("Commit", "claim", doc)
+        status = write.update.fields.get("status")
+        touched = set(write.update_mask.field_paths) if write.HasField("update_mask") else set(write.update.fields)
+        value = status.string_value if status is not None and "status" in touched else None
+        if value == "in_progress":
+            return Call("Commit", "takeover", doc)
+        if value == "completed":
+            return Call("Commit", "completion", doc)
+        if value == "failed":
+            return Call("Commit", "failure", doc)
+        if value is None and write.HasField("current_document"):
+            return Call("Commit", "renewal", doc)
+        return Call("Commit", "other", doc)
+    return Call("Commit", "other", "")
+
+
+class FaultProxy:
+    """A gRPC proxy on ``127.0.0.1:<free port>`` in front of a Firestore emulator, injecting faults.
+
+    Args:
+        upstream: the emulator's ``host:port`` (``FirestoreEmulator.host``).
+        max_workers: server threads; each call in flight (a delayed one included) holds one.
+
+    Attributes:
+        host: ``"127.0.0.1:PORT"``, the value for ``FIRESTORE_EMULATOR_HOST``.
+        calls: every call seen, in order, as ``(step, method)``.
+        injected: every fault injected, in order, as dicts with ``step``, ``kind``, ``method``,
+            ``call_index`` (index into ``calls``) and ``document``.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`. Thread-safe.
+    """
+
+    def __init__(self, upstream: str, max_workers: int = 64):
+        self.upstream = upstream
+        self.calls: list[tuple[str, str]] = []
+        self.injected: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._faults: list[_Armed] = []
+        self._random: _RandomPlan | None = None
+        self._random_counts: dict[tuple[str, str], int] = {}
+        self._observers: list[Callable[[Call, str | None], None]] = []
+        self._stopping = threading.Event()
+        self._max_workers = max_workers
+        self._server: grpc.Server | None = None
+        self._channel: grpc.Channel | None = None
+        self.port = 0
+        self.host = ""
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> "FaultProxy":
+        """Bind a free port and start serving.
+
+        Raises:
+            RuntimeError: no port could be bound.
+        """
+        self._channel = grpc.insecure_channel(self.upstream)
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers,
+                                                              thread_name_prefix="fault-proxy"),
+                                   handlers=[_Forwarder(self)])
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        if not self.port:
+            raise RuntimeError("fault proxy could not bind a port on 127.0.0.1")
+        self.host = f"127.0.0.1:{self.port}"
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: calls held by a ``delay`` are released and answered UNAVAILABLE."""
+        self._stopping.set()
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop(grace=None).wait(10)
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
+
+    def __enter__(self) -> "FaultProxy":
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- planning faults ------------------------------------------------------------------------
+
+    def add(self, fault: Fault) -> Fault:
+        """Arm ``fault``; its ``nth`` counts matching calls from now on. Returns it."""
+        with self._lock:
+            self._faults.append(_Armed(fault))
+        return fault
+
+    def clear(self) -> None:
+        """Disarm every fault (planned and random) and forget ``calls`` and ``injected``."""
+        with self._lock:
+            self._faults.clear()
+            self._random = None
+            self._random_counts.clear()
+            self.calls.clear()
+            self.injected.clear()
+
+    def set_random(self, rate: float, seed: int, kinds: Sequence[str] = KINDS, steps: Sequence[str] = PROTOCOL_STEPS,
+                   delay_seconds: float = 30.0, documents: Callable[[str], bool] | None = None) -> None:
+        """Hit each call of ``steps`` with probability ``rate`` with a kind drawn from ``kinds``.
+
+        The draw for a call depends only on ``seed``, the call's document id, its step and how
+        many calls of that step on that document came before it, so the faults one run meets do
+        not depend on other runs played at the same time: replaying one seed replays its faults.
+
+        Args:
+            rate: probability per call, 0 to 1.
+            seed: the seed.
+            kinds: fault kinds drawn from (``refuse`` answers FAILED_PRECONDITION).
+            steps: the steps that may be hit.
+            delay_seconds: hold time of a ``delay`` fault, seconds.
+            documents: a predicate on the document id; only calls it accepts are hit (None: all).
+
+        Raises:
+            ValueError: ``rate`` outside 0..1 or an unknown kind or step.
+        """
+        if not 0 <= rate <= 1:
+            raise ValueError(f"rate={rate} is not a probability: use 0 to 1")
+        unknown = [k for k in kinds if k not in KINDS] + [s for s in steps if s not in STEPS]
+        if unknown:
+            raise ValueError(f"unknown kinds or steps {unknown}: kinds are {KINDS}, steps {STEPS}")
+        with self._lock:
+            self._random = _RandomPlan(rate, seed, tuple(kinds), tuple(steps), delay_seconds, documents)
+            self._random_counts.clear()
+
+    def observe(self, callback: Callable[[Call, str | None], None]) -> None:
+        """Call ``callback(call, kind_or_None)`` for every call, from the serving thread."""
+        with self._lock:
+            self._observers.append(callback)
+
+    # -- serving --------------------------------------------------------------------------------
+
+    def _decide(self, call: Call) -> _Decision:
+        with self._lock:
+            index = len(self.calls)
+            self.calls.append((call.step, call.method))
+            decision = _Decision(None)
+            for armed in self._faults:
+                if not armed.fault.matches(call):
+                    continue
+                armed.seen += 1
+                f = armed.fault
+                if decision.kind is None and f.nth <= armed.seen < f.nth + f.count:
+                    decision = _Decision(f.kind, f.delay_seconds, f.code)
+            plan = self._random
+            if decision.kind is None and plan is not None and call.step in plan.steps and call.document \
+                    and (plan.documents is None or plan.documents(call.document)):
+                key = (call.document, call.step)
+                n = self._random_counts.get(key, 0)
+                self._random_counts[key] = n + 1
+                digest = hashlib.sha256(f"{plan.seed}:{call.document}:{call.step}:{n}".encode()).digest()
+                draw = random.Random(digest)
+                if draw.random() < plan.rate:
+                    decision = _Decision(draw.choice(plan.kinds), plan.delay_seconds, grpc.StatusCode.FAILED_PRECONDITION)
+            if decision.kind is not None:
+                self.injected.append({"step": call.step, "kind": decision.kind, "method": call.method,
+                                      "call_index": index, "document": call.document})
+            observers = list(self._observers)
+        for callback in observers:
+            callback(call, decision.kind)
+        return decision
+
+    def _before(self, decision: _Decision, context: grpc.ServicerContext) -> None:
+        """Apply the part of a fault that happens before forwarding (may abort the call)."""
+        if decision.kind == "unavailable":
+            context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: unavailable (not sent)")
+        if decision.kind == "deadline":
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "fault proxy: deadline exceeded (not sent)")
+        if decision.kind == "refuse":
+            context.abort(decision.code, "fault proxy: refused (not sent)")
+        if decision.kind == "delay" and self._stopping.wait(decision.delay_seconds):
+            context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: stopped while delaying")
+
+    def _upstream_args(self, decision: _Decision, context: grpc.ServicerContext) -> dict[str, Any]:
+        remaining = context.time_remaining()
+        if decision.kind == "delay" or remaining is None or remaining > _DEFAULT_UPSTREAM_TIMEOUT:
+            timeout = _DEFAULT_UPSTREAM_TIMEOUT
+        else:
+            timeout = max(remaining, 0.001)
+        metadata = [(k, v) for k, v in context.invocation_metadata()
+                    if not k.startswith(":") and not k.startswith(_RESERVED_METADATA)]
+        return {"timeout": timeout, "metadata": metadata}
+
+    def unary_unary(self, method: str, request: bytes, context: grpc.ServicerContext) -> bytes:
+        decision = self._decide(classify(method, request))
+        self._before(decision, context)
+        assert self._channel is not None
+        stub = self._channel.unary_unary(_SERVICE + method)
+        try:
+            response: bytes = stub(request, **self._upstream_args(decision, context))
+        except grpc.RpcError as exc:
+            context.abort(exc.code(), exc.details() or "")
+        if decision.kind == "lose_answer":
+            context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: applied, answer lost")
+        return response
+
+    def unary_stream(self, method: str, request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        decision = self._decide(classify(method, request))
+        self._before(decision, context)
+        assert self._channel is not None
+        stub = self._channel.unary_stream(_SERVICE + method)
+        try:
+            responses = list(stub(request, **self._upstream_args(decision, context)))
+        except grpc.RpcError as exc:
+            context.abort(exc.code(), exc.details() or "")
+        if decision.kind == "lose_answer":
+            context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: applied, answer lost")
+        yield from responses
+
+    def stream_stream(self, method: str, requests: Iterable[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        self._decide(Call(method, "other", ""))
+        assert self._channel is not None
+        stub = self._channel.stream_stream(_SERVICE + method)
+        responses = stub(iter(requests), metadata=self._upstream_args(_Decision(None), context)["metadata"])
+        context.add_callback(responses.cancel)
+        try:
+            yield from responses
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                context.abort(exc.code(), exc.details() or "")
+
+
+class _Forwarder(grpc.GenericRpcHandler):
+    """Routes every Firestore method to the proxy as raw bytes (no (de)serialisers)."""
+
+    def __init__(self, proxy: FaultProxy):
+        self.proxy = proxy
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        full = handler_call_details.method
+        if not full.startswith(_SERVICE):
+            return None
+        method = full[len(_SERVICE):]
+        if method in _STREAM_STREAM:
+            return grpc.stream_stream_rpc_method_handler(lambda it, ctx: self.proxy.stream_stream(method, it, ctx))
+        if method in _UNARY_STREAM:
+            return grpc.unary_stream_rpc_method_handler(lambda req, ctx: self.proxy.unary_stream(method, req, ctx))
+        return grpc.unary_unary_rpc_method_handler(lambda req, ctx: self.proxy.unary_unary(method, req, ctx))
