@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.run_key import PROJECT_ID_RE
 
@@ -48,6 +49,11 @@ class Settings:
         firestore_timeout_seconds: how long one Firestore operation may take, retries of
             transient errors included (``DEDUP_FIRESTORE_TIMEOUT_SECONDS``, default 20); keep it
             well under the attempt deadline so a Firestore outage answers 500 in time.
+        schedule: the Scheduler job's unix-cron schedule (``DEDUP_SCHEDULE``, optional; the component
+            sets it). Stored on every run record, so run history can tell missed runs without being
+            told the schedule.
+        time_zone: the schedule's tz database time zone (``DEDUP_TIME_ZONE``, default ``Etc/UTC``,
+            Cloud Scheduler's default), stored beside it.
     """
 
     project: str
@@ -57,6 +63,8 @@ class Settings:
     retention_seconds: float = DEFAULT_RETENTION_SECONDS
     manual_tolerance_seconds: float = DEFAULT_MANUAL_TOLERANCE_SECONDS
     firestore_timeout_seconds: float = DEFAULT_FIRESTORE_TIMEOUT_SECONDS
+    schedule: str | None = None
+    time_zone: str = DEFAULT_TIME_ZONE
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -99,6 +107,15 @@ class Settings:
                 f"DEDUP_FIRESTORE_TIMEOUT_SECONDS={self.firestore_timeout_seconds:g} is out of range: use 0.5 to 600 "
                 "seconds, well under the attempt deadline"
             )
+        if self.schedule is not None:
+            problem = unix_cron_problem(self.schedule)
+            if problem:
+                raise ConfigError(f"DEDUP_SCHEDULE is {problem}")
+        if not is_iana_time_zone(self.time_zone):
+            raise ConfigError(
+                f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
+                f"zone, e.g. {DEFAULT_TIME_ZONE} or Europe/Berlin"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -122,6 +139,8 @@ class Settings:
             retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", DEFAULT_RETENTION_SECONDS),
             manual_tolerance_seconds=_seconds(env, "DEDUP_MANUAL_TOLERANCE_SECONDS", DEFAULT_MANUAL_TOLERANCE_SECONDS),
             firestore_timeout_seconds=_seconds(env, "DEDUP_FIRESTORE_TIMEOUT_SECONDS", DEFAULT_FIRESTORE_TIMEOUT_SECONDS),
+            schedule=" ".join(env.get("DEDUP_SCHEDULE", "").split()) or None,
+            time_zone=env.get("DEDUP_TIME_ZONE", "").strip() or DEFAULT_TIME_ZONE,
         )
 
 

@@ -47,6 +47,20 @@ class RunRecord:
     read_time: datetime
     data: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_snapshot(cls, snap: Any) -> "RunRecord":
+        """Build a record from an existing ``DocumentSnapshot`` (a ``get()`` or a query result)."""
+        data = snap.to_dict() or {}
+        return cls(
+            run_id=snap.id,
+            status=str(data.get("status", "")),
+            attempt_id=str(data.get("attempt_id", "")),
+            lease_seconds=float(data.get("lease_seconds", 0) or 0),
+            update_time=snap.update_time,
+            read_time=snap.read_time,
+            data=data,
+        )
+
     @property
     def lease_remaining_seconds(self) -> float:
         """Seconds until the lease expires, by Firestore's clock alone: last write + lease - read time.

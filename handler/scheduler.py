@@ -78,7 +78,7 @@ class SchedulerHandler:
             return self.job(ScheduledRun.of(key, attempt_id))
 
         try:
-            outcome = self.idempotency.execute(key.run_id, work, _record_fields(key))
+            outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
         except (GoogleAPICallError, RetryError) as exc:
             log.error("Firestore failed: %s", exc, extra={"run_id": key.run_id, "job_name": key.job_name,
                                                           "outcome": "store_error"})
@@ -90,13 +90,16 @@ class SchedulerHandler:
         return body, status, extra
 
 
-def _record_fields(key: RunKey) -> dict[str, Any]:
+def _record_fields(key: RunKey, settings: Settings) -> dict[str, Any]:
+    # schedule and time_zone let run history compare expected fire times with records by itself.
     return {
         "job_name": key.job_name,
         "schedule_time": key.schedule_time,
         "project": key.project,
         "location": key.location,
         "manual": key.manual,
+        "schedule": settings.schedule,
+        "time_zone": settings.time_zone,
     }
 
 

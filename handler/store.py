@@ -84,16 +84,7 @@ class FirestoreRunStore:
         self._observe(snap.read_time)
         if not snap.exists:
             return None
-        data = snap.to_dict() or {}
-        return RunRecord(
-            run_id=run_id,
-            status=str(data.get("status", "")),
-            attempt_id=str(data.get("attempt_id", "")),
-            lease_seconds=float(data.get("lease_seconds", 0) or 0),
-            update_time=snap.update_time,
-            read_time=snap.read_time,
-            data=data,
-        )
+        return RunRecord.from_snapshot(snap)
 
     def update_if_unchanged(self, run_id: str, fields: Mapping[str, Any], update_time: datetime) -> datetime | None:
         """Update fields only if the document's last commit time is still ``update_time``.

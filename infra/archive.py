@@ -31,15 +31,18 @@ from .errors import DeployArchiveError
 
 #: Runtime dependencies of ``scheduler_dedup.handler``, pinned to the versions this project is tested with.
 HANDLER_REQUIREMENTS: tuple[str, ...] = (
+    "croniter==7.0.0",  # handler/cron.py: fire times of the schedule
     "functions-framework==3.10.2",
     "google-auth==2.63.0",
     "google-cloud-firestore==2.27.0",
     "python-json-logger==4.2.0",  # handler/logs.py
     "requests==2.34.2",
+    "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
 )
 #: Top-level modules the handler may import, and the pinned distribution that provides each
 #: (flask comes with functions-framework). A test keeps this in step with ``handler/*.py``.
 HANDLER_IMPORTS: dict[str, str] = {
+    "croniter": "croniter",
     "functions_framework": "functions-framework",
     "flask": "functions-framework",
     "werkzeug": "functions-framework",

@@ -392,6 +392,9 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         "DEDUP_LEASE_SECONDS": str(s.lease_seconds),
         "DEDUP_RETENTION_SECONDS": str(s.retention_seconds),
         "DEDUP_MANUAL_TOLERANCE_SECONDS": str(s.manual_tolerance_seconds),
+        # Stored on each run record, so run history and checks know the expected fire times.
+        "DEDUP_SCHEDULE": s.schedule,
+        "DEDUP_TIME_ZONE": s.time_zone,
         # Firestore and downstream calls must give up well inside the attempt deadline, so a failure
         # is answered (500, released) while Scheduler still listens: a quarter and a half of it.
         "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(max(2, min(20, s.attempt_deadline_seconds // 4))),

@@ -28,7 +28,8 @@ from typing import Any
 
 import pulumi
 
-from .schedule import RetryPolicy, is_iana_time_zone, retry_window_seconds, unix_cron_problem
+from .schedule import RetryPolicy, retry_window_seconds
+from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.config import (
     DEFAULT_COLLECTION,
     DEFAULT_LEASE_SECONDS,
@@ -44,7 +45,6 @@ ATTEMPT_DEADLINE_MIN_SECONDS = 15
 ATTEMPT_DEADLINE_MAX_SECONDS = 1800
 DEFAULT_ATTEMPT_DEADLINE_SECONDS = 180
 REQUEST_TIMEOUT_MAX_SECONDS = 3600
-DEFAULT_TIME_ZONE = "Etc/UTC"
 RETRY_COUNT_MAX = 5
 DEFAULT_MIN_BACKOFF_SECONDS = 5
 DEFAULT_MAX_BACKOFF_SECONDS = 3600

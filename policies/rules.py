@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler_dedup.infra.schedule import RetryPolicy, is_iana_time_zone, retry_window_seconds, unix_cron_problem
+from scheduler_dedup.handler.cron import is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.infra.schedule import RetryPolicy, retry_window_seconds
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import (

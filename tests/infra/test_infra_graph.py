@@ -97,10 +97,14 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
     service = _one(graph, "gcp:cloudrunv2/service:Service").inputs
     runtime_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-runtime").state["email"]
     env = _env(_one(graph, "gcp:cloudrunv2/service:Service"))
+    job = _one(graph, "gcp:cloudscheduler/job:Job").inputs
+    assert (job["schedule"], job["timeZone"]) == ("*/15 * * * *", "Europe/Berlin")
     assert env == {
         "GOOGLE_CLOUD_PROJECT": "my-project-id", "DEDUP_JOB": "jobs:run", "DEDUP_COLLECTION": "scheduler_runs",
         "DEDUP_DATABASE": "hello-dedup-runs", "DEDUP_LEASE_SECONDS": "600", "DEDUP_RETENTION_SECONDS": "604800",
         "DEDUP_MANUAL_TOLERANCE_SECONDS": "5", "DEDUP_TARGET_TYPE": "python", "DEDUP_OIDC_AUDIENCE": AUDIENCE,
+        # the Scheduler job's own schedule and zone, stored on each run record for run history
+        "DEDUP_SCHEDULE": job["schedule"], "DEDUP_TIME_ZONE": job["timeZone"],
         "DEDUP_FIRESTORE_TIMEOUT_SECONDS": "20",  # attempt deadline 300 s: min(20, 300 // 4)
         "DEDUP_TRUST_CLOUD_RUN_IAM": "true",  # the service enforces Cloud Run IAM, which strips verified signatures
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],

@@ -13,7 +13,7 @@ from scheduler_dedup.policies.rules import (
     evaluate,
     job_retry_window_seconds,
 )
-from scheduler_dedup.infra.schedule import groc_to_unix_cron
+from scheduler_dedup.handler.cron import groc_to_unix_cron
 
 JOB = "gcp:cloudscheduler/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"

@@ -1,0 +1,488 @@
+"""Run history: one job's run records, newest first, and its expected fire times compared with them.
+
+Every scheduled run leaves one record (document id = run id) holding the job name, the schedule time,
+the status, the attempts and, since the handler stores them, the job's schedule and time zone. Two
+pieces build on that, both free of any CLI or web framework so the ``scheduler-dedup runs`` command and
+the handler's own checks share them:
+
+* :class:`RunHistory` reads one job's records newest first, a page at a time (flat memory), with
+  one query shape: equality on ``job_name``, range and descending order on ``schedule_time``. That is
+  the composite index :data:`~scheduler_dedup.handler.record.RUN_HISTORY_INDEXES`; a status filter is
+  applied here, client-side, so no second index is needed. Reading needs ``roles/datastore.viewer``.
+* :func:`compare` lays the schedule's fire times (:func:`~scheduler_dedup.handler.cron.fire_times`,
+  evaluated in the job's time zone as Cloud Scheduler does) over the records and reports what was
+  **missed**, **late**, **failed**, **stuck**, **repeated** and **unexpected** (:class:`Finding`).
+"""
+
+from __future__ import annotations
+
+import json
+import zoneinfo
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from google.api_core import retry as gretry
+from google.cloud import firestore
+from google.cloud.firestore_v1.base_query import FieldFilter
+
+from scheduler_dedup.handler.config import DEFAULT_COLLECTION, DEFAULT_DATABASE
+from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, FireTime, fire_times
+from scheduler_dedup.handler.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
+
+#: Derived run states (:attr:`HistoryRun.state`): the stored status, except that an ``in_progress``
+#: record whose lease has expired is ``stuck``.
+STUCK = "stuck"
+STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK)
+
+#: :attr:`Finding.kind` values. The first three are problems: a check exits non-zero on them.
+MISSED, FAILED_RUN, STUCK_RUN = "missed", "failed", "stuck"
+LATE, REPEATED, UNEXPECTED = "late", "repeated", "unexpected"
+PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
+KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED)
+
+#: Default grace period, seconds: how long after a fire time its run may still be recorded before it
+#: counts as missed. A run is recorded when a delivery claims it; a run whose first deliveries failed
+#: is recorded on a retry, so set the grace to the job's retry window for a strict check.
+DEFAULT_GRACE_SECONDS = 600.0
+DEFAULT_PAGE_SIZE = 300
+
+
+def _utc(value: Any) -> datetime | None:
+    return value.astimezone(timezone.utc) if isinstance(value, datetime) else None
+
+
+def rfc3339(value: datetime | None) -> str | None:
+    """``value`` as RFC 3339 in UTC with a ``Z`` (microseconds only when non-zero), or None."""
+    if value is None:
+        return None
+    t = value.astimezone(timezone.utc)
+    text = t.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{t.microsecond:06d}Z" if t.microsecond else f"{text}Z"
+
+
+@dataclass(frozen=True)
+class HistoryRun:
+    """One run as the history shows it, derived from its record.
+
+    Attributes:
+        run_id: the run id (document id).
+        job_name: the Scheduler job id.
+        schedule_time: the run's schedule time, aware UTC.
+        status: the stored status: ``completed`` | ``failed`` | ``in_progress``.
+        stuck: True for an ``in_progress`` record whose lease expired without renewal (by Firestore's
+            clock: last write + lease <= read time): its holder died and no retry took it over.
+        attempts: how many attempts claimed the run (1, plus one per takeover after a crash).
+        attempt_id: the attempt that holds or held the run.
+        previous_attempt_id: the attempt taken over, when a takeover happened.
+        manual: True for a forced run (``gcloud scheduler jobs run``), keyed apart from scheduled runs.
+        claimed_at: when the holding attempt claimed (or took over) the run, aware UTC.
+        finished_at: when it was recorded completed or failed, aware UTC, or None.
+        duration_seconds: ``finished_at - claimed_at``; for a run in progress, the time since its
+            claim by Firestore's clock; None if unknown.
+        result_bytes: size of the stored result as JSON, in bytes; None without a result.
+        result_dropped: why the result was not stored (too large, not JSON), or None.
+        error: the recorded error of a failed run, or None.
+        schedule: the job's unix-cron schedule as the handler knew it (``DEDUP_SCHEDULE``), or None.
+        time_zone: the schedule's time zone (``DEDUP_TIME_ZONE``), or None.
+        project: the project id the run is keyed on.
+        location: the Scheduler region, or ``""``.
+    """
+
+    run_id: str
+    job_name: str
+    schedule_time: datetime
+    status: str
+    stuck: bool
+    attempts: int
+    attempt_id: str
+    previous_attempt_id: str | None
+    manual: bool
+    claimed_at: datetime | None
+    finished_at: datetime | None
+    duration_seconds: float | None
+    result_bytes: int | None
+    result_dropped: str | None
+    error: str | None
+    schedule: str | None
+    time_zone: str | None
+    project: str
+    location: str
+
+    @classmethod
+    def from_record(cls, record: RunRecord) -> "HistoryRun":
+        """Derive the history view of a record read from Firestore.
+
+        Raises:
+            ValueError: the record has no ``schedule_time`` (it was not written by the Scheduler handler).
+        """
+        d = record.data
+        schedule_time = _utc(d.get("schedule_time"))
+        if schedule_time is None:
+            raise ValueError(f"run record {record.run_id} has no schedule_time")
+        claimed_at, finished_at = _utc(d.get("claimed_at")), _utc(d.get("finished_at"))
+        stuck = record.status == IN_PROGRESS and record.lease_seconds > 0 and record.lease_remaining_seconds <= 0
+        if claimed_at is not None and finished_at is not None:
+            duration: float | None = (finished_at - claimed_at).total_seconds()
+        elif claimed_at is not None and record.status == IN_PROGRESS:
+            duration = (record.read_time - claimed_at).total_seconds()
+        else:
+            duration = None
+        result = d.get("result")
+        previous = d.get("previous_attempt_id")
+        return cls(
+            run_id=record.run_id,
+            job_name=str(d.get("job_name", "")),
+            schedule_time=schedule_time,
+            status=record.status,
+            stuck=stuck,
+            attempts=int(d.get("attempts") or 1),
+            attempt_id=record.attempt_id,
+            previous_attempt_id=str(previous) if previous else None,
+            manual=bool(d.get("manual", False)),
+            claimed_at=claimed_at,
+            finished_at=finished_at,
+            duration_seconds=duration,
+            result_bytes=None if result is None else len(json.dumps(result, default=str).encode()),
+            result_dropped=d.get("result_dropped") or None,
+            error=record.error,
+            schedule=d.get("schedule") or None,
+            time_zone=d.get("time_zone") or None,
+            project=str(d.get("project", "")),
+            location=str(d.get("location", "")),
+        )
+
+    @property
+    def state(self) -> str:
+        """``completed`` | ``failed`` | ``in_progress`` | ``stuck`` (:data:`STATES`)."""
+        return STUCK if self.stuck else self.status
+
+    @property
+    def took_over(self) -> bool:
+        """True if an attempt took the run over after another's lease expired: the job ran again."""
+        return self.previous_attempt_id is not None or self.attempts > 1
+
+    def local_schedule_time(self, time_zone: str | None = None) -> datetime:
+        """The schedule time in ``time_zone`` (default: the record's own, else UTC)."""
+        return self.schedule_time.astimezone(zoneinfo.ZoneInfo(time_zone or self.time_zone or DEFAULT_TIME_ZONE))
+
+    def to_json(self, time_zone: str | None = None) -> dict[str, Any]:
+        """A JSON object with stable field names; times are RFC 3339 (``schedule_time_local`` with its offset)."""
+        return {
+            "run_id": self.run_id,
+            "job_name": self.job_name,
+            "schedule_time": rfc3339(self.schedule_time),
+            "schedule_time_local": self.local_schedule_time(time_zone).isoformat(),
+            "time_zone": time_zone or self.time_zone or DEFAULT_TIME_ZONE,
+            "state": self.state,
+            "status": self.status,
+            "attempts": self.attempts,
+            "took_over": self.took_over,
+            "attempt_id": self.attempt_id,
+            "previous_attempt_id": self.previous_attempt_id,
+            "manual": self.manual,
+            "claimed_at": rfc3339(self.claimed_at),
+            "finished_at": rfc3339(self.finished_at),
+            "duration_seconds": None if self.duration_seconds is None else round(self.duration_seconds, 3),
+            "result_bytes": self.result_bytes,
+            "result_dropped": self.result_dropped,
+            "error": self.error,
+            "schedule": self.schedule,
+            "project": self.project,
+            "location": self.location,
+        }
+
+
+class RunHistory:
+    """Reads run records of one job from a Firestore collection, newest first, a page at a time.
+
+    Args:
+        client: a ``google.cloud.firestore.Client`` (honours ``FIRESTORE_EMULATOR_HOST``; on Google
+            Cloud, Application Default Credentials with ``roles/datastore.viewer`` suffice).
+        collection: the run records' collection id.
+        page_size: records per query page; memory holds one page at a time.
+        timeout_seconds: how long one page's query may take, retries of transient errors included.
+
+    Methods raise ``google.api_core.exceptions.GoogleAPICallError`` / ``RetryError`` when Firestore
+    fails; a missing composite index on real Firestore is ``FailedPrecondition`` whose message has a
+    link that creates it (the component creates it: :data:`~scheduler_dedup.handler.record.RUN_HISTORY_INDEXES`).
+    """
+
+    def __init__(self, client: firestore.Client, collection: str = DEFAULT_COLLECTION,
+                 page_size: int = DEFAULT_PAGE_SIZE, timeout_seconds: float = 60.0):
+        if page_size < 1:
+            raise ValueError(f"page_size={page_size} must be at least 1")
+        self.client = client
+        self.collection = collection
+        self.page_size = page_size
+        self._rpc: dict[str, Any] = {"retry": gretry.Retry(predicate=gretry.if_transient_error, initial=0.2, maximum=5.0,
+                                           multiplier=2.0, timeout=timeout_seconds),
+                     "timeout": timeout_seconds}
+
+    @classmethod
+    def connect(cls, project: str, database: str = DEFAULT_DATABASE, collection: str = DEFAULT_COLLECTION,
+                **kwargs: Any) -> "RunHistory":
+        """A reader on ``project``/``database``/``collection`` with a client of its own."""
+        return cls(firestore.Client(project=project, database=database), collection, **kwargs)
+
+    def _query(self, job_name: str, since: datetime | None, until: datetime | None) -> Any:
+        query = self.client.collection(self.collection).where(filter=FieldFilter("job_name", "==", job_name))
+        if since is not None:
+            query = query.where(filter=FieldFilter("schedule_time", ">=", since))
+        if until is not None:
+            query = query.where(filter=FieldFilter("schedule_time", "<", until))
+        return query.order_by("schedule_time", direction=firestore.Query.DESCENDING)
+
+    def runs(self, job_name: str, *, since: datetime | None = None, until: datetime | None = None,
+             states: Iterable[str] | None = None,
+             on_page: Callable[[int], None] | None = None) -> Iterator[HistoryRun]:
+        """One job's runs with ``since <= schedule_time < until``, newest first.
+
+        Args:
+            job_name: the Scheduler job id (``X-CloudScheduler-JobName``).
+            since: inclusive lower bound (aware), or None.
+            until: exclusive upper bound (aware), or None.
+            states: keep only runs in these :data:`STATES` (filtered client-side).
+            on_page: called after each page with the number of records scanned so far.
+
+        Raises:
+            ValueError: an unknown state.
+        """
+        wanted = None if states is None else set(states)
+        if wanted is not None and wanted - set(STATES):
+            raise ValueError(f"unknown state(s) {sorted(wanted - set(STATES))}: use {', '.join(STATES)}")
+        query = self._query(job_name, since, until).limit(self.page_size)
+        scanned = 0
+        while True:
+            page = list(query.stream(**self._rpc))
+            scanned += len(page)
+            for snap in page:
+                run = HistoryRun.from_record(RunRecord.from_snapshot(snap))
+                if wanted is None or run.state in wanted:
+                    yield run
+            if on_page is not None:
+                on_page(scanned)
+            if len(page) < self.page_size:
+                return
+            query = self._query(job_name, since, until).start_after(page[-1]).limit(self.page_size)
+
+    def latest(self, job_name: str) -> HistoryRun | None:
+        """The job's newest run record, or None."""
+        return next(iter(self._first_page(job_name, 1)), None)
+
+    def _first_page(self, job_name: str, n: int) -> list[HistoryRun]:
+        snaps = self._query(job_name, None, None).limit(n).stream(**self._rpc)
+        return [HistoryRun.from_record(RunRecord.from_snapshot(s)) for s in snaps]
+
+    def get(self, run_id: str) -> HistoryRun | None:
+        """The run with this run id, or None (also None for a record that is not a scheduled run's)."""
+        doc: Any = self.client.collection(self.collection).document(run_id)
+        snap = doc.get(**self._rpc)
+        if not snap.exists:
+            return None
+        try:
+            return HistoryRun.from_record(RunRecord.from_snapshot(snap))
+        except ValueError:
+            return None
+
+    def at(self, job_name: str, schedule_time: datetime) -> list[HistoryRun]:
+        """The job's runs whose schedule time is ``schedule_time`` (a scheduled run, a forced run, or
+        runs keyed on other projects or regions), newest first."""
+        return list(self.runs(job_name, since=schedule_time, until=schedule_time + timedelta(microseconds=1)))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the expected-versus-actual comparison found.
+
+    Attributes:
+        kind: :data:`KINDS`: ``missed`` (a fire time with no record once the grace period passed),
+            ``late`` (no record yet, still within the grace period), ``failed`` (recorded failed),
+            ``stuck`` (in progress past its lease), ``repeated`` (executed again after a takeover),
+            ``unexpected`` (a forced run, or a schedule time that is not a fire time).
+        schedule_time: the run's schedule time, or for missed/late the fire time's latest candidate
+            instant; aware UTC.
+        detail: why, in words, for a person reading the report.
+        fire_time: the fire time concerned, or None for an unexpected run.
+        run: the run concerned, or None for missed/late.
+    """
+
+    kind: str
+    schedule_time: datetime
+    detail: str
+    fire_time: FireTime | None = None
+    run: HistoryRun | None = None
+
+    def to_json(self, time_zone: str) -> dict[str, Any]:
+        """A JSON object with stable field names."""
+        return {
+            "kind": self.kind,
+            "schedule_time": rfc3339(self.schedule_time),
+            "schedule_time_local": self.schedule_time.astimezone(zoneinfo.ZoneInfo(time_zone)).isoformat(),
+            "run_id": self.run.run_id if self.run else None,
+            "dst": self.fire_time.dst if self.fire_time else "",
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """Expected fire times against recorded runs over a window.
+
+    Attributes:
+        job_name, schedule, time_zone: what was checked.
+        since, until: the window (aware UTC); fire times with a candidate instant in it count.
+        now: the time the check was made at (aware UTC).
+        grace_seconds: seconds after a fire time before a missing run is missed.
+        expected: required fire times in the window that are due (their first instant <= now).
+        recorded: of those, how many have a run record.
+        runs: run records seen in the window.
+        findings: everything found, newest first.
+    """
+
+    job_name: str
+    schedule: str
+    time_zone: str
+    since: datetime
+    until: datetime
+    now: datetime
+    grace_seconds: float
+    expected: int
+    recorded: int
+    runs: int
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    def of(self, kind: str) -> list[Finding]:
+        """The findings of one kind, newest first."""
+        return [f for f in self.findings if f.kind == kind]
+
+    @property
+    def problems(self) -> list[Finding]:
+        """Missed, failed and stuck runs: what a check fails on."""
+        return [f for f in self.findings if f.kind in PROBLEMS]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was missed, failed or stuck."""
+        return not self.problems
+
+    def counts(self) -> dict[str, int]:
+        """Number of findings per kind, every kind present."""
+        return {kind: len(self.of(kind)) for kind in KINDS}
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object with stable field names (findings included)."""
+        return {
+            "job_name": self.job_name, "schedule": self.schedule, "time_zone": self.time_zone,
+            "since": rfc3339(self.since), "until": rfc3339(self.until), "now": rfc3339(self.now),
+            "grace_seconds": self.grace_seconds, "expected": self.expected, "recorded": self.recorded,
+            "runs": self.runs, "ok": self.ok, "counts": self.counts(),
+            "findings": [f.to_json(self.time_zone) for f in self.findings],
+        }
+
+
+_PREFERENCE = {"": 0, "repeated": 1, "skipped": 2}  # a run counts for an ordinary fire time first
+
+
+def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str, time_zone: str, since: datetime,
+            until: datetime, now: datetime | None = None,
+            grace_seconds: float = DEFAULT_GRACE_SECONDS) -> Report:
+    """Compare a schedule's fire times in ``[since, until)`` with the runs recorded for them.
+
+    Args:
+        runs: the job's runs (any order; a stream is consumed once, holding only findings). Runs
+            outside the window only serve to satisfy fire times at its edges.
+        job_name: the job checked (for the report).
+        schedule: the job's unix-cron schedule.
+        time_zone: the schedule's tz database time zone.
+        since, until: the window, aware.
+        now: the check's time, aware (default: this machine's clock). Fire times after it are not
+            expected yet (a run recorded for one is not unexpected either).
+        grace_seconds: how long after a fire time's last candidate instant a run may still appear.
+
+    Returns:
+        A :class:`Report`. A fire time that did not exist on the wall clock (clocks went forward) is
+        never missed; one that occurred twice (clocks went back) is satisfied by a run at either
+        instant (:class:`~scheduler_dedup.handler.cron.FireTime`).
+
+    Raises:
+        ValueError: invalid schedule, time zone or naive bounds.
+    """
+    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    since, until = since.astimezone(timezone.utc), until.astimezone(timezone.utc)
+    fires = list(fire_times(schedule, time_zone, since, until))
+    slots: dict[datetime, list[int]] = {}
+    for i, fire in enumerate(fires):
+        for instant in fire.candidates:
+            slots.setdefault(instant, []).append(i)
+    for indices in slots.values():
+        indices.sort(key=lambda i: _PREFERENCE[fires[i].dst])
+    recorded = [0] * len(fires)
+    findings: list[Finding] = []
+    seen = 0
+    for run in runs:
+        in_window = since <= run.schedule_time < until
+        seen += in_window
+        match = None if run.manual else next(iter(slots.get(run.schedule_time, ())), None)
+        if match is not None:
+            recorded[match] += 1
+        elif not in_window:
+            continue
+        elif run.manual:
+            findings.append(Finding(UNEXPECTED, run.schedule_time, "forced run (gcloud scheduler jobs run or "
+                                    "'Force run'), keyed apart from the scheduled run", run=run))
+        else:
+            findings.append(Finding(UNEXPECTED, run.schedule_time,
+                                    f"not a fire time of {schedule!r} in {time_zone}", run=run))
+        matched = fires[match] if match is not None else None
+        if run.status == FAILED:
+            findings.append(Finding(FAILED_RUN, run.schedule_time, f"recorded failed: {run.error or 'no error text'}",
+                                    matched, run))
+        if run.stuck:
+            since_claim = f" since {rfc3339(run.claimed_at)}" if run.claimed_at else ""
+            findings.append(Finding(STUCK_RUN, run.schedule_time,
+                                    f"in progress{since_claim} but its lease expired: the attempt died and no retry "
+                                    "took it over", matched, run))
+        if run.took_over:
+            findings.append(Finding(REPEATED, run.schedule_time,
+                                    f"attempt {run.attempt_id[:8]} took over from {(run.previous_attempt_id or '?')[:8]} "
+                                    "after its lease expired: the job ran again", matched, run))
+    expected = 0
+    for fire, count in zip(fires, recorded):
+        if not fire.required or fire.first > now:
+            continue
+        expected += 1
+        if count:
+            continue
+        if now >= fire.due + timedelta(seconds=grace_seconds):
+            findings.append(Finding(MISSED, fire.due, _missed_detail(fire), fire))
+        else:
+            findings.append(Finding(LATE, fire.due, f"no record yet; within the {grace_seconds:g} s grace period",
+                                    fire))
+    findings.sort(key=lambda f: (f.schedule_time, KINDS.index(f.kind)), reverse=True)
+    return Report(job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until, now=now,
+                  grace_seconds=grace_seconds, expected=expected,
+                  recorded=sum(1 for f, c in zip(fires, recorded) if f.required and f.first <= now and c), runs=seen,
+                  findings=tuple(findings))
+
+
+def _missed_detail(fire: FireTime) -> str:
+    text = ("no record: Scheduler did not deliver it (job paused or deleted, handler down, caller refused) "
+            "or every attempt failed before claiming or released its claim")
+    if fire.dst == "repeated":
+        text += "; the wall-clock time occurred twice (clocks went back) and neither instant has a record"
+    return text
+
+
+def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
+          until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
+          on_page: Callable[[int], None] | None = None) -> Report:
+    """Read the job's runs around ``[since, until)`` and :func:`compare` them with the schedule.
+
+    The query reaches a day beyond both ends, so a fire time whose instants straddle an edge (a
+    repeated wall-clock hour) still finds its run.
+    """
+    runs = history.runs(job_name, since=since - timedelta(days=1), until=until + timedelta(days=1), on_page=on_page)
+    return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
+                   now=now, grace_seconds=grace_seconds)
