@@ -3,6 +3,9 @@
 Public names:
 
 * :class:`DedupScheduledJob` — the component (type ``scheduler-dedup:index:DedupScheduledJob``).
+* :class:`DedupStore` — one Firestore database and TTL policy shared by many jobs
+  (type ``scheduler-dedup:index:DedupStore``; :class:`DedupStoreArgs`, and :class:`DedupStoreRefArgs` for
+  a job's ``store`` input).
 * :class:`DedupScheduledJobArgs`, :class:`RetryConfigArgs`, :class:`WorkflowTargetArgs`,
   :class:`CloudRunJobTargetArgs`, :class:`HttpTargetArgs` — its typed inputs.
 * :class:`DedupConfigError` — raised before any child is created when an input is invalid.
@@ -12,10 +15,19 @@ Public names:
 """
 
 from .archive import DeployArchive, build_deploy_archive
-from .args import CloudRunJobTargetArgs, DedupScheduledJobArgs, HttpTargetArgs, RetryConfigArgs, WorkflowTargetArgs
+from .args import (
+    CloudRunJobTargetArgs,
+    DedupScheduledJobArgs,
+    DedupStoreArgs,
+    DedupStoreRefArgs,
+    HttpTargetArgs,
+    RetryConfigArgs,
+    WorkflowTargetArgs,
+)
 from .component import DedupScheduledJob
 from .errors import DedupConfigError, DeployArchiveError
 from .settings import DedupSettings, resolve_settings
+from .store import DedupStore
 from .stack_program import CONFIG_KEYS, deploy_from_config
 
 __all__ = [
@@ -25,6 +37,9 @@ __all__ = [
     "DedupScheduledJob",
     "DedupScheduledJobArgs",
     "DedupSettings",
+    "DedupStore",
+    "DedupStoreArgs",
+    "DedupStoreRefArgs",
     "DeployArchive",
     "DeployArchiveError",
     "HttpTargetArgs",

@@ -59,6 +59,19 @@ class HttpTargetArgs(TypedDict):
     """If the URL is a Cloud Run service: its full name ``projects/P/locations/L/services/S``; the runtime identity then gets ``roles/run.invoker`` on that service only. Otherwise no role is granted."""
 
 
+class DedupStoreRefArgs(TypedDict):
+    """A DedupStore as plain values: its outputs, read in the same program or from its stack with a ``StackReference``."""
+
+    project: pulumi.Input[str]
+    """Project id of the store's database (store output ``project``)."""
+    database_id: pulumi.Input[str]
+    """Firestore database id (store output ``database_id``)."""
+    collections: pulumi.Input[list[str]]
+    """Collections whose TTL policy the store owns (store output ``collections``); the job's ``collection`` must be one of them."""
+    ttl_owner: NotRequired[str]
+    """Where the TTL policy lives, for readers of the job's stack and the policy pack (``DEDUP_TTL_OWNER``), e.g. ``stack acme/scheduler-dedup/store``. Default ``DedupStore (another stack)``."""
+
+
 class DedupScheduledJobArgs(TypedDict):
     """Inputs of DedupScheduledJob. Give exactly one of: ``job_source`` + ``job``, ``image`` (+ ``job``), or one proxy target."""
 
@@ -110,3 +123,26 @@ class DedupScheduledJobArgs(TypedDict):
     """Upper bound of Cloud Run instances. Default 3."""
     oidc_audience: NotRequired[str]
     """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""
+    store: NotRequired[DedupStoreRefArgs]
+    """A shared store (a ``DedupStore``, or its outputs, e.g. read from its stack with a ``StackReference``). The job then creates no database, no TTL policy and no index, only its own runtime identity's grant on that database; ``database_id``, ``create_database`` and ``database_location`` must not be given. Default: the job has a store of its own (today's behaviour)."""
+    scheduler_service_account_email: NotRequired[pulumi.Input[str]]
+    """Email of an existing service account to send the Scheduler OIDC token as, shared by several jobs. The job grants it ``roles/run.invoker`` on its own service only. Default: a dedicated account ``<name>-sched``."""
+    build_service_account_email: NotRequired[pulumi.Input[str]]
+    """Email of an existing service account for Cloud Build (source deploys), shared by several jobs. The job grants it read on its own source bucket and write on its own image repository; ``roles/logging.logWriter`` on the project is the account owner's to grant, once. Default: a dedicated account ``<name>-build``."""
+
+
+class DedupStoreArgs(TypedDict):
+    """Inputs of DedupStore: one Firestore database (created or adopted) and the single TTL policy and run history indexes of each collection it owns."""
+
+    location: str
+    """Firestore location id of a created database, e.g. ``nam5``, ``eur3`` or ``us-central1`` (https://cloud.google.com/firestore/docs/locations)."""
+    project: NotRequired[str]
+    """Google Cloud project id. Default: the provider's ``gcp:project`` config."""
+    database_id: NotRequired[str]
+    """Firestore database id. Default ``scheduler-dedup`` (created), or ``(default)`` when ``create_database`` is false."""
+    create_database: NotRequired[bool]
+    """Create the database (native mode). False: adopt an existing one named by ``database_id``; the store then owns only the TTL policies and indexes. Default true."""
+    collections: NotRequired[list[str]]
+    """Collections of run records this store owns the TTL policy of; jobs pick one with their ``collection``. Default ``["scheduler_runs"]``."""
+    deletion_protection: NotRequired[bool]
+    """Firestore delete protection of a created database. Default false."""

@@ -7,8 +7,13 @@ Type token ``scheduler-dedup:index:DedupScheduledJob``. Children (all ``parent=s
 * Two (three for source deploys) dedicated service accounts:
   ``<name>-sched`` (Scheduler's OIDC identity), ``<name>-runtime`` (the Cloud Run service identity),
   ``<name>-build`` (Cloud Build identity of the source deploy).
-* Firestore database (native mode) unless an existing one is used, and a ``gcp:firestore:Field`` with
-  the TTL policy on ``expire_at`` in the dedup collection and its single-field indexes off.
+* Without ``store``: the job's own store (:func:`~scheduler_dedup.infra.store.firestore_children`): the
+  Firestore database (native mode) unless an existing one is used, a ``gcp:firestore:Field`` with the TTL
+  policy on ``expire_at`` in the dedup collection (its single-field indexes off) and the run history
+  indexes. With ``store`` (a :class:`~scheduler_dedup.infra.store.DedupStore` or its outputs): none of
+  these and no API, only the runtime identity's grant on the store's database.
+* ``scheduler_service_account_email`` / ``build_service_account_email`` replace the dedicated ``-sched`` /
+  ``-build`` accounts with shared ones; the runtime account is always the job's own.
 * Source deploy: private bucket (uniform bucket-level access, public access prevention enforced),
   the deploy archive object named after its SHA-256, an Artifact Registry repository for the built
   image; or a prebuilt ``image``.
@@ -31,14 +36,17 @@ need the project *number* (an extra lookup) and ties the audience to a URL forma
 """
 
 import hashlib
-from typing import Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
 
 from .archive import FUNCTION_TARGET, build_deploy_archive
 from .args import DedupScheduledJobArgs
+from .errors import DedupConfigError
 from .settings import DedupSettings, resolve_settings
+from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firestore_children
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
 
@@ -58,10 +66,15 @@ TARGET_ROLES = {
 GRANTS_DOC = """\
 scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM).
 runtime SA   : roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
-               (Firestore has no per-database IAM resource; the condition limits it to this database).
+               (Firestore has no per-database IAM resource; the condition is Firestore's documented way to
+               limit a role to one database:
+               https://cloud.google.com/firestore/docs/manage-databases#configure_per-database_access_permissions).
+               Firestore IAM stops at the database: no condition narrows it to one collection.
                Plus the role of the proxy target, on that target only (TARGET_ROLES).
 build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
                repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
+A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
+roles/logging.logWriter is its owner's to grant, once (one grant per binding, so no job's destroy removes it).
 """
 
 #: APIs enabled for every deployment, plus those of source deploys.
@@ -111,6 +124,15 @@ class DedupScheduledJob(pulumi.ComponentResource):
             DedupConfigError: an invalid input, before any child is created (so ``pulumi preview`` fails).
         """
         settings = resolve_settings(name, args, default_project=gcp.config.project)
+        own_store: Optional[StoreSettings] = None
+        if settings.store is None:
+            assert isinstance(settings.database_id, str)
+            own_store = StoreSettings(
+                project=settings.project, location=settings.database_location, database_id=settings.database_id,
+                create_database=settings.create_database, collections=(settings.collection,),
+                deletion_protection=settings.deletion_protection,
+            )
+            claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
         archive = None
         if settings.image is None:
             archive = build_deploy_archive(settings.job_source)
@@ -120,8 +142,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
         s = settings
 
         # --- APIs -------------------------------------------------------------------------------
-        apis = list(BASE_APIS) + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
-        enabled = [
+        # A shared store enables every API its jobs need (store.STORE_APIS).
+        apis = [] if s.store else list(BASE_APIS) + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
+        enabled: list[pulumi.Resource] = [
             gcp.projects.Service(
                 f"{name}-api-{api.split('.')[0]}",
                 gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
@@ -129,6 +152,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
             )
             for api in apis
         ]
+        if s.store is not None and s.store.component is not None:
+            enabled.append(s.store.component)
         after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(enabled))
 
         # --- identities -------------------------------------------------------------------------
@@ -142,50 +167,35 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 opts=after_apis,
             )
 
-        scheduler_sa = service_account(
-            "sched", "Cloud Scheduler caller",
-            "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service.")
+        scheduler_email, scheduler_member = self._identity(
+            s.scheduler_service_account_email, lambda: service_account(
+                "sched", "Cloud Scheduler caller",
+                "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service."))
         runtime_sa = service_account(
             "runtime", "handler runtime",
             "Runtime identity of the dedup handler: Firestore on its database, its proxy target.")
 
-        # --- Firestore --------------------------------------------------------------------------
+        # --- Firestore: the job's own store, or only a grant on the shared one --------------------
         database: Optional[gcp.firestore.Database] = None
-        if s.create_database:
-            database = gcp.firestore.Database(
-                f"{name}-db",
-                gcp.firestore.DatabaseArgs(
-                    name=s.database_id, project=s.project, location_id=s.database_location,
-                    type="FIRESTORE_NATIVE", concurrency_mode="OPTIMISTIC",
-                    delete_protection_state=(
-                        "DELETE_PROTECTION_ENABLED" if s.deletion_protection else "DELETE_PROTECTION_DISABLED"
-                    ),
-                    # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
-                    deletion_policy="DELETE",
-                ),
-                opts=after_apis,
-            )
+        if own_store is not None:
+            database = firestore_children(
+                own_store, opts=after_apis, database_name=f"{name}-db", ttl_name=lambda _: f"{name}-ttl",
+                index_name=lambda _, n: f"{name}-history-index-{n}",
+            ).database
+            database_id: pulumi.Input[str] = s.database_id
+        else:
+            assert s.store is not None
+            database_id = _checked_store_database(s)
         db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
-        # TTL policy on expire_at: https://cloud.google.com/firestore/docs/ttl ; an empty index_config
-        # turns the field's single-field indexes off (a timestamp that only grows would hotspot them).
-        gcp.firestore.Field(
-            f"{name}-ttl",
-            gcp.firestore.FieldArgs(
-                project=s.project, database=s.database_id, collection=s.collection, field="expire_at",
-                ttl_config=gcp.firestore.FieldTtlConfigArgs(),
-                index_config=gcp.firestore.FieldIndexConfigArgs(),
-            ),
-            opts=db_opts,
-        )
-        database_resource_name = f"projects/{s.project}/databases/{s.database_id}"
+        database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
         gcp.projects.IAMMember(
             f"{name}-runtime-datastore-user",
             gcp.projects.IAMMemberArgs(
                 project=s.project, role="roles/datastore.user", member=runtime_sa.member,
                 condition=gcp.projects.IAMMemberConditionArgs(
-                    title=f"only {s.database_id}"[:100],
+                    title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
                     description="scheduler-dedup: Firestore access limited to the dedup database",
-                    expression=f'resource.name == "{database_resource_name}"',
+                    expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
                 ),
             ),
             opts=db_opts,
@@ -198,9 +208,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
         build_config: Optional[gcp.cloudrunv2.ServiceBuildConfigArgs] = None
         service_depends: list[pulumi.Resource] = [*enabled]
         if archive is not None:
-            build_sa = service_account(
-                "build", "source build",
-                "Cloud Build identity of the source deploy: reads the archive, pushes the image.")
+            build_email, build_member = self._identity(
+                s.build_service_account_email, lambda: service_account(
+                    "build", "source build",
+                    "Cloud Build identity of the source deploy: reads the archive, pushes the image."))
             bucket = gcp.storage.Bucket(
                 f"{name}-source",
                 gcp.storage.BucketArgs(
@@ -228,23 +239,24 @@ class DedupScheduledJob(pulumi.ComponentResource):
             build_grants = [
                 gcp.storage.BucketIAMMember(
                     f"{name}-build-source-reader",
-                    gcp.storage.BucketIAMMemberArgs(bucket=bucket.name, role="roles/storage.objectViewer", member=build_sa.member),
+                    gcp.storage.BucketIAMMemberArgs(bucket=bucket.name, role="roles/storage.objectViewer", member=build_member),
                     opts=child,
                 ),
                 gcp.artifactregistry.RepositoryIamMember(
                     f"{name}-build-image-writer",
                     gcp.artifactregistry.RepositoryIamMemberArgs(
                         project=s.project, location=s.region, repository=repository.repository_id,
-                        role="roles/artifactregistry.writer", member=build_sa.member,
+                        role="roles/artifactregistry.writer", member=build_member,
                     ),
                     opts=child,
                 ),
-                gcp.projects.IAMMember(
-                    f"{name}-build-log-writer",
-                    gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_sa.member),
-                    opts=child,
-                ),
             ]
+            if s.build_service_account_email is None:  # a shared account's project role is its owner's
+                build_grants.append(gcp.projects.IAMMember(
+                    f"{name}-build-log-writer",
+                    gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_member),
+                    opts=child,
+                ))
             service_depends += build_grants
             image: pulumi.Input[str] = pulumi.Output.concat(
                 s.region, "-docker.pkg.dev/", s.project, "/", repository.repository_id, "/", s.service_name
@@ -255,7 +267,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 image_uri=image,
                 base_image=s.base_image,
                 enable_automatic_updates=True,
-                service_account=build_sa.id,
+                service_account=pulumi.Output.from_input(build_email).apply(_service_account_name),
             )
             self.archive_sha256: Optional[str] = archive.sha256
         else:
@@ -264,11 +276,12 @@ class DedupScheduledJob(pulumi.ComponentResource):
             self.archive_sha256 = None
 
         # --- Cloud Run service --------------------------------------------------------------------
+        environment = {**handler_environment(s), "DEDUP_DATABASE": database_id}
         envs = [
             gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
-            for key, value in handler_environment(s).items()
+            for key, value in environment.items()
         ]
-        envs.append(gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name="DEDUP_ALLOWED_CALLERS", value=scheduler_sa.email))
+        envs.append(gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name="DEDUP_ALLOWED_CALLERS", value=scheduler_email))
         service = gcp.cloudrunv2.Service(
             f"{name}-service",
             gcp.cloudrunv2.ServiceArgs(
@@ -286,13 +299,13 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(image=image, envs=envs)],
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=service_depends),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*service_depends, *([database] if database else [])]),
         )
         invoker = gcp.cloudrunv2.ServiceIamMember(
             f"{name}-scheduler-invoker",
             gcp.cloudrunv2.ServiceIamMemberArgs(
                 project=s.project, location=s.region, name=service.name,
-                role="roles/run.invoker", member=scheduler_sa.member,
+                role="roles/run.invoker", member=scheduler_member,
             ),
             opts=child,
         )
@@ -317,7 +330,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     uri=service.uri, http_method="POST",
                     headers=scheduler_headers(s),
                     oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
-                        service_account_email=scheduler_sa.email, audience=s.oidc_audience,
+                        service_account_email=scheduler_email, audience=s.oidc_audience,
                     ),
                 ),
             ),
@@ -326,9 +339,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
 
         self.service_url = service.uri
         self.job_name = job.id
-        self.scheduler_service_account_email = scheduler_sa.email
+        self.scheduler_service_account_email = pulumi.Output.from_input(scheduler_email)
         self.runtime_service_account_email = runtime_sa.email
-        self.database_name = database.name if database is not None else pulumi.Output.from_input(s.database_id)
+        self.database_name = database.name if database is not None else pulumi.Output.from_input(database_id)
         self.oidc_audience = pulumi.Output.from_input(s.oidc_audience)
         self.register_outputs(
             {
@@ -340,6 +353,16 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 "oidc_audience": self.oidc_audience,
             }
         )
+
+    @staticmethod
+    def _identity(
+        shared_email: Optional[pulumi.Input[str]], create: "Callable[[], gcp.serviceaccount.Account]"
+    ) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+        """``(email, IAM member)`` of a shared account given by email, or of a dedicated one ``create`` makes."""
+        if shared_email is not None:
+            return shared_email, pulumi.Output.concat("serviceAccount:", shared_email)
+        account = create()
+        return account.email, account.member
 
     def _grant_target(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account) -> None:
         """Grant the runtime identity the one role its proxy target needs, on that target only."""
@@ -379,6 +402,36 @@ class DedupScheduledJob(pulumi.ComponentResource):
             )
 
 
+def _service_account_name(email: str) -> str:
+    """``projects/P/serviceAccounts/EMAIL`` (Cloud Run's BuildConfig.serviceAccount format); P from the email's domain."""
+    domain = email.split("@", 1)[1]
+    project = domain.split(".", 1)[0] if domain.endswith(".iam.gserviceaccount.com") else "-"
+    return f"projects/{project}/serviceAccounts/{email}"
+
+
+def _checked_store_database(s: DedupSettings) -> pulumi.Output[str]:
+    """The shared store's database id, checked once its values resolve (they may come from a StackReference).
+
+    Raises (inside the output, so ``pulumi preview`` fails):
+        DedupConfigError: the store is in another project, lacks the job's collection, or its ids are invalid.
+    """
+    assert s.store is not None
+    store = s.store
+
+    def check(values: list[Any]) -> str:
+        project, database_id, collections = values
+        if project != s.project:
+            raise DedupConfigError("store.project", f"the store is in project {project!r}, the job in {s.project!r}: "
+                                                    "deploy the job in the store's project")
+        if s.collection not in (collections or []):
+            raise DedupConfigError("collection", f"{s.collection!r} is not a collection of the store "
+                                                 f"({', '.join(collections or [])}): use one of them, or add it to the store")
+        check_firestore_ids(s.project, database_id, s.collection)
+        return str(database_id)
+
+    return pulumi.Output.all(store.project, store.database_id, store.collections).apply(check)
+
+
 def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
     """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service.
 
@@ -404,6 +457,9 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         # token and forwards it with its signature removed; the handler then checks its claims.
         "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
     }
+    if s.store is not None:
+        # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).
+        env["DEDUP_TTL_OWNER"] = s.store.ttl_owner
     if s.target_type == "python":
         assert s.job is not None
         env["DEDUP_JOB"] = s.job

@@ -8,7 +8,9 @@ Shared by this package's tests and the offline policy checker (``scheduler-dedup
         print(r.type, r.name, r.parent, r.inputs)
 
 No Pulumi CLI and no cloud access is needed. Mocked outputs are plausible values (service
-account emails, a run.app URL), derived from the inputs, so ``Output`` chains resolve.
+account emails, a run.app URL), derived from the inputs, so ``Output`` chains resolve. A
+``StackReference`` answers with the outputs given for that stack name (``stack_outputs``), e.g.
+those another stack program exported (:attr:`MockRun.exports`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,15 @@ class RegisteredResource:
 
 
 class _Mocks(Mocks):
+    def __init__(self, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.stack_outputs = dict(stack_outputs or {})
+
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
+        if args.typ == STACK_REFERENCE:
+            stack = str(args.inputs.get("name") or args.name)
+            if stack not in self.stack_outputs:
+                raise KeyError(f"no outputs mocked for stack {stack!r}: pass stack_outputs={{{stack!r}: {{...}}}}")
+            return stack, {"name": stack, "outputs": dict(self.stack_outputs[stack]), "secretOutputNames": []}
         return mock_outputs(args.typ, args.name, dict(args.inputs))
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
@@ -65,9 +75,18 @@ class _Mocks(Mocks):
 class _RecordingMonitor(MockMonitor):
     """A MockMonitor that also keeps each RegisterResource request's parent and inputs."""
 
-    def __init__(self) -> None:
-        super().__init__(_Mocks())
+    def __init__(self, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        super().__init__(_Mocks(stack_outputs))
         self.registered: list[RegisteredResource] = []
+        self.exports: dict[str, Any] = {}
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Keep the stack's exports (``pulumi.export``), which the stack resource registers as its outputs."""
+        if "::pulumi:pulumi:Stack::" in request.urn:
+            from pulumi.runtime import rpc
+
+            self.exports.update(_plain(rpc.deserialize_properties(request.outputs)))
+        return super().RegisterResourceOutputs(request)
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         response = super().RegisterResource(request)
@@ -147,15 +166,35 @@ def _config_value(value: Any) -> str:
     return json.dumps(value)
 
 
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+
+
+class MockRun(list[RegisteredResource]):
+    """What a program registered, in order (a list), and its stack outputs (:attr:`exports`)."""
+
+    exports: dict[str, Any]
+
+
 def run_program(
-    program: Callable[[], Any], config: Mapping[str, str], *, project: str = PROJECT_NAME, stack: str = "mock"
-) -> list[RegisteredResource]:
+    program: Callable[[], Any], config: Mapping[str, str], *, project: str = PROJECT_NAME, stack: str = "mock",
+    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> MockRun:
     """Run ``program`` under mocks with ``config`` and return every registered resource, in order.
+
+    Args:
+        program: the Pulumi program.
+        config: stack config, ``{"ns:key": "value"}``.
+        project, stack: the project and stack names the program sees.
+        stack_outputs: per stack name (``org/project/stack``), the outputs a ``StackReference`` to it returns.
+
+    Returns:
+        The registered resources; ``.exports`` holds the program's stack outputs.
 
     Raises:
         Whatever ``program`` raises (e.g. :class:`~scheduler_dedup.infra.errors.DedupConfigError`).
+        KeyError: a ``StackReference`` names a stack without mocked outputs.
     """
-    monitor = _RecordingMonitor()
+    monitor = _RecordingMonitor(stack_outputs)
     pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config))
 
@@ -167,12 +206,15 @@ def run_program(
         _run()
     finally:
         pulumi.runtime.set_all_config({})
-    return monitor.registered
+    run = MockRun(monitor.registered)
+    run.exports = monitor.exports
+    return run
 
 
 def run_stack_config(
-    config_file: str | Path, *, project_file: str | Path | None = None, stack: str | None = None
-) -> list[RegisteredResource]:
+    config_file: str | Path, *, project_file: str | Path | None = None, stack: str | None = None,
+    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> MockRun:
     """Run the root program (:func:`scheduler_dedup.infra.stack_program.main`) for a stack config file.
 
     Args:
@@ -180,6 +222,7 @@ def run_stack_config(
         project_file: the ``Pulumi.yaml`` whose ``config:`` defaults apply; default: the one beside
             ``config_file`` if it exists. A relative ``jobSource`` is relative to its folder.
         stack: stack name; default: taken from ``Pulumi.<stack>.yaml``'s file name.
+        stack_outputs: outputs of the stacks the config refers to (``storeStack``), per stack name.
 
     Returns:
         The registered resources (type, name, inputs, parent, urn, custom, state), components included.
@@ -192,4 +235,4 @@ def run_stack_config(
     stack_name = stack or (config_path.name.split(".")[1] if config_path.name.count(".") >= 2 else "mock")
     config = stack_config_from_file(config_path, project_path)
     base_dir = project_path.parent
-    return run_program(lambda: main(base_dir=base_dir), config, stack=stack_name)
+    return run_program(lambda: main(base_dir=base_dir), config, stack=stack_name, stack_outputs=stack_outputs)

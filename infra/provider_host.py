@@ -1,4 +1,4 @@
-"""Host :class:`DedupScheduledJob` as a Pulumi component provider, for stacks in other languages.
+"""Host :class:`DedupScheduledJob` and :class:`DedupStore` as a Pulumi component provider, for stacks in other languages.
 
 ``infra/provider/`` holds ``PulumiPlugin.yaml`` (``runtime: python``) and a ``__main__.py`` that calls
 :func:`main`. From a TypeScript, Go, C#, Java or YAML project::
@@ -9,7 +9,8 @@ Pulumi starts the plugin, which runs :func:`pulumi.provider.experimental.compone
 the schema (inputs, outputs, descriptions) is inferred by Pulumi's component analyzer from the
 type annotations of :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` and the output
 annotations of the component, and an SDK is generated for the consuming language. The type token
-is ``scheduler-dedup:index:DedupScheduledJob``.
+is ``scheduler-dedup:index:DedupScheduledJob`` (and ``scheduler-dedup:index:DedupStore``; a job in another
+language passes the store's outputs as its ``store`` input).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ PACKAGE_VERSION = "0.1.0"
 def components() -> list[Any]:
     """The component classes this provider hosts."""
     from .component import DedupScheduledJob
+    from .store import DedupStore
 
-    return [DedupScheduledJob]
+    return [DedupScheduledJob, DedupStore]
 
 
 def schema() -> dict[str, Any]:

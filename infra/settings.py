@@ -40,6 +40,7 @@ from scheduler_dedup.handler.config import (
 from scheduler_dedup.handler.errors import ConfigError
 
 from .errors import DedupConfigError
+from .store import StoreRef, check_firestore_ids, resolve_store_ref
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
 ATTEMPT_DEADLINE_MAX_SECONDS = 1800
@@ -59,6 +60,7 @@ _ALLOWED_KEYS = frozenset(
         "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
         "retry", "collection", "database_id", "create_database", "database_location",
         "deletion_protection", "base_image", "max_instance_count", "oidc_audience",
+        "store", "scheduler_service_account_email", "build_service_account_email",
     }
 )
 _RETRY_KEYS = frozenset(
@@ -92,7 +94,7 @@ class DedupSettings:
     manual_tolerance_seconds: int
     retry: RetryPolicy
     collection: str
-    database_id: str
+    database_id: pulumi.Input[str]  # a plain str unless it comes from a store's StackReference
     create_database: bool
     database_location: str
     deletion_protection: bool
@@ -101,6 +103,9 @@ class DedupSettings:
     service_name: str
     scheduler_job_name: str
     oidc_audience: str
+    store: StoreRef | None = None
+    scheduler_service_account_email: pulumi.Input[str] | None = None
+    build_service_account_email: pulumi.Input[str] | None = None
 
     @property
     def retry_window_seconds(self) -> int:
@@ -302,14 +307,36 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     if tolerance < 0:
         raise DedupConfigError("manual_tolerance_seconds", "must be >= 0")
 
-    # --- Firestore ---
-    collection = _str(args, "collection") or DEFAULT_COLLECTION  # checked by _check_handler_settings
-    create_database = args.get("create_database", True)
-    if not isinstance(create_database, bool):
-        raise DedupConfigError("create_database", f"must be true or false, got {create_database!r}")
-    default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
-    database_id = _str(args, "database_id") or default_db  # checked by _check_handler_settings
-    database_location = _str(args, "database_location") or region
+    # --- Firestore: a store of its own, or a shared one (store=) ---
+    store = resolve_store_ref(args["store"]) if args.get("store") is not None else None
+    if store is not None:
+        for key in ("database_id", "create_database", "database_location"):
+            if args.get(key) is not None:
+                raise DedupConfigError(key, "the database is the store's when store= is given: remove "
+                                            f"{key} (or remove store to give the job a database of its own)")
+        if isinstance(store.project, str) and store.project != project:
+            raise DedupConfigError("store.project", f"the store is in project {store.project!r}, the job in "
+                                                    f"{project!r}: deploy the job in the store's project")
+        shared = store.collections if isinstance(store.collections, (list, tuple)) else None
+        default_collection = shared[0] if shared and len(shared) == 1 else DEFAULT_COLLECTION
+        collection = _str(args, "collection") or default_collection
+        if shared is not None and collection not in shared:
+            raise DedupConfigError("collection", f"{collection!r} is not a collection of the store ({', '.join(shared)}): "
+                                                 "use one of them, or add it to the store's collections")
+        create_database = False
+        database_id: pulumi.Input[str] = store.database_id
+        database_location = region
+        check_firestore_ids(project, database_id, collection)
+    else:
+        collection = _str(args, "collection") or DEFAULT_COLLECTION  # checked by _check_handler_settings
+        create_database = args.get("create_database", True)
+        if not isinstance(create_database, bool):
+            raise DedupConfigError("create_database", f"must be true or false, got {create_database!r}")
+        default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
+        database_id = _str(args, "database_id") or default_db  # checked by _check_handler_settings
+        database_location = _str(args, "database_location") or region
+    scheduler_email = _service_account_email(args, "scheduler_service_account_email")
+    build_email = _service_account_email(args, "build_service_account_email")
 
     deletion_protection = args.get("deletion_protection", False)
     if not isinstance(deletion_protection, bool):
@@ -321,7 +348,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         f"{region}-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312"
     )
 
-    _check_handler_settings(project, database_id, collection, lease, retention, tolerance)
+    _check_handler_settings(project, database_id if isinstance(database_id, str) else "(default)", collection, lease,
+                            retention, tolerance)
 
     # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
     service_name = prefix[:49].rstrip("-")
@@ -338,7 +366,26 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         database_id=database_id, create_database=create_database, database_location=database_location,
         deletion_protection=deletion_protection, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
+        store=store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
     )
+
+
+_SA_EMAIL_RE = re.compile(r"^[a-z0-9][a-z0-9-]*@[a-z0-9.-]+\.gserviceaccount\.com$")
+
+
+def _service_account_email(args: Mapping[str, Any], key: str) -> pulumi.Input[str] | None:
+    """A shared service account's email (plain values checked), or None for a dedicated account.
+
+    Raises:
+        DedupConfigError: not an ``...@....gserviceaccount.com`` email.
+    """
+    value = args.get(key)
+    if value is None or isinstance(value, pulumi.Output):
+        return value
+    if not isinstance(value, str) or not _SA_EMAIL_RE.match(value):
+        raise DedupConfigError(key, f"{value!r} is not a service account email: use NAME@PROJECT.iam.gserviceaccount.com, "
+                                    "or leave it out for an account of this job's own")
+    return value
 
 
 #: The handler's environment variable -> the component input that sets it.

@@ -12,6 +12,7 @@ import yaml
 
 from scheduler_dedup.infra.component import TYPE_TOKEN
 from scheduler_dedup.infra.provider_host import PACKAGE_NAME
+from scheduler_dedup.infra.store import TYPE_TOKEN as STORE_TYPE_TOKEN
 from scheduler_dedup.infra.stack_program import CONFIG_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,24 @@ def test_analyzer_schema_has_every_input_and_output() -> None:
     assert set(retry) == {"retryCount", "maxRetryDurationSeconds", "minBackoffSeconds", "maxBackoffSeconds", "maxDoublings"}
     workflow = spec["types"][f"{PACKAGE_NAME}:index:WorkflowTargetArgs"]
     assert workflow["required"] == ["workflow"]
+
+
+def test_analyzer_schema_has_the_store_and_the_jobs_store_input() -> None:
+    """Another language's stack creates a DedupStore, or reads one's outputs, and passes them to a job."""
+    spec = _schema()
+    store = spec["resources"][STORE_TYPE_TOKEN]
+    assert store["isComponent"] is True and store["requiredInputs"] == ["location"]
+    assert set(store["inputProperties"]) == {"location", "project", "databaseId", "createDatabase", "collections",
+                                             "deletionProtection"}
+    assert store["inputProperties"]["collections"]["items"]["type"] == "string"
+    outputs = {"project", "databaseId", "databaseResourceName", "location", "collections", "ttlField"}
+    assert set(store["properties"]) == outputs == set(store["required"])
+    job_inputs = spec["resources"][TYPE_TOKEN]["inputProperties"]
+    assert job_inputs["store"]["$ref"] == f"#/types/{PACKAGE_NAME}:index:DedupStoreRefArgs"
+    assert {"schedulerServiceAccountEmail", "buildServiceAccountEmail"} <= set(job_inputs)
+    ref = spec["types"][f"{PACKAGE_NAME}:index:DedupStoreRefArgs"]
+    assert set(ref["required"]) == {"project", "databaseId", "collections"}, "the store's outputs, by their names"
+    assert set(ref["properties"]) - {"ttlOwner"} <= outputs
 
 
 def test_plugin_folder_is_a_python_component_package() -> None:

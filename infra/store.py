@@ -1,0 +1,325 @@
+"""``DedupStore``: one Firestore database shared by many deduplicated jobs, and the single owner of its TTL policies.
+
+Type token ``scheduler-dedup:index:DedupStore``. Children (all ``parent=self``, logical names ``<name>-<part>``):
+
+* ``gcp:projects:Service`` for every API the jobs need (``disable_on_destroy=False``), so jobs that use the
+  store enable none themselves;
+* the Firestore database (native mode) unless an existing one is adopted (``create_database=False``);
+* per owned collection, the one ``gcp:firestore:Field`` with the TTL policy on ``expire_at`` and the
+  composite indexes run history needs (:data:`~scheduler_dedup.handler.record.RUN_HISTORY_INDEXES`).
+
+Why a store of its own: a TTL policy is one setting of one collection group. When two stacks each declare a
+``Field`` for it, ``pulumi destroy`` of either removes the policy (and the field's index exemption) for both,
+and records then live forever. A project also holds at most 100 databases, and only one is in the free
+tier (https://cloud.google.com/firestore/quotas). So many jobs share one store: its stack is ``pulumi up``-ed
+once, and jobs in other stacks read its outputs (plain values) with a ``StackReference`` and pass them as
+``store=``. Such a job creates only its own runtime identity's grant on the database; destroying the job's
+stack leaves the database, TTL policies and indexes as they are.
+
+A job without ``store=`` keeps a store of its own, created by :func:`firestore_children` under the job with
+the names it always had (``<job>-db``, ``<job>-ttl``), so existing stacks see no replacement.
+"""
+
+# No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
+import re
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from scheduler_dedup.handler.config import DEFAULT_COLLECTION, Settings
+from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.record import RUN_HISTORY_INDEXES, TTL_FIELD
+
+from .args import DedupStoreArgs, DedupStoreRefArgs
+from .errors import DedupConfigError
+
+TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
+DEFAULT_STORE_DATABASE = "scheduler-dedup"
+
+#: APIs a store enables for every job that uses it: the jobs' own (Cloud Run, Scheduler, IAM), Firestore,
+#: and those of source deploys (Cloud Build, Artifact Registry, Cloud Storage).
+STORE_APIS = (
+    "run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com",
+    "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com",
+)
+
+_ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection"})
+_REF_KEYS = frozenset({"project", "database_id", "collections", "ttl_owner"})
+_LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """A store's resolved inputs: where the database is and which collections' TTL policies it owns."""
+
+    project: str
+    location: str
+    database_id: str
+    create_database: bool
+    collections: tuple[str, ...]
+    deletion_protection: bool
+
+
+def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None) -> StoreSettings:
+    """Validate :class:`~scheduler_dedup.infra.args.DedupStoreArgs` and apply the defaults.
+
+    Database and collection ids are checked by the handler's own rules
+    (:class:`scheduler_dedup.handler.config.Settings`), so a store no handler could use fails at preview.
+
+    Raises:
+        DedupConfigError: the first invalid input, naming it and the fix.
+    """
+    unknown = sorted(set(args) - _ALLOWED_KEYS)
+    if unknown:
+        raise DedupConfigError(unknown[0], f"unknown input of DedupStore; valid inputs are {', '.join(sorted(_ALLOWED_KEYS))}")
+    location = args.get("location")
+    if not isinstance(location, str) or not _LOCATION_RE.match(location):
+        raise DedupConfigError("location", f"{location!r} is not a Firestore location id: use e.g. 'nam5', 'eur3' or "
+                                           "'us-central1' (https://cloud.google.com/firestore/docs/locations)")
+    project = args.get("project") or default_project
+    if not isinstance(project, str) or not project:
+        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+    create_database = args.get("create_database", True)
+    deletion_protection = args.get("deletion_protection", False)
+    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection)):
+        if not isinstance(value, bool):
+            raise DedupConfigError(key, f"must be true or false, got {value!r}")
+    database_id = args.get("database_id") or (DEFAULT_STORE_DATABASE if create_database else "(default)")
+    collections = args.get("collections", [DEFAULT_COLLECTION])
+    if isinstance(collections, str) or not isinstance(collections, Sequence) or not collections:
+        raise DedupConfigError("collections", f"must be a non-empty list of collection ids, got {collections!r}")
+    if len(set(collections)) != len(collections):
+        raise DedupConfigError("collections", f"lists a collection twice: {list(collections)!r}; one TTL policy each")
+    for collection in collections:
+        check_firestore_ids(project, database_id, collection)
+    return StoreSettings(project=project, location=location, database_id=database_id, create_database=create_database,
+                         collections=tuple(collections), deletion_protection=deletion_protection)
+
+
+def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None:
+    """Check plain database and collection ids with the handler's rules; outputs are checked where they resolve.
+
+    Raises:
+        DedupConfigError: field ``database_id`` or ``collection``; the handler's message says the fix.
+    """
+    if not isinstance(database_id, str) or not isinstance(collection, str):
+        return
+    try:
+        Settings(project=project, database=database_id, collection=collection)
+    except ConfigError as exc:
+        field = "database_id" if str(exc).startswith("DEDUP_DATABASE") else (
+            "collection" if str(exc).startswith("DEDUP_COLLECTION") else "project")
+        raise DedupConfigError(field, f"the handler would refuse it: {exc}") from None
+
+
+# --------------------------------------------------------------------------- one TTL owner per program
+
+#: Per Pulumi run (keyed by the runtime's settings object, which each run or mock setup replaces): which
+#: component owns the TTL policy of (project, database, collection, field).
+_TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str, str], str]]" = weakref.WeakKeyDictionary()
+
+
+def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str) -> None:
+    """Record that ``owner`` manages the TTL policy of ``collection`` in this program, or refuse a second owner.
+
+    Two ``gcp.firestore.Field`` resources for one collection group and field manage one real setting: destroying
+    either removes it for both. The check covers one program; the policy pack's ``firestore-ttl-single-owner``
+    covers hand-written stacks.
+
+    Raises:
+        DedupConfigError: field ``store``, naming the first owner and the fix (share one :class:`DedupStore`).
+    """
+    from pulumi.runtime import settings
+
+    try:
+        owners = _TTL_OWNERS.setdefault(settings.SETTINGS, {})
+    except TypeError:  # pragma: no cover - settings object not weak-referenceable: no per-run registry
+        return
+    key = (project, database_id, collection, TTL_FIELD)
+    first = owners.setdefault(key, owner)
+    if first != owner:
+        raise DedupConfigError(
+            "store", f"{owner} would be a second owner of the TTL policy of collection {collection!r} in database "
+                     f"{database_id!r} (project {project}), already managed by {first}: destroying either would remove "
+                     "it for both. Create one DedupStore for that database and pass it as store= to every job")
+
+
+# --------------------------------------------------------------------------- children shared by store and job
+
+@dataclass(frozen=True)
+class FirestoreChildren:
+    """What :func:`firestore_children` created: the database (None when adopted) and the resources to wait for."""
+
+    database: Optional[gcp.firestore.Database]
+    ready: list[pulumi.Resource]
+
+
+def firestore_children(
+    s: StoreSettings, *, opts: pulumi.ResourceOptions,
+    database_name: str, ttl_name: Callable[[str], str], index_name: Callable[[str, int], str],
+) -> FirestoreChildren:
+    """Create the database (unless adopted), and per collection its TTL policy and run history indexes.
+
+    Args:
+        s: the store's settings.
+        opts: options of every child (parent, API dependencies).
+        database_name, ttl_name, index_name: logical names of the database, of a collection's TTL field and of
+            a collection's ``n``-th history index.
+
+    The caller claims the TTL policies with :func:`claim_ttl_policy` first, before it creates any child.
+    """
+    database: Optional[gcp.firestore.Database] = None
+    if s.create_database:
+        database = gcp.firestore.Database(
+            database_name,
+            gcp.firestore.DatabaseArgs(
+                name=s.database_id, project=s.project, location_id=s.location,
+                type="FIRESTORE_NATIVE", concurrency_mode="OPTIMISTIC",
+                delete_protection_state=(
+                    "DELETE_PROTECTION_ENABLED" if s.deletion_protection else "DELETE_PROTECTION_DISABLED"
+                ),
+                # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
+                deletion_policy="DELETE",
+            ),
+            opts=opts,
+        )
+    after_db = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[database] if database else []))
+    ready: list[pulumi.Resource] = [*([database] if database else [])]
+    for collection in s.collections:
+        # TTL policy on expire_at: https://cloud.google.com/firestore/docs/ttl ; an empty index_config
+        # turns the field's single-field indexes off (a timestamp that only grows would hotspot them).
+        ready.append(gcp.firestore.Field(
+            ttl_name(collection),
+            gcp.firestore.FieldArgs(
+                project=s.project, database=s.database_id, collection=collection, field=TTL_FIELD,
+                ttl_config=gcp.firestore.FieldTtlConfigArgs(),
+                index_config=gcp.firestore.FieldIndexConfigArgs(),
+            ),
+            opts=after_db,
+        ))
+        for n, fields in enumerate(RUN_HISTORY_INDEXES):
+            ready.append(gcp.firestore.Index(
+                index_name(collection, n),
+                gcp.firestore.IndexArgs(
+                    project=s.project, database=s.database_id, collection=collection, query_scope="COLLECTION",
+                    fields=[gcp.firestore.IndexFieldArgs(field_path=path, order=order) for path, order in fields],
+                ),
+                opts=after_db,
+            ))
+    return FirestoreChildren(database=database, ready=ready)
+
+
+# --------------------------------------------------------------------------- the component
+
+class DedupStore(pulumi.ComponentResource):
+    """One Firestore database for many deduplicated jobs, and the single owner of each collection's TTL policy and run history indexes."""
+
+    project: pulumi.Output[str]
+    """Project id of the database."""
+    database_id: pulumi.Output[str]
+    """Firestore database id."""
+    database_resource_name: pulumi.Output[str]
+    """``projects/P/databases/D``: the name an IAM condition on the database compares ``resource.name`` with."""
+    location: pulumi.Output[str]
+    """Firestore location id of the database."""
+    collections: pulumi.Output[list[str]]
+    """Collections whose TTL policy and indexes the store owns."""
+    ttl_field: pulumi.Output[str]
+    """The field the TTL policies delete records by (``expire_at``)."""
+
+    def __init__(self, name: str, args: DedupStoreArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        """Validate ``args`` and create the children.
+
+        Args:
+            name: Pulumi name of the store; children are named ``<name>-<part>``.
+            args: see :class:`~scheduler_dedup.infra.args.DedupStoreArgs`.
+            opts: resource options of the component.
+
+        Raises:
+            DedupConfigError: an invalid input, or a TTL policy another component of this program owns,
+                before any child is created (so ``pulumi preview`` fails).
+        """
+        s = resolve_store_settings(args, default_project=gcp.config.project)
+        for collection in s.collections:  # before any child exists, so a second owner fails cleanly
+            claim_ttl_policy(s.project, s.database_id, collection, f"DedupStore {name}")
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.settings = s
+        self.store_name = name
+        child = pulumi.ResourceOptions(parent=self)
+        apis = [
+            gcp.projects.Service(
+                f"{name}-api-{api.split('.')[0]}",
+                gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
+                opts=child,
+            )
+            for api in STORE_APIS
+        ]
+        children = firestore_children(
+            s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)),
+            database_name=f"{name}-db", ttl_name=lambda c: f"{name}-ttl-{c}",
+            index_name=lambda c, n: f"{name}-history-{c}-{n}",
+        )
+        database_id = children.database.name if children.database else pulumi.Output.from_input(s.database_id)
+        self.project = pulumi.Output.from_input(s.project)
+        # Readers of database_id (jobs in this program) wait until the TTL policies and indexes exist.
+        self.database_id = pulumi.Output.all(database_id, *[r.urn for r in children.ready]).apply(lambda v: str(v[0]))
+        self.database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", self.database_id)
+        self.location = pulumi.Output.from_input(s.location)
+        self.collections = pulumi.Output.from_input(list(s.collections))
+        self.ttl_field = pulumi.Output.from_input(TTL_FIELD)
+        self.register_outputs({
+            "project": self.project, "database_id": self.database_id,
+            "database_resource_name": self.database_resource_name, "location": self.location,
+            "collections": self.collections, "ttl_field": self.ttl_field,
+        })
+
+    @property
+    def ref(self) -> DedupStoreRefArgs:
+        """This store as a job's ``store=`` input: plain values known at preview."""
+        return {"project": self.settings.project, "database_id": self.settings.database_id,
+                "collections": list(self.settings.collections), "ttl_owner": f"DedupStore {self.store_name}"}
+
+
+# --------------------------------------------------------------------------- a job's view of a store
+
+@dataclass(frozen=True)
+class StoreRef:
+    """A job's ``store`` input, checked: values may be outputs (a ``StackReference``) until they resolve."""
+
+    project: pulumi.Input[str]
+    database_id: pulumi.Input[str]
+    collections: pulumi.Input[list[str]]
+    ttl_owner: str
+    component: Optional[DedupStore] = None
+
+
+def resolve_store_ref(store: Any) -> StoreRef:
+    """Accept a :class:`DedupStore` or a :class:`~scheduler_dedup.infra.args.DedupStoreRefArgs` mapping.
+
+    Raises:
+        DedupConfigError: field ``store`` (or ``store.<key>``): not a store, an unknown or missing key.
+    """
+    component = store if isinstance(store, DedupStore) else None
+    if component is not None:
+        store = component.ref
+    if not isinstance(store, Mapping):
+        raise DedupConfigError("store", f"must be a DedupStore or its outputs (project, database_id, collections), got {store!r}")
+    unknown = sorted(set(store) - _REF_KEYS)
+    if unknown:
+        raise DedupConfigError(f"store.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_REF_KEYS))}")
+    for key in ("project", "database_id", "collections"):
+        if store.get(key) is None:
+            raise DedupConfigError(f"store.{key}", "is required: pass the DedupStore itself, or its stack's outputs "
+                                                   "project, database_id and collections")
+    collections = store["collections"]
+    if isinstance(collections, str) or (not isinstance(collections, pulumi.Output) and not isinstance(collections, Sequence)):
+        raise DedupConfigError("store.collections", f"must be a list of collection ids, got {collections!r}")
+    if not isinstance(collections, pulumi.Output):
+        collections = [str(c) for c in collections]
+    owner = store.get("ttl_owner") or "DedupStore (another stack)"
+    return StoreRef(project=store["project"], database_id=store["database_id"], collections=collections,
+                    ttl_owner=str(owner), component=component)

@@ -1,0 +1,201 @@
+"""One store, many jobs: ``DedupStore`` owns the database, the TTL policy and the run history indexes; jobs only get their grant."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from scheduler_dedup.handler.record import RUN_HISTORY_INDEXES, TTL_FIELD
+from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
+from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
+from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
+from scheduler_dedup.infra.settings import resolve_settings
+from scheduler_dedup.infra.store import STORE_APIS, TYPE_TOKEN as STORE_TYPE
+
+HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
+FIELD = "gcp:firestore/field:Field"
+
+
+def _ttl_keys(resources: list[RegisteredResource]) -> Counter[tuple[str, str, str, str]]:
+    """How many TTL Field resources manage each (project, database, collection, field)."""
+    return Counter(
+        (r.inputs.get("project", ""), r.inputs.get("database", "(default)"), r.inputs["collection"], r.inputs["field"])
+        for r in resources if r.type == FIELD and "ttlConfig" in r.inputs
+    )
+
+
+def _job(name: str, **extra: Any) -> dict[str, Any]:
+    return {"schedule": "*/15 * * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run", **extra}
+
+
+def test_two_jobs_adopting_one_database_never_make_two_owners_of_one_ttl_policy() -> None:
+    """Two components, create_database=False, same database and collection: two Field resources would manage
+    one real TTL setting, and destroying either stack would remove it for both. The second job is refused
+    at preview with the fix (a shared DedupStore), so at most one TTL owner is ever registered."""
+    registered: list[RegisteredResource] = []
+
+    def program() -> None:
+        DedupScheduledJob("job-a", _job("job-a", create_database=False, database_id="shared-db"))  # type: ignore[arg-type]
+        DedupScheduledJob("job-b", _job("job-b", create_database=False, database_id="shared-db"))  # type: ignore[arg-type]
+
+    with pytest.raises(DedupConfigError) as info:
+        registered = run_program(program, {"gcp:project": "p1"})
+    assert info.value.field == "store" and "DedupStore" in str(info.value), str(info.value)
+    assert all(count <= 1 for count in _ttl_keys(registered).values())
+
+
+def _grants(resources: list[RegisteredResource]) -> list[RegisteredResource]:
+    return [r for r in resources if r.type.lower().endswith("iammember")]
+
+
+def _env(resources: list[RegisteredResource], job: str) -> dict[str, str]:
+    service = next(r for r in resources if r.type == "gcp:cloudrunv2/service:Service" and r.name == f"{job}-service")
+    return {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+
+
+def test_the_same_jobs_sharing_a_store_register_one_ttl_policy_and_one_database() -> None:
+    def program() -> None:
+        store = DedupStore("shared", {"location": "eur3"})
+        for job in ("job-a", "job-b"):
+            DedupScheduledJob(job, _job(job, store=store))  # type: ignore[arg-type]
+
+    resources = run_program(program, {"gcp:project": "p1"})
+    assert _ttl_keys(resources) == {("p1", "scheduler-dedup", "scheduler_runs", TTL_FIELD): 1}
+    assert [r.name for r in resources if r.type == "gcp:firestore/database:Database"] == ["shared-db"]
+    store = next(r for r in resources if r.type == STORE_TYPE)
+    firestore = [r for r in resources if r.type.startswith("gcp:firestore/")]
+    assert firestore and all(r.parent == store.urn for r in firestore), "the store owns every Firestore resource"
+    for job in ("job-a", "job-b"):
+        env = _env(resources, job)
+        assert (env["DEDUP_DATABASE"], env["DEDUP_COLLECTION"]) == ("scheduler-dedup", "scheduler_runs")
+        assert env["DEDUP_TTL_OWNER"] == "DedupStore shared"
+
+
+def test_store_owns_one_ttl_policy_and_the_history_indexes_per_collection() -> None:
+    outputs: dict[str, Any] = {}
+
+    def program() -> None:
+        store = DedupStore("runs", {"location": "nam5", "collections": ["nightly", "hourly"], "database_id": "runs-db"})
+        keys = ["project", "database_id", "database_resource_name", "location", "collections", "ttl_field"]
+        pulumi.Output.all(*[getattr(store, k) for k in keys]).apply(lambda v: outputs.update(zip(keys, v)))
+
+    resources = run_program(program, {"gcp:project": "p1"})
+    assert _ttl_keys(resources) == {("p1", "runs-db", c, TTL_FIELD): 1 for c in ("nightly", "hourly")}
+    indexes = [r.inputs for r in resources if r.type == "gcp:firestore/index:Index"]
+    expected = [[{"fieldPath": f, "order": o} for f, o in fields] for fields in RUN_HISTORY_INDEXES]
+    for collection in ("nightly", "hourly"):
+        assert [i["fields"] for i in indexes if i["collection"] == collection] == expected
+    assert all(i["database"] == "runs-db" and i["queryScope"] == "COLLECTION" for i in indexes)
+    db = next(r for r in resources if r.type == "gcp:firestore/database:Database").inputs
+    assert (db["name"], db["locationId"], db["type"]) == ("runs-db", "nam5", "FIRESTORE_NATIVE")
+    assert outputs == {"project": "p1", "database_id": "runs-db", "database_resource_name": "projects/p1/databases/runs-db",
+                       "location": "nam5", "collections": ["nightly", "hourly"], "ttl_field": TTL_FIELD}
+    apis = {r.inputs["service"] for r in resources if r.type == "gcp:projects/service:Service"}
+    assert apis == set(STORE_APIS) and not _grants(resources), "a store grants nothing: each job grants its own"
+
+
+def test_a_job_without_a_store_creates_the_history_indexes_too() -> None:
+    resources = run_program(lambda: DedupScheduledJob("solo", _job("solo")), {"gcp:project": "p1"})  # type: ignore[arg-type]
+    indexes = [r for r in resources if r.type == "gcp:firestore/index:Index"]
+    assert [[(f["fieldPath"], f["order"]) for f in r.inputs["fields"]] for r in indexes] == [list(f) for f in RUN_HISTORY_INDEXES]
+    assert all((r.inputs["database"], r.inputs["collection"]) == ("solo-dedup", "scheduler_runs") for r in indexes)
+    assert {r.name for r in resources if r.type in (FIELD, "gcp:firestore/database:Database")} == {"solo-ttl", "solo-db"}
+
+
+def test_a_job_on_a_store_gets_only_its_own_grant_on_that_database() -> None:
+    def program() -> None:
+        store = DedupStore("shared", {"location": "eur3", "database_id": "dedup-runs"})
+        DedupScheduledJob("report", _job("report", store=store))  # type: ignore[arg-type]
+
+    resources = run_program(program, {"gcp:project": "p1"})
+    job = next(r for r in resources if r.type == JOB_TYPE)
+    owned = [r for r in resources if r.parent == job.urn]
+    assert not [r for r in owned if r.type.startswith(("gcp:firestore/", "gcp:projects/service"))]
+    datastore = [r.inputs for r in _grants(owned) if r.inputs["role"] == "roles/datastore.user"]
+    assert datastore == [{
+        "project": "p1", "role": "roles/datastore.user", "member": "serviceAccount:report-runtime@p1.iam.gserviceaccount.com",
+        "condition": {"title": "only dedup-runs", "expression": 'resource.name == "projects/p1/databases/dedup-runs"',
+                      "description": "scheduler-dedup: Firestore access limited to the dedup database"},
+    }]
+
+
+def test_store_outputs_from_a_stack_reference_are_checked_when_they_resolve() -> None:
+    """The job stack reads the store's outputs as Outputs; a collection the store does not own fails the run."""
+    def program(collection: str) -> None:
+        ref = pulumi.StackReference("acme/scheduler-dedup/store")
+        store = {"project": ref.require_output("project"), "database_id": ref.require_output("database_id"),
+                 "collections": ref.require_output("collections"), "ttl_owner": "stack acme/scheduler-dedup/store"}
+        DedupScheduledJob("report", _job("report", store=store, collection=collection))  # type: ignore[arg-type]
+
+    outputs = {"acme/scheduler-dedup/store": {"project": "p1", "database_id": "dedup-runs", "collections": ["scheduler_runs"]}}
+    resources = run_program(lambda: program("scheduler_runs"), {"gcp:project": "p1"}, stack_outputs=outputs)
+    env = _env(resources, "report")
+    assert (env["DEDUP_DATABASE"], env["DEDUP_TTL_OWNER"]) == ("dedup-runs", "stack acme/scheduler-dedup/store")
+    assert not [r for r in resources if r.type.startswith("gcp:firestore/")]
+    # Raised inside the output, so the engine reports it and `pulumi preview` fails. Run in a child process:
+    # every consumer of the failed output leaves an unretrieved future that asyncio reports at exit.
+    code = textwrap.dedent(f"""
+        import pulumi
+        from scheduler_dedup.infra import DedupScheduledJob
+        from scheduler_dedup.infra.mock_run import run_program
+        def program():
+            ref = pulumi.StackReference("acme/scheduler-dedup/store")
+            store = {{k: ref.require_output(k) for k in ("project", "database_id", "collections")}}
+            DedupScheduledJob("report", {_job("report", collection="other_runs")!r} | {{"store": store}})
+        run_program(program, {{"gcp:project": "p1"}}, stack_outputs={outputs!r})
+    """)
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert child.returncode != 0
+    assert "collection: 'other_runs' is not a collection of the store (scheduler_runs)" in child.stderr
+
+
+@pytest.mark.parametrize(("key", "value"), [("database_id", "mine"), ("create_database", True), ("database_location", "eur3")])
+def test_a_job_on_a_store_refuses_database_inputs(key: str, value: Any) -> None:
+    store = {"project": "p1", "database_id": "dedup-runs", "collections": ["scheduler_runs"]}
+    with pytest.raises(DedupConfigError, match="the database is the store's") as info:
+        resolve_settings("report", _job("report", store=store, **{key: value}), default_project="p1")
+    assert info.value.field == key
+
+
+def test_a_job_on_a_store_refuses_a_collection_the_store_does_not_own_at_preview() -> None:
+    store = {"project": "p1", "database_id": "dedup-runs", "collections": ["a_runs", "b_runs"]}
+    with pytest.raises(DedupConfigError, match="not a collection of the store") as info:
+        resolve_settings("report", _job("report", store=store), default_project="p1")
+    assert info.value.field == "collection"
+    only = {**store, "collections": ["b_runs"]}
+    assert resolve_settings("report", _job("report", store=only), default_project="p1").collection == "b_runs"
+
+
+def test_shared_scheduler_and_build_accounts_replace_the_dedicated_ones() -> None:
+    sched, build = "jobs-scheduler@p1.iam.gserviceaccount.com", "jobs-build@p1.iam.gserviceaccount.com"
+    resources = run_program(lambda: DedupScheduledJob("report", _job(  # type: ignore[arg-type]
+        "report", scheduler_service_account_email=sched, build_service_account_email=build)), {"gcp:project": "p1"})
+    accounts = [r.name for r in resources if r.type == "gcp:serviceaccount/account:Account"]
+    assert accounts == ["report-runtime"], "only the runtime identity stays dedicated"
+    by_member: dict[str, set[str]] = {}
+    for grant in _grants(resources):
+        by_member.setdefault(grant.inputs["member"], set()).add(f"{grant.inputs['role']} {grant.type}")
+    assert by_member[f"serviceAccount:{sched}"] == {"roles/run.invoker gcp:cloudrunv2/serviceIamMember:ServiceIamMember"}
+    assert by_member[f"serviceAccount:{build}"] == {
+        "roles/storage.objectViewer gcp:storage/bucketIAMMember:BucketIAMMember",
+        "roles/artifactregistry.writer gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+    }, "no project-wide log writer grant per job on a shared account"
+    env = _env(resources, "report")
+    assert env["DEDUP_ALLOWED_CALLERS"] == sched
+    service = next(r for r in resources if r.type == "gcp:cloudrunv2/service:Service").inputs
+    assert service["buildConfig"]["serviceAccount"] == f"projects/p1/serviceAccounts/{build}"
+    job = next(r for r in resources if r.type == "gcp:cloudscheduler/job:Job").inputs
+    assert job["httpTarget"]["oidcToken"]["serviceAccountEmail"] == sched
+
+
+def test_a_shared_account_must_be_a_service_account_email() -> None:
+    with pytest.raises(DedupConfigError, match="not a service account email") as info:
+        resolve_settings("report", _job("report", scheduler_service_account_email="alice@example.com"), default_project="p1")
+    assert info.value.field == "scheduler_service_account_email"
