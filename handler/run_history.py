@@ -275,14 +275,19 @@ class RunHistory:
         snaps = self._query(job_name, None, None).limit(n).stream(**self._rpc)
         return [HistoryRun.from_record(RunRecord.from_snapshot(s)) for s in snaps]
 
-    def get(self, run_id: str) -> HistoryRun | None:
-        """The run with this run id, or None (also None for a record that is not a scheduled run's)."""
+    def record(self, run_id: str) -> RunRecord | None:
+        """The raw record with this run id (every stored field, the result included), or None."""
         doc: Any = self.client.collection(self.collection).document(run_id)
         snap = doc.get(**self._rpc)
-        if not snap.exists:
+        return RunRecord.from_snapshot(snap) if snap.exists else None
+
+    def get(self, run_id: str) -> HistoryRun | None:
+        """The run with this run id, or None (also None for a record that is not a scheduled run's)."""
+        record = self.record(run_id)
+        if record is None:
             return None
         try:
-            return HistoryRun.from_record(RunRecord.from_snapshot(snap))
+            return HistoryRun.from_record(record)
         except ValueError:
             return None
 

@@ -1,16 +1,27 @@
-"""The ``scheduler-dedup`` command: ``demo`` (local end-to-end demo) and ``check`` (offline policy check)."""
+"""The ``scheduler-dedup`` command: ``demo`` (local end-to-end demo), ``check`` (offline policy check) and
+``runs`` (run history and missed runs)."""
 
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
+
+# google-api-core warns at import that its Python 3.11 support ends in 2027; this project supports 3.11
+# on purpose, and the warning would clutter every command's output. Set before anything imports it.
+warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.api_core\._python_version_support")
+
+from scheduler_dedup.local.runs_cli import runs  # noqa: E402  (after the warning filter)
 
 
 @click.group()
 def main() -> None:
     """scheduler-dedup: exactly one execution per Cloud Scheduler run."""
+
+
+main.add_command(runs)
 
 
 @main.command()

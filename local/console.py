@@ -1,0 +1,28 @@
+"""Consoles for the command line: tables keep their width when output goes to a file or a pipe."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from rich.console import Console
+
+#: Width, in characters, of output that is not a terminal (rich would use 80 and squeeze tables).
+PIPE_WIDTH = 160
+
+
+def make_console(file: TextIO | None = None, *, stderr: bool = False) -> Console:
+    """A rich console on ``file`` (default stdout, or stderr).
+
+    On a terminal it uses the terminal's width. Otherwise (CI logs, ``| less``, ``> file``) it uses
+    ``$COLUMNS`` if set, else :data:`PIPE_WIDTH`, so tables are not wrapped to 80 columns, and
+    prints no colour codes.
+    """
+    stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
+    console = Console(file=stream)
+    if console.is_terminal:
+        return console
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) >= 40 else PIPE_WIDTH
+    return Console(file=stream, width=width, no_color=True, highlight=False)

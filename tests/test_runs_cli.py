@@ -1,0 +1,132 @@
+"""``scheduler-dedup runs``: the installed command against the real emulator, on records the handler wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from scheduler_dedup.handler.config import Settings
+from scheduler_dedup.handler.errors import NonRetryableJobError
+from scheduler_dedup.handler.idempotency import Idempotency
+from scheduler_dedup.handler.job import ScheduledRun
+from scheduler_dedup.handler.run_history import rfc3339
+from scheduler_dedup.handler.scheduler import SchedulerHandler
+from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.local.emulator import FirestoreEmulator
+
+UTC = timezone.utc
+SCHEDULE = "*/15 * * * *"
+ZONE = "Europe/Berlin"
+
+
+def _job(run: ScheduledRun) -> dict[str, str]:
+    if run.schedule_time.minute == 30 and run.schedule_time.hour == 1:
+        raise NonRetryableJobError("report source unreachable")
+    if run.schedule_time.minute == 45 and run.schedule_time.hour == 1:
+        return {"blob": "x" * (600 * 1024)}  # too large to store: dropped
+    return {"rows": "42"}
+
+
+def _fill(emulator: FirestoreEmulator, start: datetime, count: int, skip: set[int]) -> list[datetime]:
+    settings = Settings(project=emulator.project, schedule=SCHEDULE, time_zone=ZONE)
+    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    handler = SchedulerHandler(settings, Idempotency(store), _job)
+    times = [start + timedelta(minutes=15 * i) for i in range(count)]
+    for i, t in enumerate(times):
+        if i not in skip:
+            handler.handle({"X-CloudScheduler-JobName": "nightly", "X-CloudScheduler-ScheduleTime": rfc3339(t) or ""})
+    return times
+
+
+def _cli(emulator: FirestoreEmulator, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    scripts = Path(sys.executable).parent
+    full_env = {**os.environ, "FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
+                **(env or {})}
+    full_env.pop("COLUMNS", None)
+    return subprocess.run([str(scripts / "scheduler-dedup"), "runs", *args], capture_output=True, text=True,
+                          env=full_env, timeout=120, check=False)
+
+
+@pytest.fixture()
+def filled(emulator: FirestoreEmulator) -> list[datetime]:
+    # 01:00 .. 02:45 UTC on 2 Nov 2026: 8 fire times, the one at 02:15 never delivered.
+    return _fill(emulator, datetime(2026, 11, 2, 1, 0, tzinfo=UTC), 8, skip={5})
+
+
+def test_table_lists_runs_newest_first_then_the_report_and_exits_1(emulator: FirestoreEmulator,
+                                                                    filled: list[datetime]) -> None:
+    out = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z")
+    assert out.returncode == 1, out.stderr
+    assert out.stderr == ""  # no warnings, no progress when stderr is not a terminal
+    lines = out.stdout.splitlines()
+    rows = [line for line in lines if line.startswith("2026-11-02 ")]
+    assert [r[:19] for r in rows] == ["2026-11-02 03:45:00", "2026-11-02 03:30:00", "2026-11-02 03:00:00",
+                                      "2026-11-02 02:45:00", "2026-11-02 02:30:00", "2026-11-02 02:15:00",
+                                      "2026-11-02 02:00:00"]  # Berlin (CET) times; 03:15 CET = 02:15Z missed
+    assert "2026-11-02 02:30:00Z" in rows[1] and "CET" in rows[1]
+    assert "report source unreachable" in out.stdout and "dropped: result is" in out.stdout
+    assert max(len(line) for line in lines) > 100  # not squeezed to 80 columns when piped
+    assert "missed" in out.stdout and "1 missed, 1 failed" in out.stdout and "FAIL" in out.stdout
+
+
+def test_json_lines_have_stable_fields_and_status_filters(emulator: FirestoreEmulator, filled: list[datetime]) -> None:
+    out = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z",
+               "--json")
+    objects = [json.loads(line) for line in out.stdout.splitlines()]
+    runs = [o for o in objects if o["record"] == "run"]
+    assert len(runs) == 7 and runs[0]["schedule_time"] == "2026-11-02T02:45:00Z"
+    assert set(runs[0]) == {"record", "run_id", "job_name", "schedule_time", "schedule_time_local", "time_zone",
+                            "state", "status", "attempts", "took_over", "attempt_id", "previous_attempt_id", "manual",
+                            "claimed_at", "finished_at", "duration_seconds", "result_bytes", "result_dropped",
+                            "error", "schedule", "project", "location"}
+    assert runs[0]["schedule_time_local"] == "2026-11-02T03:45:00+01:00" and runs[0]["schedule"] == SCHEDULE
+    findings = [o for o in objects if o["record"] == "finding"]
+    assert {(f["kind"], f["schedule_time"]) for f in findings} == {("missed", "2026-11-02T02:15:00Z"),
+                                                                   ("failed", "2026-11-02T01:30:00Z")}
+    (summary,) = [o for o in objects if o["record"] == "summary"]
+    assert summary["ok"] is False and summary["expected"] == 8 and summary["recorded"] == 7
+    assert out.returncode == 1
+
+    # "Which runs were missed?" is one command; the failed run alone is a filter on states.
+    missed = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z",
+                  "--status", "missed", "--json")
+    assert [json.loads(line)["record"] for line in missed.stdout.splitlines()] == ["finding", "summary"]
+    failed = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z",
+                  "--status", "failed", "--no-report", "--json")
+    assert [json.loads(line)["state"] for line in failed.stdout.splitlines()] == ["failed"]
+    assert failed.returncode == 0
+
+
+def test_a_complete_window_exits_0_and_show_prints_one_run_in_full(emulator: FirestoreEmulator,
+                                                                   filled: list[datetime]) -> None:
+    out = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:45:00Z", "--until", "2026-11-02T02:15:00Z")
+    assert out.returncode == 0 and "OK nightly: 2/2 expected runs recorded" in out.stdout, out.stdout
+    # --schedule overrides the stored one: on an hourly schedule the quarter-hour runs are unexpected.
+    out = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:45:00Z", "--until", "2026-11-02T02:15:00Z",
+               "--schedule", "0 * * * *", "--json")
+    kinds = [json.loads(line).get("kind") for line in out.stdout.splitlines()
+             if json.loads(line)["record"] == "finding"]
+    assert kinds == ["unexpected"] and out.returncode == 0
+
+    shown = _cli(emulator, "show", "2026-11-02T01:00:00Z", "--job", "nightly", "--json")
+    (run,) = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert run["result"] == {"rows": "42"} and run["state"] == "completed"
+    by_id = _cli(emulator, "show", run["run_id"])
+    assert by_id.returncode == 0 and run["run_id"] in by_id.stdout and '"rows": "42"' in by_id.stdout
+    assert _cli(emulator, "show", "0" * 64).returncode == 1
+
+
+def test_bad_input_names_the_option(emulator: FirestoreEmulator) -> None:
+    out = _cli(emulator, "--job", "nightly", "--since", "last tuesday")
+    assert out.returncode == 2 and "7d, 36h, 90m" in out.stderr
+    out = _cli(emulator, "--job", "nightly", "--schedule", "every 5 minutes")
+    assert out.returncode == 2 and "--schedule" in out.stderr and "*/5 * * * *" in out.stderr
+    out = _cli(emulator, "--job", "nightly", "--time-zone", "CEST")
+    assert out.returncode == 2 and "--time-zone" in out.stderr
+    assert _cli(emulator).returncode == 2
