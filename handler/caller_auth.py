@@ -8,7 +8,8 @@ The ``X-CloudScheduler-*`` headers can be set by anyone who can reach the servic
 - signature verifies against Google's certificates (``DEDUP_OIDC_CERTS_URL``, default
   https://www.googleapis.com/oauth2/v1/certs; fetched at most once per :data:`CERTS_TTL_SECONDS`),
 - ``exp`` is in the future and ``iat`` not in it (60 s clock skew allowed),
-- ``aud`` is one of the accepted audiences,
+- ``aud`` is one of the accepted audiences, compared exactly
+  (:func:`scheduler_dedup.handler.audience.handler_accepts`),
 - ``iss`` is ``https://accounts.google.com`` or ``accounts.google.com``,
 - ``email`` is one of the allowed service accounts and ``email_verified`` is true.
 
@@ -48,6 +49,8 @@ import google.auth.transport
 import google.auth.transport.requests
 import google.oauth2.id_token
 
+from scheduler_dedup.handler.audience import handler_accepts, split_audiences
+from scheduler_dedup.handler.callers import parse_allowed_callers
 from scheduler_dedup.handler.errors import ConfigError
 
 log = logging.getLogger("scheduler_dedup")
@@ -71,8 +74,9 @@ class CallerAuthSettings:
     Attributes:
         audiences: accepted ``aud`` values (``DEDUP_OIDC_AUDIENCE``, comma-separated; usually the
             service URL, which is what Cloud Scheduler's ``oidc_token.audience`` defaults to).
-        allowed_callers: accepted ``email`` claims, service-account emails
-            (``DEDUP_ALLOWED_CALLERS``, comma-separated).
+        allowed_callers: accepted ``email`` claims, service-account emails, lower-cased
+            (``DEDUP_ALLOWED_CALLERS``, comma-separated emails or ``serviceAccount:EMAIL`` members; any
+            other member type is refused, see :mod:`scheduler_dedup.handler.callers`).
         certs_url: certificate endpoint (``DEDUP_OIDC_CERTS_URL``; override in tests only).
         trust_cloud_run_iam: accept tokens whose signature Cloud Run removed after verifying them
             (``DEDUP_TRUST_CLOUD_RUN_IAM``, ``true``/``false``, default false); only for services that
@@ -89,22 +93,20 @@ class CallerAuthSettings:
         """The settings, or None when verification is off (neither variable set).
 
         Raises:
-            ConfigError: only one of the two variables is set, or one is empty of values.
+            ConfigError: only one of the two variables is set, one is empty of values, or an allowed
+                caller is not a service account (:func:`~scheduler_dedup.handler.callers.normalise_caller`).
         """
-        audiences = tuple(a.strip() for a in env.get("DEDUP_OIDC_AUDIENCE", "").split(",") if a.strip())
-        callers = frozenset(c.strip().lower() for c in env.get("DEDUP_ALLOWED_CALLERS", "").split(",") if c.strip())
-        if not audiences and not callers:
+        audiences = split_audiences(env.get("DEDUP_OIDC_AUDIENCE", ""))
+        raw_callers = env.get("DEDUP_ALLOWED_CALLERS", "")
+        if not audiences and not raw_callers.strip(" ,"):
             return None
         if not audiences:
             raise ConfigError("DEDUP_ALLOWED_CALLERS is set but DEDUP_OIDC_AUDIENCE is not: set DEDUP_OIDC_AUDIENCE "
                               "to the audience Cloud Scheduler's OIDC token carries (the service URL), or unset both")
+        callers = parse_allowed_callers(raw_callers)
         if not callers:
             raise ConfigError("DEDUP_OIDC_AUDIENCE is set but DEDUP_ALLOWED_CALLERS is not: set DEDUP_ALLOWED_CALLERS "
                               "to the Scheduler job's service-account email(s), comma-separated, or unset both")
-        bad = sorted(c for c in callers if "@" not in c)
-        if bad:
-            raise ConfigError(f"DEDUP_ALLOWED_CALLERS has {bad!r}, which are not emails: list service-account emails "
-                              "such as scheduler@PROJECT.iam.gserviceaccount.com")
         certs_url = env.get("DEDUP_OIDC_CERTS_URL", "").strip() or GOOGLE_CERTS_URL
         if not certs_url.startswith(("https://", "http://")):
             raise ConfigError(f"DEDUP_OIDC_CERTS_URL={certs_url!r} is not a URL: unset it to use Google's")
@@ -190,7 +192,7 @@ class CallerVerifier:
         exp = claims.get("exp")
         if not isinstance(exp, (int, float)) or exp + CLOCK_SKEW_SECONDS < now:
             return claims, _refuse(401, "unauthorized", "invalid ID token: expired or without exp")
-        if claims.get("aud") not in self.settings.audiences:
+        if not handler_accepts(str(claims.get("aud")), self.settings.audiences):
             return claims, _refuse(401, "unauthorized", f"invalid ID token: audience {claims.get('aud')!r} is not in "
                                    "DEDUP_OIDC_AUDIENCE")
         return claims, None

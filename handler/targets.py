@@ -4,14 +4,16 @@ Each target is a :data:`~scheduler_dedup.handler.job.Job` (a callable taking a
 :class:`ScheduledRun`), so the Scheduler handler runs it after the claim, exactly as it runs user
 code. The target is chosen by ``DEDUP_TARGET_TYPE`` and ``DEDUP_TARGET`` (see :func:`target_from_env`).
 
-Classification of the downstream answer (the same for every target):
+Classification of the downstream answer: one table per target type,
+:data:`scheduler_dedup.handler.downstream.TABLE` (the README shows it):
 
 - 2xx: the run is **completed**; the result names the downstream execution (execution or
   operation name) and the HTTP status code.
-- 5xx, 429, a timeout (``DEDUP_TARGET_TIMEOUT_SECONDS``, default 30 s) or a connection error:
-  **retryable**: an ordinary exception is raised, so the claim is released, the handler answers
-  500 and Cloud Scheduler's retry config delivers again. POSTs are never retried blindly here.
-- any other 4xx: :class:`NonRetryableJobError`: the run is recorded ``failed`` and not retried.
+- 401, 403, 408, 409, 429, 5xx, a timeout (``DEDUP_TARGET_TIMEOUT_SECONDS``, default 30 s) or a
+  connection error: **retryable**: :class:`TargetRetryableError` is raised, so the claim is released,
+  the handler answers 500 and Cloud Scheduler's retry config delivers again. POSTs are never
+  retried blindly here.
+- 3xx, 400, 404, 422 and other 4xx: :class:`NonRetryableJobError`: the run is recorded ``failed``.
 
 A retryable failure may hide a downstream start whose response was lost (a timeout after the
 request arrived, a reset connection). The claim is then *released* (the record is deleted), so the
@@ -43,8 +45,9 @@ What each target guarantees:
   API: https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run and
   https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs.executions/list
 - **HTTP** (an ``https://`` URL): POSTs ``{"run_id", "job_name", "schedule_time"}`` with the header
-  ``Idempotency-Key: <run id>`` and a Google-signed ID token for the URL's origin (or
-  ``DEDUP_TARGET_AUDIENCE``). The proxy cannot see the endpoint's state: a retry after a lost
+  ``Idempotency-Key: <run id>`` and a Google-signed ID token whose audience is
+  ``DEDUP_TARGET_AUDIENCE``, by default :func:`scheduler_dedup.handler.audience.target_audience` (the origin
+  of a ``*.run.app`` URL, the full function URL on ``*.cloudfunctions.net``). The proxy cannot see the endpoint's state: a retry after a lost
   response calls again with the same key, and only an endpoint that deduplicates on
   ``Idempotency-Key`` (e.g. with ``@idempotent``) runs once. The run's result is the status code.
   Token: https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
@@ -64,6 +67,8 @@ from urllib.parse import urlparse
 
 import requests
 
+from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
+from scheduler_dedup.handler.downstream import TargetType, classify, existence_check_refused
 from scheduler_dedup.handler.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.job import Job, ScheduledRun
 
@@ -111,8 +116,9 @@ class TargetSettings:
         run_api: Cloud Run Admin API base URL (``DEDUP_RUN_API``).
         auth: ``google`` (default) or ``none`` (``DEDUP_TARGET_AUTH``; **test only**: no
             credentials are looked up and no ``Authorization`` header is sent).
-        audience: ID-token audience of an HTTP target (``DEDUP_TARGET_AUDIENCE``, default the
-            URL's origin, which Cloud Run accepts).
+        audience: ID-token audience of an HTTP target (``DEDUP_TARGET_AUDIENCE``); empty means
+            :func:`~scheduler_dedup.handler.audience.target_audience` of the URL (per host kind: the origin
+            of a ``*.run.app`` URL, the full function URL on ``*.cloudfunctions.net``, else the origin).
     """
 
     type: str = "python"
@@ -150,6 +156,14 @@ class TargetSettings:
             parsed = urlparse(self.target)
             if parsed.scheme not in ("https", "http") or not parsed.netloc:
                 raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a URL: use {_EXAMPLES['http']}")
+            if self.auth == "google" and not self.audience:
+                try:
+                    target_audience(self.target)
+                except ValueError as exc:
+                    raise ConfigError(f"DEDUP_TARGET={self.target!r}: {exc}; or set DEDUP_TARGET_AUDIENCE") from None
+            problem = misspelt_target_audience(self.audience, self.target) if self.audience else None
+            if problem:
+                raise ConfigError(f"DEDUP_TARGET_AUDIENCE={problem}, or unset it for the default")
             if parsed.scheme == "http" and self.auth == "google":
                 raise ConfigError(f"DEDUP_TARGET={self.target!r} is plain http: the ID token would travel "
                                   f"unencrypted; use {_EXAMPLES['http']}")
@@ -190,12 +204,20 @@ def rfc3339(run: ScheduledRun) -> str:
     return run.schedule_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
 
 
-def _call(session: HttpSession, method: str, url: str, timeout: float, what: str, **kwargs: Any) -> requests.Response:
-    """One HTTP call, classified: returns a 2xx response, or raises.
+class _CheckRefused(Exception):
+    """The pre-start existence check was refused (see :func:`~scheduler_dedup.handler.downstream.existence_check_refused`)."""
+
+
+def _call(session: HttpSession, method: str, url: str, timeout: float, what: str, target_type: TargetType,
+          *, existence_check: bool = False, **kwargs: Any) -> requests.Response:
+    """One HTTP call, classified by :func:`scheduler_dedup.handler.downstream.classify`: returns a 2xx response, or raises.
+
+    Args:
+        existence_check: the call is the pre-start ``list`` call; a refused one raises ``_CheckRefused``.
 
     Raises:
-        TargetRetryableError: timeout, connection error, 5xx or 429.
-        NonRetryableJobError: any other 4xx (or a 1xx/3xx, which none of these APIs answer).
+        TargetRetryableError: timeout, connection error, or a status the table retries (401, 403, 408, 409, 429, 5xx).
+        NonRetryableJobError: a status the table records failed (3xx, 400, 404, 422, other 4xx).
     """
     try:
         # No redirects: requests would turn a POST into a body-less GET on 301/302/303 and the
@@ -206,16 +228,21 @@ def _call(session: HttpSession, method: str, url: str, timeout: float, what: str
                                    "started; a retry checks where the target can tell") from exc
     except requests.ConnectionError as exc:
         raise TargetRetryableError(f"{what}: connection failed ({exc})") from exc
-    if 200 <= response.status_code < 300:
+    status = response.status_code
+    answer = classify(target_type, status)
+    if answer.outcome == "completed":
         return response
-    detail = response.text[:500]
-    if response.status_code >= 500 or response.status_code == 429:
-        raise TargetRetryableError(f"{what}: HTTP {response.status_code}: {detail}")
-    if 300 <= response.status_code < 400:
-        raise NonRetryableJobError(f"{what}: HTTP {response.status_code} redirect to "
-                                   f"{response.headers.get('Location', '?')!r} (not followed, not retried): point "
-                                   "DEDUP_TARGET at the final URL")
-    raise NonRetryableJobError(f"{what}: HTTP {response.status_code} (not retried): {detail}")
+    if existence_check and existence_check_refused(status):
+        raise _CheckRefused(f"{what}: HTTP {status}")
+    if 300 <= status < 400:
+        message = (f"{what}: HTTP {status} redirect to {response.headers.get('Location', '?')!r} (not followed, "
+                   "not retried): point DEDUP_TARGET at the final URL")
+    else:
+        verdict = "released for a retry" if answer.outcome == "retry" else "recorded failed"
+        message = f"{what}: HTTP {status} ({verdict}: {answer.reason}): {response.text[:500]}"
+    if answer.outcome == "retry":
+        raise TargetRetryableError(message)
+    raise NonRetryableJobError(message)
 
 
 def _json(response: requests.Response, what: str) -> dict[str, Any]:
@@ -227,7 +254,7 @@ def _json(response: requests.Response, what: str) -> dict[str, Any]:
 
 
 def _check_skipped(run: ScheduledRun, exc: Exception) -> None:
-    """Log that the look-up for an existing execution was refused (4xx) and the run starts anyway.
+    """Log that the look-up for an existing execution was refused and the run starts anyway.
 
     A missing list permission must not turn every run into a recorded failure: the check is a
     safety net for lost responses, and the downstream's own dedup on the run id is the last line.
@@ -262,9 +289,9 @@ class WorkflowsTarget:
         url = f"{self.api}/v1/{self.workflow}/executions"
         label = run.run_id[:63]
         try:
-            listed = _call(self.session, "GET", url, self.timeout, "Workflows executions.list",
-                           params={"filter": f'labels.{RUN_ID_LABEL}="{label}"', "pageSize": 10})
-        except NonRetryableJobError as exc:  # e.g. 403: the check is best-effort, the run must still start
+            listed = _call(self.session, "GET", url, self.timeout, "Workflows executions.list", "workflows",
+                           existence_check=True, params={"filter": f'labels.{RUN_ID_LABEL}="{label}"', "pageSize": 10})
+        except _CheckRefused as exc:  # e.g. 400 on the filter: the check is best-effort, the run must still start
             _check_skipped(run, exc)
             listed = None
         executions = _json(listed, "list").get("executions", []) if listed is not None else []
@@ -276,7 +303,7 @@ class WorkflowsTarget:
                         "status_code": listed.status_code, "existing": True}
         argument = json.dumps({"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run),
                                "attempt_id": run.attempt_id})
-        created = _call(self.session, "POST", url, self.timeout, "Workflows executions.create",
+        created = _call(self.session, "POST", url, self.timeout, "Workflows executions.create", "workflows",
                         json={"argument": argument, "labels": {RUN_ID_LABEL: label}})
         return {"target": "workflows", "execution": _json(created, "create").get("name"),
                 "status_code": created.status_code, "existing": False}
@@ -300,8 +327,8 @@ class CloudRunJobTarget:
         url, token = f"{self.api}/v2/{self.job}/executions", ""
         for _ in range(CLOUD_RUN_SCAN_PAGES):
             params: dict[str, Any] = {"pageSize": 100, **({"pageToken": token} if token else {})}
-            page = _json(_call(self.session, "GET", url, self.timeout, "Cloud Run executions.list", params=params),
-                         "list")
+            page = _json(_call(self.session, "GET", url, self.timeout, "Cloud Run executions.list", "cloud_run_job",
+                               existence_check=True, params=params), "list")
             for execution in page.get("executions", []):
                 containers = (execution.get("template") or {}).get("containers") or []
                 for container in containers:
@@ -325,7 +352,7 @@ class CloudRunJobTarget:
         """
         try:
             existing = self._existing(run.run_id)
-        except NonRetryableJobError as exc:  # e.g. 403: the check is best-effort, the run must still start
+        except _CheckRefused as exc:  # e.g. 403 on list: the check is best-effort, the run must still start
             _check_skipped(run, exc)
             existing = None
         if existing is not None:
@@ -335,7 +362,7 @@ class CloudRunJobTarget:
                     "existing": True}
         body = {"overrides": {"containerOverrides": [{"env": [{"name": RUN_ID_ENV, "value": run.run_id}]}]}}
         response = _call(self.session, "POST", f"{self.api}/v2/{self.job}:run", self.timeout, "Cloud Run jobs.run",
-                         json=body)
+                         "cloud_run_job", json=body)
         operation = _json(response, "run")
         return {"target": "cloud_run_job", "operation": operation.get("name"),
                 "execution": (operation.get("metadata") or {}).get("name"), "status_code": response.status_code,
@@ -402,7 +429,8 @@ class HttpTarget:
             except Exception as exc:  # metadata server hiccup: retry later, do not record failed
                 raise TargetRetryableError(f"could not mint an ID token for the HTTP target: {exc!r}") from exc
         body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
-        response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.url}", json=body, headers=headers)
+        response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.url}", "http", json=body,
+                         headers=headers)
         return {"target": "http", "url": self.url, "status_code": response.status_code}
 
 
@@ -428,8 +456,7 @@ def build_target(settings: TargetSettings, session: HttpSession | None = None) -
         google.auth.exceptions.DefaultCredentialsError: no Application Default Credentials.
     """
     if settings.type == "http":
-        url = urlparse(settings.target)
-        audience = settings.audience or f"{url.scheme}://{url.netloc}"
+        audience = settings.audience or target_audience(settings.target)
         token = None if settings.auth == "none" else IdTokenSource(audience).token
         return HttpTarget(settings.target, session or requests.Session(), token, settings.timeout_seconds)
     if session is None:

@@ -54,9 +54,11 @@ class HttpTargetArgs(TypedDict):
     """Proxy target: one HTTP POST per scheduled run with an ``Idempotency-Key`` (DEDUP_TARGET_TYPE=http)."""
 
     url: pulumi.Input[str]
-    """The https URL to call; the handler sends a Google-signed ID token for this URL."""
+    """The https URL to call; the handler sends a Google-signed ID token for it (see ``audience``)."""
     cloud_run_service: NotRequired[pulumi.Input[str]]
     """If the URL is a Cloud Run service: its full name ``projects/P/locations/L/services/S``; the runtime identity then gets ``roles/run.invoker`` on that service only. Otherwise no role is granted."""
+    audience: NotRequired[str]
+    """Audience of the ID token the handler sends (DEDUP_TARGET_AUDIENCE). Default by host: the origin of a ``*.run.app`` URL, the full function URL ``https://REGION-PROJECT.cloudfunctions.net/FUNCTION`` on ``*.cloudfunctions.net`` (the origin is refused there), else the origin. Set it to a Cloud Run custom audience for a receiver behind a custom domain."""
 
 
 class DedupStoreRefArgs(TypedDict):

@@ -467,6 +467,8 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         target = {"workflows": s.workflow, "cloud_run_job": s.cloud_run_job, "http": s.http_url}[s.target_type]
         assert target is not None
         env["DEDUP_TARGET"] = target
+        if s.http_audience is not None:
+            env["DEDUP_TARGET_AUDIENCE"] = s.http_audience
         env["DEDUP_TARGET_TIMEOUT_SECONDS"] = str(max(5, min(30, s.attempt_deadline_seconds // 2)))
     return env
 

@@ -30,6 +30,7 @@ import pulumi
 
 from .schedule import RetryPolicy, retry_window_seconds
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.config import (
     DEFAULT_COLLECTION,
     DEFAULT_LEASE_SECONDS,
@@ -87,6 +88,7 @@ class DedupSettings:
     cloud_run_job: pulumi.Input[str] | None
     http_url: pulumi.Input[str] | None
     http_cloud_run_service: pulumi.Input[str] | None
+    http_audience: str | None  # DEDUP_TARGET_AUDIENCE; None: the handler's default for the URL (an output)
     attempt_deadline_seconds: int
     request_timeout_seconds: int
     lease_seconds: int
@@ -212,7 +214,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     targets = {k: args[k] for k in ("workflow_target", "cloud_run_job_target", "http_target") if args.get(k) is not None}
     if len(targets) > 1:
         raise DedupConfigError(sorted(targets)[1], f"give only one proxy target, got {', '.join(sorted(targets))}")
-    workflow = cloud_run_job = http_url = http_service = None
+    workflow = cloud_run_job = http_url = http_service = http_audience = None
     job_source: Path | None = None
     if targets:
         (key, target), = targets.items()
@@ -234,9 +236,11 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
                 raise DedupConfigError(f"{key}.url", "is required: the https URL to call")
             if target.get("cloud_run_service") is not None:
                 http_service = _target_name(target, key, "cloud_run_service", "services")
-            extra = set(target) - {"url", "cloud_run_service"}
+            extra = set(target) - {"url", "cloud_run_service", "audience"}
             if extra:
-                raise DedupConfigError(f"{key}.{sorted(extra)[0]}", "unknown key; valid keys are url, cloud_run_service")
+                raise DedupConfigError(f"{key}.{sorted(extra)[0]}",
+                                       "unknown key; valid keys are url, cloud_run_service, audience")
+            http_audience = _http_audience(target.get("audience"), http_url, f"{key}.audience")
     else:
         target_type = "python"
         if job_source_str is None and image is None:
@@ -360,7 +364,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     return DedupSettings(
         name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,
         target_type=target_type, job=job, job_source=job_source, image=image, workflow=workflow,
-        cloud_run_job=cloud_run_job, http_url=http_url, http_cloud_run_service=http_service,
+        cloud_run_job=cloud_run_job, http_url=http_url, http_cloud_run_service=http_service, http_audience=http_audience,
         attempt_deadline_seconds=attempt_deadline, request_timeout_seconds=request_timeout, lease_seconds=lease,
         retention_seconds=retention, manual_tolerance_seconds=tolerance, retry=retry, collection=collection,
         database_id=database_id, create_database=create_database, database_location=database_location,
@@ -412,6 +416,33 @@ def _check_handler_settings(project: str, database_id: str, collection: str, lea
     except ConfigError as exc:
         variable = str(exc).split("=", 1)[0].split(" ", 1)[0]
         raise DedupConfigError(_ENV_TO_FIELD.get(variable, variable), f"the handler would refuse it at start-up: {exc}") from None
+
+
+def _http_audience(given: Any, url: Any, field: str) -> str | None:
+    """The ID-token audience the handler sends to an HTTP target, written out whenever it can be known.
+
+    ``given`` wins, unless it is a misspelling of the one value the target's host accepts
+    (:func:`~scheduler_dedup.handler.audience.misspelt_target_audience`); without it, the default for the
+    URL's host kind (:func:`~scheduler_dedup.handler.audience.target_audience`: the full function URL on
+    ``*.cloudfunctions.net``, else the origin), or None when the URL is an output of another resource
+    (the handler then applies the same default at start-up).
+
+    Raises:
+        DedupConfigError: not a non-empty string, a misspelling, or a Cloud Functions URL without a function.
+    """
+    if given is not None:
+        if not isinstance(given, str) or not given.strip():
+            raise DedupConfigError(field, f"must be a non-empty string, got {given!r}")
+        problem = misspelt_target_audience(given.strip(), url) if isinstance(url, str) else None
+        if problem:
+            raise DedupConfigError(field, problem)
+        return given.strip()
+    if not isinstance(url, str):
+        return None
+    try:
+        return target_audience(url)
+    except ValueError as exc:
+        raise DedupConfigError(field.rsplit(".", 1)[0] + ".url", f"{exc}; or set {field}") from None
 
 
 def _target_name(target: Mapping[str, Any], key: str, field: str, collection: str) -> pulumi.Input[str]:

@@ -50,6 +50,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("httpUrl", "string", "http_target.url", "proxy target: https URL"),
     ConfigKey("httpCloudRunService", "string", "http_target.cloud_run_service",
               "Cloud Run service behind httpUrl: projects/P/locations/L/services/S"),
+    ConfigKey("httpAudience", "string", "http_target.audience",
+              "ID-token audience for httpUrl (default per host: origin of *.run.app, full URL on *.cloudfunctions.net)"),
     ConfigKey("attemptDeadlineSeconds", "integer", "attempt_deadline_seconds", "Scheduler attempt deadline, 15..1800 s"),
     ConfigKey("requestTimeoutSeconds", "integer", "request_timeout_seconds", "Cloud Run request timeout, s"),
     ConfigKey("leaseSeconds", "integer", "lease_seconds", "claim lease, s"),

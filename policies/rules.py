@@ -20,7 +20,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scheduler_dedup.handler.audience import (
+    HOST_KINDS,
+    handler_accepts,
+    host_kind,
+    misspelt_target_audience,
+    platform_accepts,
+    split_audiences,
+    target_audience,
+)
+from scheduler_dedup.handler.callers import parse_allowed_callers
 from scheduler_dedup.handler.cron import is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.infra.schedule import RetryPolicy, retry_window_seconds
 
 from scheduler_dedup.policies import limits
@@ -32,7 +43,6 @@ from scheduler_dedup.policies.model import (
     host,
     is_unknown,
     number,
-    origin,
     policy_bindings,
 )
 from scheduler_dedup.policies.topology import (
@@ -42,6 +52,7 @@ from scheduler_dedup.policies.topology import (
     env_value,
     service_env,
     service_timeout,
+    service_urls,
 )
 
 Level = Literal["mandatory", "advisory", "disabled"]
@@ -126,14 +137,16 @@ def _custom_audiences(service: Resource) -> list[str]:
 
 
 def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """An HTTP target that is not a ``*.googleapis.com`` API carries an OIDC token whose audience matches the target.
+    """An HTTP target that is not a ``*.googleapis.com`` API carries an OIDC token whose audience passes every gate.
 
-    Cloud Run only admits requests with a Google-signed ID token whose audience is the service URL or one
-    of its ``customAudiences`` (https://cloud.google.com/run/docs/authenticating/service-to-service,
-    https://cloud.google.com/run/docs/configuring/custom-audiences); Scheduler sends such a token only with
-    ``httpTarget.oidcToken`` (``oauthToken`` is for ``*.googleapis.com`` only). Accepted audiences: unset
-    (Scheduler then uses the target URI), the target URI, its origin, a custom audience of the Cloud Run
-    service the job calls, or one listed in config ``allowedAudiences``. Unknown values pass.
+    Scheduler sends a Google-signed ID token only with ``httpTarget.oidcToken`` (``oauthToken`` is for
+    ``*.googleapis.com`` only); its audience is ``oidcToken.audience``, or the target URI when unset
+    (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#OidcToken). The audience
+    must pass Google's gate in front of the target and, when the handler verifies callers, the handler's own
+    exact comparison; both decisions are :mod:`scheduler_dedup.handler.audience`'s (``platform_accepts``,
+    ``handler_accepts``), which cite their sources. The gate is judged against the paired service's URL and
+    ``customAudiences`` or, without a paired service, the target URI; config ``allowedAudiences`` exempts
+    values. Unknown values pass.
     """
     topology = Topology.of(resources)
     allowed = [a for a in config.get("allowedAudiences") or [] if isinstance(a, str)]
@@ -160,54 +173,113 @@ def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, 
             findings.append((job, "httpTarget.oidcToken has no serviceAccountEmail: set it to the email of a service "
                                   "account that holds roles/run.invoker on the target service"))
         audience = get(oidc, "audience")
+        effective = uri if audience is None else audience
+        named = "httpTarget.oidcToken.audience" if audience is not None else "the default audience (httpTarget.uri)"
         pairing = topology.service_of(job)
+        note = pairing.note if pairing else ""
         if pairing is not None:
-            effective = audience if audience is not None else uri
-            findings += [(job, m + pairing.note) for m in _caller_check_mismatch(pairing.service, effective, email)]
-        if audience is None or is_unknown(audience) or not isinstance(audience, str) or audience in allowed:
+            findings += [(job, m + note) for m in _caller_check_mismatch(pairing.service, effective, named, email)]
+        if not isinstance(effective, str) or is_unknown(effective) or effective in allowed:
             continue
-        custom = _custom_audiences(pairing.service) if pairing else []
-        if audience in custom:
-            continue
-        if isinstance(uri, str) and not is_unknown(uri):
-            if _same_url(audience, uri) or (origin(uri) is not None and _same_url(audience, origin(uri) or "")):
-                continue
-        elif pairing is None or is_unknown(get(pairing.service.props, "customAudiences")):
-            continue  # target URI unknown and no service to compare with: cannot tell during preview
-        accepted = ", ".join(repr(a) for a in [*( [origin(uri)] if isinstance(uri, str) and origin(uri) else []), *custom]) or "the service URL"
+        gate = _platform_gate(pairing, uri)
+        if gate is None:
+            continue  # the URL the token goes to is not known yet: cannot tell during preview
+        url, custom = gate
         where = f" of service {pairing.service.name}" if pairing else ""
-        findings.append((job, f"httpTarget.oidcToken.audience {audience!r} does not match the target {shown}: Cloud Run "
-                              f"rejects the token (401). Set audience to {accepted}, or add {audience!r} to "
-                              f"customAudiences{where}" + (pairing.note if pairing else "")))
+        if url is None:  # a paired service whose URL is not known yet: only its custom audiences are
+            if effective in custom or host_kind(effective) == "cloud_run":
+                continue
+            findings.append((job, f"{named} {effective!r} is neither a *.run.app URL nor one of the customAudiences"
+                                  f"{where}: Cloud Run would refuse the token (401). Set httpTarget.oidcToken.audience "
+                                  f"to the service URL or add {effective!r} to customAudiences{where}" + note))
+            continue
+        if platform_accepts(effective, url, custom):
+            continue
+        accepted = ", ".join(repr(a) for a in _accepted_spellings(url, custom))
+        findings.append((job, f"{named} {effective!r} is not an audience {url} accepts ({HOST_KINDS[host_kind(url)]}): "
+                              f"every delivery would be refused (401). Set httpTarget.oidcToken.audience to {accepted}, "
+                              f"or add {effective!r} to customAudiences{where}" + note))
     return findings
 
 
-def _caller_check_mismatch(service: Resource, audience: Any, email: Any) -> list[str]:
+def _platform_gate(pairing: Pairing | None, uri: Any) -> tuple[str | None, list[str]] | None:
+    """(URL of the gate or None if not known yet, its custom audiences) the job's token must pass; None when
+    nothing can be judged."""
+    known_uri = uri if isinstance(uri, str) and not is_unknown(uri) else None
+    if pairing is not None:
+        if is_unknown(get(pairing.service.props, "customAudiences")):
+            return None
+        urls = service_urls(pairing.service)
+        return (urls[0] if urls else known_uri), _custom_audiences(pairing.service)
+    return (known_uri, []) if known_uri else None
+
+
+def _accepted_spellings(url: str, custom: Sequence[str]) -> list[str]:
+    """The values to suggest for ``url``'s gate: the one spelling the handler's default uses, then custom audiences."""
+    try:
+        first = [target_audience(url)]
+    except ValueError:
+        first = []
+    return [*first, *custom] or [url]
+
+
+def _caller_check_mismatch(service: Resource, audience: Any, named: str, email: Any) -> list[str]:
     """Messages where the job's token would fail the handler's own caller verification (401/403 on every run).
 
     The handler verifies the token only when both ``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS``
-    are set (comma-separated lists); unknown values pass.
+    are set (comma-separated lists); the comparison is the handler's (exact audience,
+    :func:`~scheduler_dedup.handler.audience.handler_accepts`; callers normalised or refused by
+    :func:`~scheduler_dedup.handler.callers.normalise_caller`). Unknown values pass.
     """
     env = service_env(service)
     audiences, callers = env_value(env, "DEDUP_OIDC_AUDIENCE", None), env_value(env, "DEDUP_ALLOWED_CALLERS", None)
     if not (isinstance(audiences, str) and audiences and isinstance(callers, str) and callers):
         return []
     messages = []
-    accepted = [a.strip() for a in audiences.split(",") if a.strip()]
-    if isinstance(audience, str) and not is_unknown(audience) and not any(_same_url(audience, a) for a in accepted):
-        messages.append(f"httpTarget.oidcToken.audience {audience!r} is not in the handler's DEDUP_OIDC_AUDIENCE "
-                        f"({audiences!r}) on service {service.name}: the handler would answer 401 to every delivery; "
-                        "use the same value in both")
-    allowed = [c.strip().lower() for c in callers.split(",") if c.strip()]
-    if isinstance(email, str) and not is_unknown(email) and email.lower() not in allowed:
+    if isinstance(audience, str) and not is_unknown(audience) and not handler_accepts(audience, split_audiences(audiences)):
+        messages.append(f"{named} {audience!r} is not one of the handler's DEDUP_OIDC_AUDIENCE values ({audiences!r}) "
+                        f"on service {service.name}, which the handler compares exactly: it would answer 401 to every "
+                        "delivery; write the same string in both")
+    try:
+        allowed = parse_allowed_callers(callers)
+    except ConfigError as refused:
+        messages.append(f"service {service.name}: {refused}")
+        return messages
+    if isinstance(email, str) and not is_unknown(email) and email.strip().lower() not in allowed:
         messages.append(f"httpTarget.oidcToken.serviceAccountEmail {email!r} is not in the handler's "
                         f"DEDUP_ALLOWED_CALLERS ({callers!r}) on service {service.name}: the handler would answer 403 "
                         "to every delivery; add it there or use an allowed account")
     return messages
 
 
-def _same_url(a: str, b: str) -> bool:
-    return a.rstrip("/") == b.rstrip("/")
+# ---------------------------------------------------------------- dedup-target-audience
+
+def dedup_target_audience(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """The ID-token audience the handler sends to its HTTP proxy target is one the target's host accepts.
+
+    ``DEDUP_TARGET_AUDIENCE`` (or, unset, the handler's default for ``DEDUP_TARGET``) is judged by
+    :func:`~scheduler_dedup.handler.audience.misspelt_target_audience` and
+    :func:`~scheduler_dedup.handler.audience.target_audience`, the functions the handler runs at start-up:
+    on ``*.cloudfunctions.net`` only the full function URL works. Unknown values pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).dedup_services():
+        env = service_env(service)
+        kind, url = env_value(env, "DEDUP_TARGET_TYPE", None), env_value(env, "DEDUP_TARGET", None)
+        audience = env_value(env, "DEDUP_TARGET_AUDIENCE", None)
+        if kind != "http" or not isinstance(url, str) or is_unknown(url) or is_unknown(audience):
+            continue
+        if isinstance(audience, str) and audience.strip():
+            problem = misspelt_target_audience(audience.strip(), url)
+            if problem:
+                findings.append((service, f"service {service.name}: env DEDUP_TARGET_AUDIENCE={problem}"))
+            continue
+        try:
+            target_audience(url)
+        except ValueError as error:
+            findings.append((service, f"service {service.name}: env DEDUP_TARGET={error}; the handler refuses it at "
+                                      "start-up"))
+    return findings
 
 
 # ---------------------------------------------------------------- scheduler-attempt-deadline
@@ -656,10 +728,15 @@ RULES: list[Rule] = [
          "mandatory", scheduler_job_unix_cron, "resource"),
     Rule("scheduler-job-oidc-auth",
          "An HTTP target that is not a *.googleapis.com API carries an OIDC token with a service account email, and "
-         "its audience matches the target (URI, origin or a customAudiences value of the Cloud Run service).",
+         "its audience (or the URI it defaults to) passes Google's gate in front of the target and the handler's exact "
+         "DEDUP_OIDC_AUDIENCE / DEDUP_ALLOWED_CALLERS check.",
          "mandatory", scheduler_job_oidc_auth, "stack",
          {"allowedAudiences": {"type": "array", "items": {"type": "string"}, "default": [],
                                "description": "extra audiences to accept (e.g. for a non-Cloud-Run receiver)"}}),
+    Rule("dedup-target-audience",
+         "The ID-token audience the handler sends to its HTTP proxy target (DEDUP_TARGET_AUDIENCE or its default) is "
+         "one the target's host accepts (the full function URL on *.cloudfunctions.net).",
+         "mandatory", dedup_target_audience, "stack"),
     Rule("scheduler-attempt-deadline",
          "A job with an HTTP target has an attemptDeadline within 15 s to 30 min (Cloud Scheduler's limits).",
          "mandatory", scheduler_attempt_deadline, "resource",

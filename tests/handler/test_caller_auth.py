@@ -119,10 +119,12 @@ def test_half_configured_verification_stops_the_handler(harness: Harness) -> Non
 
 
 def test_settings_parse_lists() -> None:
-    settings = CallerAuthSettings.from_env({"DEDUP_OIDC_AUDIENCE": "a, b", "DEDUP_ALLOWED_CALLERS": " X@p.iam , y@p"})
+    settings = CallerAuthSettings.from_env({"DEDUP_OIDC_AUDIENCE": "a, b",
+                                            "DEDUP_ALLOWED_CALLERS": " X@p.iam.gserviceaccount.com , "
+                                                                     "serviceAccount:Y@p.iam.gserviceaccount.com"})
     assert settings is not None
     assert settings.audiences == ("a", "b")
-    assert settings.allowed_callers == {"x@p.iam", "y@p"}
+    assert settings.allowed_callers == {"x@p.iam.gserviceaccount.com", "y@p.iam.gserviceaccount.com"}
     assert settings.certs_url == "https://www.googleapis.com/oauth2/v1/certs"
     assert CallerAuthSettings.from_env({}) is None
 
@@ -171,3 +173,24 @@ def test_trust_setting_must_be_true_or_false() -> None:
     assert CallerAuthSettings.from_env({**base, "DEDUP_TRUST_CLOUD_RUN_IAM": "TRUE"}).trust_cloud_run_iam is True  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="DEDUP_TRUST_CLOUD_RUN_IAM='yes'"):
         CallerAuthSettings.from_env({**base, "DEDUP_TRUST_CLOUD_RUN_IAM": "yes"})
+
+
+@pytest.mark.parametrize("entry", [
+    "user:alice@example.com", "group:ops@example.com", "domain:example.com", "allUsers",
+    "principal://iam.googleapis.com/x", "alice@example.com", "deleted:serviceAccount:x@p.iam.gserviceaccount.com",
+])
+def test_members_that_no_scheduler_token_can_carry_are_refused_at_start_up(entry: str) -> None:
+    """Only a service account can be a Scheduler job's OIDC identity; anything else would hide a 403 per delivery."""
+    with pytest.raises(ConfigError, match="DEDUP_ALLOWED_CALLERS has"):
+        CallerAuthSettings.from_env({"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": f"{CALLER},{entry}"})
+
+
+def test_a_service_account_member_pasted_from_an_iam_binding_is_accepted(harness: Harness, fake: FakeGoogle,
+                                                                         signer: LocalSigner) -> None:
+    """DEDUP_ALLOWED_CALLERS=serviceAccount:EMAIL used to pass start-up and then answer 403 to every delivery."""
+    env = {**auth_env(fake), "DEDUP_ALLOWED_CALLERS": f"serviceAccount:{CALLER.upper()}"}
+    server = harness.server(**env)
+    ok = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email=CALLER)))
+    assert ok.status_code == 200 and ok.json()["status"] == "processed", ok.text
+    other = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email="intruder@p1.iam.gserviceaccount.com")))
+    assert other.status_code == 403

@@ -110,7 +110,25 @@ def test_retryable_failure_releases_and_a_retry_calls_again(harness: Harness, fa
 
 
 @pytest.mark.parametrize("kind", TARGETS)
-@pytest.mark.parametrize("fault", [400, 403, 404])
+def test_auth_conflict_and_timeout_answers_release_the_run_for_a_retry(harness: Harness, fake: FakeGoogle,
+                                                                       kind: str) -> None:
+    """401/403 (an IAM grant still propagating after a deploy), 408 and 409 (a downstream @idempotent service
+    still running this run id) must not lose the run: released, and the next delivery runs it."""
+    server = harness.server(**target_env(fake, kind))
+    for fault in (401, 403, 408, 409):
+        job = f"answer-{fault}"
+        fake.fail_next(fault)
+        first = deliver(server.url, scheduler_headers(job, T))
+        assert first.status_code == 500 and first.json()["status"] == "released", (fault, first.text)
+        assert f"HTTP {fault}" in first.json()["error"]
+        second = deliver(server.url, scheduler_headers(job, T))
+        assert second.status_code == 200 and second.json()["status"] == "processed", (fault, second.text)
+    assert harness.records() and all(r["status"] == "completed" for r in harness.records().values())
+    assert downstream_executions(fake, kind) == 4
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("fault", [400, 404, 422])
 def test_permanent_failure_is_recorded_failed_and_not_retried(harness: Harness, fake: FakeGoogle, kind: str,
                                                               fault: int) -> None:
     server = harness.server(**target_env(fake, kind))
@@ -233,3 +251,48 @@ def test_a_redirect_is_a_recorded_failure_never_followed(harness: Harness, fake:
 def test_targets_that_would_leak_a_token_or_change_the_request_path_are_refused(kind: str, target: str) -> None:
     with pytest.raises(ConfigError, match="DEDUP_TARGET="):
         TargetSettings(type=kind, target=target)
+
+
+def test_each_status_has_one_outcome_per_target_type() -> None:
+    """The agreed table: 401, 403, 408, 409, 429 and 5xx are retried for every target type; 3xx, 400, 404 and 422
+    (a downstream @idempotent service's permanent failure) record the run failed."""
+    from scheduler_dedup.handler.downstream import TABLE, classify
+
+    for kind in TABLE:
+        assert classify(kind, 200).outcome == classify(kind, 204).outcome == "completed"
+        for status in (401, 403, 408, 409, 429, 500, 502, 503, 504):
+            assert classify(kind, status).outcome == "retry", (kind, status)
+        for status in (301, 302, 400, 404, 405, 410, 422):
+            assert classify(kind, status).outcome == "failed", (kind, status)
+
+
+@pytest.mark.parametrize(("url", "audience"), [
+    ("https://svc-abc-ew.a.run.app/run/now", "https://svc-abc-ew.a.run.app"),
+    ("https://us-central1-my-proj.cloudfunctions.net/export-report", "https://us-central1-my-proj.cloudfunctions.net/export-report"),
+    ("https://us-central1-my-proj.cloudfunctions.net/export-report/sub?x=1", "https://us-central1-my-proj.cloudfunctions.net/export-report"),
+    ("https://api.example.com/hooks/run", "https://api.example.com"),
+])
+def test_http_target_mints_the_audience_its_host_kind_accepts(url: str, audience: str) -> None:
+    """A Cloud Functions URL needs the full function URL as audience (the origin gets 401)."""
+    from scheduler_dedup.handler.targets import HttpTarget, build_target
+
+    target = build_target(TargetSettings(type="http", target=url))
+    assert isinstance(target, HttpTarget) and target.token is not None
+    assert target.token.__self__.audience == audience  # type: ignore[attr-defined]
+    explicit = build_target(TargetSettings(type="http", target=url, audience="https://custom.example"))
+    assert explicit.token.__self__.audience == "https://custom.example"  # type: ignore[attr-defined,union-attr]
+
+
+def test_a_cloud_functions_url_without_a_function_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ConfigError, match="DEDUP_TARGET=.*FUNCTION"):
+        TargetSettings(type="http", target="https://us-central1-my-proj.cloudfunctions.net/")
+
+
+def test_readme_shows_the_downstream_table_of_every_target_type() -> None:
+    from pathlib import Path
+
+    from scheduler_dedup.handler.downstream import TABLE, markdown_table
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for kind in TABLE:
+        assert markdown_table(kind) in readme, kind

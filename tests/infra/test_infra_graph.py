@@ -316,3 +316,17 @@ def test_programs_that_call_data_sources_run_under_the_mocks() -> None:
 
     findings = {f.rule for f in check_program(program, {"gcp:project": "p1"})}
     assert {"no-primitive-roles"} <= findings, findings
+
+
+@pytest.mark.parametrize(("http_target", "audience"), [
+    ({"url": "https://us-central1-my-proj.cloudfunctions.net/export-report"},
+     "https://us-central1-my-proj.cloudfunctions.net/export-report"),
+    ({"url": "https://etl-x.a.run.app/go"}, "https://etl-x.a.run.app"),
+    ({"url": "https://reports.example.com/go", "audience": "https://reports.example.com/custom"},
+     "https://reports.example.com/custom"),
+])
+def test_the_http_target_audience_is_settable_and_written_out(http_target: dict[str, str], audience: str) -> None:
+    """A Cloud Functions target only works with the full function URL as audience: the component writes it."""
+    resources, _ = _component("fn", {"schedule": "0 1 * * *", "region": "us-central1", "http_target": http_target})
+    env = _env(_one(resources, "gcp:cloudrunv2/service:Service"))
+    assert env["DEDUP_TARGET_AUDIENCE"] == audience

@@ -175,3 +175,13 @@ def test_an_image_with_a_proxy_target_is_refused() -> None:
 ])
 def test_collection_and_database_ids_are_checked_by_the_handlers_rules(field: str, overrides: dict[str, Any]) -> None:
     _fails(field, "the handler would refuse it at start-up", **overrides)
+
+
+def test_a_misspelt_http_target_audience_fails_at_preview() -> None:
+    fn = "https://us-central1-my-proj.cloudfunctions.net/export-report"
+    _fails("http_target.audience", f"use {fn!r}", job_source=None, job=None,
+           http_target={"url": fn, "audience": "https://us-central1-my-proj.cloudfunctions.net"})
+    _fails("http_target.url", "names no function", job_source=None, job=None,
+           http_target={"url": "https://us-central1-my-proj.cloudfunctions.net/"})
+    _fails("http_target.audience", "non-empty", job_source=None, job=None,
+           http_target={"url": fn, "audience": " "})

@@ -124,7 +124,7 @@ def test_oidc_violations() -> None:
     findings = run("scheduler-job-oidc-auth", [custom_not_configured, service()])
     assert len(findings) == 1 and "add" in findings[0].message and "customAudiences of service svc" in findings[0].message
     other = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "s@p", "audience": "https://other.run.app"}})
-    assert "Set audience to 'https://svc-abc-ew.a.run.app'" in run("scheduler-job-oidc-auth", [other, service()])[0].message
+    assert "Set httpTarget.oidcToken.audience to 'https://svc-abc-ew.a.run.app'" in run("scheduler-job-oidc-auth", [other, service()])[0].message
 
 
 def test_oidc_unknown_values_pass() -> None:
@@ -374,6 +374,82 @@ def test_oidc_token_must_pass_the_handlers_own_caller_verification() -> None:
                                                                "DEDUP_ALLOWED_CALLERS": UNKNOWN})]) == []
 
 
+def trailing_slash_job() -> Resource:
+    return job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "sched@p.iam.gserviceaccount.com",
+                                                         "audience": RUN_URL + "/"}})
+
+
+def test_an_audience_spelt_differently_from_the_handlers_is_a_mandatory_finding() -> None:
+    """The handler compares audiences exactly (as google-auth does): 'https://svc/' != 'https://svc', 401 on every run."""
+    env = {"DEDUP_OIDC_AUDIENCE": RUN_URL, "DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com",
+           "DEDUP_TRUST_CLOUD_RUN_IAM": "true"}
+    [finding] = run("scheduler-job-oidc-auth", [trailing_slash_job(), service(env=env)])
+    assert finding.level == "mandatory" and "DEDUP_OIDC_AUDIENCE" in finding.message and "401" in finding.message
+    assert "exactly" in finding.message
+    # Cloud Run's own gate accepts the slash form of its URL: without the handler's check there is nothing to flag
+    assert run("scheduler-job-oidc-auth", [trailing_slash_job(), service()]) == []
+
+
+def test_the_pack_applies_the_handlers_caller_rule() -> None:
+    member = {"DEDUP_OIDC_AUDIENCE": RUN_URL, "DEDUP_ALLOWED_CALLERS": "serviceAccount:sched@p.iam.gserviceaccount.com"}
+    assert run("scheduler-job-oidc-auth", [job(), service(env=member)]) == []
+    user = {"DEDUP_OIDC_AUDIENCE": RUN_URL, "DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com,user:alice@example.com"}
+    [finding] = run("scheduler-job-oidc-auth", [job(), service(env=user)])
+    assert "DEDUP_ALLOWED_CALLERS has 'user:alice@example.com'" in finding.message
+
+
+def test_a_cloud_functions_target_needs_the_full_function_url_as_audience() -> None:
+    fn = "https://us-central1-my-proj.cloudfunctions.net/export-report"
+    origin_only = job(httpTarget={"uri": fn, "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com",
+                                                           "audience": "https://us-central1-my-proj.cloudfunctions.net"}})
+    [finding] = run("scheduler-job-oidc-auth", [origin_only])
+    assert f"to {fn!r}" in finding.message and "401" in finding.message
+    for ok in ({"audience": fn}, {}):
+        good = job(httpTarget={"uri": fn, "oidcToken": {"serviceAccountEmail": "s@p.iam.gserviceaccount.com", **ok}})
+        assert run("scheduler-job-oidc-auth", [good]) == []
+
+
+def generated_urls() -> list[str]:
+    """Spellings people write for one service and its neighbours: slash, path, case, port, query, other host."""
+    hosts = ["svc-abc-ew.a.run.app", "SVC-abc-ew.a.run.app", "other-xyz-uc.a.run.app",
+             "us-central1-p.cloudfunctions.net", "api.example.com"]
+    tails = ["", "/", "//", "/run", "/run/", "?x=1", ":443", ":443/"]
+    return [f"{scheme}://{host}{tail}" for scheme in ("https", "http") for host in hosts for tail in tails]
+
+
+def test_the_handler_and_the_pack_decide_the_same_audiences() -> None:
+    """For every pair (token audience, DEDUP_OIDC_AUDIENCE) of generated URLs, the handler admits the token exactly
+    when the pack reports no DEDUP_OIDC_AUDIENCE mismatch."""
+    import base64
+    import json
+    import time
+
+    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
+
+    def b64(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    email = "sched@p.iam.gserviceaccount.com"
+    urls = generated_urls()
+    compared = 0
+    for accepted in urls[::3]:
+        env = {"DEDUP_OIDC_AUDIENCE": accepted, "DEDUP_ALLOWED_CALLERS": email, "DEDUP_TRUST_CLOUD_RUN_IAM": "true"}
+        settings = CallerAuthSettings.from_env(env)
+        assert settings is not None
+        verifier = CallerVerifier(settings)
+        for audience in urls:
+            claims = {"aud": audience, "email": email, "email_verified": True, "iss": "https://accounts.google.com",
+                      "exp": time.time() + 600, "iat": time.time()}
+            token = f"{b64({'alg': 'RS256'})}.{b64(claims)}.SIGNATURE_REMOVED_BY_GOOGLE"
+            handler_admits = verifier.check(f"Bearer {token}") is None
+            scheduled = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": email, "audience": audience}})
+            findings = run("scheduler-job-oidc-auth", [scheduled, service(env=env)], {"allowedAudiences": urls})
+            pack_admits = not any("DEDUP_OIDC_AUDIENCE" in f.message for f in findings)
+            assert handler_admits == pack_admits, (audience, accepted)
+            compared += 1
+    assert compared == len(urls) * len(urls[::3])
+
+
 FUNCTION_URL = "https://nightly-abc.a.run.app"
 
 
@@ -446,3 +522,16 @@ def test_a_ttl_field_in_another_project_does_not_count() -> None:
     assert run("dedup-firestore-ttl", [job(), svc, ttl_field(project="some-other-project")])
     assert run("dedup-firestore-ttl", [job(), svc, ttl_field(project="p1")]) == []
     assert run("dedup-firestore-ttl", [job(), svc, ttl_field()]) == []  # provider's project
+
+
+def test_the_handlers_downstream_audience_must_be_one_the_target_accepts() -> None:
+    fn = "https://us-central1-my-proj.cloudfunctions.net/export-report"
+    base = {"DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": fn}
+    assert run("dedup-target-audience", [service(env=base)]) == []
+    assert run("dedup-target-audience", [service(env={**base, "DEDUP_TARGET_AUDIENCE": fn})]) == []
+    [finding] = run("dedup-target-audience", [service(env={**base, "DEDUP_TARGET_AUDIENCE":
+                                                              "https://us-central1-my-proj.cloudfunctions.net"})])
+    assert "DEDUP_TARGET_AUDIENCE" in finding.message and f"use {fn!r}" in finding.message
+    [bare] = run("dedup-target-audience", [service(env={**base, "DEDUP_TARGET": "https://r-p.cloudfunctions.net"})])
+    assert "names no function" in bare.message
+    assert run("dedup-target-audience", [service(env={**base, "DEDUP_TARGET_AUDIENCE": UNKNOWN})]) == []

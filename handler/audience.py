@@ -1,0 +1,151 @@
+"""OIDC audiences: which ``aud`` a token must carry to pass each gate, decided in one place.
+
+Three gates check a Google-signed ID token's audience, and they do not agree on spelling:
+
+- **The handler's own caller check** (``DEDUP_OIDC_AUDIENCE``) uses google-auth's ``verify_token``,
+  which compares ``aud`` with each accepted value **exactly** (no normalisation), so
+  ``https://svc-abc-ew.a.run.app/`` and ``https://svc-abc-ew.a.run.app`` are different audiences.
+  https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
+  (``verify_token(..., audience=...)``; the claim check is ``google.auth.jwt.decode``'s ``aud`` test).
+  :func:`handler_accepts` is that comparison, and the handler, the component and the policy pack call it.
+- **Cloud Run IAM** (a private service, ``roles/run.invoker``) accepts a token whose ``aud`` is the
+  service's ``*.run.app`` URL or one of the service's custom audiences (each compared as written):
+  https://cloud.google.com/run/docs/configuring/custom-audiences ("an audience (``aud``) claim
+  matching the receiving service's ``*.run.app`` URL"; "The default Google-generated URL always
+  remains as an accepted audience value"). Google's own service-to-service sample writes that URL
+  with a trailing slash (``audience = 'https://my-cloud-run-service.run.app/'``,
+  GoogleCloudPlatform/python-docs-samples ``auth/service-to-service/auth.py``, the sample embedded in
+  https://cloud.google.com/run/docs/authenticating/service-to-service), so both spellings of the service
+  URL pass Cloud Run's gate: the **only** deviation from exact matching here. A URL with a path,
+  a query or a fragment is not documented as accepted and is treated as refused (query strings in a
+  default audience are a known cause of 401s: googleapis/python-tasks#137).
+- **Cloud Functions** (``https://REGION-PROJECT.cloudfunctions.net/FUNCTION``) needs the **full function
+  URL**, path included; the origin alone is refused with 401. Google's sample above ("Cloud Functions
+  uses your function's URL as the ``audience`` value", ``https://...cloudfunctions.net/myFunction``) and
+  googleapis/google-auth-library-nodejs#1208 (the origin gives 401, the full URL works).
+
+:func:`target_audience` gives the audience the handler mints for a downstream HTTP target when
+``DEDUP_TARGET_AUDIENCE`` is not set, by host kind (see :data:`HOST_KINDS`), and
+:func:`platform_accepts` says whether a value passes the gate in front of a URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+from urllib.parse import urlsplit
+
+HostKind = Literal["cloud_run", "cloud_functions", "other"]
+
+#: What each host kind accepts as ``aud``, for documentation (README, docs/targets-and-auth.md).
+HOST_KINDS: dict[HostKind, str] = {
+    "cloud_run": "*.run.app: the service URL (origin, with or without a trailing '/') or a custom audience",
+    "cloud_functions": "*.cloudfunctions.net: the full function URL https://REGION-PROJECT.cloudfunctions.net/FUNCTION",
+    "other": "any other host: whatever the receiver checks; the default is the URL's origin",
+}
+
+
+def handler_accepts(audience: str, accepted: Iterable[str]) -> bool:
+    """True when a token with ``aud`` = ``audience`` passes the handler's caller check.
+
+    Args:
+        audience: the token's ``aud`` claim (or the Scheduler job's ``oidcToken.audience``).
+        accepted: the handler's ``DEDUP_OIDC_AUDIENCE`` values.
+
+    Exact string equality, as google-auth's ``verify_token`` compares (see the module docstring).
+    """
+    return audience in tuple(accepted)
+
+
+def split_audiences(raw: str) -> tuple[str, ...]:
+    """``DEDUP_OIDC_AUDIENCE``'s comma-separated values, each stripped of surrounding blanks, empty ones dropped."""
+    return tuple(value.strip() for value in raw.split(",") if value.strip())
+
+
+def host_kind(url: str) -> HostKind:
+    """Which gate stands in front of ``url``: ``cloud_run`` (``*.run.app``), ``cloud_functions``
+    (``*.cloudfunctions.net``) or ``other``."""
+    host = (urlsplit(url.strip()).hostname or "").lower()
+    if host.endswith(".run.app"):
+        return "cloud_run"
+    if host.endswith(".cloudfunctions.net"):
+        return "cloud_functions"
+    return "other"
+
+
+def _origin(url: str) -> str | None:
+    parts = urlsplit(url.strip())
+    if not parts.scheme or not parts.netloc:
+        return None
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def _function_url(url: str) -> str | None:
+    """``https://REGION-PROJECT.cloudfunctions.net/FUNCTION`` of a Cloud Functions URL (first path segment)."""
+    origin = _origin(url)
+    name = urlsplit(url.strip()).path.strip("/").split("/")[0]
+    return f"{origin}/{name}" if origin and name else None
+
+
+def target_audience(url: str) -> str:
+    """The ID-token audience the handler uses for an HTTP target when ``DEDUP_TARGET_AUDIENCE`` is not set.
+
+    ``*.run.app``: the origin (``https://svc-abc-ew.a.run.app``); ``*.cloudfunctions.net``: the full function
+    URL (``https://us-central1-p.cloudfunctions.net/export-report``); other hosts: the origin (a receiver
+    behind a custom domain usually lists it as a Cloud Run custom audience; set ``DEDUP_TARGET_AUDIENCE``
+    otherwise).
+
+    Raises:
+        ValueError: ``url`` is not absolute, or a Cloud Functions URL names no function.
+    """
+    kind = host_kind(url)
+    value = _function_url(url) if kind == "cloud_functions" else _origin(url)
+    if value is None:
+        raise ValueError(f"{url!r} is not an absolute URL" if _origin(url) is None else
+                         f"{url!r} names no function: use https://REGION-PROJECT.cloudfunctions.net/FUNCTION")
+    return value
+
+
+def platform_accepts(audience: str, url: str, custom_audiences: Iterable[str] = ()) -> bool:
+    """True when Google's gate in front of ``url`` admits a token with ``aud`` = ``audience``.
+
+    Args:
+        audience: the token's audience.
+        url: the URL the request goes to (a Cloud Run service URL, a function URL, or any URL).
+        custom_audiences: the Cloud Run service's ``customAudiences`` (compared exactly).
+
+    ``*.run.app``: the origin of ``url``, with or without one trailing ``/``, or a custom audience.
+    ``*.cloudfunctions.net``: exactly the function URL, or a custom audience (gen2 functions are Cloud Run
+    services). Other hosts: a custom audience, the origin or ``url`` itself (the receiver decides;
+    nothing stricter can be known). Sources in the module docstring.
+    """
+    if audience in tuple(custom_audiences):
+        return True
+    kind = host_kind(url)
+    origin = _origin(url)
+    if kind == "cloud_run":
+        return origin is not None and audience in (origin, origin + "/")
+    if kind == "cloud_functions":
+        return audience == _function_url(url)
+    return audience in (origin, url.strip())
+
+
+def misspelt_target_audience(audience: str, url: str) -> str | None:
+    """Why ``audience`` cannot work for a token sent to ``url``, or None when it may.
+
+    A value for the same origin as ``url`` that the gate in front of ``url`` refuses is a misspelling of
+    the one value that works (``https://REGION-PROJECT.cloudfunctions.net`` for a function, or a run.app URL
+    with a path); a value for another origin may be a custom audience of the receiver, and a host of kind
+    ``other`` decides for itself: neither is judged.
+    Used by the handler (``DEDUP_TARGET_AUDIENCE`` at start-up), the component (``http_target.audience``)
+    and the policy pack.
+    """
+    if (host_kind(url) == "other" or _origin(audience) is None or _origin(audience) != _origin(url)
+            or platform_accepts(audience, url)):
+        return None
+    try:
+        right = target_audience(url)
+    except ValueError:
+        return f"{audience!r} is not an audience {url} accepts"
+    return (f"{audience!r} is not an audience {url} accepts ({HOST_KINDS[host_kind(url)]}); "
+            f"the token would be refused with 401: use {right!r}")

@@ -1,0 +1,124 @@
+"""What each downstream answer means for the run: one table per target type, with the reason for each row.
+
+A proxy target's answer decides the run's outcome: **completed** (recorded, never run again),
+**retry** (the claim is released and the handler answers 500, so Cloud Scheduler's retry config
+delivers the run again), or **failed** (recorded ``failed``; no delivery runs it again).
+
+The rule behind the table: only an answer that says *this request can never succeed as sent*
+records the run failed. Anything a grant, a deploy, a quota or time can fix is retried, so a
+target that stays misconfigured is reported by alerting on repeated 500s and ``failed`` runs, not
+by silently losing the runs that arrive while it is being fixed. In particular:
+
+- **401 and 403** are retried: IAM grants take minutes to apply after ``pulumi up``
+  (https://cloud.google.com/iam/docs/access-change-propagation), so the first runs after a deploy
+  meet exactly these answers; a revoked token is minted again on the next delivery.
+- **409** is retried: a downstream deduplicating on the run id with ``@idempotent`` answers 409
+  (+ ``Retry-After``) while an earlier call with the same key is still in progress; for the Google
+  APIs it is ``ABORTED``/``ALREADY_EXISTS`` of a concurrent request
+  (https://cloud.google.com/apis/design/errors#handling_errors: ABORTED "Retry at a higher level").
+- **408, 429 and 5xx** are retried: timeouts, quota and server errors
+  (same page: UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED).
+- **400, 404, 405, 410, 411, 413, 414, 415, 422** and any other 4xx record the run failed: the
+  request is malformed or its target does not exist, and repeating it changes nothing. A downstream
+  ``@idempotent`` service answers **422** ``{"status": "failed"}`` for a run that failed permanently.
+- **3xx** records the run failed: redirects are not followed (a POST would become a body-less GET
+  and the run be recorded done though the target never got it); point ``DEDUP_TARGET`` at the final URL.
+
+The existence check that Workflows and Cloud Run job targets make before starting (a ``list`` call)
+is a safety net, not the run: a refused check (any 4xx but 408/409/429) is logged and skipped, and the
+start call's own answer decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Outcome = Literal["completed", "retry", "failed"]
+TargetType = Literal["http", "workflows", "cloud_run_job"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One row of the table: a status range, the run's outcome and why.
+
+    Attributes:
+        statuses: a label for the statuses this row covers (``"2xx"``, ``"401, 403"``...).
+        outcome: ``completed``, ``retry`` or ``failed``.
+        reason: one sentence, for the README and for logs.
+    """
+
+    statuses: str
+    outcome: Outcome
+    reason: str
+
+
+_RETRY_AUTH = "IAM grants take minutes to apply after a deploy, and a fixed grant must not have lost the runs meanwhile"
+_COMMON: dict[str, Answer] = {
+    "2xx": Answer("2xx", "completed", "the downstream accepted the run"),
+    "auth": Answer("401, 403", "retry", _RETRY_AUTH),
+    "408": Answer("408", "retry", "the downstream timed out reading the request"),
+    "429": Answer("429", "retry", "quota or rate limit: later deliveries may pass"),
+    "5xx": Answer("5xx", "retry", "server error or unavailable"),
+    "3xx": Answer("3xx", "failed", "redirects are not followed (a POST would turn into a GET): point DEDUP_TARGET "
+                                   "at the final URL"),
+}
+
+#: Per target type: the rows in README order. Statuses not listed fall to the ``other 4xx`` row.
+TABLE: dict[TargetType, tuple[Answer, ...]] = {
+    "http": (
+        _COMMON["2xx"], _COMMON["auth"], _COMMON["408"],
+        Answer("409", "retry", "a downstream @idempotent service is still running this run id (it answers 409 with "
+                               "Retry-After)"),
+        _COMMON["429"], _COMMON["5xx"],
+        Answer("422", "failed", "a downstream @idempotent service recorded this run id failed for good "
+                                "({\"status\": \"failed\"})"),
+        _COMMON["3xx"],
+        Answer("other 4xx (400, 404, ...)", "failed", "the request is malformed or the URL does not exist; repeating "
+                                                      "it changes nothing"),
+    ),
+    "workflows": (
+        _COMMON["2xx"], _COMMON["auth"], _COMMON["408"],
+        Answer("409", "retry", "ABORTED / ALREADY_EXISTS from a concurrent request"),
+        _COMMON["429"], _COMMON["5xx"], _COMMON["3xx"],
+        Answer("other 4xx (400, 404, ...)", "failed", "bad argument, or the workflow does not exist"),
+    ),
+    "cloud_run_job": (
+        _COMMON["2xx"], _COMMON["auth"], _COMMON["408"],
+        Answer("409", "retry", "ABORTED / ALREADY_EXISTS from a concurrent request"),
+        _COMMON["429"], _COMMON["5xx"], _COMMON["3xx"],
+        Answer("other 4xx (400, 404, ...)", "failed", "bad override, or the job does not exist"),
+    ),
+}
+
+
+def classify(target_type: TargetType, status: int) -> Answer:
+    """The row of :data:`TABLE` that decides what HTTP ``status`` from a ``target_type`` target means.
+
+    Args:
+        target_type: ``http``, ``workflows`` or ``cloud_run_job``.
+        status: the downstream's HTTP status code.
+
+    Returns:
+        The matching :class:`Answer` (1xx, which none of these send, counts as ``other``: failed).
+    """
+    rows = TABLE[target_type]
+    label = ("2xx" if 200 <= status < 300 else "3xx" if 300 <= status < 400 else "5xx" if status >= 500
+             else "401, 403" if status in (401, 403) else str(status))
+    for row in rows:
+        if row.statuses == label:
+            return row
+    return rows[-1]
+
+
+def existence_check_refused(status: int) -> bool:
+    """True when a 4xx answer to the pre-start ``list`` call should skip the check instead of retrying
+    the run: every 4xx except 408, 409 and 429 (which a retry can get past)."""
+    return 400 <= status < 500 and status not in (408, 409, 429)
+
+
+def markdown_table(target_type: TargetType) -> str:
+    """The rows of ``target_type`` as a Markdown table (status | outcome | why), as the README shows them."""
+    lines = ["| status | run | why |", "|---|---|---|"]
+    lines += [f"| {row.statuses} | {row.outcome} | {row.reason} |" for row in TABLE[target_type]]
+    return "\n".join(lines)
