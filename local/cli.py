@@ -1,5 +1,5 @@
-"""The ``scheduler-dedup`` command: ``demo`` (local end-to-end demo), ``check`` (offline policy check) and
-``runs`` (run history and missed runs)."""
+"""The ``scheduler-dedup`` command: ``demo`` (local end-to-end demo), ``campaign`` (seeded store-fault
+campaign), ``check`` (offline policy check) and ``runs`` (run history and missed runs)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,23 @@ def demo(schedule: str, runs: int, seed: int) -> None:
     from scheduler_dedup.local.demo import run_demo
 
     sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed))
+
+
+@main.command()
+@click.option("--scenarios", default=80, show_default=True, type=click.IntRange(1), help="how many scenarios to play.")
+@click.option("--seed", default=1, show_default=True, type=int,
+              help="seed of the first scenario (scenario i has seed SEED+i; a violation prints its seed).")
+@click.option("--fault-rate", default=0.1, show_default=True, type=click.FloatRange(0, 1),
+              help="probability that one store call is hit by a fault.")
+@click.option("--instances", default=2, show_default=True, type=click.IntRange(2, 8), help="handler processes.")
+@click.option("--concurrency", default=12, show_default=True, type=click.IntRange(1, 64),
+              help="scenarios played at once.")
+def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concurrency: int) -> None:
+    """Play seeded fault scenarios against handler processes behind a gRPC fault proxy; exit 1 on a violation."""
+    from scheduler_dedup.local.campaign import CampaignConfig, run_cli
+
+    sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
+                                    concurrency=concurrency)))
 
 
 @main.command()

@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
@@ -215,7 +216,7 @@ class FaultProxy:
         self._faults: list[_Armed] = []
         self._random: _RandomPlan | None = None
         self._random_counts: dict[tuple[str, str], int] = {}
-        self._observers: list[Callable[[Call, str | None], None]] = []
+        self._observers: list[Callable[[Call, str | None, float], None]] = []
         self._stopping = threading.Event()
         self._max_workers = max_workers
         self._server: grpc.Server | None = None
@@ -304,8 +305,12 @@ class FaultProxy:
             self._random = _RandomPlan(rate, seed, tuple(kinds), tuple(steps), delay_seconds, documents)
             self._random_counts.clear()
 
-    def observe(self, callback: Callable[[Call, str | None], None]) -> None:
-        """Call ``callback(call, kind_or_None)`` for every call, from the serving thread."""
+    def observe(self, callback: Callable[[Call, str | None, float], None]) -> None:
+        """Call ``callback(call, fault_kind_or_None, seconds)`` when each call ends, from its serving thread.
+
+        ``seconds`` is how long the proxy held the call (a ``delay`` included, the emulator's time
+        included): a call held longer than the client's timeout is a store the client could not reach.
+        """
         with self._lock:
             self._observers.append(callback)
 
@@ -336,10 +341,14 @@ class FaultProxy:
             if decision.kind is not None:
                 self.injected.append({"step": call.step, "kind": decision.kind, "method": call.method,
                                       "call_index": index, "document": call.document})
-            observers = list(self._observers)
-        for callback in observers:
-            callback(call, decision.kind)
         return decision
+
+    def _observed(self, call: Call, decision: _Decision, started: float) -> None:
+        with self._lock:
+            observers = list(self._observers)
+        seconds = time.monotonic() - started
+        for callback in observers:
+            callback(call, decision.kind, seconds)
 
     def _before(self, decision: _Decision, context: grpc.ServicerContext) -> None:
         """Apply the part of a fault that happens before forwarding (may abort the call)."""
@@ -363,29 +372,39 @@ class FaultProxy:
         return {"timeout": timeout, "metadata": metadata}
 
     def unary_unary(self, method: str, request: bytes, context: grpc.ServicerContext) -> bytes:
-        decision = self._decide(classify(method, request))
-        self._before(decision, context)
-        assert self._channel is not None
-        stub = self._channel.unary_unary(_SERVICE + method)
+        started = time.monotonic()
+        call = classify(method, request)
+        decision = self._decide(call)
         try:
-            response: bytes = stub(request, **self._upstream_args(decision, context))
-        except grpc.RpcError as exc:
-            context.abort(exc.code(), exc.details() or "")
-        if decision.kind == "lose_answer":
-            context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: applied, answer lost")
-        return response
+            self._before(decision, context)
+            assert self._channel is not None
+            stub = self._channel.unary_unary(_SERVICE + method)
+            try:
+                response: bytes = stub(request, **self._upstream_args(decision, context))
+            except grpc.RpcError as exc:
+                context.abort(exc.code(), exc.details() or "")
+            if decision.kind == "lose_answer":
+                context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: applied, answer lost")
+            return response
+        finally:
+            self._observed(call, decision, started)
 
     def unary_stream(self, method: str, request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
-        decision = self._decide(classify(method, request))
-        self._before(decision, context)
-        assert self._channel is not None
-        stub = self._channel.unary_stream(_SERVICE + method)
+        started = time.monotonic()
+        call = classify(method, request)
+        decision = self._decide(call)
         try:
-            responses = list(stub(request, **self._upstream_args(decision, context)))
-        except grpc.RpcError as exc:
-            context.abort(exc.code(), exc.details() or "")
-        if decision.kind == "lose_answer":
-            context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: applied, answer lost")
+            self._before(decision, context)
+            assert self._channel is not None
+            stub = self._channel.unary_stream(_SERVICE + method)
+            try:
+                responses = list(stub(request, **self._upstream_args(decision, context)))
+            except grpc.RpcError as exc:
+                context.abort(exc.code(), exc.details() or "")
+            if decision.kind == "lose_answer":
+                context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: applied, answer lost")
+        finally:
+            self._observed(call, decision, started)
         yield from responses
 
     def stream_stream(self, method: str, requests: Iterable[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:

@@ -45,6 +45,18 @@ def read_events(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
+def _starts(path: str | None, run_id: str) -> int:
+    """How many executions of ``run_id`` the log holds (lines of other runs are skipped before parsing)."""
+    if not path:
+        return 0
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return 0
+    return sum(1 for line in lines if run_id in line and json.loads(line)["event"] == "start"
+               and json.loads(line)["run_id"] == run_id)
+
+
 def _plan(scheduled: ScheduledRun) -> dict[str, Any]:
     path = os.environ.get("DEMO_JOB_PLAN")
     if not path or not os.path.exists(path):
@@ -59,8 +71,7 @@ def run(scheduled: ScheduledRun) -> dict[str, Any]:
     plan = _plan(scheduled)
     base = {"run_id": scheduled.run_id, "attempt_id": scheduled.attempt_id, "job_name": scheduled.job_name,
             "pid": os.getpid()}
-    starts_before = sum(1 for e in read_events(os.environ.get("DEMO_EXECUTIONS_LOG", "/nonexistent"))
-                        if e["event"] == "start" and e["run_id"] == scheduled.run_id)
+    starts_before = _starts(os.environ.get("DEMO_EXECUTIONS_LOG"), scheduled.run_id)
     _append({"event": "start", **base})
     time.sleep(float(plan.get("sleep", os.environ.get("DEMO_JOB_SECONDS", 0.05))))
     fail = plan.get("fail")

@@ -129,6 +129,17 @@ def test_nth_and_count_pick_consecutive_matching_calls(proxy: FaultProxy, via_pr
     assert [i["call_index"] for i in proxy.injected] == [1, 2]
 
 
+def test_observers_see_each_call_its_fault_and_how_long_it_was_held(proxy: FaultProxy,
+                                                                    via_proxy: firestore.Client) -> None:
+    seen: list[tuple[str, str, str | None, float]] = []
+    proxy.observe(lambda call, kind, seconds: seen.append((call.step, call.document, kind, seconds)))
+    proxy.add(Fault(step="claim", kind="delay", delay_seconds=0.5))
+    _doc(via_proxy, "a").create({"n": 1}, **ONE_TRY)
+    _doc(via_proxy, "a").get(**ONE_TRY)
+    assert [(step, doc, kind) for step, doc, kind, _ in seen] == [("claim", "a", "delay"), ("read", "a", None)]
+    assert seen[0][3] >= 0.5
+
+
 def test_method_filter_and_document_filter(proxy: FaultProxy, via_proxy: firestore.Client) -> None:
     proxy.add(Fault(method="Commit", document="b", kind="unavailable"))
     _doc(via_proxy, "a").set({"n": 1}, **ONE_TRY)

@@ -1,0 +1,93 @@
+"""The seeded store-fault campaign: real handler processes behind the gRPC fault proxy, invariants after each scenario."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from scheduler_dedup.local.campaign import (
+    Answer,
+    CampaignConfig,
+    Scenario,
+    ScenarioResult,
+    check,
+    run_campaign,
+    tables,
+)
+from scheduler_dedup.local.emulator import FirestoreEmulator
+
+
+def test_scenarios_are_a_function_of_their_seed() -> None:
+    assert Scenario.generate(7, 4.0) == Scenario.generate(7, 4.0)
+    assert len({Scenario.generate(seed, 4.0) for seed in range(200)}) == 200
+    plans = [Scenario.generate(seed, 4.0) for seed in range(400)]
+    assert {p.fail for p in plans} == {None, "retryable", "permanent"}
+    assert any(p.kill_after is not None for p in plans) and any(p.wave > 1 for p in plans)
+
+
+def test_the_invariants_catch_a_handler_without_dedup(firestore_emulator: FirestoreEmulator) -> None:
+    """The same campaign against the no-dedup baseline: double executions and unrecorded runs are reported."""
+    report = run_campaign(CampaignConfig(scenarios=7, seed=15, fault_rate=0.0, baseline=True, max_deliveries=4),
+                          Console(quiet=True),
+                          emulator=firestore_emulator)
+    found = " ".join(v for _, v in report.violations)
+    assert "neither killed nor released" in found  # concurrent duplicates ran the job twice
+    assert "record is missing" in found
+
+
+def _result(events: list[tuple[str, str, str | None, float]], answers: list[tuple[int, str | None]],
+            status: str | None = "completed", killed: dict[str, float] | None = None,
+            faults: list[tuple[float, str, str]] | None = None) -> ScenarioResult:
+    """A scenario's observations: events ``(event, attempt, outcome, seen)``, answers ``(http status, body status)``."""
+    scenario = Scenario.generate(1, 4.0)
+    return ScenarioResult(
+        scenario=scenario,
+        answers=[Answer(instance=0, status=code, body=None if body is None else {"status": body}, text="<html>",
+                        in_time=True) for code, body in answers],
+        events=[{"event": ev, "attempt_id": attempt, "pid": 1, "job_name": scenario.job_name, "run_id": "r",
+                 "seen": seen, **({"outcome": outcome} if outcome else {})} for ev, attempt, outcome, seen in events],
+        killed_at=killed or {}, record=None if status is None else {"status": status}, run_id="r",
+        faults=faults or [], acknowledged=any(200 <= code < 300 for code, _ in answers))
+
+
+CFG = CampaignConfig()
+
+
+def test_check_passes_one_clean_run() -> None:
+    result = _result([("start", "a", None, 1.0), ("end", "a", "ok", 2.0)], [(409, "in_progress"), (200, "processed")])
+    assert check(result, CFG) == []
+
+
+def test_check_reports_a_second_execution_that_no_kill_or_release_explains() -> None:
+    events = [("start", "a", None, 1.0), ("end", "a", "ok", 2.0), ("start", "b", None, 3.0), ("end", "b", "ok", 4.0)]
+    assert any("neither killed nor released" in v for v in check(_result(events, [(200, "processed")] * 2), CFG))
+    # a kill before the second start explains it; a kill after it does not
+    assert not any("neither" in v for v in check(_result(events[:1] + events[2:], [(200, "processed")],
+                                                         killed={"a": 2.5}), CFG))
+    assert any("neither" in v for v in check(_result(events[:1] + events[2:], [(200, "processed")],
+                                                     killed={"a": 3.5}), CFG))
+
+
+def test_check_reports_fenced_without_takeover_html_and_a_lost_processed_answer() -> None:
+    found = check(_result([("start", "a", None, 1.0), ("end", "a", "ok", 2.0)],
+                          [(409, "fenced"), (500, None), (200, "duplicate")]), CFG)
+    assert any("fenced answer" in v for v in found)
+    assert any("not the JSON contract" in v for v in found)
+    assert any("answered processed" in v for v in found)
+
+
+def test_check_excuses_store_error_only_when_the_store_was_unreachable_beyond_its_timeout() -> None:
+    events = [("start", "a", None, 1.0), ("end", "a", "ok", 2.0)]
+    answers = [(500, "store_error"), (200, "duplicate")]
+    assert any("answered processed" in v for v in check(_result(events, answers), CFG))
+    assert check(_result(events, answers, faults=[(2.1, "completion", "delay")]), CFG) == []
+    assert any("answered processed" in v
+               for v in check(_result(events, answers, faults=[(2.1, "completion", "deadline")]), CFG))
+
+
+def test_check_reports_runs_left_unfinished() -> None:
+    found = check(_result([("start", "a", None, 1.0), ("end", "a", "ok", 2.0)], [(200, "processed")],
+                          status="in_progress"), CFG)
+    assert any("record is in_progress" in v for v in found)
+    assert any("not acknowledged" in v
+               for v in check(_result([], [(500, "store_error")] * 3, status=None), CFG))
