@@ -9,10 +9,47 @@ from __future__ import annotations
 
 import logging
 import sys
+from enum import StrEnum
 
 from pythonjsonlogger.json import JsonFormatter
 
 _configured = False
+
+
+class LogField(StrEnum):
+    """Names of the fields the handler logs (``jsonPayload.<name>`` in Cloud Logging).
+
+    The one source of these names: the handler's log calls use them, and the component's log-based
+    metrics and alert filters (:mod:`scheduler_dedup.infra.alerts`) are built from them, so a renamed
+    field changes both.
+    """
+
+    EVENT = "event"  #: what the line reports, a :class:`LogEvent`
+    RUN_ID = "run_id"
+    JOB_NAME = "job_name"  #: the Scheduler job id (X-CloudScheduler-JobName)
+    SCHEDULE_TIME = "schedule_time"  #: RFC 3339, UTC
+    PROJECT = "project"
+    LOCATION = "location"
+    MANUAL = "manual"
+    ATTEMPT_ID = "attempt_id"
+    OUTCOME = "outcome"  #: processed | duplicate | failed | in_progress | fenced | released | bad_request | store_error
+    EXECUTED = "executed"  #: true when this delivery ran the job
+    TOOK_OVER = "took_over"  #: true when this attempt took the run over from an expired lease (a crashed holder)
+    HTTP_STATUS = "http_status"
+    ERROR = "error"
+    HEADER = "header"
+    DURATION_MS = "duration_ms"  #: handling time of the delivery, milliseconds
+    MISSED = "missed"  #: run check: how many expected runs have no record
+    EXPECTED = "expected"  #: run check: how many fire times it compared
+    GRACE_SECONDS = "grace_seconds"
+
+
+class LogEvent(StrEnum):
+    """Values of :attr:`LogField.EVENT`."""
+
+    DELIVERY = "delivery"  #: one Scheduler delivery handled (any outcome)
+    RUN_CHECK = "run_check"  #: the watchdog's check of expected against recorded runs completed (the heartbeat)
+    MISSED_RUN = "missed_run"  #: an expected run has no record after its grace period (severity ERROR)
 
 
 def configure_logging(level: int = logging.INFO) -> logging.Logger:

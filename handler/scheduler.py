@@ -21,6 +21,7 @@ from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.errors import RequestHeaderError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.job import Job, ScheduledRun
+from scheduler_dedup.handler.logs import LogEvent, LogField
 from scheduler_dedup.handler.run_key import HeaderSource, RunKey, run_key_from_headers
 
 log = logging.getLogger("scheduler_dedup")
@@ -70,8 +71,9 @@ class SchedulerHandler:
                 manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
             )
         except RequestHeaderError as exc:
-            log.warning("rejected delivery: %s", exc, extra={"outcome": "bad_request", "header": exc.header,
-                                                               "http_status": 400})
+            log.warning("rejected delivery: %s", exc, extra={
+                LogField.EVENT: LogEvent.DELIVERY, LogField.OUTCOME: "bad_request", LogField.HEADER: exc.header,
+                LogField.HTTP_STATUS: 400})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, 400, {}
 
         def work(attempt_id: str) -> Any:
@@ -80,8 +82,9 @@ class SchedulerHandler:
         try:
             outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
         except (GoogleAPICallError, RetryError) as exc:
-            log.error("Firestore failed: %s", exc, extra={"run_id": key.run_id, "job_name": key.job_name,
-                                                          "outcome": "store_error"})
+            log.error("Firestore failed: %s", exc, extra={
+                LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
+                LogField.OUTCOME: "store_error", LogField.HTTP_STATUS: 500})
             return ({"status": "store_error", "run_id": key.run_id,
                      "error": f"Firestore failed ({type(exc).__name__}); the run is not recorded, retry later"},
                     500, {})
@@ -127,17 +130,18 @@ def _log_outcome(key: RunKey, outcome: RunOutcome, status: int, seconds: float) 
     if outcome.outcome in (Outcome.RELEASED, Outcome.FENCED) or (outcome.outcome is Outcome.FAILED and outcome.executed):
         severity = logging.ERROR
     log.log(severity, "delivery %s: %s", key.job_name, outcome.outcome.value, extra={
-        "run_id": outcome.run_id,
-        "job_name": key.job_name,
-        "schedule_time": key.schedule_time_rfc3339,
-        "project": key.project,
-        "location": key.location,
-        "manual": key.manual,
-        "attempt_id": outcome.attempt_id,
-        "outcome": outcome.outcome.value,
-        "executed": outcome.executed,
-        "took_over": outcome.took_over,
-        "http_status": status,
-        "error": outcome.error,
-        "duration_ms": round(seconds * 1000, 1),
+        LogField.EVENT: LogEvent.DELIVERY,
+        LogField.RUN_ID: outcome.run_id,
+        LogField.JOB_NAME: key.job_name,
+        LogField.SCHEDULE_TIME: key.schedule_time_rfc3339,
+        LogField.PROJECT: key.project,
+        LogField.LOCATION: key.location,
+        LogField.MANUAL: key.manual,
+        LogField.ATTEMPT_ID: outcome.attempt_id,
+        LogField.OUTCOME: outcome.outcome.value,
+        LogField.EXECUTED: outcome.executed,
+        LogField.TOOK_OVER: outcome.took_over,
+        LogField.HTTP_STATUS: status,
+        LogField.ERROR: outcome.error,
+        LogField.DURATION_MS: round(seconds * 1000, 1),
     })
