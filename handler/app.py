@@ -12,6 +12,9 @@ from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.idempotency import Idempotency
 from scheduler_dedup.handler.job import load_job
 from scheduler_dedup.handler.logs import configure_logging
+from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.handler.run_check import RunCheck
+from scheduler_dedup.handler.run_history import RunHistory
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.store import FirestoreRunStore
 from scheduler_dedup.handler.targets import TargetSettings, build_target
@@ -24,7 +27,8 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``http`` with ``DEDUP_TARGET``;
     see :mod:`scheduler_dedup.handler.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
     ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before Firestore is touched
-    (:mod:`scheduler_dedup.handler.caller_auth`).
+    (:mod:`scheduler_dedup.handler.caller_auth`). ``POST`` to :data:`~scheduler_dedup.handler.run_check.CHECK_PATH`
+    is the watchdog's run check (:mod:`scheduler_dedup.handler.run_check`), verified the same way.
 
     Raises:
         ConfigError: a ``DEDUP_*`` variable or ``GOOGLE_CLOUD_PROJECT`` is invalid.
@@ -39,6 +43,8 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection,
                                       settings.firestore_timeout_seconds)
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
+    run_check = RunCheck(settings, RunHistory(store.client, settings.collection,
+                                              timeout_seconds=settings.firestore_timeout_seconds), store.server_now)
 
     def view(request: flask.Request) -> flask.Response:
         refusal = verifier.check(request.headers.get("Authorization")) if verifier is not None else None
@@ -46,7 +52,10 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
             response = flask.jsonify(refusal[0])
             response.status_code = refusal[1]
             return response
-        body, status, headers = handler.handle(request.headers)
+        if request.path.rstrip("/") == CHECK_PATH:  # the watchdog: reads records, never claims or runs
+            body, status, headers = run_check.handle(request.headers, request.get_data())
+        else:
+            body, status, headers = handler.handle(request.headers)
         response = flask.jsonify(body)
         response.status_code = status
         response.headers.update(headers)

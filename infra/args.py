@@ -13,6 +13,7 @@ other resources. Units are in the names: ``*_seconds`` are whole seconds.
 """
 
 
+from collections.abc import Sequence
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -74,6 +75,17 @@ class DedupStoreRefArgs(TypedDict):
     """Where the TTL policy lives, for readers of the job's stack and the policy pack (``DEDUP_TTL_OWNER``), e.g. ``stack acme/scheduler-dedup/store``. Default ``DedupStore (another stack)``."""
 
 
+class AlertsArgs(TypedDict):
+    """Alerts the component provisions: log-based metrics, alert policies and an hourly watchdog job (see :mod:`scheduler_dedup.infra.alerts`)."""
+
+    notification_channels: Sequence[pulumi.Input[str]]
+    """Notification channels every policy notifies, ``projects/P/notificationChannels/N`` (at least one)."""
+    grace_seconds: NotRequired[int]
+    """Seconds after a fire time before an expected run without a record is reported missed, 60 to 604800. Default: the job's retry window, at least 300."""
+    released_threshold: NotRequired[int]
+    """The released alert fires when more than this many deliveries were released (retryable failure) within the job's retry window, 0 to 1000. Default 2."""
+
+
 class DedupScheduledJobArgs(TypedDict):
     """Inputs of DedupScheduledJob. Give exactly one of: ``job_source`` + ``job``, ``image`` (+ ``job``), or one proxy target."""
 
@@ -131,6 +143,8 @@ class DedupScheduledJobArgs(TypedDict):
     """Email of an existing service account to send the Scheduler OIDC token as, shared by several jobs. The job grants it ``roles/run.invoker`` on its own service only. Default: a dedicated account ``<name>-sched``."""
     build_service_account_email: NotRequired[pulumi.Input[str]]
     """Email of an existing service account for Cloud Build (source deploys), shared by several jobs. The job grants it read on its own source bucket and write on its own image repository; ``roles/logging.logWriter`` on the project is the account owner's to grant, once. Default: a dedicated account ``<name>-build``."""
+    alerts: NotRequired[AlertsArgs]
+    """Provision alerting: failed, fenced, released, takeover and missed-run alert policies, log-based metrics and a watchdog job. Default: none."""
 
 
 class DedupStoreArgs(TypedDict):

@@ -42,6 +42,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
 from .archive import FUNCTION_TARGET, build_deploy_archive
 from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
@@ -133,6 +134,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 deletion_protection=settings.deletion_protection,
             )
             claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
+        alerts = resolve_alerts(args.get("alerts"), settings)
         archive = None
         if settings.image is None:
             archive = build_deploy_archive(settings.job_source)
@@ -142,8 +144,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
         s = settings
 
         # --- APIs -------------------------------------------------------------------------------
-        # A shared store enables every API its jobs need (store.STORE_APIS).
+        # A shared store enables every API its jobs need (store.STORE_APIS); alerting needs two more.
         apis = [] if s.store else list(BASE_APIS) + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
+        apis += list(ALERT_APIS) if alerts is not None else []
         enabled: list[pulumi.Resource] = [
             gcp.projects.Service(
                 f"{name}-api-{api.split('.')[0]}",
@@ -336,6 +339,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, invoker]),
         )
+
+        if alerts is not None:
+            provision_alerts(name, s, alerts, parent=self, service_uri=service.uri,
+                             scheduler_sa_email=scheduler_email, depends_on=[*enabled, invoker])
 
         self.service_url = service.uri
         self.job_name = job.id

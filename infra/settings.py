@@ -62,6 +62,7 @@ _ALLOWED_KEYS = frozenset(
         "retry", "collection", "database_id", "create_database", "database_location",
         "deletion_protection", "base_image", "max_instance_count", "oidc_audience",
         "store", "scheduler_service_account_email", "build_service_account_email",
+        "alerts",  # resolved by scheduler_dedup.infra.alerts.resolve_alerts
     }
 )
 _RETRY_KEYS = frozenset(

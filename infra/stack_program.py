@@ -28,7 +28,7 @@ DEFAULT_COMPONENT_NAME = "scheduled-job"
 
 @dataclass(frozen=True)
 class ConfigKey:
-    """One stack config key: its type (``string``/``integer``/``boolean``) and the component input it sets."""
+    """One stack config key: its type (``string``/``integer``/``boolean``/``array`` of strings) and the component input it sets."""
 
     key: str
     type: str
@@ -70,6 +70,11 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
     ConfigKey("maxInstanceCount", "integer", "max_instance_count", "max Cloud Run instances"),
     ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),
+    ConfigKey("alertNotificationChannels", "array", "alerts.notification_channels",
+              "turn alerting on: notification channels projects/P/notificationChannels/N"),
+    ConfigKey("alertGraceSeconds", "integer", "alerts.grace_seconds", "seconds before a run without a record is missed"),
+    ConfigKey("alertReleasedThreshold", "integer", "alerts.released_threshold",
+              "releases within the retry window before the released alert fires"),
 )
 
 
@@ -112,6 +117,11 @@ def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> 
                 value: Any = config.get_int(entry.key)
             elif entry.type == "boolean":
                 value = config.get_bool(entry.key)
+            elif entry.type == "array":
+                value = config.get_object(entry.key)
+                if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+                    raise DedupConfigError(entry.arg, f"stack config {PROJECT_NAME}:{entry.key} must be a list of "
+                                                      f"strings, got {value!r}")
             else:
                 value = config.get(entry.key)
         except pulumi.ConfigTypeError as exc:

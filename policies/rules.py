@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from scheduler_dedup.handler.audience import (
     HOST_KINDS,
@@ -32,6 +33,8 @@ from scheduler_dedup.handler.audience import (
 from scheduler_dedup.handler.callers import parse_allowed_callers
 from scheduler_dedup.handler.cron import is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.infra.log_query import missed_run_clause
 from scheduler_dedup.infra.schedule import RetryPolicy, retry_window_seconds
 
 from scheduler_dedup.policies import limits
@@ -720,6 +723,72 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
     return findings
 
 
+# ---------------------------------------------------------------- dedup-job-alerting
+
+ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
+
+
+def _calls_run_check(job_resource: Resource) -> bool | None:
+    """True when the job calls the handler's run check (a watchdog), None when its URI is not known yet."""
+    uri = get(job_resource.props, "httpTarget.uri")
+    if is_unknown(uri):
+        return None
+    return isinstance(uri, str) and urlsplit(uri.strip()).path.rstrip("/") == CHECK_PATH
+
+
+def _alerts_on_missed_runs(policy: Resource, service_name: Any) -> bool:
+    """True when a condition of ``policy`` matches the handler's ``missed_run`` lines of ``service_name``
+    (or cannot be told yet)."""
+    conditions = get(policy.props, "conditions")
+    if is_unknown(conditions):
+        return True
+    missed = missed_run_clause()
+    for condition in conditions if isinstance(conditions, list) else []:
+        text = get(condition, "conditionMatchedLog.filter")
+        if is_unknown(text):
+            return True
+        if not isinstance(text, str) or missed not in text:
+            continue
+        if not isinstance(service_name, str) or is_unknown(service_name) or f'service_name="{service_name}"' in text:
+            return True
+    return False
+
+
+def dedup_job_alerting(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A job calling the dedup handler has a missed-run watchdog and an alert on it.
+
+    A paused or deleted job, a crash-looping handler or a missing invoker grant leaves no record and
+    no log line, so only an outside check notices. The stack needs (1) a Scheduler job that calls
+    the handler's run check (``POST <service>/dedup/run-check``) and (2) an alert policy with a log-match
+    condition on the handler's ``jsonPayload.event="missed_run"`` lines of that service. The component
+    creates both (and more) with ``alerts={"notification_channels": [...]}``. Unknown URIs and filters
+    (preview) pass.
+    """
+    topology = Topology.of(resources)
+    policies = [r for r in resources if r.type == ALERT_POLICY]
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        pairings = topology.jobs_of(service)
+        kinds = [_calls_run_check(p.job) for p in pairings]
+        if not pairings or None in kinds:
+            continue
+        jobs = [p for p, is_check in zip(pairings, kinds) if not is_check]
+        watchdog = any(kinds)
+        alerted = any(_alerts_on_missed_runs(policy, get(service.props, "name")) for policy in policies)
+        if not jobs or (watchdog and alerted):
+            continue
+        missing = [what for what, present in (
+            (f"no Scheduler job calls {CHECK_PATH} on service {service.name} (the watchdog)", watchdog),
+            (f"no alert policy matches its {missed_run_clause()} log lines", alerted)) if not present]
+        for pairing in jobs:
+            findings.append((pairing.job, f"job {pairing.job.name} runs through the dedup handler without alerting: "
+                                          f"{'; '.join(missing)}. A paused job or a broken handler would go unnoticed. "
+                                          "Pass alerts={'notification_channels': ['projects/P/notificationChannels/N']} "
+                                          "to DedupScheduledJob (stack config scheduler-dedup:alertNotificationChannels)"
+                                          + pairing.note))
+    return findings
+
+
 # ---------------------------------------------------------------- the list
 
 RULES: list[Rule] = [
@@ -785,6 +854,10 @@ RULES: list[Rule] = [
          "mandatory", dedup_retention_covers_retries, "stack",
          {"marginSeconds": {"type": "number", "default": 0,
                             "description": "extra seconds retention must exceed the retry window by"}}),
+    Rule("dedup-job-alerting",
+         "A job calling the dedup handler has a watchdog job calling the handler's run check and an alert policy on "
+         "its missed_run log lines, so a paused job or a broken handler does not go unnoticed.",
+         "advisory", dedup_job_alerting, "stack"),
 ]
 """Every rule of the pack, in report order."""
 

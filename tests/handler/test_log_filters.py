@@ -1,0 +1,154 @@
+"""Every Logging filter the component provisions, evaluated against log lines the real handler emitted.
+
+The handler runs under functions-framework on the emulator through each outcome an alert is about
+(processed, duplicate, failed and its replay, released, a fenced attempt and the takeover that fenced
+it, a bad request, a missed run and the run check's heartbeat). Its stdout lines become the log
+entries Cloud Run would make of them, and the filter *text* of every log-based metric and log-match
+alert policy in the component's graph (under Pulumi mocks) is parsed and evaluated against them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from scheduler_dedup.infra import DedupScheduledJob
+from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
+
+from .conftest import Harness, deliver, scheduler_headers
+from .logging_query import cloud_run_entry, extract, matches
+from .test_run_check import run_check
+
+T = "2026-10-16T12:00:00Z"
+PROJECT, SERVICE, REGION = "p1", "nightly", "us-east1"
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture(scope="module")
+def graph() -> list[RegisteredResource]:
+    args = {"schedule": "*/15 * * * *", "region": REGION, "image": "us-docker.pkg.dev/p1/r/handler:1", "job": "jobs:run",
+            "alerts": {"notification_channels": ["projects/p1/notificationChannels/42"]}}
+    return run_program(lambda: DedupScheduledJob(SERVICE, args), {"gcp:project": PROJECT})  # type: ignore[arg-type]
+
+
+def _emit_every_kind_of_line(harness: Harness) -> list[dict[str, Any]]:
+    """Drive the real handler through every outcome the alerts watch; return its stdout lines, parsed."""
+    harness.plan("lf-fail", fail="permanent")
+    harness.plan("lf-flaky", fail="retryable", fail_times=1)
+    harness.plan("lf-stall", sleep=2)
+    schedule = {"DEDUP_SCHEDULE": "*/15 * * * *", "DEDUP_TIME_ZONE": "Etc/UTC"}
+    slow = harness.server(DEDUP_LEASE_SECONDS="1", **schedule)
+    fresh = harness.server(DEDUP_LEASE_SECONDS="1", **schedule)
+    assert deliver(fresh.url, scheduler_headers("lf-ok", T)).json()["status"] == "processed"
+    assert deliver(fresh.url, scheduler_headers("lf-ok", T)).json()["status"] == "duplicate"
+    assert deliver(fresh.url, scheduler_headers("lf-fail", T)).json()["status"] == "failed"
+    assert deliver(fresh.url, scheduler_headers("lf-fail", T)).json()["status"] == "failed"  # the replay
+    assert deliver(fresh.url, scheduler_headers("lf-flaky", T)).json()["status"] == "released"
+    assert deliver(fresh.url, scheduler_headers("lf-flaky", T)).json()["status"] == "processed"
+    assert deliver(fresh.url, {"X-CloudScheduler-JobName": "lf-bad"}).status_code == 400
+    # A stop-the-world pause past the lease: the paused attempt is fenced, the fresh one took over.
+    pool = ThreadPoolExecutor(2)
+    stalled = pool.submit(lambda: deliver(slow.url, scheduler_headers("lf-stall", T)))
+    _wait_for(lambda: len(harness.starts()) >= 1 and any(e["job_name"] == "lf-stall" for e in harness.starts()))
+    slow.signal(signal.SIGSTOP)
+    time.sleep(1.5)
+    took_over = pool.submit(lambda: deliver(fresh.url, scheduler_headers("lf-stall", T)))
+    _wait_for(lambda: sum(e["job_name"] == "lf-stall" for e in harness.starts()) == 2)
+    slow.signal(signal.SIGCONT)
+    assert stalled.result(timeout=30).json()["status"] == "fenced"
+    assert took_over.result(timeout=30).json()["status"] == "processed"
+    # The run check: lf-ok has a record at 12:00 only, so 12:15, 12:30 and 12:45 are missed.
+    check = run_check(fresh, "2026-10-16T13:05:00Z", body={"job_name": "lf-ok", "grace_seconds": 300,
+                                                            "window_seconds": 3600})
+    assert check.json()["missed"] == ["2026-10-16T12:15:00Z", "2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"]
+    return [json.loads(line) for server in (slow, fresh) for line in server.log().splitlines() if line.startswith("{")]
+
+
+def by_repr(items: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted(items, key=repr)
+
+
+def _filters(graph: list[RegisteredResource]) -> dict[str, tuple[str, dict[str, str]]]:
+    """Every Logging filter in the graph with its extractors: metric name or policy name -> (filter, extractors)."""
+    found: dict[str, tuple[str, dict[str, str]]] = {}
+    for r in graph:
+        if r.type == "gcp:logging/metric:Metric":
+            extractors = dict(r.inputs.get("labelExtractors") or {})
+            if r.inputs.get("valueExtractor"):
+                extractors["(value)"] = r.inputs["valueExtractor"]
+            found[r.name] = (r.inputs["filter"], extractors)
+        if r.type == "gcp:monitoring/alertPolicy:AlertPolicy":
+            for condition in r.inputs["conditions"]:
+                if "conditionMatchedLog" in condition:
+                    log_match = condition["conditionMatchedLog"]
+                    found[r.name] = (log_match["filter"], dict(log_match.get("labelExtractors") or {}))
+    return found
+
+
+def test_every_filter_matches_exactly_the_real_lines_it_is_about(harness: Harness, graph: list[RegisteredResource]) -> None:
+    lines = _emit_every_kind_of_line(harness)
+    entries = [cloud_run_entry(line, project=PROJECT, service=SERVICE, region=REGION) for line in lines]
+    filters = _filters(graph)
+    assert set(filters) == {
+        "nightly-deliveries-metric", "nightly-duration-metric", "nightly-run-checks-metric",
+        "nightly-alert-failed", "nightly-alert-fenced", "nightly-alert-takeover", "nightly-alert-missed"}
+
+    def hits(name: str) -> list[dict[str, Any]]:
+        return [e["jsonPayload"] for e in entries if matches(filters[name][0], e)]
+
+    def kinds(name: str) -> list[tuple[Any, ...]]:
+        return by_repr([(p.get("job_name"), p.get("outcome"), p.get("executed")) for p in hits(name)])
+
+    assert kinds("nightly-deliveries-metric") == by_repr([
+        ("lf-ok", "processed", True), ("lf-ok", "duplicate", False), ("lf-fail", "failed", True),
+        ("lf-fail", "failed", False), ("lf-flaky", "released", True), ("lf-flaky", "processed", True),
+        (None, "bad_request", None), ("lf-stall", "fenced", True), ("lf-stall", "processed", True)])
+    assert kinds("nightly-duration-metric") == by_repr([
+        ("lf-ok", "processed", True), ("lf-fail", "failed", True), ("lf-flaky", "released", True),
+        ("lf-flaky", "processed", True), ("lf-stall", "fenced", True), ("lf-stall", "processed", True)])
+    assert kinds("nightly-alert-failed") == [("lf-fail", "failed", True)], "a replayed failure is not a new one"
+    assert kinds("nightly-alert-fenced") == [("lf-stall", "fenced", True)]
+    assert kinds("nightly-alert-takeover") == [("lf-stall", "processed", True)]
+    assert [p["schedule_time"] for p in hits("nightly-alert-missed")] == [
+        "2026-10-16T12:15:00Z", "2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"]
+    assert [(p["job_name"], p["missed"]) for p in hits("nightly-run-checks-metric")] == [("lf-ok", 3)]
+
+    # every extractor finds its value on every line its filter selects
+    for name, (text, extractors) in filters.items():
+        for entry in (e for e in entries if matches(text, e)):
+            for label, extractor in extractors.items():
+                value = extract(extractor, entry)
+                if label == "(value)":
+                    assert isinstance(value, (int, float)) and value > 0, (name, entry)
+                elif label == "job_name" and entry["jsonPayload"].get("outcome") == "bad_request":
+                    assert value is None  # a request without a job name is counted under an empty label
+                else:
+                    assert isinstance(value, str) and value, (name, label, entry)
+
+
+def test_lines_of_another_service_or_stream_match_no_filter(harness: Harness, graph: list[RegisteredResource]) -> None:
+    server = harness.server()
+    deliver(server.url, scheduler_headers("lf-other", T))
+    (line,) = [json.loads(raw) for raw in server.log().splitlines() if raw.startswith("{") and '"lf-other"' in raw]
+    other = cloud_run_entry(line, project=PROJECT, service="other-service", region=REGION)
+    stderr = {**cloud_run_entry(line, project=PROJECT, service=SERVICE, region=REGION),
+              "logName": f"projects/{PROJECT}/logs/run.googleapis.com%2Fstderr"}
+    same = cloud_run_entry(line, project=PROJECT, service=SERVICE, region=REGION)
+    filters = _filters(graph)
+    assert matches(filters["nightly-deliveries-metric"][0], same)
+    for text, _ in filters.values():
+        assert not matches(text, other) and not matches(text, stderr)

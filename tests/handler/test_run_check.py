@@ -1,0 +1,110 @@
+"""The watchdog's run check over real HTTP against the real emulator: what it reports, logs and never writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import requests
+
+from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.local.servers import HandlerServer
+
+from .conftest import Harness, deliver, scheduler_headers
+
+SCHEDULE = {"DEDUP_SCHEDULE": "*/15 * * * *", "DEDUP_TIME_ZONE": "Etc/UTC"}
+BODY = {"job_name": "quarter", "grace_seconds": 300, "window_seconds": 3600}
+
+
+def run_check(server: HandlerServer, at: str | None, body: Any = BODY, **headers: str) -> requests.Response:
+    """POST the run check as the watchdog job does: its own Scheduler headers, a JSON body."""
+    sent = {"Content-Type": "application/json", **headers}
+    if at is not None:
+        sent.update(scheduler_headers("quarter-watchdog", at))
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return requests.post(server.url.rstrip("/") + CHECK_PATH, headers=sent, data=data, timeout=60)
+
+
+def log_lines(server: HandlerServer) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+
+
+def test_a_skipped_fire_time_is_reported_missed_once_and_nothing_is_written(harness: Harness) -> None:
+    server = harness.server(**SCHEDULE)
+    for stamp in ("12:00", "12:15", "12:45", "13:00"):  # 12:30 never delivered, as if the job was paused
+        assert deliver(server.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z")).status_code == 200
+    records, starts = harness.records(), len(harness.starts())
+
+    first = run_check(server, "2026-10-16T13:05:00Z")
+    assert first.status_code == 200, first.text
+    report = first.json()
+    assert report["status"] == "missed" and report["missed"] == ["2026-10-16T12:30:00Z"]
+    # fire times t with 12:00 <= t < 13:00 (t + grace in the hour before the check) were due
+    assert (report["since"], report["until"]) == ("2026-10-16T12:00:00Z", "2026-10-16T13:00:00Z")
+    assert (report["expected"], report["recorded"]) == (4, 3)
+
+    second = run_check(server, "2026-10-16T14:05:00Z").json()  # the next hourly check: 13:00 <= t < 14:00
+    assert second["missed"] == ["2026-10-16T13:15:00Z", "2026-10-16T13:30:00Z", "2026-10-16T13:45:00Z"]
+    assert "2026-10-16T12:30:00Z" not in second["missed"], "each missed run is reported by one check only"
+
+    assert harness.records() == records, "the check never creates, changes or deletes a run record"
+    assert len(harness.starts()) == starts, "the check never runs the job"
+    lines = log_lines(server)
+    missed = [line for line in lines if line.get("event") == "missed_run"]
+    assert [(m["severity"], m["job_name"], m["schedule_time"]) for m in missed] == [
+        ("ERROR", "quarter", "2026-10-16T12:30:00Z"), ("ERROR", "quarter", "2026-10-16T13:15:00Z"),
+        ("ERROR", "quarter", "2026-10-16T13:30:00Z"), ("ERROR", "quarter", "2026-10-16T13:45:00Z")]
+    beats = [line for line in lines if line.get("event") == "run_check"]
+    assert [(b["severity"], b["expected"], b["missed"]) for b in beats] == [("INFO", 4, 1), ("INFO", 4, 3)]
+    assert not [line for line in lines if line.get("event") == "delivery" and line.get("job_name") == "quarter-watchdog"]
+
+
+def test_a_complete_window_is_ok_and_a_run_still_in_its_grace_period_is_not_missed(harness: Harness) -> None:
+    server = harness.server(**SCHEDULE)
+    for stamp in ("12:00", "12:15", "12:30", "12:45"):
+        deliver(server.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z"))
+    ok = run_check(server, "2026-10-16T13:05:00Z").json()
+    assert ok["status"] == "ok" and ok["missed"] == [] and ok["expected"] == 4
+    # 13:00 has no record but its grace runs to 13:05; a check at 13:04 leaves it to the next window
+    early = run_check(server, "2026-10-16T13:04:00Z", body={**BODY, "window_seconds": 60}).json()
+    assert early["missed"] == [] and early["until"] == "2026-10-16T12:59:00Z"
+
+
+def test_failed_runs_are_in_the_findings_but_not_missed(harness: Harness) -> None:
+    harness.plan("quarter@2026-10-16T12:15:00Z", fail="permanent")
+    server = harness.server(**SCHEDULE)
+    for stamp in ("12:00", "12:15", "12:30", "12:45"):
+        deliver(server.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z"))
+    report = run_check(server, "2026-10-16T13:05:00Z").json()
+    assert report["status"] == "ok" and report["missed"] == []
+    assert [(f["kind"], f["schedule_time"]) for f in report["findings"]] == [("failed", "2026-10-16T12:15:00Z")]
+
+
+def test_a_bad_body_is_400_naming_the_field(harness: Harness) -> None:
+    server = harness.server(**SCHEDULE)
+    for body, field in ((b"not json", "body"), ({"grace_seconds": 300, "window_seconds": 3600}, "job_name"),
+                        ({**BODY, "window_seconds": 0}, "window_seconds"), ({**BODY, "grace_seconds": "5m"}, "grace_seconds")):
+        response = run_check(server, "2026-10-16T13:05:00Z", body=body)
+        assert response.status_code == 400 and response.json()["field"] == field, response.text
+    assert not [line for line in log_lines(server) if line.get("event") == "run_check"], "no heartbeat for a bad request"
+
+
+def test_without_a_schedule_the_check_fails_loudly_and_sends_no_heartbeat(harness: Harness) -> None:
+    server = harness.server()
+    response = run_check(server, "2026-10-16T13:05:00Z")
+    assert response.status_code == 500 and "DEDUP_SCHEDULE" in response.json()["error"]
+    assert not [line for line in log_lines(server) if line.get("event") == "run_check"]
+
+
+def test_a_forced_watchdog_run_checks_up_to_now_not_the_future(harness: Harness) -> None:
+    server = harness.server(**SCHEDULE)
+    report = run_check(server, "2999-01-01T00:00:00Z", body={**BODY, "window_seconds": 900}).json()
+    assert report["now"] < "2999", report
+    assert report["status"] == "missed"  # no records at all around now
+
+
+def test_caller_verification_applies_to_the_check(harness: Harness) -> None:
+    server = harness.server(**SCHEDULE, DEDUP_OIDC_AUDIENCE="https://aud.example", DEDUP_ALLOWED_CALLERS="w@p.iam.gserviceaccount.com")
+    response = run_check(server, "2026-10-16T13:05:00Z")
+    assert response.status_code == 401, response.text
+    assert not [line for line in log_lines(server) if line.get("event") in ("run_check", "missed_run")]
