@@ -279,3 +279,23 @@ def test_policy_pack_flags_a_dedup_job_without_alerting_and_not_one_with() -> No
         "nightly", {"schedule": "0 3 * * *", **IMAGE, "alerts": {"notification_channels": [CHANNEL]}}),
         {"gcp:project": "p1"}) if f.level == "mandatory"]
     assert every == [], "the watchdog job passes every mandatory rule (deadline, OIDC, retention)"
+
+
+def test_jobs_sharing_a_store_each_get_their_own_watchdog_and_policies() -> None:
+    from scheduler_dedup.infra.store import DedupStore
+
+    def program() -> None:
+        store = DedupStore("shared", {"location": "eur3"})
+        for job in ("job-a", "job-b"):
+            DedupScheduledJob(job, {"schedule": "0 3 * * *", **IMAGE, "store": store,  # type: ignore[typeddict-item]
+                                    "alerts": {"notification_channels": [CHANNEL]}})
+
+    resources = run_program(program, {"gcp:project": "p1"})
+    watchdogs = {r.name: r.inputs for r in resources if r.type == JOB and r.name.endswith("-watchdog")}
+    assert set(watchdogs) == {"job-a-watchdog", "job-b-watchdog"}
+    for job, watchdog in watchdogs.items():
+        assert json.loads(base64.b64decode(watchdog["httpTarget"]["body"]))["job_name"] == job.removesuffix("-watchdog")
+    metrics = [r.inputs["name"] for r in resources if r.type == METRIC]
+    assert len(metrics) == len(set(metrics)) == 6, "metric ids are per job, never clash"
+    missed = [r for r in resources if r.type == POLICY and r.name.endswith("-alert-missed")]
+    assert sorted('service_name="job-a"' in p.inputs["conditions"][0]["conditionMatchedLog"]["filter"] for p in missed) == [False, True]
