@@ -40,6 +40,7 @@ class LogField(StrEnum):
     HEADER = "header"
     DURATION_MS = "duration_ms"  #: handling time of the delivery, milliseconds
     MISSED = "missed"  #: run check: how many expected runs have no record
+    STUCK = "stuck"  #: run check: how many runs are in progress past their lease
     EXPECTED = "expected"  #: run check: how many fire times it compared
     GRACE_SECONDS = "grace_seconds"
 
@@ -50,6 +51,7 @@ class LogEvent(StrEnum):
     DELIVERY = "delivery"  #: one Scheduler delivery handled (any outcome)
     RUN_CHECK = "run_check"  #: the watchdog's check of expected against recorded runs completed (the heartbeat)
     MISSED_RUN = "missed_run"  #: an expected run has no record after its grace period (severity ERROR)
+    STUCK_RUN = "stuck_run"  #: a run is in progress past its lease: its attempt died and no retry took it over (ERROR)
 
 
 def configure_logging(level: int = logging.INFO) -> logging.Logger:

@@ -3,9 +3,10 @@
 A watchdog Cloud Scheduler job (the component creates it with ``alerts``) POSTs to
 :data:`CHECK_PATH` every hour. The check reads run records only: it never creates one and never
 runs the job. For each expected fire time without a record once its grace period has passed it logs
-one ``missed_run`` line (severity ERROR, :class:`~scheduler_dedup.handler.logs.LogEvent`), which a
-log-match alert policy turns into a notification; every completed check logs one ``run_check`` line,
-the heartbeat that a metric-absence policy watches.
+one ``missed_run`` line (severity ERROR, :class:`~scheduler_dedup.handler.logs.LogEvent`), and for
+each run of the window still in progress past its lease one ``stuck_run`` line; log-match alert
+policies turn them into notifications. Every completed check logs one ``run_check`` line, the
+heartbeat that a metric-absence policy watches.
 
 Request: ``POST /dedup/run-check`` with a JSON body ``{"job_name": "<Scheduler job id>",
 "grace_seconds": 300, "window_seconds": 3600}``. The check time ``S`` is the watchdog's
@@ -16,8 +17,10 @@ the handler's ``DEDUP_SCHEDULE`` / ``DEDUP_TIME_ZONE``.
 
 Responses (JSON):
 
-* 200 ``{"status": "ok" | "missed", "job_name", "since", "until", "now", "grace_seconds", "expected",
-  "recorded", "missed": [RFC 3339 fire times], "findings": [...]}``. ``findings`` are the run history's
+* 200 ``{"status": "ok" | "missed" | "stuck", "job_name", "since", "until", "now", "grace_seconds",
+  "expected", "recorded", "missed": [RFC 3339 fire times], "stuck": [RFC 3339 schedule times],
+  "findings": [...]}``. ``stuck`` runs are in progress past their lease (the attempt died and no retry
+  took them over), each also logged as one ``stuck_run`` ERROR line. ``findings`` are the run history's
   (missed, late, failed, stuck, repeated, unexpected) for the window. 200 even when runs were missed:
   the alert comes from the log line, and a retry would only report them again.
 * 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
@@ -40,7 +43,7 @@ from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.errors import RequestHeaderError
 from scheduler_dedup.handler.logs import LogEvent, LogField
 from scheduler_dedup.handler.paths import CHECK_PATH
-from scheduler_dedup.handler.run_history import MISSED, RunHistory, check, rfc3339
+from scheduler_dedup.handler.run_history import MISSED, STUCK_RUN, RunHistory, check, rfc3339
 from scheduler_dedup.handler.run_key import SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
 
 log = logging.getLogger("scheduler_dedup")
@@ -146,25 +149,33 @@ class RunCheck:
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds)
         except (GoogleAPICallError, RetryError) as exc:
             return self._store_error(exc)
-        missed = report.of(MISSED)
-        for finding in sorted(missed, key=lambda f: f.schedule_time):
+        missed = sorted(report.of(MISSED), key=lambda f: f.schedule_time)
+        stuck = sorted(report.of(STUCK_RUN), key=lambda f: f.schedule_time)
+        for finding in missed:
             log.error("missed run of %s at %s: %s", request.job_name, rfc3339(finding.schedule_time), finding.detail,
                       extra={LogField.EVENT: LogEvent.MISSED_RUN, LogField.JOB_NAME: request.job_name,
                              LogField.SCHEDULE_TIME: rfc3339(finding.schedule_time),
                              LogField.GRACE_SECONDS: request.grace_seconds, LogField.ERROR: finding.detail})
-        log.info("run check of %s: %d expected, %d missed", request.job_name, report.expected, len(missed),
-                 extra={LogField.EVENT: LogEvent.RUN_CHECK, LogField.JOB_NAME: request.job_name,
-                        LogField.EXPECTED: report.expected, LogField.MISSED: len(missed),
-                        LogField.GRACE_SECONDS: request.grace_seconds})
+        for finding in stuck:
+            log.error("stuck run of %s at %s: %s", request.job_name, rfc3339(finding.schedule_time), finding.detail,
+                      extra={LogField.EVENT: LogEvent.STUCK_RUN, LogField.JOB_NAME: request.job_name,
+                             LogField.SCHEDULE_TIME: rfc3339(finding.schedule_time),
+                             LogField.RUN_ID: finding.run.run_id if finding.run else None,
+                             LogField.ERROR: finding.detail})
+        log.info("run check of %s: %d expected, %d missed, %d stuck", request.job_name, report.expected, len(missed),
+                 len(stuck), extra={LogField.EVENT: LogEvent.RUN_CHECK, LogField.JOB_NAME: request.job_name,
+                                    LogField.EXPECTED: report.expected, LogField.MISSED: len(missed),
+                                    LogField.STUCK: len(stuck), LogField.GRACE_SECONDS: request.grace_seconds})
         summary = report.to_json()
         return {
-            "status": "missed" if missed else "ok",
+            "status": "missed" if missed else "stuck" if stuck else "ok",
             "job_name": request.job_name,
             "since": summary["since"], "until": summary["until"], "now": summary["now"],
             "grace_seconds": request.grace_seconds,
             "expected": report.expected,
             "recorded": report.recorded,
-            "missed": [rfc3339(f.schedule_time) for f in sorted(missed, key=lambda f: f.schedule_time)],
+            "missed": [rfc3339(f.schedule_time) for f in missed],
+            "stuck": [rfc3339(f.schedule_time) for f in stuck],
             "findings": summary["findings"],
         }, 200, {}
 

@@ -10,9 +10,9 @@ What it creates (children of the component, logical names ``<name>-<part>``):
 * Alert policies (``gcp.monitoring.AlertPolicy``): a run **failed** (log match), a run was
   **fenced** (log match), runs were **released** more than N times within the job's retry window
   (threshold on ``deliveries``), a **takeover** after a crashed attempt (log match), a **missed
-  run** (log match on the watchdog's ``missed_run`` line), the **watchdog went silent** (metric
-  absence on ``run-checks``), and, for jobs that fire at least every ~23 hours, **deliveries
-  stopped** (metric absence on ``deliveries``).
+  run** and a **stuck run** (log match on the run check's ``missed_run`` / ``stuck_run`` lines),
+  the **watchdog went silent** (metric absence on ``run-checks``), and, for jobs that fire at least
+  every ~23 hours, **deliveries stopped** (metric absence on ``deliveries``).
 * A watchdog Cloud Scheduler job that calls the handler's run check every hour (see below).
 
 Why a watchdog: the failure that matters most is silent. When the job is paused or deleted, the
@@ -265,7 +265,7 @@ class ProvisionedAlerts:
 
     Attributes:
         metrics: log-based metrics by role (``deliveries``, ``duration``, ``run_checks``).
-        policies: alert policies by role (``failed``, ``fenced``, ``released``, ``takeover``, ``missed``,
+        policies: alert policies by role (``failed``, ``fenced``, ``released``, ``takeover``, ``missed``, ``stuck``,
             ``watchdog_silent`` and, when the schedule allows, ``deliveries_stopped``).
         watchdog: the watchdog Scheduler job.
     """
@@ -284,7 +284,7 @@ def log_filters(s: DedupSettings) -> dict[str, LogQuery]:
     """Every Logging filter the alerts use, by role: the metrics' and the log-match policies'.
 
     Keys: ``deliveries``, ``duration``, ``run_checks`` (metrics); ``failed``, ``fenced``, ``takeover``,
-    ``missed`` (log-match policies).
+    ``missed``, ``stuck`` (log-match policies).
     """
     lines = handler_lines(s.project, s.service_name, s.region)
     delivery = lines.where(event(LogEvent.DELIVERY))
@@ -297,6 +297,7 @@ def log_filters(s: DedupSettings) -> dict[str, LogQuery]:
         "fenced": delivery.where(field_is(LogField.OUTCOME, OUTCOME_FENCED)),
         "takeover": delivery.where(field_is(LogField.TOOK_OVER, True)),
         "missed": lines.where(event(LogEvent.MISSED_RUN)),
+        "stuck": lines.where(event(LogEvent.STUCK_RUN)),
     }
 
 
@@ -460,6 +461,11 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
             f"An expected run of `{job}` has no record {a.grace_seconds} s after its fire time: Scheduler did not "
             "deliver it, or every delivery failed before the run was claimed. Check that the job is enabled "
             f"(`gcloud scheduler jobs describe {job} --location {s.region}`), the handler's logs and its invoker grant."),
+        "stuck": log_match(
+            "stuck", "run stuck", "ERROR", (LogField.RUN_ID, LogField.SCHEDULE_TIME),
+            f"A run of `{job}` is still in progress past its lease: the attempt that claimed it died (instance "
+            "crashed or was stopped) and no Scheduler retry took it over, so the job did not finish. Raise the "
+            "job's retry count, or force a new run once the cause is fixed."),
         "released": gcp.monitoring.AlertPolicy(
             f"{name}-alert-released",
             gcp.monitoring.AlertPolicyArgs(

@@ -23,7 +23,7 @@ from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
 
 from .conftest import Harness, deliver, scheduler_headers
 from .logging_query import cloud_run_entry, extract, matches
-from .test_run_check import run_check
+from .test_run_check import kill_mid_job, run_check
 
 T = "2026-10-16T12:00:00Z"
 PROJECT, SERVICE, REGION = "p1", "nightly", "us-east1"
@@ -71,11 +71,15 @@ def _emit_every_kind_of_line(harness: Harness) -> list[dict[str, Any]]:
     slow.signal(signal.SIGCONT)
     assert stalled.result(timeout=30).json()["status"] == "fenced"
     assert took_over.result(timeout=30).json()["status"] == "processed"
-    # The run check: lf-ok has a record at 12:00 only, so 12:15, 12:30 and 12:45 are missed.
+    # The run check: lf-ok has a completed run at 12:00 and one whose attempt died at 12:15 (stuck);
+    # 12:30 and 12:45 have no record (missed).
+    kill_mid_job(harness, "lf-ok", "2026-10-16T12:15:00Z")
     check = run_check(fresh, "2026-10-16T13:05:00Z", body={"job_name": "lf-ok", "grace_seconds": 300,
-                                                            "window_seconds": 3600})
-    assert check.json()["missed"] == ["2026-10-16T12:15:00Z", "2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"]
-    return [json.loads(line) for server in (slow, fresh) for line in server.log().splitlines() if line.startswith("{")]
+                                                            "window_seconds": 3600}).json()
+    assert (check["missed"], check["stuck"]) == (["2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"],
+                                                 ["2026-10-16T12:15:00Z"]), check
+    return [json.loads(line) for server in harness.servers for line in server.log().splitlines()
+            if line.startswith("{")]
 
 
 def by_repr(items: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -105,7 +109,8 @@ def test_every_filter_matches_exactly_the_real_lines_it_is_about(harness: Harnes
     filters = _filters(graph)
     assert set(filters) == {
         "nightly-deliveries-metric", "nightly-duration-metric", "nightly-run-checks-metric",
-        "nightly-alert-failed", "nightly-alert-fenced", "nightly-alert-takeover", "nightly-alert-missed"}
+        "nightly-alert-failed", "nightly-alert-fenced", "nightly-alert-takeover", "nightly-alert-missed",
+        "nightly-alert-stuck"}
 
     def hits(name: str) -> list[dict[str, Any]]:
         return [e["jsonPayload"] for e in entries if matches(filters[name][0], e)]
@@ -123,9 +128,9 @@ def test_every_filter_matches_exactly_the_real_lines_it_is_about(harness: Harnes
     assert kinds("nightly-alert-failed") == [("lf-fail", "failed", True)], "a replayed failure is not a new one"
     assert kinds("nightly-alert-fenced") == [("lf-stall", "fenced", True)]
     assert kinds("nightly-alert-takeover") == [("lf-stall", "processed", True)]
-    assert [p["schedule_time"] for p in hits("nightly-alert-missed")] == [
-        "2026-10-16T12:15:00Z", "2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"]
-    assert [(p["job_name"], p["missed"]) for p in hits("nightly-run-checks-metric")] == [("lf-ok", 3)]
+    assert [p["schedule_time"] for p in hits("nightly-alert-missed")] == ["2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"]
+    assert [p["schedule_time"] for p in hits("nightly-alert-stuck")] == ["2026-10-16T12:15:00Z"]
+    assert [(p["job_name"], p["missed"], p["stuck"]) for p in hits("nightly-run-checks-metric")] == [("lf-ok", 2, 1)]
 
     # every extractor finds its value on every line its filter selects
     for name, (text, extractors) in filters.items():

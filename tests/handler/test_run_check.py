@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
@@ -78,6 +80,33 @@ def test_failed_runs_are_in_the_findings_but_not_missed(harness: Harness) -> Non
     report = run_check(server, "2026-10-16T13:05:00Z").json()
     assert report["status"] == "ok" and report["missed"] == []
     assert [(f["kind"], f["schedule_time"]) for f in report["findings"]] == [("failed", "2026-10-16T12:15:00Z")]
+
+
+def kill_mid_job(harness: Harness, job: str, schedule_time: str, lease_seconds: float = 2) -> None:
+    """Leave a run in progress whose attempt died: SIGKILL its handler mid-job, then outwait the lease."""
+    harness.plan(f"{job}@{schedule_time}", sleep=120)
+    victim = harness.server(DEDUP_LEASE_SECONDS=f"{lease_seconds:g}", **SCHEDULE)
+    before = sum(e["job_name"] == job for e in harness.starts())
+    ThreadPoolExecutor(1).submit(lambda: deliver(victim.url, scheduler_headers(job, schedule_time), timeout=10))
+    deadline = time.monotonic() + 30
+    while sum(e["job_name"] == job for e in harness.starts()) == before:
+        assert time.monotonic() < deadline, "the victim never started the job"
+        time.sleep(0.05)
+    victim.kill()
+    time.sleep(lease_seconds + 1.5)  # no renewal after the kill: the lease has expired by Firestore's clock
+
+
+def test_a_run_whose_attempt_died_and_was_never_retried_is_reported_stuck(harness: Harness) -> None:
+    server = harness.server(**SCHEDULE)
+    for stamp in ("12:00", "12:30", "12:45"):
+        deliver(server.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z"))
+    kill_mid_job(harness, "quarter", "2026-10-16T12:15:00Z")
+    report = run_check(server, "2026-10-16T13:05:00Z").json()
+    assert (report["status"], report["missed"], report["stuck"]) == ("stuck", [], ["2026-10-16T12:15:00Z"]), report
+    (line,) = [entry for entry in log_lines(server) if entry.get("event") == "stuck_run"]
+    assert line["severity"] == "ERROR" and line["schedule_time"] == "2026-10-16T12:15:00Z" and len(line["run_id"]) == 64
+    (beat,) = [entry for entry in log_lines(server) if entry.get("event") == "run_check"]
+    assert (beat["missed"], beat["stuck"]) == (0, 1)
 
 
 def test_a_bad_body_is_400_naming_the_field(harness: Harness) -> None:

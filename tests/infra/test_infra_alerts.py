@@ -60,7 +60,7 @@ def test_alerts_add_metrics_policies_and_a_watchdog_all_children_of_the_componen
         "nightly-deliveries-metric", "nightly-duration-metric", "nightly-run-checks-metric"}
     assert {r.name for r in graph if r.type == POLICY} == {
         "nightly-alert-failed", "nightly-alert-fenced", "nightly-alert-released", "nightly-alert-takeover",
-        "nightly-alert-missed", "nightly-alert-watchdog-silent", "nightly-alert-deliveries-stopped"}
+        "nightly-alert-missed", "nightly-alert-stuck", "nightly-alert-watchdog-silent", "nightly-alert-deliveries-stopped"}
     assert {r.name for r in graph if r.type == JOB} == {"nightly-job", "nightly-watchdog"}
     for r in graph:
         if r.type in (METRIC, POLICY, JOB):
@@ -136,7 +136,7 @@ def test_metrics_extract_job_outcome_and_duration_from_the_handlers_field_names(
 def test_log_match_policies_rate_limit_and_extract_the_run(graph: list[RegisteredResource]) -> None:
     names = _by_name(graph)
     filters = log_filters(_settings())
-    for part in ("failed", "fenced", "takeover", "missed"):
+    for part in ("failed", "fenced", "takeover", "missed", "stuck"):
         policy = names[f"nightly-alert-{part}"].inputs
         (condition,) = policy["conditions"]
         assert condition["conditionMatchedLog"]["filter"] == filters[part].render()
