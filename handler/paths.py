@@ -8,3 +8,8 @@ from __future__ import annotations
 
 #: The run check (:mod:`scheduler_dedup.handler.run_check`): the watchdog Scheduler job POSTs here.
 CHECK_PATH = "/dedup/run-check"
+
+#: The watchdog sends this as ``X-Dedup-Location``. It is not a region, so a handler that takes the
+#: request for a Scheduler delivery (an image older than the run check, or a proxy that dropped the
+#: path) answers 400 and never runs the job; the run check ignores the header.
+CHECK_LOCATION_GUARD = "(run-check)"

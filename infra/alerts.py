@@ -52,7 +52,7 @@ import pulumi_gcp as gcp
 from croniter import croniter
 
 from scheduler_dedup.handler.logs import LogEvent, LogField
-from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.handler.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 
 from .errors import DedupConfigError
 from .log_query import LogQuery, event, extract, field_is, handler_lines
@@ -389,7 +389,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
                 max_backoff_duration=f"{retry.max_backoff_seconds:g}s", max_doublings=retry.max_doublings),
             http_target=gcp.cloudscheduler.JobHttpTargetArgs(
                 uri=pulumi.Output.concat(service_uri, CHECK_PATH), http_method="POST",
-                headers={"Content-Type": "application/json", "X-Dedup-Project": s.project, "X-Dedup-Location": s.region},
+                headers={"Content-Type": "application/json", "X-Dedup-Location": CHECK_LOCATION_GUARD},
                 body=base64.b64encode(json.dumps(body, sort_keys=True).encode()).decode(),
                 oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
                     service_account_email=scheduler_sa_email, audience=s.oidc_audience),

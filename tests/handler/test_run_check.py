@@ -9,7 +9,7 @@ from typing import Any
 
 import requests
 
-from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.handler.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 from scheduler_dedup.local.servers import HandlerServer
 
 from .conftest import Harness, deliver, scheduler_headers
@@ -18,13 +18,18 @@ SCHEDULE = {"DEDUP_SCHEDULE": "*/15 * * * *", "DEDUP_TIME_ZONE": "Etc/UTC"}
 BODY = {"job_name": "quarter", "grace_seconds": 300, "window_seconds": 3600}
 
 
-def run_check(server: HandlerServer, at: str | None, body: Any = BODY, **headers: str) -> requests.Response:
-    """POST the run check as the watchdog job does: its own Scheduler headers, a JSON body."""
-    sent = {"Content-Type": "application/json", **headers}
+def watchdog_headers(at: str | None) -> dict[str, str]:
+    """The headers the component's watchdog job sends (Scheduler adds its own)."""
+    sent = {"Content-Type": "application/json", "X-Dedup-Location": CHECK_LOCATION_GUARD}
     if at is not None:
         sent.update(scheduler_headers("quarter-watchdog", at))
+    return sent
+
+
+def run_check(server: HandlerServer, at: str | None, body: Any = BODY, path: str = CHECK_PATH) -> requests.Response:
+    """POST the run check as the watchdog job does: its own Scheduler headers, a JSON body."""
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    return requests.post(server.url.rstrip("/") + CHECK_PATH, headers=sent, data=data, timeout=60)
+    return requests.post(server.url.rstrip("/") + path, headers=watchdog_headers(at), data=data, timeout=60)
 
 
 def log_lines(server: HandlerServer) -> list[dict[str, Any]]:
@@ -130,6 +135,15 @@ def test_a_forced_watchdog_run_checks_up_to_now_not_the_future(harness: Harness)
     report = run_check(server, "2999-01-01T00:00:00Z", body={**BODY, "window_seconds": 900}).json()
     assert report["now"] < "2999", report
     assert report["status"] == "missed"  # no records at all around now
+
+
+def test_a_watchdog_request_on_the_delivery_path_is_refused_and_runs_nothing(harness: Harness) -> None:
+    """An image older than the run check (or a proxy that drops the path) takes the watchdog's POST for a
+    Scheduler delivery; its location header guard makes that a 400, never a run of the job."""
+    server = harness.server(**SCHEDULE)
+    response = run_check(server, "2026-10-16T13:05:00Z", path="/")
+    assert response.status_code == 400 and response.json()["header"] == "X-Dedup-Location", response.text
+    assert harness.records() == {} and harness.starts() == []
 
 
 def test_caller_verification_applies_to_the_check(harness: Harness) -> None:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from scheduler_dedup.handler.logs import LogField
-from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.handler.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
 from scheduler_dedup.infra.alerts import (
     MAX_ABSENCE_SECONDS,
@@ -107,7 +107,7 @@ def test_watchdog_calls_the_run_check_with_the_jobs_identity_and_its_contract(gr
     service = names["nightly-service"].state
     assert watchdog["httpTarget"]["uri"] == service["uri"] + CHECK_PATH
     assert watchdog["httpTarget"]["oidcToken"] == job["httpTarget"]["oidcToken"], "an allowed caller, same audience"
-    assert watchdog["httpTarget"]["headers"]["X-Dedup-Location"] == job["httpTarget"]["headers"]["X-Dedup-Location"]
+    assert watchdog["httpTarget"]["headers"]["X-Dedup-Location"] == CHECK_LOCATION_GUARD, "a delivery path refuses it"
     body = json.loads(base64.b64decode(watchdog["httpTarget"]["body"]))
     assert body == {"job_name": job["name"], "grace_seconds": 300, "window_seconds": 3600}
     minute, *rest = watchdog["schedule"].split()
