@@ -7,7 +7,8 @@ Public names:
   (type ``scheduler-dedup:index:DedupStore``; :class:`DedupStoreArgs`, and :class:`DedupStoreRefArgs` for
   a job's ``store`` input).
 * :class:`DedupScheduledJobArgs`, :class:`RetryConfigArgs`, :class:`WorkflowTargetArgs`,
-  :class:`CloudRunJobTargetArgs`, :class:`HttpTargetArgs` — its typed inputs.
+  :class:`CloudRunJobTargetArgs`, :class:`HttpTargetArgs`, :class:`AlertsArgs` — its typed inputs
+  (``alerts``: metrics, alert policies and a missed-run watchdog, ``scheduler_dedup.infra.alerts``).
 * :class:`DedupConfigError` — raised before any child is created when an input is invalid.
 * :func:`build_deploy_archive` — the deploy zip (``scheduler_dedup.infra.archive``).
 * :func:`deploy_from_config` — the root stack program (``scheduler_dedup.infra.stack_program``).
@@ -16,6 +17,7 @@ Public names:
 
 from .archive import DeployArchive, build_deploy_archive
 from .args import (
+    AlertsArgs,
     CloudRunJobTargetArgs,
     DedupScheduledJobArgs,
     DedupStoreArgs,
@@ -31,6 +33,7 @@ from .store import DedupStore
 from .stack_program import CONFIG_KEYS, deploy_from_config
 
 __all__ = [
+    "AlertsArgs",
     "CONFIG_KEYS",
     "CloudRunJobTargetArgs",
     "DedupConfigError",

@@ -83,7 +83,7 @@ class AlertsArgs(TypedDict):
     grace_seconds: NotRequired[int]
     """Seconds after a fire time before an expected run without a record is reported missed, 60 to 604800. Default: the job's retry window, at least 300."""
     released_threshold: NotRequired[int]
-    """The released alert fires when more than this many deliveries were released (retryable failure) within the job's retry window, 0 to 1000. Default 2."""
+    """The released alert fires when more than this many deliveries were released (retryable failure) within the job's retry window (at least 1 h, at most 1 day), 0 to 1000. Default 2."""
 
 
 class DedupScheduledJobArgs(TypedDict):
@@ -144,7 +144,7 @@ class DedupScheduledJobArgs(TypedDict):
     build_service_account_email: NotRequired[pulumi.Input[str]]
     """Email of an existing service account for Cloud Build (source deploys), shared by several jobs. The job grants it read on its own source bucket and write on its own image repository; ``roles/logging.logWriter`` on the project is the account owner's to grant, once. Default: a dedicated account ``<name>-build``."""
     alerts: NotRequired[AlertsArgs]
-    """Provision alerting: failed, fenced, released, takeover and missed-run alert policies, log-based metrics and a watchdog job. Default: none."""
+    """Provision alerting: log-based metrics, alert policies (run failed, fenced, released repeatedly, takeover, missed, stuck, watchdog silent, deliveries stopped) and an hourly watchdog job that reports missed runs even when Scheduler stops. Default: none."""
 
 
 class DedupStoreArgs(TypedDict):
