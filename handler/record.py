@@ -15,6 +15,11 @@ STATUSES = (IN_PROGRESS, COMPLETED, FAILED)
 #: (https://cloud.google.com/firestore/docs/ttl; deletion typically within 24 h after it passes).
 TTL_FIELD = "expire_at"
 
+#: Environment variable of a dedup service whose TTL policy lives in another stack (a shared store):
+#: where it lives, e.g. ``stack acme/scheduler-dedup/store``. The handler does not read it; it tells
+#: readers of the stack and the policy pack that the TTL policy is not missing but owned elsewhere.
+TTL_OWNER_ENV = "DEDUP_TTL_OWNER"
+
 #: Composite indexes that run history queries need on the run records' collection, each a tuple of
 #: ``(field, "ASCENDING" | "DESCENDING")``. One job's runs, newest first (equality on ``job_name``,
 #: range and order on ``schedule_time``) needs ``job_name`` ascending + ``schedule_time`` descending:

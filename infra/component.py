@@ -42,6 +42,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from scheduler_dedup.handler.record import TTL_OWNER_ENV
+
 from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
 from .archive import FUNCTION_TARGET, build_deploy_archive
 from .args import DedupScheduledJobArgs
@@ -464,9 +466,9 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         # token and forwards it with its signature removed; the handler then checks its claims.
         "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
     }
-    if s.store is not None:
+    if s.store is not None and s.store.ttl_owner is not None:
         # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).
-        env["DEDUP_TTL_OWNER"] = s.store.ttl_owner
+        env[TTL_OWNER_ENV] = s.store.ttl_owner
     if s.target_type == "python":
         assert s.job is not None
         env["DEDUP_JOB"] = s.job

@@ -279,9 +279,10 @@ class DedupStore(pulumi.ComponentResource):
 
     @property
     def ref(self) -> DedupStoreRefArgs:
-        """This store as a job's ``store=`` input: plain values known at preview."""
+        """This store as plain values known at preview (what its stack exports). In the same program, pass the
+        DedupStore itself as ``store=``: the job then also waits for it, and declares no TTL owner elsewhere."""
         return {"project": self.settings.project, "database_id": self.settings.database_id,
-                "collections": list(self.settings.collections), "ttl_owner": f"DedupStore {self.store_name}"}
+                "collections": list(self.settings.collections)}
 
 
 # --------------------------------------------------------------------------- a job's view of a store
@@ -293,7 +294,8 @@ class StoreRef:
     project: pulumi.Input[str]
     database_id: pulumi.Input[str]
     collections: pulumi.Input[list[str]]
-    ttl_owner: str
+    ttl_owner: Optional[str]
+    """Where the TTL policy lives when not in this program (``DEDUP_TTL_OWNER``); None for a DedupStore given as is."""
     component: Optional[DedupStore] = None
 
 
@@ -320,6 +322,6 @@ def resolve_store_ref(store: Any) -> StoreRef:
         raise DedupConfigError("store.collections", f"must be a list of collection ids, got {collections!r}")
     if not isinstance(collections, pulumi.Output):
         collections = [str(c) for c in collections]
-    owner = store.get("ttl_owner") or "DedupStore (another stack)"
+    owner = None if component is not None else str(store.get("ttl_owner") or "DedupStore (another stack)")
     return StoreRef(project=store["project"], database_id=store["database_id"], collections=collections,
-                    ttl_owner=str(owner), component=component)
+                    ttl_owner=owner, component=component)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from scheduler_dedup.handler import config as handler_config
-from scheduler_dedup.handler.record import TTL_FIELD
+from scheduler_dedup.handler.record import TTL_FIELD, TTL_OWNER_ENV
 
 # Cloud Scheduler, REST reference for projects.locations.jobs (field attemptDeadline):
 # https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs
@@ -38,6 +38,7 @@ DEFAULT_DATABASE: Final = handler_config.DEFAULT_DATABASE
 DEFAULT_LEASE_S: Final = float(handler_config.DEFAULT_LEASE_SECONDS)
 DEFAULT_RETENTION_S: Final = float(handler_config.DEFAULT_RETENTION_SECONDS)
 EXPIRY_FIELD: Final = TTL_FIELD
+ENV_TTL_OWNER: Final = TTL_OWNER_ENV
 
 # Basic (primitive) roles: https://cloud.google.com/iam/docs/roles-overview#basic
 PRIMITIVE_ROLES: Final = ("roles/owner", "roles/editor", "roles/viewer")

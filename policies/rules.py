@@ -49,6 +49,7 @@ from scheduler_dedup.policies.model import (
     policy_bindings,
 )
 from scheduler_dedup.policies.topology import (
+    FIRESTORE_FIELD,
     SCHEDULER_JOB,
     Pairing,
     Topology,
@@ -550,19 +551,18 @@ def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]
     ``expiryField`` (default ``expire_at``, the field the handler writes). Required: a
     ``gcp:firestore/field:Field`` with that ``collection``, ``field`` and ``database`` and ``ttlConfig`` set
     (https://cloud.google.com/firestore/docs/ttl). Without it, run records are never deleted. Unknown
-    values in a Field count as a match.
+    values in a Field count as a match. A service that has no such Field in this stack but declares where its
+    TTL policy lives (env ``DEDUP_TTL_OWNER``, set by the component given a shared store) is
+    ``dedup-ttl-owner-declared``'s concern instead.
     """
     expiry = str(config.get("expiryField") or limits.EXPIRY_FIELD)
     topology = Topology.of(resources)
     findings: list[tuple[Resource | None, str]] = []
     for service in topology.dedup_services():
-        env = service_env(service)
-        collection = env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)
-        database = _database_id(env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE))
-        project = env_value(env, "GOOGLE_CLOUD_PROJECT", None)
-        candidates = [f for f in topology.fields if _matches(f, collection, expiry, database)
-                      and _same_project(f, project)]
+        collection, database, candidates = _ttl_fields_of(service, topology, expiry)
         if any(get(f.props, "ttlConfig") is not None for f in candidates):
+            continue
+        if not candidates and env_value(service_env(service), limits.ENV_TTL_OWNER, None) is not None:
             continue
         where = f"collection {collection!r}" if not is_unknown(collection) else "its collection"
         db = f"database {database!r}" if not is_unknown(database) else "its database"
@@ -574,7 +574,83 @@ def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]
                                       f"gcp:firestore/field:Field gives {expiry} a TTL policy: add a Field with "
                                       f"collection={collection if not is_unknown(collection) else '<DEDUP_COLLECTION>'!r}, "
                                       f"field={expiry!r}, database={database if not is_unknown(database) else '<DEDUP_DATABASE>'!r}, "
-                                      "ttlConfig={} (and indexConfig={} to skip its single-field indexes)"))
+                                      "ttlConfig={} (and indexConfig={} to skip its single-field indexes); or, "
+                                      f"if a shared store in another stack owns it, say so with env "
+                                      f"{limits.ENV_TTL_OWNER} (the component sets it when given store=)"))
+    return findings
+
+
+def _ttl_fields_of(service: Resource, topology: Topology, expiry: str) -> tuple[Any, Any, list[Resource]]:
+    """``(collection, database id, Fields of this stack that may be its expiry field)`` of a dedup service."""
+    env = service_env(service)
+    collection = env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)
+    database = _database_id(env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE))
+    project = env_value(env, "GOOGLE_CLOUD_PROJECT", None)
+    candidates = [f for f in topology.fields if _matches(f, collection, expiry, database) and _same_project(f, project)]
+    return collection, database, candidates
+
+
+# ---------------------------------------------------------------- firestore-ttl-single-owner
+
+def firestore_ttl_single_owner(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """At most one ``gcp:firestore/field:Field`` with ``ttlConfig`` per project, database, collection group and field.
+
+    A TTL policy is one setting of one collection group's field (https://cloud.google.com/firestore/docs/ttl).
+    Two Field resources for it are two owners of one setting: ``pulumi destroy`` (or a replacement) of either
+    removes the policy, and the field's index exemption, for both, and nothing reports it: run records then
+    live forever. A Field without ``project`` is in the provider's project; unknown values are not compared.
+    """
+    owners: dict[tuple[Any, ...], Resource] = {}
+    findings: list[tuple[Resource | None, str]] = []
+    for resource in resources:
+        if resource.type != FIRESTORE_FIELD or get(resource.props, "ttlConfig") is None:
+            continue
+        key = (get(resource.props, "project"), _database_id(get(resource.props, "database")) or limits.DEFAULT_DATABASE,
+               get(resource.props, "collection"), get(resource.props, "field"))
+        if any(is_unknown(part) for part in key):
+            continue
+        first = owners.setdefault(key, resource)
+        if first is not resource:
+            _, database, collection, field_name = key
+            findings.append((resource, f"Field {resource.name} and Field {first.name} both manage the TTL policy of "
+                                       f"{field_name!r} in collection group {collection!r} of database {database!r}: "
+                                       "destroying either removes it for both. Keep one owner: a DedupStore (one per "
+                                       "database) and store= on every job that uses it"))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-ttl-owner-declared
+
+def dedup_ttl_owner_declared(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A dedup service whose TTL policy is not in this stack says where it lives, and it is not also here.
+
+    The pack sees one stack; a shared store's TTL policy is in another. A service without a TTL Field in the stack
+    declares the owner in env ``DEDUP_TTL_OWNER`` (the component sets ``DedupStore <name>`` or the store stack's
+    name); without it, ``dedup-firestore-ttl`` fails. This rule checks the declaration: it is not empty; when config
+    ``knownOwners`` lists the store stacks of the organisation, it is one of them; and the stack does not own the
+    same TTL policy as well (two owners: destroying this stack would remove the store's policy).
+    """
+    expiry = str(config.get("expiryField") or limits.EXPIRY_FIELD)
+    known = [o for o in config.get("knownOwners") or [] if isinstance(o, str)]
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        owner = env_value(service_env(service), limits.ENV_TTL_OWNER, None)
+        if owner is None or is_unknown(owner):
+            continue
+        collection, database, candidates = _ttl_fields_of(service, topology, expiry)
+        here = [f for f in candidates if get(f.props, "ttlConfig") is not None]
+        if not str(owner).strip():
+            findings.append((service, f"service {service.name}: env {limits.ENV_TTL_OWNER} is empty: name where the TTL "
+                                      f"policy of its run records lives, e.g. 'stack acme/scheduler-dedup/store'"))
+        elif known and owner not in known:
+            findings.append((service, f"service {service.name} says its TTL policy lives in {owner!r}, which is not one "
+                                      f"of the known owners ({', '.join(known)}): point the job at one of those stores, "
+                                      "or add it to this rule's knownOwners"))
+        if here:
+            findings.append((here[0], f"service {service.name} says its TTL policy lives in {owner!r}, but this stack "
+                                      f"also manages it (Field {here[0].name}): two owners of one TTL policy. Remove the "
+                                      f"Field from this stack, or {limits.ENV_TTL_OWNER} from the service"))
     return findings
 
 
@@ -843,6 +919,18 @@ RULES: list[Rule] = [
          "mandatory", dedup_firestore_ttl, "stack",
          {"expiryField": {"type": "string", "default": limits.EXPIRY_FIELD,
                           "description": "the run records' expiry timestamp field"}}),
+    Rule("firestore-ttl-single-owner",
+         "At most one Firestore TTL Field per project, database, collection group and field in a stack: two owners of "
+         "one TTL policy remove it for each other on destroy.",
+         "mandatory", firestore_ttl_single_owner, "stack"),
+    Rule("dedup-ttl-owner-declared",
+         "A dedup service whose TTL policy lives in another stack (env DEDUP_TTL_OWNER) names a known owner and is not "
+         "also given a TTL Field in this stack.",
+         "advisory", dedup_ttl_owner_declared, "stack",
+         {"expiryField": {"type": "string", "default": limits.EXPIRY_FIELD,
+                          "description": "the run records' expiry timestamp field"},
+          "knownOwners": {"type": "array", "items": {"type": "string"}, "default": [],
+                          "description": "accepted DEDUP_TTL_OWNER values, e.g. the store stacks' names (empty: any)"}}),
     Rule("dedup-lease-covers-deadline",
          "The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at least the "
          "job's attempt deadline.",
