@@ -59,7 +59,8 @@ class _Mocks(Mocks):
         if args.typ == STACK_REFERENCE:
             stack = str(args.inputs.get("name") or args.name)
             if stack not in self.stack_outputs:
-                raise KeyError(f"no outputs mocked for stack {stack!r}: pass stack_outputs={{{stack!r}: {{...}}}}")
+                raise KeyError(f"no outputs mocked for stack {stack!r}: check with --stack-ref {stack}=<its stack "
+                               f"config file>, or pass stack_outputs={{{stack!r}: {{...}}}} to run_program")
             return stack, {"name": stack, "outputs": dict(self.stack_outputs[stack]), "secretOutputNames": []}
         return mock_outputs(args.typ, args.name, dict(args.inputs))
 
@@ -78,15 +79,7 @@ class _RecordingMonitor(MockMonitor):
     def __init__(self, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         super().__init__(_Mocks(stack_outputs))
         self.registered: list[RegisteredResource] = []
-        self.exports: dict[str, Any] = {}
 
-    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
-        """Keep the stack's exports (``pulumi.export``), which the stack resource registers as its outputs."""
-        if "::pulumi:pulumi:Stack::" in request.urn:
-            from pulumi.runtime import rpc
-
-            self.exports.update(_plain(rpc.deserialize_properties(request.outputs)))
-        return super().RegisterResourceOutputs(request)
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         response = super().RegisterResource(request)
@@ -102,6 +95,20 @@ class _RecordingMonitor(MockMonitor):
                     urn=urn, custom=bool(request.custom), state=_plain(state),
                 )
             )
+        return response
+
+    def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Reads (``StackReference``, ``Resource.get``) are recorded too, with their properties as inputs."""
+        response = super().ReadResource(request)
+        from pulumi.runtime import rpc
+
+        state = self.resources[response.urn].state if response.urn in self.resources else {}
+        self.registered.append(
+            RegisteredResource(
+                type=request.type, name=request.name, inputs=_plain(rpc.deserialize_properties(request.properties)),
+                parent=request.parent, urn=response.urn, custom=True, state=_plain(state),
+            )
+        )
         return response
 
 
@@ -198,16 +205,22 @@ def run_program(
     pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config))
 
+    exports: dict[str, Any] = {}
+
     @pulumi.runtime.test
-    def _run() -> None:
+    def _run() -> Any:
         program()
+        # The stack's exports (pulumi.export), resolved; the engine would register them when the program ends.
+        root = pulumi.runtime.get_root_resource()
+        outputs = dict(getattr(root, "outputs", None) or {})
+        return pulumi.Output.from_input(outputs).apply(lambda values: exports.update(_plain(values)))
 
     try:
         _run()
     finally:
         pulumi.runtime.set_all_config({})
     run = MockRun(monitor.registered)
-    run.exports = monitor.exports
+    run.exports = exports
     return run
 
 

@@ -1,4 +1,8 @@
-"""The root stack program: read stack config, create one :class:`DedupScheduledJob`, export its outputs.
+"""The root stack program: read stack config, create one :class:`DedupScheduledJob` (or, with
+``deploy: store``, one :class:`~scheduler_dedup.infra.store.DedupStore` for job stacks to share), export its outputs.
+
+A job stack whose config names a store stack (``storeStack: org/project/stack``) reads that stack's outputs with
+a ``StackReference`` and passes them to the job as ``store``: the job creates no database and no TTL policy.
 
 The repo root's ``__main__.py`` only calls :func:`main`. The offline checker
 (``scheduler-dedup check``) and the tests run :func:`deploy_from_config` under Pulumi mocks through
@@ -11,6 +15,7 @@ Config keys (namespace ``scheduler-dedup``, the project name in ``Pulumi.yaml``)
 from __future__ import annotations
 
 import difflib
+import re
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +23,20 @@ from typing import Any
 
 import pulumi
 
-from .args import DedupScheduledJobArgs
+from .args import DedupScheduledJobArgs, DedupStoreRefArgs
 from .component import DedupScheduledJob
 from .errors import DedupConfigError
+from .store import DedupStore
 
 PROJECT_NAME = "scheduler-dedup"
 DEFAULT_COMPONENT_NAME = "scheduled-job"
+DEFAULT_STORE_NAME = "dedup-store"
+#: What a store stack exports; a job stack's ``storeStack`` reads these names.
+STORE_OUTPUTS = ("project", "database_id", "database_resource_name", "location", "collections", "ttl_field")
+#: Stack config keys a store stack uses, and the DedupStore input each sets.
+STORE_KEYS = {"databaseId": "database_id", "createDatabase": "create_database", "collection": "collections",
+              "databaseLocation": "location", "deletionProtection": "deletion_protection"}
+_STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,12 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("alertGraceSeconds", "integer", "alerts.grace_seconds", "seconds before a run without a record is missed"),
     ConfigKey("alertReleasedThreshold", "integer", "alerts.released_threshold",
               "releases within the retry window before the released alert fires"),
+    ConfigKey("storeStack", "string", "store", "a store stack (org/project/stack): use its database and TTL policy"),
+    ConfigKey("schedulerServiceAccountEmail", "string", "scheduler_service_account_email",
+              "shared Scheduler OIDC account instead of <name>-sched"),
+    ConfigKey("buildServiceAccountEmail", "string", "build_service_account_email",
+              "shared Cloud Build account instead of <name>-build"),
+    ConfigKey("deploy", "string", "", "job (default), or store: deploy a DedupStore for job stacks to share"),
 )
 
 
@@ -131,6 +150,8 @@ def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> 
         if entry.key == "name":
             name = value
             continue
+        if entry.key == "deploy":
+            continue
         if entry.key == "jobSource":
             path = Path(value)
             value = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
@@ -150,12 +171,61 @@ def deploy_from_config(*, base_dir: Path | None = None) -> DedupScheduledJob:
     """
     name, args = args_from_config(pulumi.Config(), base_dir=base_dir)
     try:
+        store_stack = args.get("store")
+        if isinstance(store_stack, str):
+            args["store"] = store_from_stack(store_stack)
         return DedupScheduledJob(name, args)
     except DedupConfigError as exc:
         key = stack_key_for(exc.field)
         if key is None:
             raise
         raise DedupConfigError(exc.field, f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{key})") from None
+
+
+def store_from_stack(stack: str) -> DedupStoreRefArgs:
+    """A job's ``store`` input from a store stack's outputs (:data:`STORE_OUTPUTS`), read with a ``StackReference``.
+
+    Args:
+        stack: the store stack's name, ``org/project/stack`` (or ``stack`` in this project and organization).
+
+    Raises:
+        DedupConfigError: field ``store``: not a stack name.
+    """
+    if not _STACK_NAME_RE.match(stack):
+        raise DedupConfigError("store", f"{stack!r} is not a stack name: use org/project/stack, e.g. "
+                                        "acme/scheduler-dedup/store")
+    reference = pulumi.StackReference(stack)
+    return {"project": reference.require_output("project"), "database_id": reference.require_output("database_id"),
+            "collections": reference.require_output("collections"), "ttl_owner": f"stack {stack}"}
+
+
+def store_from_config(config: pulumi.Config) -> DedupStore:
+    """Create the :class:`DedupStore` of a store stack (``deploy: store``) from its config.
+
+    Uses ``name`` (default ``dedup-store``), ``region`` or ``databaseLocation`` (its location), ``databaseId``,
+    ``createDatabase``, ``collection`` and ``deletionProtection``; ``gcp:project`` is the project.
+
+    Raises:
+        DedupConfigError: a job setting in a store stack, or an invalid store input (naming the stack key).
+    """
+    for entry in CONFIG_KEYS:
+        if entry.key in ("jobSource", "job", "image", "workflow", "cloudRunJob", "httpUrl", "storeStack") \
+                and config.get(entry.key) is not None:
+            raise DedupConfigError(entry.arg, f"a store stack (deploy: store) deploys no job: remove stack config "
+                                              f"{PROJECT_NAME}:{entry.key}, and deploy jobs from stacks whose "
+                                              f"storeStack names this one")
+    args: dict[str, Any] = {"location": config.get("databaseLocation") or config.get("region") or "us-central1"}
+    for key, arg in STORE_KEYS.items():
+        value: Any = config.get_bool(key) if key in ("createDatabase", "deletionProtection") else config.get(key)
+        if value is not None:
+            args[arg] = [value] if arg == "collections" else value
+    try:
+        return DedupStore(config.get("name") or DEFAULT_STORE_NAME, args)  # type: ignore[arg-type]
+    except DedupConfigError as exc:
+        stack_key = next((k for k, a in STORE_KEYS.items() if a == exc.field), None)
+        if stack_key is None:
+            raise
+        raise DedupConfigError(exc.field, f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{stack_key})") from None
 
 
 def stack_key_for(field: str) -> str | None:
@@ -167,8 +237,23 @@ def stack_key_for(field: str) -> str | None:
     return None
 
 
-def main(*, base_dir: Path | None = None) -> DedupScheduledJob:
-    """The root program: :func:`deploy_from_config` and export the component's outputs as stack outputs."""
+def main(*, base_dir: Path | None = None) -> DedupScheduledJob | DedupStore:
+    """The root program: :func:`deploy_from_config` (or :func:`store_from_config` with ``deploy: store``) and
+    export the component's outputs as stack outputs.
+
+    Raises:
+        DedupConfigError: invalid config, before any resource is created.
+    """
+    config = pulumi.Config()
+    deploy = config.get("deploy") or "job"
+    if deploy not in ("job", "store"):
+        raise DedupConfigError("deploy", f"stack config {PROJECT_NAME}:deploy is {deploy!r}: use job or store")
+    if deploy == "store":
+        _refuse_unknown_keys()
+        store = store_from_config(config)
+        for output in STORE_OUTPUTS:
+            pulumi.export(output, getattr(store, output))
+        return store
     component = deploy_from_config(base_dir=base_dir)
     pulumi.export("service_url", component.service_url)
     pulumi.export("job_name", component.job_name)

@@ -58,11 +58,20 @@ def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concu
               help="a stack config file (Pulumi.<stack>.yaml format).")
 @click.option("--policy-config", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="enforcement levels and thresholds, as for `pulumi preview --policy-pack-config`.")
-def check(stack: str | None, config_file: Path | None, policy_config: Path | None) -> None:
+@click.option("--stack-ref", "stack_refs", multiple=True, metavar="NAME=FILE",
+              help="answer a StackReference to NAME (e.g. storeStack) with the exports of stack config FILE run under "
+                   "mocks, e.g. acme/scheduler-dedup/store=Pulumi.store.yaml; repeatable.")
+def check(stack: str | None, config_file: Path | None, policy_config: Path | None, stack_refs: tuple[str, ...]) -> None:
     """Run the root program under Pulumi mocks and apply the policy pack offline; exit 1 on a mandatory violation."""
     from scheduler_dedup.policies.offline import run_check
 
-    sys.exit(run_check(stack=stack, config_file=config_file, policy_config=policy_config))
+    refs = []
+    for item in stack_refs:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not Path(file).is_file():
+            raise click.BadParameter(f"{item!r}: give NAME=FILE with an existing stack config file", param_hint="--stack-ref")
+        refs.append((name, Path(file)))
+    sys.exit(run_check(stack=stack, config_file=config_file, policy_config=policy_config, stack_refs=refs))
 
 
 if __name__ == "__main__":

@@ -68,8 +68,11 @@ def check_program(program: Callable[[], Any], config: Mapping[str, str] | None =
 
 
 def check_stack_config(config_file: Path, project_file: Path | None,
-                       policy_config: Mapping[str, Any] | None = None) -> list[Finding]:
+                       policy_config: Mapping[str, Any] | None = None,
+                       stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> list[Finding]:
     """Run the root program for ``config_file`` under mocks and apply the rules.
+
+    ``stack_outputs`` answers the program's ``StackReference`` s (a job stack's ``storeStack``), per stack name.
 
     A config the component refuses (:class:`~scheduler_dedup.infra.errors.DedupConfigError`) yields one
     mandatory ``component-config`` finding; any other program failure one mandatory ``program-error`` finding.
@@ -78,7 +81,7 @@ def check_stack_config(config_file: Path, project_file: Path | None,
     from scheduler_dedup.infra.mock_run import run_stack_config
 
     try:
-        registered = run_stack_config(config_file, project_file=project_file)
+        registered = run_stack_config(config_file, project_file=project_file, stack_outputs=stack_outputs)
     except DedupConfigError as error:
         return [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
                         f"the DedupScheduledJob component refuses this config: {error}")]
@@ -125,7 +128,7 @@ def render(findings: Sequence[Finding], console: Console, title: str) -> None:
 
 
 def run_check(stack: str | None, config_file: Path | None, *, policy_config: Path | None = None,
-              console: Console | None = None) -> int:
+              stack_refs: Sequence[tuple[str, Path]] = (), console: Console | None = None) -> int:
     """Check a stack config offline and print the violations.
 
     Args:
@@ -134,6 +137,8 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
             beside it supplies defaults, else the root one.
         policy_config: optional JSON file in ``pulumi preview --policy-pack-config`` format (rule name ->
             ``"advisory"``/``"mandatory"``/``"disabled"`` or ``{"enforcementLevel": ..., <config>}``).
+        stack_refs: ``(stack name, its config file)`` pairs: each config runs under mocks first, and its exports
+            answer the checked program's ``StackReference`` to that name (a job stack's ``storeStack``).
         console: where to print (default: stdout).
 
     Returns:
@@ -166,6 +171,9 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
         except (OSError, ValueError) as error:
             out.print(f"[red]cannot read policy config {policy_config}: {error}[/red]")
             return 2
-    findings = check_stack_config(path.resolve(), project_file, levels)
+    from scheduler_dedup.infra.mock_run import run_stack_config
+
+    outputs = {name: run_stack_config(Path(file).resolve(), project_file=project_file).exports for name, file in stack_refs}
+    findings = check_stack_config(path.resolve(), project_file, levels, outputs)
     render(findings, out, f"policy check of {path}")
     return 1 if any(f.level == "mandatory" for f in findings) else 0

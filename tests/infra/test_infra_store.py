@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,13 +12,16 @@ from typing import Any
 
 import pulumi
 import pytest
+import yaml
 
 from scheduler_dedup.handler.record import RUN_HISTORY_INDEXES, TTL_FIELD
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
 from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
+from scheduler_dedup.infra.mock_run import STACK_REFERENCE, RegisteredResource, run_program, run_stack_config
 from scheduler_dedup.infra.settings import resolve_settings
 from scheduler_dedup.infra.store import STORE_APIS, TYPE_TOKEN as STORE_TYPE
+from scheduler_dedup.policies.offline import resources_from_registered
+from scheduler_dedup.policies.rules import evaluate
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 FIELD = "gcp:firestore/field:Field"
@@ -199,3 +203,73 @@ def test_a_shared_account_must_be_a_service_account_email() -> None:
     with pytest.raises(DedupConfigError, match="not a service account email") as info:
         resolve_settings("report", _job("report", scheduler_service_account_email="alice@example.com"), default_project="p1")
     assert info.value.field == "scheduler_service_account_email"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+STORE_STACK = "acme/scheduler-dedup/store"
+STORE_EXPORTS = {"project": "my-project-id", "database_id": "scheduler-dedup", "collections": ["scheduler_runs"]}
+
+
+def test_root_program_store_stack_then_a_job_stack_that_names_it() -> None:
+    """The README's flow: `pulumi up` the store stack once, then a job stack whose config names it (two lines)."""
+    store = run_stack_config(ROOT / "Pulumi.example-store.yaml")
+    assert store.exports == {
+        "project": "my-project-id", "database_id": "scheduler-dedup", "location": "eur3",
+        "database_resource_name": "projects/my-project-id/databases/scheduler-dedup",
+        "collections": ["scheduler_runs"], "ttl_field": TTL_FIELD,
+    }
+    assert {r.type for r in store if r.custom} >= {"gcp:firestore/database:Database", FIELD, "gcp:firestore/index:Index"}
+    assert not [r for r in store if r.type.startswith(("gcp:cloudrunv2", "gcp:cloudscheduler", "gcp:serviceaccount"))]
+
+    job = run_stack_config(ROOT / "Pulumi.example-job-on-store.yaml", stack_outputs={STORE_STACK: store.exports})
+    assert [r.inputs["name"] for r in job if r.type == STACK_REFERENCE] == [STORE_STACK]
+    assert not [r for r in job if r.type.startswith(("gcp:firestore/", "gcp:projects/service"))]
+    env = _env(job, "nightly-report")
+    assert (env["DEDUP_DATABASE"], env["DEDUP_COLLECTION"]) == ("scheduler-dedup", "scheduler_runs")
+    assert env["DEDUP_TTL_OWNER"] == f"stack {STORE_STACK}"
+    grant = next(r.inputs for r in _grants(job) if r.inputs["role"] == "roles/datastore.user")
+    assert grant["condition"]["expression"] == f'resource.name == "{store.exports["database_resource_name"]}"'
+    assert job.exports["database_name"] == "scheduler-dedup"
+
+
+def test_the_job_on_store_example_passes_the_policy_pack() -> None:
+    store = run_stack_config(ROOT / "Pulumi.example-store.yaml")
+    job = run_stack_config(ROOT / "Pulumi.example-job-on-store.yaml", stack_outputs={STORE_STACK: store.exports})
+    findings = evaluate(resources_from_registered(job))
+    assert [f for f in findings if f.level == "mandatory"] == []
+    assert [f for f in evaluate(resources_from_registered(store)) if f.level == "mandatory"] == []
+
+
+@pytest.mark.parametrize(("key", "value", "field"), [
+    ("scheduler-dedup:databaseId", "mine", "databaseId"), ("scheduler-dedup:createDatabase", "true", "createDatabase"),
+])
+def test_a_job_stack_on_a_store_refuses_database_settings_naming_the_key(tmp_path: Path, key: str, value: str,
+                                                                        field: str) -> None:
+    config = yaml.safe_load((ROOT / "Pulumi.example-job-on-store.yaml").read_text())
+    config["config"][key] = value
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    with pytest.raises(DedupConfigError, match=f"the database is the store's.*stack config scheduler-dedup:{field}"):
+        run_stack_config(bad, project_file=ROOT / "Pulumi.yaml", stack_outputs={STORE_STACK: STORE_EXPORTS})
+
+
+def test_a_store_stack_refuses_job_settings(tmp_path: Path) -> None:
+    config = yaml.safe_load((ROOT / "Pulumi.example-store.yaml").read_text())
+    config["config"]["scheduler-dedup:jobSource"] = "examples/hello_job"
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    with pytest.raises(DedupConfigError, match="a store stack .* deploys no job: remove stack config scheduler-dedup:jobSource"):
+        run_stack_config(bad, project_file=ROOT / "Pulumi.yaml")
+
+
+def test_offline_check_answers_the_store_stack_reference_from_the_store_config() -> None:
+    from rich.console import Console
+
+    from scheduler_dedup.policies.offline import run_check
+
+    job, store = ROOT / "Pulumi.example-job-on-store.yaml", ROOT / "Pulumi.example-store.yaml"
+    quiet = Console(file=open(os.devnull, "w"), width=200)  # noqa: SIM115 - closed with the console
+    assert run_check(None, job, stack_refs=[(STORE_STACK, store)], console=quiet) == 0
+    missing = Console(record=True, width=300)
+    assert run_check(None, job, console=missing) == 1
+    assert f"--stack-ref {STORE_STACK}=" in missing.export_text()
