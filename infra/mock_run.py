@@ -204,6 +204,10 @@ def run_program(
     monitor = _RecordingMonitor(stack_outputs)
     pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config))
+    # set_mocks keeps the root stack resource of an earlier run in this process: start its exports afresh
+    root = pulumi.runtime.get_root_resource()
+    if root is not None and isinstance(getattr(root, "outputs", None), dict):
+        root.outputs.clear()  # type: ignore[attr-defined]
 
     exports: dict[str, Any] = {}
 

@@ -118,7 +118,7 @@ def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None
 
 # --------------------------------------------------------------------------- one TTL owner per program
 
-#: Per Pulumi run (keyed by the runtime's settings object, which each run or mock setup replaces): which
+#: Per Pulumi run (keyed by the runtime's resource monitor, which each run or mock setup replaces): which
 #: component owns the TTL policy of (project, database, collection, field).
 _TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str, str], str]]" = weakref.WeakKeyDictionary()
 
@@ -133,11 +133,14 @@ def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str
     Raises:
         DedupConfigError: field ``store``, naming the first owner and the fix (share one :class:`DedupStore`).
     """
-    from pulumi.runtime import settings
+    from pulumi.runtime.settings import get_monitor
 
+    monitor = get_monitor()
+    if monitor is None:  # no Pulumi run: nothing to share a registry with
+        return
     try:
-        owners = _TTL_OWNERS.setdefault(settings.SETTINGS, {})
-    except TypeError:  # pragma: no cover - settings object not weak-referenceable: no per-run registry
+        owners = _TTL_OWNERS.setdefault(monitor, {})
+    except TypeError:  # pragma: no cover - a monitor that is not weak-referenceable: no per-run registry
         return
     key = (project, database_id, collection, TTL_FIELD)
     first = owners.setdefault(key, owner)

@@ -55,6 +55,16 @@ def test_two_jobs_adopting_one_database_never_make_two_owners_of_one_ttl_policy(
     assert all(count <= 1 for count in _ttl_keys(registered).values())
 
 
+def test_a_job_without_a_store_cannot_take_a_collection_a_store_of_the_program_owns() -> None:
+    def program() -> None:
+        DedupStore("shared", {"location": "eur3", "create_database": False})
+        DedupScheduledJob("job-a", _job("job-a", create_database=False))  # type: ignore[arg-type]
+
+    with pytest.raises(DedupConfigError, match="already managed by DedupStore shared") as info:
+        run_program(program, {"gcp:project": "p1"})
+    assert info.value.field == "store"
+
+
 def _grants(resources: list[RegisteredResource]) -> list[RegisteredResource]:
     return [r for r in resources if r.type.lower().endswith("iammember")]
 
