@@ -146,9 +146,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
         s = settings
 
         # --- APIs -------------------------------------------------------------------------------
-        # A shared store enables every API its jobs need (store.STORE_APIS); alerting needs two more.
+        # A shared store enables every API its jobs need, alerting's included (store.store_apis()).
         apis = [] if s.store else list(BASE_APIS) + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
-        apis += list(ALERT_APIS) if alerts is not None else []
+        apis += list(ALERT_APIS) if alerts is not None and not s.store else []
         enabled: list[pulumi.Resource] = [
             gcp.projects.Service(
                 f"{name}-api-{api.split('.')[0]}",

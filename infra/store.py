@@ -41,11 +41,20 @@ TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
 
 #: APIs a store enables for every job that uses it: the jobs' own (Cloud Run, Scheduler, IAM), Firestore,
-#: and those of source deploys (Cloud Build, Artifact Registry, Cloud Storage).
-STORE_APIS = (
+#: and those of source deploys (Cloud Build, Artifact Registry, Cloud Storage); see :func:`store_apis`.
+JOB_APIS = (
     "run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com",
     "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com",
 )
+
+
+
+def store_apis() -> tuple[str, ...]:
+    """Every API a store enables, so that jobs using it enable none: :data:`JOB_APIS` and alerting's."""
+    from .alerts import ALERT_APIS  # imported here: alerts imports settings, which imports this module
+
+    return (*JOB_APIS, *ALERT_APIS)
+
 
 _ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection"})
 _REF_KEYS = frozenset({"project", "database_id", "collections", "ttl_owner"})
@@ -259,7 +268,7 @@ class DedupStore(pulumi.ComponentResource):
                 gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
                 opts=child,
             )
-            for api in STORE_APIS
+            for api in store_apis()
         ]
         children = firestore_children(
             s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)),

@@ -19,7 +19,7 @@ from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStor
 from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
 from scheduler_dedup.infra.mock_run import STACK_REFERENCE, RegisteredResource, run_program, run_stack_config
 from scheduler_dedup.infra.settings import resolve_settings
-from scheduler_dedup.infra.store import STORE_APIS, TYPE_TOKEN as STORE_TYPE
+from scheduler_dedup.infra.store import TYPE_TOKEN as STORE_TYPE, store_apis
 from scheduler_dedup.policies.offline import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
 
@@ -112,7 +112,7 @@ def test_store_owns_one_ttl_policy_and_the_history_indexes_per_collection() -> N
     assert outputs == {"project": "p1", "database_id": "runs-db", "database_resource_name": "projects/p1/databases/runs-db",
                        "location": "nam5", "collections": ["nightly", "hourly"], "ttl_field": TTL_FIELD}
     apis = {r.inputs["service"] for r in resources if r.type == "gcp:projects/service:Service"}
-    assert apis == set(STORE_APIS) and not _grants(resources), "a store grants nothing: each job grants its own"
+    assert apis == set(store_apis()) and not _grants(resources), "a store grants nothing: each job grants its own"
 
 
 def test_a_job_without_a_store_creates_the_history_indexes_too() -> None:
@@ -283,3 +283,16 @@ def test_offline_check_answers_the_store_stack_reference_from_the_store_config()
     missing = Console(record=True, width=300)
     assert run_check(None, job, console=missing) == 1
     assert f"--stack-ref {STORE_STACK}=" in missing.export_text()
+
+
+def test_jobs_on_a_store_with_alerts_enable_no_api_twice() -> None:
+    """The store enables every API its jobs need, alerting's too: fifty jobs must not register fifty of each."""
+    def program() -> None:
+        store = DedupStore("shared", {"location": "eur3"})
+        for job in ("job-a", "job-b"):
+            DedupScheduledJob(job, _job(job, store=store, alerts={  # type: ignore[arg-type]
+                "notification_channels": ["projects/p1/notificationChannels/1"]}))
+
+    resources = run_program(program, {"gcp:project": "p1"})
+    apis = Counter(r.inputs["service"] for r in resources if r.type == "gcp:projects/service:Service")
+    assert set(apis) >= {"logging.googleapis.com", "monitoring.googleapis.com"} and set(apis.values()) == {1}
