@@ -3,7 +3,9 @@
 Public names:
 - :class:`ScheduledRun`, what a job receives; :class:`NonRetryableJobError`, what it raises to
   record a permanent failure.
-- :func:`idempotent`, the same guarantee for any function keyed by an idempotency key.
+- :func:`idempotent`, the same guarantee for any function keyed by an idempotency key;
+  :func:`idempotent_endpoint`, the same for a Flask/functions-framework endpoint the handler's HTTP
+  proxy target calls, answering as the proxy expects.
 - :class:`Idempotency`, :class:`FirestoreRunStore`, :class:`Settings`: the machinery.
 - :class:`TargetSettings`, :func:`build_target`: proxy targets (Workflows, Cloud Run job, HTTP).
 - :class:`CallerAuthSettings`, :class:`CallerVerifier`: OIDC caller verification.
@@ -21,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "CallerAuthSettings": "caller_auth", "CallerVerifier": "caller_auth",
     "Settings": "config",
-    "idempotent": "decorator", "run_id_for_key": "decorator",
+    "idempotent": "decorator", "record_id_for_key": "decorator", "idempotent_endpoint": "endpoint",
     "ConfigError": "errors", "DedupError": "errors", "LeaseLostError": "errors", "NonRetryableJobError": "errors",
-    "RequestHeaderError": "errors", "RunFailedError": "errors", "RunInProgressError": "errors",
+    "RequestHeaderError": "errors", "RunFailedError": "errors", "RunInProgressError": "errors", "StoreError": "errors",
     "Idempotency": "idempotency", "Outcome": "idempotency", "RunOutcome": "idempotency",
     "ScheduledRun": "job",
     "RunKey": "run_key",
@@ -35,7 +37,8 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
     from scheduler_dedup.handler.config import Settings
-    from scheduler_dedup.handler.decorator import idempotent, run_id_for_key
+    from scheduler_dedup.handler.decorator import idempotent, record_id_for_key
+    from scheduler_dedup.handler.endpoint import idempotent_endpoint
     from scheduler_dedup.handler.errors import (
         ConfigError,
         DedupError,
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
         RequestHeaderError,
         RunFailedError,
         RunInProgressError,
+        StoreError,
     )
     from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
     from scheduler_dedup.handler.job import ScheduledRun

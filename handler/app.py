@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 import flask
 
+from scheduler_dedup.handler.answers import json_errors, json_response
 from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
 from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.idempotency import Idempotency
@@ -29,6 +30,8 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before Firestore is touched
     (:mod:`scheduler_dedup.handler.caller_auth`). ``POST`` to :data:`~scheduler_dedup.handler.run_check.CHECK_PATH`
     is the watchdog's run check (:mod:`scheduler_dedup.handler.run_check`), verified the same way.
+    Every answer is JSON, an unexpected exception included (500 ``internal_error``;
+    :mod:`scheduler_dedup.handler.answers`).
 
     Raises:
         ConfigError: a ``DEDUP_*`` variable or ``GOOGLE_CLOUD_PROJECT`` is invalid.
@@ -46,19 +49,15 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     run_check = RunCheck(settings, RunHistory(store.client, settings.collection,
                                               timeout_seconds=settings.firestore_timeout_seconds), store.server_now)
 
+    @json_errors
     def view(request: flask.Request) -> flask.Response:
         refusal = verifier.check(request.headers.get("Authorization")) if verifier is not None else None
         if refusal is not None:
-            response = flask.jsonify(refusal[0])
-            response.status_code = refusal[1]
-            return response
+            return json_response(refusal[0], refusal[1])
         if request.path.rstrip("/") == CHECK_PATH:  # the watchdog: reads records, never claims or runs
             body, status, headers = run_check.handle(request.headers, request.get_data())
         else:
             body, status, headers = handler.handle(request.headers)
-        response = flask.jsonify(body)
-        response.status_code = status
-        response.headers.update(headers)
-        return response
+        return json_response(body, status, headers)
 
     return view

@@ -12,7 +12,7 @@ by silently losing the runs that arrive while it is being fixed. In particular:
 - **401 and 403** are retried: IAM grants take minutes to apply after ``pulumi up``
   (https://cloud.google.com/iam/docs/access-change-propagation), so the first runs after a deploy
   meet exactly these answers; a revoked token is minted again on the next delivery.
-- **409** is retried: a downstream deduplicating on the run id with ``@idempotent`` answers 409
+- **409** is retried: a downstream deduplicating on the run id with ``idempotent_endpoint`` answers 409
   (+ ``Retry-After``) while an earlier call with the same key is still in progress; for the Google
   APIs it is ``ABORTED``/``ALREADY_EXISTS`` of a concurrent request
   (https://cloud.google.com/apis/design/errors#handling_errors: ABORTED "Retry at a higher level").
@@ -20,7 +20,7 @@ by silently losing the runs that arrive while it is being fixed. In particular:
   (same page: UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED).
 - **400, 404, 405, 410, 411, 413, 414, 415, 422** and any other 4xx record the run failed: the
   request is malformed or its target does not exist, and repeating it changes nothing. A downstream
-  ``@idempotent`` service answers **422** ``{"status": "failed"}`` for a run that failed permanently.
+  ``idempotent_endpoint`` service answers **422** ``{"status": "failed"}`` for a run that failed permanently.
 - **3xx** records the run failed: redirects are not followed (a POST would become a body-less GET
   and the run be recorded done though the target never got it); point ``DEDUP_TARGET`` at the final URL.
 
@@ -68,10 +68,10 @@ _COMMON: dict[str, Answer] = {
 TABLE: dict[TargetType, tuple[Answer, ...]] = {
     "http": (
         _COMMON["2xx"], _COMMON["auth"], _COMMON["408"],
-        Answer("409", "retry", "a downstream @idempotent service is still running this run id (it answers 409 with "
+        Answer("409", "retry", "a downstream idempotent_endpoint service is still running this run id (it answers 409 with "
                                "Retry-After)"),
         _COMMON["429"], _COMMON["5xx"],
-        Answer("422", "failed", "a downstream @idempotent service recorded this run id failed for good "
+        Answer("422", "failed", "a downstream idempotent_endpoint service recorded this run id failed for good "
                                 "({\"status\": \"failed\"})"),
         _COMMON["3xx"],
         Answer("other 4xx (400, 404, ...)", "failed", "the request is malformed or the URL does not exist; repeating "

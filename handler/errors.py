@@ -64,3 +64,25 @@ class LeaseLostError(DedupError):
 
     The attempt's completion or release was refused, so the newer attempt's record is intact.
     """
+
+
+class StoreError(DedupError):
+    """Firestore failed, or did not answer within ``DEDUP_FIRESTORE_TIMEOUT_SECONDS``, so a run's state could
+    not be read or written. The cause is chained (``__cause__``).
+
+    Attributes:
+        run_id: the run id.
+        attempt_id: this attempt's id.
+        step: what could not be done: ``claim`` (before the work ran), ``complete``, ``record_failure`` or
+            ``release`` (after it ran).
+        executed: True if the work ran before Firestore failed. Its claim then stays ``in_progress`` until
+            the lease expires (unless the write landed after all); the first delivery after that takes the
+            run over and runs the work again.
+    """
+
+    def __init__(self, run_id: str, attempt_id: str, step: str, executed: bool, cause: BaseException):
+        super().__init__(f"Firestore failed at {step} of run {run_id} ({type(cause).__name__}: {cause})")
+        self.run_id = run_id
+        self.attempt_id = attempt_id
+        self.step = step
+        self.executed = executed

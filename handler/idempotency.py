@@ -14,9 +14,21 @@ Protocol for one run id (each step one Firestore RPC):
 3. While the work runs, a :class:`LeaseKeeper` renews the lease every third of it.
 4. **Complete** (or record ``failed``) with a write fenced on the holder's last commit time;
    a **retryable failure** deletes the record the same way, so the next delivery runs at once.
-   If the fast fence fails (for instance a renewal's response was lost), the record is read and
-   the write retried only if this attempt id still holds it. An attempt that lost its lease can
-   therefore neither complete nor delete a newer attempt's record.
+   An attempt that lost its lease can therefore neither complete nor delete a newer attempt's record.
+
+**A write whose answer was lost is not a write that was refused.** Every conditional write (claim,
+takeover, renewal, completion, failure record, release) that is refused by its precondition or ends
+without an answer (UNAVAILABLE, DEADLINE_EXCEEDED, ``RetryError`` after the client's retries) may have
+committed. So the record is read and the attempt decides by attempt id and status: its own write in
+place counts as done; a record still ``in_progress`` under its own attempt id is still its own (the write
+is tried again on the record's current commit time); only another attempt id holding the run, or the
+record gone, means the run was taken over (``fenced``). When Firestore stays unreachable, a
+:class:`~scheduler_dedup.handler.errors.StoreError` says which step failed and whether the work ran.
+
+**A run that executed is never run again because of its result.** The result is checked against
+Firestore's value model first and stored in the form every answer replays
+(:mod:`scheduler_dedup.handler.stored_result`); a result that does not fit is dropped with a reason, and
+if Firestore still refuses the completion write as invalid, the run is completed without its result.
 
 Two process-local shortcuts spare Firestore RPCs and server threads without deciding anything
 Firestore has not: a delivery of a run that *this process* is running is answered in progress
@@ -28,7 +40,6 @@ TTL policy deletes it, after the retention period).
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import threading
 import time
@@ -36,25 +47,28 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from scheduler_dedup.handler.errors import NonRetryableJobError
+from scheduler_dedup.handler.errors import NonRetryableJobError, StoreError
 from scheduler_dedup.handler.lease import LeaseKeeper
 from scheduler_dedup.handler.record import COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD, RunRecord
-from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.handler.store import STORE_ERRORS, FirestoreRunStore
+from scheduler_dedup.handler.stored_result import StoredResult, fresh_copy, prepare_result, replayable
 
 log = logging.getLogger("scheduler_dedup")
 
-#: Largest stored result, in bytes of JSON (a Firestore document holds at most 1 MiB:
-#: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields).
-MAX_RESULT_BYTES = 512 * 1024
 _MAX_ERROR_CHARS = 2000
 _CLAIM_ROUNDS = 5
+#: Writes of a holder tried per step before Firestore counts as unreachable (each try one read + one write).
+_HOLDER_ROUNDS = 3
 #: How many finished runs each process remembers, to replay duplicates without an RPC.
 FINISHED_CACHE_SIZE = 4096
+#: Refusals of a write as invalid: by Firestore (INVALID_ARGUMENT) or by the client before sending.
+_INVALID_WRITE = (gexc.InvalidArgument, ValueError, TypeError)
 
 
 class Outcome(str, enum.Enum):
@@ -65,7 +79,7 @@ class Outcome(str, enum.Enum):
     IN_PROGRESS = "in_progress"  #: another attempt holds a live lease; the work did not run
     FAILED = "failed"  #: the run is recorded failed (non-retryable), now or before
     RELEASED = "released"  #: the work raised a retryable error; the claim was released
-    FENCED = "fenced"  #: this attempt lost its lease; its completion or release was refused
+    FENCED = "fenced"  #: another attempt took the run over from this one; its outcome was not recorded
 
 
 @dataclass(frozen=True)
@@ -77,12 +91,13 @@ class RunOutcome:
         run_id: the run id.
         attempt_id: this delivery's attempt id (32 hex characters).
         executed: True if this delivery ran the work.
-        result: the work's result (processed) or the stored one (duplicate).
+        result: the result in its stored form (processed: what was stored; duplicate: what the record
+            holds), a copy of its own; None when there is none or it was dropped.
         error: the error message (failed, released).
         exception: the exception the work raised (released, failed), for re-raising.
         retry_after_seconds: for in_progress, seconds until the other lease expires.
         took_over: True if this attempt took over a record whose lease had expired.
-        result_dropped: why the result was not stored (too large, not JSON), or None.
+        result_dropped: why the result was not stored, or None.
     """
 
     outcome: Outcome
@@ -99,8 +114,18 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class _Claim:
-    update_time: Any
+    update_time: datetime
     took_over: bool
+    fields: dict[str, Any]  # what the claim wrote: the record's other fields, to size the completed record
+
+
+@dataclass(frozen=True)
+class _Finished:
+    outcome: Outcome
+    result: Any
+    error: str | None
+    result_dropped: str | None
+    expires: float  # monotonic seconds
 
 
 class Idempotency:
@@ -118,16 +143,17 @@ class Idempotency:
         self.retention_seconds = retention_seconds
         self._local_lock = threading.Lock()
         self._running: dict[str, float] = {}  # run id -> monotonic time of this process's claim
-        self._finished: OrderedDict[str, tuple[Outcome, Any, str | None, float]] = OrderedDict()
+        self._finished: OrderedDict[str, _Finished] = OrderedDict()
 
     def execute(self, run_id: str, work: Callable[[str], Any], fields: Mapping[str, Any] | None = None) -> RunOutcome:
         """Run ``work(attempt_id)`` at most once to completion for ``run_id``.
 
         Args:
             run_id: document id of the run record (at most 1500 bytes, no '/').
-            work: the work; receives this delivery's attempt id and returns a JSON-serialisable
-                result or None. Raising :class:`NonRetryableJobError` records the run failed;
-                any other ``Exception`` releases the claim so a retry runs it again.
+            work: the work; receives this delivery's attempt id and returns its result (stored in the
+                form :mod:`~scheduler_dedup.handler.stored_result` describes). Raising
+                :class:`NonRetryableJobError` records the run failed; any other ``Exception`` releases the
+                claim so a retry runs it again.
             fields: extra fields stored in the record (job name, schedule time...).
 
         Returns:
@@ -135,24 +161,27 @@ class Idempotency:
             (e.g. ``KeyboardInterrupt``) propagates, after the claim is released.
 
         Raises:
-            google.api_core.exceptions.GoogleAPICallError: Firestore failed while claiming.
+            StoreError: Firestore failed or timed out; ``executed`` says whether the work ran.
         """
         attempt_id = uuid.uuid4().hex
         local = self._local_outcome(run_id, attempt_id)
         if local is not None:
             return local
-        claim = self._claim(run_id, attempt_id, dict(fields or {}))
+        try:
+            claim = self._claim(run_id, attempt_id, dict(fields or {}))
+        except STORE_ERRORS as exc:
+            raise StoreError(run_id, attempt_id, "claim", False, exc) from exc
         if isinstance(claim, RunOutcome):
-            self._remember(claim, claim.result)  # replayed from the store: already in stored form
+            self._remember(claim)
             return claim
         with self._local_lock:
             self._running[run_id] = time.monotonic()
         try:
-            outcome, stored = self._run_claimed(run_id, attempt_id, claim, work)
+            outcome = self._run_claimed(run_id, attempt_id, claim, work)
         finally:
             with self._local_lock:
                 self._running.pop(run_id, None)
-        self._remember(outcome, stored)
+        self._remember(outcome)
         return outcome
 
     def _local_outcome(self, run_id: str, attempt_id: str) -> RunOutcome | None:
@@ -164,56 +193,70 @@ class Idempotency:
             finished = self._finished.get(run_id)
             if finished is None:
                 return None
-            outcome, result, error, expires = finished
-            if time.monotonic() >= expires:
+            if time.monotonic() >= finished.expires:
                 del self._finished[run_id]
                 return None
             self._finished.move_to_end(run_id)
-        return RunOutcome(outcome, run_id, attempt_id, result=result, error=error)
+        return RunOutcome(finished.outcome, run_id, attempt_id, result=fresh_copy(finished.result),
+                          error=finished.error, result_dropped=finished.result_dropped)
 
-    def _remember(self, outcome: RunOutcome, stored_result: Any) -> None:
-        """Cache a final outcome; ``stored_result`` is the result as Firestore holds it (what duplicates replay)."""
+    def _remember(self, outcome: RunOutcome) -> None:
+        """Cache a final outcome, with a copy of its stored result that no caller can change."""
         final = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.DUPLICATE: Outcome.DUPLICATE,
                  Outcome.FAILED: Outcome.FAILED}.get(outcome.outcome)
         if final is None:
             return
-        result = stored_result if final is Outcome.DUPLICATE else None
+        result = fresh_copy(outcome.result) if final is Outcome.DUPLICATE else None
+        entry = _Finished(final, result, outcome.error, outcome.result_dropped,
+                          time.monotonic() + self.retention_seconds)
         with self._local_lock:
-            self._finished[outcome.run_id] = (final, result, outcome.error,
-                                              time.monotonic() + self.retention_seconds)
+            self._finished[outcome.run_id] = entry
             self._finished.move_to_end(outcome.run_id)
             while len(self._finished) > FINISHED_CACHE_SIZE:
                 self._finished.popitem(last=False)
 
-    def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim,
-                     work: Callable[[str], Any]) -> tuple[RunOutcome, Any]:
-        """Run the claimed work; returns the outcome and the result as stored (None unless completed)."""
+    def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim, work: Callable[[str], Any]) -> RunOutcome:
+        """Run the claimed work and record its outcome."""
         keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds).start()
         try:
             value = work(attempt_id)
         except NonRetryableJobError as exc:
             keeper.stop()
             error = _error_text(exc)
-            done = self._finish(run_id, attempt_id, keeper, {"status": FAILED, "error": error, "result": None})
+            done = self._recorded(run_id, attempt_id, "record_failure", lambda: self._finish(
+                run_id, attempt_id, keeper, claim, FAILED, {"error": error, "result": None}))
             outcome = Outcome.FAILED if done else Outcome.FENCED
             return RunOutcome(outcome, run_id, attempt_id, executed=True, error=error, exception=exc,
-                              took_over=claim.took_over), None
+                              took_over=claim.took_over)
         except Exception as exc:
             keeper.stop()
-            released = self._release(run_id, attempt_id, keeper)
+            released = self._recorded(run_id, attempt_id, "release", lambda: self._release(run_id, attempt_id, keeper))
             outcome = Outcome.RELEASED if released else Outcome.FENCED
             return RunOutcome(outcome, run_id, attempt_id, executed=True, error=_error_text(exc), exception=exc,
-                              took_over=claim.took_over), None
+                              took_over=claim.took_over)
         except BaseException:
             keeper.stop()
-            self._release(run_id, attempt_id, keeper)
+            try:
+                self._release(run_id, attempt_id, keeper)
+            except STORE_ERRORS as exc:
+                log.error("could not release the claim after an interrupt: %s", exc,
+                          extra={"run_id": run_id, "attempt_id": attempt_id})
             raise
         keeper.stop()
-        stored, dropped = _storable(value)
-        done = self._finish(run_id, attempt_id, keeper, {"status": COMPLETED, "result": stored, "error": None,
-                                                          "result_dropped": dropped})
-        return RunOutcome(Outcome.PROCESSED if done else Outcome.FENCED, run_id, attempt_id, executed=True,
-                          result=value, took_over=claim.took_over, result_dropped=dropped), stored
+        stored = self._recorded(run_id, attempt_id, "complete",
+                                lambda: self._complete(run_id, attempt_id, keeper, claim, value))
+        if stored is None:
+            return RunOutcome(Outcome.FENCED, run_id, attempt_id, executed=True, took_over=claim.took_over)
+        return RunOutcome(Outcome.PROCESSED, run_id, attempt_id, executed=True, result=stored.value,
+                          took_over=claim.took_over, result_dropped=stored.dropped)
+
+    @staticmethod
+    def _recorded(run_id: str, attempt_id: str, step: str, write: Callable[[], Any]) -> Any:
+        """Run a recording step after the work ran; Firestore staying unreachable becomes a :class:`StoreError`."""
+        try:
+            return write()
+        except STORE_ERRORS as exc:
+            raise StoreError(run_id, attempt_id, step, True, exc) from exc
 
     # -- claim ---------------------------------------------------------------------------------
 
@@ -236,78 +279,149 @@ class Idempotency:
 
     def _claim(self, run_id: str, attempt_id: str, fields: dict[str, Any]) -> _Claim | RunOutcome:
         for _ in range(_CLAIM_ROUNDS):
-            update_time = self.store.create(run_id, self._in_progress_fields(attempt_id, fields))
+            claim_fields = self._in_progress_fields(attempt_id, fields)
+            unanswered: Exception | None = None
+            try:
+                update_time = self.store.create(run_id, claim_fields)
+            except STORE_ERRORS as exc:
+                update_time, unanswered = None, exc
             if update_time is not None:
-                return _Claim(update_time, took_over=False)
+                return _Claim(update_time, False, claim_fields)
             record = self.store.get(run_id)
             if record is None:
+                if unanswered is not None:
+                    raise unanswered  # the create did not get through (a late one would hold the run until its lease expires)
                 continue  # released between our create and our read: claim again
-            if record.status == IN_PROGRESS and record.attempt_id == attempt_id:
-                # Our create committed, but its answer was lost and the retry saw AlreadyExists.
-                return _Claim(record.update_time, took_over=False)
+            if record.held_by(attempt_id):
+                # Our create committed, but its answer was lost (the retry saw AlreadyExists, or none came).
+                return _Claim(record.update_time, False, claim_fields)
             if record.status != IN_PROGRESS:
                 return _replay(record, attempt_id)
             remaining = record.lease_remaining_seconds
             if remaining > 0:
                 return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=remaining)
             takeover = {**self._in_progress_fields(attempt_id, fields), "previous_attempt_id": record.attempt_id}
-            update_time = self.store.update_if_unchanged(run_id, takeover, record.update_time)
-            if update_time is not None:
-                log.warning("took over a run whose lease expired", extra={
-                    "run_id": run_id, "attempt_id": attempt_id, "previous_attempt_id": record.attempt_id})
-                return _Claim(update_time, took_over=True)
-            # Another delivery changed the record first: look again.
+            try:
+                update_time = self.store.update_if_unchanged(run_id, takeover, record.update_time)
+            except STORE_ERRORS:
+                update_time = None
+            if update_time is None:
+                # Refused or unanswered: it may have committed with its answer lost. Look.
+                after = self.store.get(run_id)
+                if after is None or not after.held_by(attempt_id):
+                    continue  # another delivery changed the record first: look again
+                update_time = after.update_time
+            log.warning("took over a run whose lease expired", extra={
+                "run_id": run_id, "attempt_id": attempt_id, "previous_attempt_id": record.attempt_id})
+            return _Claim(update_time, True, takeover)
         return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=1.0)
 
-    # -- finish and release, fenced by attempt id ------------------------------------------------
+    # -- complete, record failure, release: fenced by attempt id ----------------------------------
 
-    def _finish(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, fields: dict[str, Any]) -> bool:
-        fields = {**fields, "finished_at": firestore.SERVER_TIMESTAMP,
-                  TTL_FIELD: self.store.server_now() + timedelta(seconds=self.retention_seconds)}
-        if not keeper.lost and self.store.update_if_unchanged(run_id, fields, keeper.update_time) is not None:
-            return True
-        return self._fenced_retry(run_id, attempt_id,
-                                  lambda rec: self.store.update_if_unchanged(run_id, fields, rec.update_time) is not None)
+    def _complete(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim,
+                  value: Any) -> StoredResult | None:
+        """Record the run completed with its result; returns what was stored, or None if fenced."""
+        finish = self._finish_fields(COMPLETED, {"error": None})
+        stored = prepare_result(value, collection=self.store.collection, document_id=run_id,
+                                record_fields={**claim.fields, **finish, "result_dropped": None})
+        try:
+            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
+                                {"error": None, "result": stored.value, "result_dropped": stored.dropped})
+        except _INVALID_WRITE as exc:
+            if stored.value is None:
+                raise
+            # The value-model check missed a rule: the run still completes, without its result.
+            stored = StoredResult(None, f"Firestore refused the result: {type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS])
+            log.warning("completion refused as invalid; completing without the result: %s", exc,
+                        extra={"run_id": run_id, "attempt_id": attempt_id})
+            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
+                                {"error": None, "result": None, "result_dropped": stored.dropped})
+        if stored.dropped is not None:
+            log.warning("result not stored: %s", stored.dropped, extra={"run_id": run_id, "attempt_id": attempt_id})
+        return stored if done else None
+
+    def _finish_fields(self, status: str, fields: dict[str, Any]) -> dict[str, Any]:
+        return {**fields, "status": status, "finished_at": firestore.SERVER_TIMESTAMP,
+                TTL_FIELD: self.store.server_now() + timedelta(seconds=self.retention_seconds)}
+
+    def _finish(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, status: str,
+                fields: dict[str, Any]) -> bool:
+        """Write the final ``status``; True once it is in place, False if another attempt took the run over."""
+        fields = self._finish_fields(status, fields)
+        return self._write_as_holder(
+            run_id, attempt_id, None if keeper.lost else keeper.update_time,
+            write=lambda update_time: self.store.update_if_unchanged(run_id, fields, update_time) is not None,
+            in_place=lambda record: record is not None and record.attempt_id == attempt_id
+            and record.status == status,
+            step=status)
 
     def _release(self, run_id: str, attempt_id: str, keeper: LeaseKeeper) -> bool:
-        if not keeper.lost and self.store.delete_if_unchanged(run_id, keeper.update_time):
-            return True
-        if self._fenced_retry(run_id, attempt_id, lambda rec: self.store.delete_if_unchanged(run_id, rec.update_time)):
-            return True
-        # Gone already: our delete committed on a retried try whose answer was lost. Only the
-        # holder deletes an in-progress record (TTL expiry is far beyond any lease), so it was ours.
-        return self.store.get(run_id) is None
+        """Delete the claim; True once it is gone, False if another attempt took the run over."""
+        # Gone counts as released: either our delete committed (its answer lost) or a later holder released
+        # the run; only a holder deletes an in-progress record (TTL expiry is far beyond any lease).
+        return self._write_as_holder(
+            run_id, attempt_id, None if keeper.lost else keeper.update_time,
+            write=lambda update_time: self.store.delete_if_unchanged(run_id, update_time),
+            in_place=lambda record: record is None, step="release")
 
-    def _fenced_retry(self, run_id: str, attempt_id: str, write: Callable[[RunRecord], bool]) -> bool:
-        """Slow path: write only if ``attempt_id`` still holds the run (the fencing check)."""
-        for _ in range(3):
-            record = self.store.held_by(run_id, attempt_id)
-            if record is None:
-                log.warning("fenced: a newer attempt holds this run; not writing",
-                            extra={"run_id": run_id, "attempt_id": attempt_id})
-                return False
-            if write(record):
+    def _write_as_holder(self, run_id: str, attempt_id: str, update_time: datetime | None,
+                         write: Callable[[datetime], bool], in_place: Callable[[RunRecord | None], bool],
+                         step: str) -> bool:
+        """Write as the holder of the run, fenced on ``update_time``; decide a refusal or silence by reading.
+
+        Returns True when the write is in place (now, or on an earlier try whose answer was lost), False
+        when another attempt id holds the run or the record is gone without this write in place.
+
+        Raises:
+            one of STORE_ERRORS: Firestore stayed unreachable for :data:`_HOLDER_ROUNDS` tries.
+            gexc.InvalidArgument, ValueError, TypeError: the write itself is invalid (nothing committed).
+        """
+        extra = {"run_id": run_id, "attempt_id": attempt_id, "step": step}
+        last_error: Exception | None = None
+        invalid: gexc.InvalidArgument | None = None
+        for _ in range(_HOLDER_ROUNDS):
+            if update_time is not None:
+                try:
+                    if write(update_time):
+                        return True
+                    last_error = None
+                except gexc.InvalidArgument as exc:
+                    invalid = exc  # definitive unless a retried try of this write is in place: look first
+                except STORE_ERRORS as exc:
+                    last_error = exc
+            try:
+                record = self.store.get(run_id)
+            except STORE_ERRORS as exc:
+                last_error = exc
+                continue
+            if in_place(record):
+                log.info("%s: this attempt's write is in place (its answer was lost)", step, extra=extra)
                 return True
-        return False
+            if record is not None and record.held_by(attempt_id):
+                if invalid is not None:
+                    raise invalid
+                update_time = record.update_time  # still ours: write on its current commit time
+                continue
+            if record is None:
+                log.warning("fenced: the run record is gone (another attempt took the run over and released it); "
+                            "not writing %s", step, extra=extra)
+            else:
+                log.warning("fenced: attempt %s holds the run (%s); not writing %s", record.attempt_id, record.status,
+                            step, extra={**extra, "holder_attempt_id": record.attempt_id})
+            return False
+        if last_error is not None:
+            raise last_error
+        raise gexc.Aborted(f"{step}: the record kept changing under this attempt's id; nothing decided")
 
 
 def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
     if record.status == COMPLETED:
-        return RunOutcome(Outcome.DUPLICATE, record.run_id, attempt_id, result=record.result)
+        stored = replayable(record.result)
+        return RunOutcome(Outcome.DUPLICATE, record.run_id, attempt_id, result=stored.value,
+                          result_dropped=record.result_dropped or stored.dropped)
     if record.status == FAILED:
         return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error)
     raise ValueError(f"run record {record.run_id} has unknown status {record.status!r}")
-
-
-def _storable(value: Any) -> tuple[Any, str | None]:
-    """The result as Firestore stores it (JSON values), or None and why it was dropped."""
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        return None, f"result is not JSON-serialisable: {exc}"
-    if len(text.encode()) > MAX_RESULT_BYTES:
-        return None, f"result is {len(text.encode())} bytes of JSON, over the {MAX_RESULT_BYTES}-byte limit"
-    return json.loads(text), None
 
 
 def _error_text(exc: BaseException) -> str:

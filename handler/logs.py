@@ -34,6 +34,7 @@ class LogField(StrEnum):
     ATTEMPT_ID = "attempt_id"
     OUTCOME = "outcome"  #: processed | duplicate | failed | in_progress | fenced | released | bad_request | store_error
     EXECUTED = "executed"  #: true when this delivery ran the job
+    STEP = "step"  #: store_error: the step Firestore failed at (claim, complete, record_failure, release)
     TOOK_OVER = "took_over"  #: true when this attempt took the run over from an expired lease (a crashed holder)
     HTTP_STATUS = "http_status"
     ERROR = "error"

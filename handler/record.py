@@ -75,10 +75,23 @@ class RunRecord:
         """
         return self.lease_seconds - (self.read_time - self.update_time).total_seconds()
 
+    def held_by(self, attempt_id: str) -> bool:
+        """True if ``attempt_id`` holds the run: the record is ``in_progress`` under that attempt id.
+
+        The fencing check: an attempt may write the record only while this holds.
+        """
+        return self.status == IN_PROGRESS and self.attempt_id == attempt_id
+
     @property
     def result(self) -> Any:
-        """The job's stored JSON-serialisable result (None if it had none)."""
+        """The job's stored result in JSON values (None if it had none or it was dropped)."""
         return self.data.get("result")
+
+    @property
+    def result_dropped(self) -> str | None:
+        """Why the job's result was not stored, or None."""
+        value = self.data.get("result_dropped")
+        return None if value is None else str(value)
 
     @property
     def error(self) -> str | None:

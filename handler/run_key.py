@@ -1,10 +1,21 @@
 """The run key: which scheduled run a request belongs to, and its run id.
 
-Cloud Scheduler sends, on every delivery of one run, ``X-CloudScheduler-JobName`` (the job id)
-and ``X-CloudScheduler-ScheduleTime`` (RFC 3339; the same value on every retry of that run; sent
-only for unix-cron schedules). See https://cloud.google.com/scheduler/docs/reference/rpc/google.cloud.scheduler.v1#httptarget
-(the ``headers`` field). Our component adds ``X-Dedup-Project`` and ``X-Dedup-Location`` so
-that one job id in two projects or regions gives two runs.
+Cloud Scheduler sends, on every delivery of one run, ``X-CloudScheduler-JobName`` and
+``X-CloudScheduler-ScheduleTime`` (RFC 3339; the same value on every retry of that run; sent only for
+unix-cron schedules). See https://cloud.google.com/scheduler/docs/reference/rpc/google.cloud.scheduler.v1#httptarget
+(the ``headers`` field). Our component adds ``X-Dedup-Project`` and ``X-Dedup-Location`` so that one job
+id in two projects or regions gives two runs.
+
+**One run, one identity.** Google's pages describe ``X-CloudScheduler-JobName`` as the job's short id in
+some places and as its full resource name (``projects/P/locations/L/jobs/J``) in others, so both reach
+real handlers. Both key the same run: a full name is split into project, location and job id, and the
+run is keyed on those. When ``X-Dedup-Project`` / ``X-Dedup-Location`` are sent as well they must agree
+with the full name, or the request is refused (400) naming both headers; without them the full name's
+project and location are used.
+
+**Repeated headers.** A header sent twice with the same value is one value. WSGI servers (gunicorn,
+werkzeug) join repeated header lines with commas (PEP 3333, RFC 9110 section 5.3), so each value is
+split on commas: none of these headers can contain one (job ids, RFC 3339 times, project and region ids).
 """
 
 from __future__ import annotations
@@ -25,8 +36,9 @@ LOCATION_HEADER = "X-Dedup-Location"
 
 # Job ids: letters, digits, hyphens, underscores, at most 500 characters
 # (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
-# We also accept a full resource name (projects/P/locations/L/jobs/J), which some proxies send.
-_JOB_NAME_RE = re.compile(r"^(projects/[a-z0-9.:-]+/locations/[a-z0-9-]+/jobs/)?[A-Za-z0-9_-]{1,500}$")
+_JOB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
+# The full resource name, projects/PROJECT_ID/locations/LOCATION_ID/jobs/JOB_ID (same page).
+_FULL_NAME_RE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/jobs/(?P<job>[^/]+)$")
 # Project ids: https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin
 # (6-30 characters; older ids may carry a domain prefix such as example.com:my-project).
 PROJECT_ID_RE = re.compile(r"^[a-z]([a-z0-9.:-]{0,98}[a-z0-9])?$")
@@ -47,9 +59,11 @@ class RunKey:
     """What identifies one scheduled run.
 
     Attributes:
-        project: project id from ``X-Dedup-Project`` (else the handler's own project).
-        location: Scheduler region from ``X-Dedup-Location``, or ``""`` when not sent.
-        job_name: the Scheduler job id (``X-CloudScheduler-JobName``).
+        project: project id from ``X-Dedup-Project`` or the full job name (else the handler's own project).
+        location: Scheduler region from ``X-Dedup-Location`` or the full job name, or ``""`` when neither
+            names one.
+        job_name: the Scheduler job's short id (``X-CloudScheduler-JobName``, or the last part of a full
+            resource name).
         schedule_time: the run's schedule time, an aware datetime in UTC.
         manual: True for a forced run (schedule time in the future): keyed apart from the
             scheduled run of the same time, so it cannot swallow that run later.
@@ -124,7 +138,8 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
         lowered.setdefault(name.lower(), []).append(value)
 
     def header(name: str) -> str | None:
-        values = {v.strip() for v in lowered.get(name.lower(), [])}
+        parts = [part.strip() for value in lowered.get(name.lower(), []) for part in value.split(",")]
+        values = {part for part in parts if part} if len(parts) > 1 else set(parts)
         if len(values) > 1:
             raise RequestHeaderError(name, f"is sent {len(values)} times with different values; send it once")
         return values.pop() if values else None
@@ -133,9 +148,15 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
     if not job_name:
         raise RequestHeaderError(JOB_NAME_HEADER, "is missing or empty: the request did not come from a Cloud "
                                  "Scheduler HTTP job")
-    if not _JOB_NAME_RE.match(job_name):
+    project, location = header(PROJECT_HEADER), header(LOCATION_HEADER)
+    full = _FULL_NAME_RE.match(job_name)
+    if full is not None:
+        job_name = _job_name_parts(job_name, full, project, location)
+        project, location = full["project"], full["location"]
+    if not _JOB_ID_RE.match(job_name):
         raise RequestHeaderError(
-            JOB_NAME_HEADER, f"is {job_name[:80]!r}: a job id is 1-500 letters, digits, '-' or '_'"
+            JOB_NAME_HEADER, f"is {job_name[:80]!r}: a job id is 1-500 letters, digits, '-' or '_' (or a full name "
+                             "projects/P/locations/L/jobs/J)"
         )
     raw_time = header(SCHEDULE_TIME_HEADER)
     if not raw_time:
@@ -145,11 +166,28 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
             "schedule such as '*/5 * * * *' (forced runs of a job with no next run time also omit it)",
         )
     schedule_time = parse_schedule_time(raw_time)
-    project = header(PROJECT_HEADER) or default_project
+    project = project or default_project
     if not PROJECT_ID_RE.match(project):
         raise RequestHeaderError(PROJECT_HEADER, f"is {project[:80]!r}, not a project id")
-    location = header(LOCATION_HEADER) or ""
+    location = location or ""
     if location and not _LOCATION_RE.match(location):
         raise RequestHeaderError(LOCATION_HEADER, f"is {location[:80]!r}, not a region such as us-central1")
     manual = (schedule_time - server_now).total_seconds() > manual_tolerance_seconds
     return RunKey(project=project, location=location, job_name=job_name, schedule_time=schedule_time, manual=manual)
+
+
+def _job_name_parts(name: str, full: re.Match[str], project: str | None, location: str | None) -> str:
+    """The job id of a full resource name, after checking its project and location against the X-Dedup-* headers.
+
+    Raises:
+        RequestHeaderError: a part is malformed, or a header disagrees with the name (naming both).
+    """
+    if not PROJECT_ID_RE.match(full["project"]) or not _LOCATION_RE.match(full["location"]):
+        raise RequestHeaderError(JOB_NAME_HEADER, f"is {name[:120]!r}: a full name is projects/PROJECT_ID/"
+                                 "locations/REGION/jobs/JOB_ID")
+    for header_name, sent, named, what in ((PROJECT_HEADER, project, full["project"], "project"),
+                                            (LOCATION_HEADER, location, full["location"], "location")):
+        if sent and sent != named:
+            raise RequestHeaderError(header_name, f"is {sent[:80]!r} but {JOB_NAME_HEADER} {name[:120]!r} names "
+                                     f"{what} {named!r}: send the {what} the job name has, or only one of them")
+    return full["job"]

@@ -6,7 +6,10 @@ Status codes and why:
   retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
   job's retry count.
 - 400: a missing or malformed Scheduler header; nothing is written.
-- 500: a retryable job failure, after the claim was released; or Firestore failed (``store_error``).
+- 500: a retryable job failure, after the claim was released; or Firestore failed (``store_error``,
+  which says whether the job ran and what the next delivery will do).
+
+The bodies are :mod:`scheduler_dedup.handler.answers`' JSON contract.
 """
 
 from __future__ import annotations
@@ -15,10 +18,9 @@ import logging
 import time
 from typing import Any
 
-from google.api_core.exceptions import GoogleAPICallError, RetryError
-
+from scheduler_dedup.handler.answers import outcome_answer, store_error_body
 from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import RequestHeaderError
+from scheduler_dedup.handler.errors import RequestHeaderError, StoreError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.job import Job, ScheduledRun
 from scheduler_dedup.handler.logs import LogEvent, LogField
@@ -59,8 +61,8 @@ class SchedulerHandler:
             ``(body, status_code, extra_headers)``; body is a JSON object with ``status`` and
             ``run_id`` (except for 400, which has ``error`` and no run id).
 
-        A Firestore failure gives 500 ``store_error`` (Scheduler retries): before the job ran,
-        nothing was claimed; after, the claim stays until its lease expires.
+        A Firestore failure gives 500 ``store_error`` (Scheduler retries); its body says whether the
+        job ran and what the next delivery will do.
         """
         started = time.monotonic()
         try:
@@ -81,13 +83,13 @@ class SchedulerHandler:
 
         try:
             outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
-        except (GoogleAPICallError, RetryError) as exc:
-            log.error("Firestore failed: %s", exc, extra={
+        except StoreError as exc:
+            body = store_error_body(exc, self.idempotency.lease_seconds)
+            log.error("Firestore failed: %s", exc.__cause__, extra={
                 LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
-                LogField.OUTCOME: "store_error", LogField.HTTP_STATUS: 500})
-            return ({"status": "store_error", "run_id": key.run_id,
-                     "error": f"Firestore failed ({type(exc).__name__}); the run is not recorded, retry later"},
-                    500, {})
+                LogField.ATTEMPT_ID: exc.attempt_id, LogField.OUTCOME: "store_error", LogField.STEP: exc.step,
+                LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: 500, LogField.ERROR: body["error"]})
+            return body, 500, {}
         body, status, extra = _response(outcome)
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra
@@ -107,22 +109,8 @@ def _record_fields(key: RunKey, settings: Settings) -> dict[str, Any]:
 
 
 def _response(outcome: RunOutcome) -> Response:
-    body: dict[str, Any] = {"status": outcome.outcome.value, "run_id": outcome.run_id}
-    extra: dict[str, str] = {}
-    if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
-        body["result"] = outcome.result
-    if outcome.result_dropped:
-        body["result_dropped"] = outcome.result_dropped
-    if outcome.error is not None:
-        body["error"] = outcome.error
-    if outcome.outcome is Outcome.RELEASED:
-        body["released"] = True
-    if outcome.retry_after_seconds is not None:
-        body["retry_after_seconds"] = round(outcome.retry_after_seconds, 3)
-        extra["Retry-After"] = str(max(1, int(outcome.retry_after_seconds + 0.999)))
-    if outcome.outcome is Outcome.FENCED:
-        body["error"] = "this attempt lost its lease to a newer attempt; its outcome was not recorded"
-    return body, _STATUS_CODES[outcome.outcome], extra
+    body, headers = outcome_answer(outcome)
+    return body, _STATUS_CODES[outcome.outcome], headers
 
 
 def _log_outcome(key: RunKey, outcome: RunOutcome, status: int, seconds: float) -> None:

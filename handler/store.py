@@ -18,7 +18,12 @@ from google.api_core import exceptions as gexc
 from google.api_core import retry as gretry
 from google.cloud import firestore
 
-from scheduler_dedup.handler.record import IN_PROGRESS, RunRecord
+from scheduler_dedup.handler.record import RunRecord
+
+#: What a store call raises when Firestore failed or never answered: an API error (UNAVAILABLE,
+#: DEADLINE_EXCEEDED... after the client library's own retries), or ``RetryError`` when those retries ran
+#: out of time. After one of these a write may or may not have committed; callers find out by reading.
+STORE_ERRORS: tuple[type[Exception], ...] = (gexc.GoogleAPICallError, gexc.RetryError)
 
 
 class FirestoreRunStore:
@@ -30,9 +35,10 @@ class FirestoreRunStore:
         timeout_seconds: how long one operation may take, retries of transient errors
             (UNAVAILABLE, DEADLINE_EXCEEDED...) included, in seconds.
 
-    All methods raise ``google.api_core.exceptions.GoogleAPICallError`` or ``RetryError`` for
-    Firestore failures other than the expected ones they turn into return values. A retried
-    write may have committed on an earlier try: callers recognise their own attempt id.
+    All methods raise one of :data:`STORE_ERRORS` for Firestore failures other than the expected ones
+    they turn into return values. A write that raised, or that was refused after a retry, may have
+    committed on an earlier try whose answer was lost: callers read the record and recognise their own
+    attempt id.
     """
 
     def __init__(self, client: firestore.Client, collection: str, timeout_seconds: float = 20.0):
@@ -89,7 +95,8 @@ class FirestoreRunStore:
     def update_if_unchanged(self, run_id: str, fields: Mapping[str, Any], update_time: datetime) -> datetime | None:
         """Update fields only if the document's last commit time is still ``update_time``.
 
-        Returns the new commit time, or None if the document changed or is gone (we are fenced).
+        Returns the new commit time, or None if the document changed or is gone since ``update_time``:
+        changed by another attempt, or by this very write on an earlier try whose answer was lost.
         """
         try:
             result = self._doc(run_id).update(
@@ -101,7 +108,11 @@ class FirestoreRunStore:
         return result.update_time
 
     def delete_if_unchanged(self, run_id: str, update_time: datetime) -> bool:
-        """Delete only if the document's last commit time is still ``update_time``; False if fenced."""
+        """Delete only if the document's last commit time is still ``update_time``.
+
+        Returns False if the document changed or is gone since (possibly by this very delete on an
+        earlier try whose answer was lost).
+        """
         try:
             commit_time = self._doc(run_id).delete(option=self.client.write_option(last_update_time=update_time),
                                                    **self._rpc)
@@ -109,10 +120,3 @@ class FirestoreRunStore:
             return False
         self._observe(commit_time)
         return True
-
-    def held_by(self, run_id: str, attempt_id: str) -> RunRecord | None:
-        """The record if ``attempt_id`` still holds it in progress, else None (the fencing check)."""
-        record = self.get(run_id)
-        if record is not None and record.status == IN_PROGRESS and record.attempt_id == attempt_id:
-            return record
-        return None

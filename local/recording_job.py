@@ -15,7 +15,9 @@ so a test can change it while servers run)::
 A ``job@schedule-time`` key (UTC, seconds) plans one run and wins over the job's own key.
 
 ``sleep`` is seconds (default ``DEMO_JOB_SECONDS``, else 0.05); ``fail`` fails the first
-``fail_times`` starts of each run (default: every start).
+``fail_times`` starts of each run (default: every start). ``result`` replaces the returned value with
+the given JSON value; ``result_python`` with one of :data:`PYTHON_RESULTS` (values JSON cannot hold as
+they are), to test what the handler stores and answers.
 """
 
 from __future__ import annotations
@@ -23,10 +25,21 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from scheduler_dedup.handler import NonRetryableJobError, ScheduledRun
+
+
+#: Results a plan can ask for by name that a JSON plan file cannot spell.
+PYTHON_RESULTS: dict[str, Any] = {
+    "set": {"tags": {"a", "b"}},
+    "bytes": b"\x00raw",
+    "tuple_and_datetime": {"pair": (1, 2), "at": datetime(2026, 10, 16, 12, 0, tzinfo=timezone.utc)},
+    "nan": {"ratio": float("nan")},
+    "object": object(),
+}
 
 
 def _append(event: dict[str, Any]) -> None:
@@ -66,7 +79,7 @@ def _plan(scheduled: ScheduledRun) -> dict[str, Any]:
     return dict(plan.get(per_run, plan.get(scheduled.job_name, {})))
 
 
-def run(scheduled: ScheduledRun) -> dict[str, Any]:
+def run(scheduled: ScheduledRun) -> Any:
     """Record a start, sleep, maybe fail as planned, record an end; return a small result."""
     plan = _plan(scheduled)
     base = {"run_id": scheduled.run_id, "attempt_id": scheduled.attempt_id, "job_name": scheduled.job_name,
@@ -81,4 +94,8 @@ def run(scheduled: ScheduledRun) -> dict[str, Any]:
             raise NonRetryableJobError(f"planned permanent failure of {scheduled.job_name}")
         raise RuntimeError(f"planned retryable failure of {scheduled.job_name}")
     _append({"event": "end", "outcome": "ok", **base})
+    if "result_python" in plan:
+        return PYTHON_RESULTS[plan["result_python"]]
+    if "result" in plan:
+        return plan["result"]
     return {"job": scheduled.job_name, "schedule_time": scheduled.schedule_time.isoformat(), "pid": os.getpid()}

@@ -222,3 +222,43 @@ def test_firestore_unreachable_answers_500_store_error_and_runs_nothing(harness:
     assert response.status_code == 500
     assert response.json()["status"] == "store_error" and "retry later" in response.json()["error"]
     assert harness.starts() == []
+
+
+FULL = "projects/my-proj/locations/europe-west1/jobs/nightly"
+WHERE = {"X-Dedup-Project": "my-proj", "X-Dedup-Location": "europe-west1"}
+
+
+def test_the_short_job_id_and_the_full_job_name_key_one_run(harness: Harness) -> None:
+    server = harness.server()
+    spellings = [scheduler_headers("nightly", T, **WHERE), scheduler_headers(FULL, T, **WHERE),
+                 scheduler_headers(FULL, T)]
+    answers = [deliver(server.url, headers).json() for headers in spellings]
+    assert [a["status"] for a in answers] == ["processed", "duplicate", "duplicate"], answers
+    assert len({a["run_id"] for a in answers}) == 1
+    assert len(harness.starts()) == 1
+    (record,) = harness.records().values()
+    assert (record["job_name"], record["project"], record["location"]) == ("nightly", "my-proj", "europe-west1")
+
+
+@pytest.mark.parametrize(("header", "value"), [("X-Dedup-Project", "other-proj"), ("X-Dedup-Location", "us-east1")])
+def test_a_full_job_name_disagreeing_with_a_dedup_header_is_400_naming_both(harness: Harness, header: str,
+                                                                           value: str) -> None:
+    server = harness.server()
+    response = deliver(server.url, scheduler_headers(FULL, T, **{**WHERE, header: value}))
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["header"] == header
+    assert header in body["error"] and "X-CloudScheduler-JobName" in body["error"] and value in body["error"]
+    assert harness.records() == {} and harness.starts() == []
+
+
+def test_a_header_repeated_with_the_same_value_is_one_value(harness: Harness) -> None:
+    """Repeated header lines reach the handler comma-joined (gunicorn/WSGI); equal values are one value."""
+    server = harness.server()
+    status, body = raw_post(server.url, [("X-CloudScheduler-JobName", "twice"), ("X-CloudScheduler-JobName", "twice"),
+                                         ("X-CloudScheduler-ScheduleTime", T), ("X-CloudScheduler-ScheduleTime", T),
+                                         ("X-Dedup-Project", "my-proj"), ("x-dedup-project", "my-proj")])
+    assert status == 200 and body["status"] == "processed", body
+    assert deliver(server.url, scheduler_headers("twice", T, **{"X-Dedup-Project": "my-proj"})).json() == {
+        "status": "duplicate", "run_id": body["run_id"], "result": body["result"]}
+    assert len(harness.starts()) == 1

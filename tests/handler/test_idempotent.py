@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timezone
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,8 +18,9 @@ from scheduler_dedup.handler import (
     RunFailedError,
     RunInProgressError,
     idempotent,
-    run_id_for_key,
+    record_id_for_key,
 )
+from scheduler_dedup.handler.decorator import default_scope
 from scheduler_dedup.local.emulator import FirestoreEmulator
 
 
@@ -39,7 +41,7 @@ def test_runs_once_and_replays_the_stored_result(machinery: Idempotency) -> None
     assert charge({"id": "o-1", "amount": 999}) == {"charged": 5}
     assert charge({"id": "o-2", "amount": 7}) == {"charged": 7}
     assert calls == ["o-1", "o-2"]
-    record = machinery.store.get(run_id_for_key("o-1"))
+    record = machinery.store.get(record_id_for_key("o-1", default_scope(charge)))
     assert record is not None and record.status == "completed" and record.data["key"] == "o-1"
 
 
@@ -55,7 +57,7 @@ def test_a_retryable_exception_releases_the_key_and_re_raises(machinery: Idempot
 
     with pytest.raises(ConnectionError):
         flaky(3)
-    assert machinery.store.get(run_id_for_key("job-3")) is None
+    assert machinery.store.get(record_id_for_key("job-3", default_scope(flaky))) is None
     assert flaky(3) == 6
     assert attempts == [3, 3]
 
@@ -103,13 +105,6 @@ def test_concurrent_calls_with_one_key_run_once(machinery: Idempotency) -> None:
     assert results == Counter({"ok": 1, "in_progress": 19})
 
 
-def test_a_run_id_passed_downstream_is_used_as_is(machinery: Idempotency) -> None:
-    token = "ab" * 32
-    assert run_id_for_key(token) == token
-    assert run_id_for_key("order-1") != run_id_for_key("order-2")
-    assert len(run_id_for_key("order-1")) == 64
-
-
 def test_an_empty_key_is_refused_before_anything_is_written(machinery: Idempotency) -> None:
     @idempotent(key=lambda: "", idempotency=machinery)
     def nothing() -> None:
@@ -117,3 +112,94 @@ def test_an_empty_key_is_refused_before_anything_is_written(machinery: Idempoten
 
     with pytest.raises(ValueError, match="non-empty string"):
         nothing()
+
+
+def test_replays_never_share_a_mutable_object(machinery: Idempotency) -> None:
+    @idempotent(key=lambda order: order, idempotency=machinery)
+    def charge(order: str) -> dict[str, Any]:
+        return {"charged": 5, "items": [1, 2]}
+
+    first = charge("o-9")
+    first["charged"] = 999
+    first["items"].append(3)
+    replay = charge("o-9")
+    assert replay == {"charged": 5, "items": [1, 2]}
+    replay["charged"] = 1000
+    assert charge("o-9") == {"charged": 5, "items": [1, 2]}
+
+
+def test_every_call_returns_the_stored_form_the_first_included(machinery: Idempotency) -> None:
+    @idempotent(key=lambda: "forms", idempotency=machinery)
+    def pair() -> tuple[int, int]:
+        return (1, 2)
+
+    assert pair() == [1, 2]  # a tuple is stored as a JSON array: the first call says so too
+    assert pair() == [1, 2]
+
+
+def test_two_functions_with_one_key_keep_two_records(machinery: Idempotency) -> None:
+    done: list[str] = []
+
+    @idempotent(key=lambda order: order, idempotency=machinery)
+    def charge(order: str) -> str:
+        done.append(f"charge {order}")
+        return "charged"
+
+    @idempotent(key=lambda order: order, idempotency=machinery)
+    def ship(order: str) -> str:
+        done.append(f"ship {order}")
+        return "shipped"
+
+    assert charge("order-42") == "charged"
+    assert ship("order-42") == "shipped"
+    assert charge("order-42") == "charged" and ship("order-42") == "shipped"
+    assert done == ["charge order-42", "ship order-42"]
+    ids = {record_id_for_key("order-42", default_scope(charge)), record_id_for_key("order-42", default_scope(ship))}
+    assert len(ids) == 2 and all(machinery.store.get(i) is not None for i in ids)
+
+
+def test_an_explicit_scope_shares_one_record_on_purpose(machinery: Idempotency) -> None:
+    done: list[str] = []
+
+    @idempotent(key=lambda order: order, scope="payments", idempotency=machinery)
+    def charge_v1(order: str) -> str:
+        done.append("v1")
+        return "charged by v1"
+
+    @idempotent(key=lambda order: order, scope="payments", idempotency=machinery)
+    def charge_v2(order: str) -> str:
+        done.append("v2")
+        return "charged by v2"
+
+    assert charge_v1("o-7") == "charged by v1"
+    assert charge_v2("o-7") == "charged by v1"
+    assert done == ["v1"]
+    record = machinery.store.get(record_id_for_key("o-7", "payments"))
+    assert record is not None and record.data["scope"] == "payments"
+
+
+def test_a_key_that_is_a_run_id_never_names_the_handlers_record(machinery: Idempotency) -> None:
+    """The HTTP proxy target sends the run id as Idempotency-Key: the downstream must not find the handler's claim."""
+    from scheduler_dedup.handler import RunKey
+
+    run_id = RunKey("p1", "", "nightly", datetime(2026, 10, 16, 12, tzinfo=timezone.utc)).run_id
+    assert record_id_for_key(run_id, "anything") != run_id
+    holding, release = threading.Event(), threading.Event()
+
+    def handler_job(_attempt: str) -> None:  # the handler, holding its claim while it calls downstream
+        holding.set()
+        release.wait(10)
+
+    handler = threading.Thread(target=machinery.execute, args=(run_id, handler_job))
+    handler.start()
+    try:
+        assert holding.wait(10)
+
+        @idempotent(key=lambda token: token, idempotency=machinery)
+        def downstream(token: str) -> str:
+            return "ran"
+
+        assert downstream(run_id) == "ran"
+    finally:
+        release.set()
+        handler.join()

@@ -68,3 +68,18 @@ def test_settings_refuse_an_invalid_project_and_an_overflowing_retention() -> No
     with pytest.raises(ConfigError, match="DEDUP_RETENTION_SECONDS=1e\\+14 is over"):
         Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_RETENTION_SECONDS": "1e14"})
     assert Settings.from_env({"GOOGLE_CLOUD_PROJECT": "example.com:my-project"}).project == "example.com:my-project"
+
+
+def test_a_full_job_name_is_split_into_project_location_and_job_id() -> None:
+    full = key("2026-10-16T12:00:00Z", **{"X-CloudScheduler-JobName": "projects/p2/locations/us-east1/jobs/j"})
+    short = key("2026-10-16T12:00:00Z", **{"X-Dedup-Project": "p2", "X-Dedup-Location": "us-east1"})
+    assert (full.project, full.location, full.job_name) == ("p2", "us-east1", "j")
+    assert full.run_id == short.run_id
+
+
+@pytest.mark.parametrize("name", ["projects/Bad Project/locations/us-east1/jobs/j",
+                                  "projects/p2/locations/us-east1/jobs/bad name", "projects/p2/jobs/j"])
+def test_a_malformed_full_job_name_is_refused(name: str) -> None:
+    with pytest.raises(RequestHeaderError) as info:
+        key("2026-10-16T12:00:00Z", **{"X-CloudScheduler-JobName": name})
+    assert info.value.header == "X-CloudScheduler-JobName"

@@ -1,0 +1,98 @@
+"""The JSON contract: how an outcome becomes an answer, for the Scheduler handler and the downstream adapter.
+
+Every answer is a JSON object with a ``status`` (``processed``, ``duplicate``, ``failed``, ``in_progress``,
+``fenced``, ``released``, ``store_error``, ``bad_request``, ``internal_error``...) and, once the run is
+known, its ``run_id``. Bodies are encoded strictly (``allow_nan=False``): results are stored in a JSON form
+(:mod:`scheduler_dedup.handler.stored_result`), so no body carries ``NaN``. An unexpected exception answers
+500 ``internal_error`` in JSON (:func:`json_errors`), never functions-framework's HTML error page.
+Only the status codes differ between the two adapters; each keeps its own table.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import flask
+
+from scheduler_dedup.handler.errors import StoreError
+from scheduler_dedup.handler.idempotency import Outcome, RunOutcome
+
+log = logging.getLogger("scheduler_dedup")
+
+_FENCED = "another attempt took this run over from this one; this attempt's outcome was not recorded"
+_STEPS_AFTER_RUN = {
+    "complete": ("recording its completion", "200 duplicate"),
+    "record_failure": ("recording its permanent failure", "200 failed"),
+    "release": ("releasing its claim after a retryable failure", "a fresh run at once"),
+}
+
+
+def outcome_answer(outcome: RunOutcome) -> tuple[dict[str, Any], dict[str, str]]:
+    """The JSON body and extra headers (``Retry-After``) of an outcome; the caller picks the status code."""
+    body: dict[str, Any] = {"status": outcome.outcome.value, "run_id": outcome.run_id}
+    headers: dict[str, str] = {}
+    if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
+        body["result"] = outcome.result
+    if outcome.result_dropped:
+        body["result_dropped"] = outcome.result_dropped
+    if outcome.error is not None:
+        body["error"] = outcome.error
+    if outcome.outcome is Outcome.RELEASED:
+        body["released"] = True
+    if outcome.retry_after_seconds is not None:
+        body["retry_after_seconds"] = round(outcome.retry_after_seconds, 3)
+        headers["Retry-After"] = str(max(1, int(outcome.retry_after_seconds + 0.999)))
+    if outcome.outcome is Outcome.FENCED:
+        body["error"] = _FENCED
+    return body, headers
+
+
+def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
+    """The 500 ``store_error`` body: what happened to the run and what the next delivery will do."""
+    cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "error"
+    if not exc.executed:
+        error = (f"Firestore failed ({cause}) before the job ran: the job did not run; retry later. If this "
+                 f"delivery's claim reached Firestore after all, deliveries get 409 in_progress until its lease "
+                 f"expires ({lease_seconds:g} s)")
+    else:
+        what, landed = _STEPS_AFTER_RUN.get(exc.step, (exc.step, "its recorded outcome"))
+        error = (f"the job ran (attempt {exc.attempt_id}), but Firestore failed ({cause}) {what}. The claim stays "
+                 f"in_progress until its lease expires ({lease_seconds:g} s after the last renewal): deliveries "
+                 f"before then get 409 in_progress, and the first one after it takes the run over and runs the "
+                 f"job again (keep its side effects idempotent on run_id); if the write reached Firestore after "
+                 f"all, the next delivery gets {landed} instead")
+    return {"status": "store_error", "run_id": exc.run_id, "executed": exc.executed, "step": exc.step,
+            "error": error}
+
+
+def internal_error_body(exc: BaseException) -> dict[str, Any]:
+    """The 500 ``internal_error`` body for an exception nothing else answered."""
+    return {"status": "internal_error", "error": f"{type(exc).__name__}: {exc}"[:500] + " (see the logs)"}
+
+
+def json_response(body: Mapping[str, Any], status: int, headers: Mapping[str, str] | None = None) -> flask.Response:
+    """A strict JSON response; a body JSON cannot hold becomes a 500 ``internal_error`` instead."""
+    try:
+        text = json.dumps(body, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        log.error("answer body is not JSON: %s", exc, extra={"outcome": "internal_error"})
+        text, status, headers = json.dumps(internal_error_body(exc)), 500, None
+    return flask.Response(text, status=status, headers=dict(headers or {}), mimetype="application/json")
+
+
+def json_errors(view: Callable[[flask.Request], flask.Response]) -> Callable[[flask.Request], flask.Response]:
+    """Wrap a view so that any exception it lets through answers 500 ``internal_error`` in JSON."""
+
+    @functools.wraps(view)
+    def wrapper(request: flask.Request) -> flask.Response:
+        try:
+            return view(request)
+        except Exception as exc:
+            log.exception("unexpected error while answering a request", extra={"outcome": "internal_error"})
+            return json_response(internal_error_body(exc), 500)
+
+    return wrapper

@@ -1,0 +1,137 @@
+"""A write whose answer was lost is not a write that was refused: store faults at the gRPC level, real handler processes.
+
+Each handler process talks to the emulator through :class:`FaultProxy`, which fails store calls of one
+protocol step before sending them, or applies them and loses the answer (the client library then retries,
+and the retry fails its precondition against the attempt's own write).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import pytest
+from google.cloud import firestore
+
+from scheduler_dedup.handler import RunKey
+from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.fault_proxy import Fault, FaultProxy
+
+from .conftest import COLLECTION, Harness, deliver, scheduler_headers
+
+T = "2026-10-16T12:00:00Z"
+
+
+@pytest.fixture()
+def proxy(emulator: FirestoreEmulator) -> Iterator[FaultProxy]:
+    with FaultProxy(upstream=emulator.host) as p:
+        yield p
+
+
+def injected(proxy: FaultProxy, step: str) -> int:
+    return sum(1 for i in proxy.injected if i["step"] == step)
+
+
+def fenced_logs(log: str) -> list[str]:
+    return [line for line in log.splitlines() if line.startswith("{") and "fenced" in json.loads(line)["message"]]
+
+
+def test_a_lost_renewal_answer_keeps_the_lease_and_the_job_runs_once(harness: Harness, proxy: FaultProxy) -> None:
+    harness.plan("renewed", sleep=8)
+    a = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_LEASE_SECONDS="3")
+    b = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_LEASE_SECONDS="3")
+    proxy.add(Fault(step="renewal", kind="lose_answer"))
+    headers = scheduler_headers("renewed", T)
+    started = time.monotonic()
+    first = ThreadPoolExecutor(1).submit(lambda: deliver(a.url, headers))
+    time.sleep(max(0.0, 5.5 - (time.monotonic() - started)))  # past the lease, had the renewals stopped
+    second = deliver(b.url, headers)
+    assert injected(proxy, "renewal") == 1
+    assert second.status_code == 409 and second.json()["status"] == "in_progress", second.text
+    answer = first.result(timeout=60)
+    assert answer.status_code == 200 and answer.json()["status"] == "processed", answer.text
+    assert len(harness.starts()) == 1
+    assert fenced_logs(a.log()) == [] and fenced_logs(b.log()) == []
+
+
+@pytest.mark.parametrize(("step", "plan", "status", "outcome"), [
+    ("claim", {}, 200, "processed"),
+    ("completion", {}, 200, "processed"),
+    ("failure", {"fail": "permanent"}, 200, "failed"),
+    ("release", {"fail": "retryable", "fail_times": 1}, 500, "released"),
+])
+def test_a_lost_answer_is_recognised_as_this_attempts_own_write(harness: Harness, proxy: FaultProxy, step: str,
+                                                               plan: dict[str, object], status: int,
+                                                               outcome: str) -> None:
+    harness.plan("lossy", **plan)
+    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host)
+    proxy.add(Fault(step=step, kind="lose_answer"))
+    answer = deliver(server.url, scheduler_headers("lossy", T))
+    assert injected(proxy, step) == 1
+    assert answer.status_code == status and answer.json()["status"] == outcome, answer.text
+    assert fenced_logs(server.log()) == []
+    records = harness.records()
+    if outcome == "released":
+        assert records == {}
+        assert deliver(server.url, scheduler_headers("lossy", T)).json()["status"] == "processed"
+        assert len(harness.starts()) == 2
+    else:
+        (record,) = records.values()
+        assert record["status"] == {"processed": "completed", "failed": "failed"}[outcome]
+        again = deliver(server.url, scheduler_headers("lossy", T))
+        assert again.json()["status"] == {"processed": "duplicate", "failed": "failed"}[outcome]
+        assert len(harness.starts()) == 1
+
+
+def test_a_lost_takeover_answer_is_recognised(harness: Harness, proxy: FaultProxy) -> None:
+    run_id = RunKey(harness.emulator.project, "", "crashed", datetime(2026, 10, 16, 12, tzinfo=timezone.utc)).run_id
+    client = firestore.Client(project=harness.emulator.project)
+    dead = {"status": "in_progress", "attempt_id": "d" * 32, "lease_seconds": 0.001, "job_name": "crashed"}
+    client.collection(COLLECTION).document(run_id).set(dead)  # a crashed attempt's claim, its lease long expired
+    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host)
+    proxy.add(Fault(step="takeover", kind="lose_answer"))
+    answer = deliver(server.url, scheduler_headers("crashed", T))
+    assert injected(proxy, "takeover") == 1
+    assert answer.status_code == 200 and answer.json()["status"] == "processed", answer.text
+    assert fenced_logs(server.log()) == []
+    record = harness.records()[run_id]
+    assert record["status"] == "completed" and record["previous_attempt_id"] == "d" * 32
+
+
+def test_completion_refused_as_invalid_completes_the_run_without_its_result(harness: Harness,
+                                                                           proxy: FaultProxy) -> None:
+    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host)
+    proxy.add(Fault(step="completion", kind="refuse", code=grpc.StatusCode.INVALID_ARGUMENT))
+    answer = deliver(server.url, scheduler_headers("refused", T))
+    body = answer.json()
+    assert answer.status_code == 200 and body["status"] == "processed", answer.text
+    assert body["result"] is None and "Firestore refused the result" in body["result_dropped"]
+    (record,) = harness.records().values()
+    assert record["status"] == "completed" and record["result_dropped"] == body["result_dropped"]
+    assert deliver(server.url, scheduler_headers("refused", T)).json()["status"] == "duplicate"
+    assert len(harness.starts()) == 1
+
+
+def test_a_store_error_after_the_job_ran_says_so_and_what_the_next_delivery_does(harness: Harness,
+                                                                                  proxy: FaultProxy) -> None:
+    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_FIRESTORE_TIMEOUT_SECONDS="1",
+                            DEDUP_LEASE_SECONDS="30")
+    proxy.add(Fault(step="completion", kind="unavailable", count=1000))
+    answer = deliver(server.url, scheduler_headers("unrecorded", T))
+    body = answer.json()
+    assert answer.status_code == 500 and body["status"] == "store_error", answer.text
+    assert body["executed"] is True and body["step"] == "complete"
+    assert "not recorded" not in body["error"] and "the job ran" in body["error"]
+    assert "get 409 in_progress" in body["error"] and "takes the run over and runs the job again" in body["error"]
+    assert len(harness.starts()) == 1
+    (record,) = harness.records().values()
+    assert record["status"] == "in_progress"
+    proxy.clear()
+    other = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_LEASE_SECONDS="30")
+    follow_up = deliver(other.url, scheduler_headers("unrecorded", T))  # what the answer promised
+    assert follow_up.status_code == 409 and follow_up.json()["status"] == "in_progress"
+    assert len(harness.starts()) == 1
