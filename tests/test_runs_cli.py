@@ -25,11 +25,11 @@ SCHEDULE = "*/15 * * * *"
 ZONE = "Europe/Berlin"
 
 
-def _job(run: ScheduledRun) -> dict[str, str]:
+def _job(run: ScheduledRun) -> dict[str, object]:
     if run.schedule_time.minute == 30 and run.schedule_time.hour == 1:
         raise NonRetryableJobError("report source unreachable")
     if run.schedule_time.minute == 45 and run.schedule_time.hour == 1:
-        return {"blob": "x" * (600 * 1024)}  # too large to store: dropped
+        return {"tags": {"a", "b"}}  # a set is not JSON: completed, result dropped
     return {"rows": "42"}
 
 
