@@ -333,7 +333,10 @@ def resolve_store_ref(store: Any) -> StoreRef:
     if isinstance(collections, str) or (not isinstance(collections, pulumi.Output) and not isinstance(collections, Sequence)):
         raise DedupConfigError("store.collections", f"must be a list of collection ids, got {collections!r}")
     if not isinstance(collections, pulumi.Output):
-        collections = [str(c) for c in collections]
+        if any(isinstance(c, pulumi.Output) for c in collections):  # e.g. from another language's SDK
+            collections = pulumi.Output.all(*collections)
+        else:
+            collections = [str(c) for c in collections]
     owner = None if component is not None else str(store.get("ttl_owner") or "DedupStore (another stack)")
     return StoreRef(project=store["project"], database_id=store["database_id"], collections=collections,
                     ttl_owner=owner, component=component)

@@ -296,3 +296,16 @@ def test_jobs_on_a_store_with_alerts_enable_no_api_twice() -> None:
     resources = run_program(program, {"gcp:project": "p1"})
     apis = Counter(r.inputs["service"] for r in resources if r.type == "gcp:projects/service:Service")
     assert set(apis) >= {"logging.googleapis.com", "monitoring.googleapis.com"} and set(apis.values()) == {1}
+
+
+def test_a_store_given_as_a_list_of_outputs_is_checked_when_it_resolves() -> None:
+    """Another language's SDK may pass the collections as a list whose items are outputs."""
+    def program() -> None:
+        store = DedupStore("shared", {"location": "eur3", "collections": ["a_runs", "b_runs"]})
+        ref = {"project": store.project, "database_id": store.database_id,
+               "collections": [store.collections.apply(lambda c: c[0]), store.collections.apply(lambda c: c[1])]}
+        DedupScheduledJob("report", _job("report", store=ref, collection="b_runs"))  # type: ignore[arg-type]
+
+    resources = run_program(program, {"gcp:project": "p1"})
+    env = _env(resources, "report")
+    assert (env["DEDUP_DATABASE"], env["DEDUP_COLLECTION"]) == ("scheduler-dedup", "b_runs")
