@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -94,8 +95,20 @@ def test_an_answer_lost_to_the_callers_timeout_then_retries_run_the_downstream_o
     assert [line.split()[0] for line in downstream.executions()].count(answer.json()["run_id"]) == 1
 
 
+@pytest.mark.parametrize("downstream", [2.0], indirect=True)
 def test_the_endpoint_answers_as_the_proxy_expects(harness: Harness, downstream: Downstream) -> None:
     url = downstream.server.url
+    running = ThreadPoolExecutor(1).submit(
+        lambda: requests.post(url, json={"run_id": "r0"}, headers={"Idempotency-Key": "k-0"}, timeout=30))
+    deadline = time.monotonic() + 30
+    while not downstream.executions():  # the first request is running the export
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    busy = requests.post(url, json={"run_id": "r0"}, headers={"Idempotency-Key": "k-0"}, timeout=30)
+    assert busy.status_code == 409 and busy.json()["status"] == "in_progress", busy.text
+    assert int(busy.headers["Retry-After"]) >= 1
+    assert running.result().status_code == 200
+
     missing = requests.post(url, json={"run_id": "r"}, timeout=30)
     assert missing.status_code == 400 and missing.json()["header"] == "Idempotency-Key"
     failed = requests.post(url, json={}, headers={"Idempotency-Key": "k-1"}, timeout=30)
@@ -108,4 +121,4 @@ def test_the_endpoint_answers_as_the_proxy_expects(harness: Harness, downstream:
     replay = requests.post(url, json={"run_id": "other"}, headers={"Idempotency-Key": "k-2"}, timeout=30)
     assert replay.status_code == 200 and replay.json()["status"] == "duplicate"
     assert replay.json()["result"] == done.json()["result"] == {"exported": "r", "schedule_time": None}
-    assert [line.split()[0] for line in downstream.executions()] == ["r"]
+    assert [line.split()[0] for line in downstream.executions()] == ["r0", "r"]
