@@ -27,12 +27,15 @@ main.add_command(runs)
 @main.command()
 @click.option("--schedule", default="*/15 * * * *", show_default=True, help="unix-cron expression whose run times are played.")
 @click.option("--runs", default=8, show_default=True, type=click.IntRange(6, 200), help="how many scheduled runs to deliver.")
-@click.option("--seed", default=7, show_default=True, type=int, help="seed of the fault plan.")
-def demo(schedule: str, runs: int, seed: int) -> None:
-    """Start the Firestore emulator and the handler, then play at-least-once Scheduler traffic with faults."""
+@click.option("--seed", default=7, show_default=True, type=int, help="seed of the fault plan and of the skipped run.")
+@click.option("--time-zone", default="Europe/Berlin", show_default=True, help="the schedule's tz database time zone.")
+@click.option("--keep-emulator", is_flag=True, help="leave the emulator running, to try `scheduler-dedup runs` on it.")
+def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: bool) -> None:
+    """Start the Firestore emulator and the handler, play at-least-once Scheduler traffic with faults (one fire
+    time skipped on purpose), then show the run history and the runs it expected but did not find."""
     from scheduler_dedup.local.demo import run_demo
 
-    sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed))
+    sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator))
 
 
 @main.command()

@@ -10,13 +10,14 @@ that is counted apart).
 from __future__ import annotations
 
 import json
-from collections import Counter
+import os
 import random
+from collections import Counter
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,12 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from scheduler_dedup.handler.run_history import FAILED_RUN, MISSED, STUCK_RUN, Report, RunHistory, compare
 from scheduler_dedup.handler.run_key import RunKey
+from scheduler_dedup.local.console import make_console
 from scheduler_dedup.local.emulator import EmulatorNotFoundError, EmulatorStartError, FirestoreEmulator
 from scheduler_dedup.local.recording_job import read_events
+from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers import HandlerServer
 from scheduler_dedup.local.simulator import FAULT_TITLES, FAULTS, RetryConfig, RunReport, Scheduler, schedule_times
 
@@ -193,66 +197,116 @@ def _per_run(dedup: list[RunTally], baseline: list[RunTally]) -> Table:
     for d, b in zip(dedup, baseline):
         counts = Counter(f"{x.status or 'no answer'} {x.outcome}" for x in d.report.deliveries)
         answers = ", ".join(f"{n}× {what}" if n > 1 else what for what, n in counts.items())
-        mark = "" if d.exactly_once else " [red]✗[/red]"
+        mark = "" if d.exactly_once or d.report.fault == "skipped" else " [red]✗[/red]"
         table.add_row(f"{d.report.schedule_time:%Y-%m-%d %H:%M}", FAULT_TITLES[d.report.fault],
                       str(len(d.report.deliveries)), answers, f"{d.starts} / {b.starts}{mark}")
     return table
 
 
-def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7) -> int:
+def _history(project: str, schedule: str, time_zone: str, times: list[datetime], console: Console) -> Report:
+    """Print the dedup side's run history and the expected-against-actual report, as ``scheduler-dedup runs`` does."""
+    history = RunHistory.connect(project)
+    since, until = times[0], times[-1] + timedelta(seconds=1)
+    runs = list(history.runs(JOB_NAME, since=since, until=until))
+    table = runs_table(title=f"Run history of {JOB_NAME} from its run records (job times in {time_zone})")
+    for run in runs:
+        add_run_row(table, run, time_zone)
+    console.print(table)
+    # Every delivery has been answered by now, so no grace period: an undelivered fire time is missed.
+    report = compare(runs, job_name=JOB_NAME, schedule=schedule, time_zone=time_zone, since=since, until=until,
+                     grace_seconds=0)
+    if report.findings:
+        console.print(report_table(report, list(report.findings)))
+    console.print(report_summary(report))
+    return report
+
+
+def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_zone: str = "Europe/Berlin",
+             keep_emulator: bool = False) -> int:
     """Run the demo and print its tables.
 
     Args:
-        schedule: unix-cron expression whose last ``runs`` fire times are delivered.
-        runs: number of scheduled runs (each fault appears at least once from 6 on).
-        seed: seed of the order of faults.
+        schedule: unix-cron expression whose last fire times are delivered.
+        runs: number of scheduled runs delivered (each fault appears at least once from 6 on); one
+            more fire time among them is skipped on purpose, and the report must find it missed.
+        seed: seed of the order of faults and of the skipped fire time.
+        time_zone: the schedule's time zone (the handler stores it on each record).
+        keep_emulator: leave the emulator running afterwards, for ``scheduler-dedup runs`` to read.
 
     Returns:
-        0 if every run executed exactly once with dedup (re-runs after crashes and failures
-        counted apart), 1 otherwise, 2 if the emulator or the schedule is unusable.
+        0 if every delivered run executed exactly once with dedup (re-runs after crashes and failures
+        counted apart) and the report found exactly the skipped fire time missed and nothing failed or
+        stuck; 1 otherwise; 2 if the emulator, the schedule or the time zone is unusable.
     """
-    console = Console()
+    console = make_console()
     try:
-        times = schedule_times(schedule, runs)
+        times = schedule_times(schedule, runs + 1, time_zone=time_zone)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
+    rng = random.Random(seed)
     faults = list(FAULTS) + [FAULTS[i % len(FAULTS)] for i in range(runs - len(FAULTS))]
-    random.Random(seed).shuffle(faults)
+    rng.shuffle(faults)
+    skipped = rng.randrange(1, runs)  # neither the oldest nor the newest fire time
+    faults.insert(skipped, "skipped")
     retry = RetryConfig()
     workdir = Path(tempfile.mkdtemp(prefix="scheduler-dedup-demo-"))
-    plan = {f"{JOB_NAME}@{t:%Y-%m-%dT%H:%M:%SZ}": _FAULT_PLAN[f] for t, f in zip(times, faults)}
+    plan = {f"{JOB_NAME}@{t:%Y-%m-%dT%H:%M:%SZ}": _FAULT_PLAN[f] for t, f in zip(times, faults) if f != "skipped"}
     (workdir / "plan.json").write_text(json.dumps(plan))
-    console.print(f"Schedule [bold]{schedule}[/bold]: {runs} runs from {times[0]:%Y-%m-%d %H:%M} to "
-                  f"{times[-1]:%H:%M} UTC; attempt deadline {retry.attempt_deadline} s, retry count "
-                  f"{retry.retry_count}, lease {LEASE_SECONDS} s (timings scaled down for the demo)")
+    console.print(f"Schedule [bold]{schedule}[/bold] in {time_zone}: {runs} runs from {times[0]:%Y-%m-%d %H:%M} to "
+                  f"{times[-1]:%H:%M} UTC, and the one at {times[skipped]:%H:%M} UTC skipped on purpose; attempt "
+                  f"deadline {retry.attempt_deadline} s, retry count {retry.retry_count}, lease {LEASE_SECONDS} s "
+                  "(timings scaled down for the demo)")
     try:
         emulator = FirestoreEmulator().start()
     except (EmulatorNotFoundError, EmulatorStartError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
     sides: list[_Side] = []
+    host_before = os.environ.get("FIRESTORE_EMULATOR_HOST")
     try:
         console.print(f"Firestore emulator on {emulator.host}; starting 2 dedup and 2 baseline instances...")
         env = {"FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
                "DEDUP_JOB": "scheduler_dedup.local.recording_job:run", "DEMO_JOB_PLAN": str(workdir / "plan.json"),
-               "DEDUP_LEASE_SECONDS": str(LEASE_SECONDS)}
+               "DEDUP_LEASE_SECONDS": str(LEASE_SECONDS), "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone}
         sides = [_Side("dedup", env, False, workdir), _Side("baseline", env, True, workdir)]
         with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("delivering", total=2 * runs)
+            task = progress.add_task("delivering", total=2 * len(times))
             dedup = _play(sides[0], emulator.project, times, faults, retry, progress, task)
             baseline = _play(sides[1], emulator.project, times, faults, retry, progress, task)
-    finally:
         for side in sides:
             side.close()
-        emulator.stop()
-    console.print(_per_run(dedup, baseline))
-    console.print(_summary(dedup, baseline))
+        console.print(_per_run(dedup, baseline))
+        delivered = [(d, b) for d, b in zip(dedup, baseline) if d.report.fault != "skipped"]
+        dedup, baseline = [d for d, _ in delivered], [b for _, b in delivered]
+        console.print(_summary(dedup, baseline))
+        os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host  # for this process's reader of the history
+        report = _history(emulator.project, schedule, time_zone, times, console)
+    finally:
+        if host_before is None:
+            os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
+        else:
+            os.environ["FIRESTORE_EMULATOR_HOST"] = host_before
+        for side in sides:
+            side.close()
+        if not keep_emulator:
+            emulator.stop()
     bad = [t for t in dedup if not t.exactly_once]
     if bad:
         console.print(f"[red bold]FAIL[/red bold]: {len(bad)} run(s) did not execute exactly once with dedup")
         return 1
+    missed = [f.schedule_time for f in report.of(MISSED)]
+    if missed != [times[skipped]] or report.of(FAILED_RUN) or report.of(STUCK_RUN):
+        console.print(f"[red bold]FAIL[/red bold]: the report should find exactly {times[skipped]:%H:%M} UTC missed "
+                      f"and nothing failed or stuck; it found {report.counts()}")
+        return 1
     console.print("[green bold]OK[/green bold]: every run executed exactly once with scheduler-dedup "
                   f"(crashed or failed attempts re-run by design); without it, "
-                  f"{sum(1 for t in baseline if t.starts > 1)} of {runs} runs executed more than once.")
+                  f"{sum(1 for t in baseline if t.starts > 1)} of {runs} runs executed more than once. The "
+                  "report's FAIL is the fire time skipped on purpose, found missed: `scheduler-dedup runs` exits 1 "
+                  "on it, as a check in CI or cron should.")
+    if keep_emulator:
+        console.print(f"The emulator keeps running (pid {emulator.pid}; stop it with `kill {emulator.pid}`). Its "
+                      f"run history, from another shell:\n  FIRESTORE_EMULATOR_HOST={emulator.host} "
+                      f"GOOGLE_CLOUD_PROJECT={emulator.project} scheduler-dedup runs --job {JOB_NAME} --since 1d")
     return 0

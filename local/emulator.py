@@ -149,6 +149,11 @@ class FirestoreEmulator:
         self.stop()
         raise EmulatorStartError(f"Firestore emulator did not start on port {self.port}; its log ends:\n{tail}")
 
+    @property
+    def pid(self) -> int | None:
+        """PID of the java process while it runs, else None."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
     def log(self) -> str:
         """Return the emulator's log so far (stdout and stderr)."""
         if not self._log_path:

@@ -13,11 +13,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlparse
 
 import requests
-from croniter import croniter
+
+from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, fire_times
 
 FAULTS = ("clean", "deadline", "lost_response", "concurrent", "crash", "failure")
 FAULT_TITLES = {
@@ -27,20 +28,28 @@ FAULT_TITLES = {
     "concurrent": "8 concurrent duplicate deliveries",
     "crash": "instance SIGKILLed mid-job; retried",
     "failure": "job fails once (retryable); retried",
+    "skipped": "not delivered on purpose (as if Scheduler were paused)",
 }
 
 
-def schedule_times(schedule: str, runs: int, now: datetime | None = None) -> list[datetime]:
-    """The last ``runs`` fire times of a unix-cron ``schedule`` before ``now``, oldest first (aware UTC).
+def schedule_times(schedule: str, runs: int, now: datetime | None = None,
+                   time_zone: str = DEFAULT_TIME_ZONE) -> list[datetime]:
+    """The last ``runs`` fire times of a unix-cron ``schedule`` in ``time_zone`` before ``now``, oldest first (aware UTC).
+
+    Fire times come from :func:`scheduler_dedup.handler.cron.fire_times`, as run history expects them;
+    a wall-clock time that occurs twice is delivered at its first instant, one that does not exist is
+    not delivered.
 
     Raises:
-        ValueError: ``schedule`` is not a valid unix-cron expression.
+        ValueError: ``schedule`` is not a unix-cron expression Cloud Scheduler accepts, or the zone is unknown.
     """
-    if not croniter.is_valid(schedule) or len(schedule.split()) != 5:
-        raise ValueError(f"schedule {schedule!r} is not a 5-field unix-cron expression such as '*/15 * * * *'")
-    it = croniter(schedule, now or datetime.now(timezone.utc))
-    times = [it.get_prev(datetime) for _ in range(runs)]
-    return sorted(t.astimezone(timezone.utc) for t in times)
+    end = now or datetime.now(timezone.utc)
+    span = timedelta(days=1)
+    while True:
+        times = [f.first for f in fire_times(schedule, time_zone, end - span, end) if f.required]
+        if len(times) >= runs or span > timedelta(days=3660):
+            return times[-runs:]
+        span *= 4
 
 
 @dataclass
@@ -138,9 +147,11 @@ class Scheduler:
                 "User-Agent": "Google-Cloud-Scheduler"}
 
     def play(self, schedule_time: datetime, fault: str) -> RunReport:
-        """Deliver one run with ``fault`` and retry until acknowledged or retries run out."""
+        """Deliver one run with ``fault`` and retry until acknowledged or retries run out (``skipped``: deliver nothing)."""
         report = RunReport(schedule_time, fault)
         headers = self.headers(schedule_time)
+        if fault == "skipped":
+            return report
         if fault == "lost_response":
             report.add(_post_and_drop_response(self._url(), headers))
         elif fault == "concurrent":

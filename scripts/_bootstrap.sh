@@ -22,7 +22,13 @@ WANT="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "==> installing scheduler-dedup and its dev dependencies into $VENV"
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
-  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]"
+  # pip's output is shown only when the install fails: on success it is notes that need no action
+  # (setuptools' remark on editable installs of a package-dir layout, a machine's pip.conf sources).
+  if ! PIP_LOG="$("$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]" 2>&1)"; then
+    echo "$PIP_LOG" >&2
+    echo "error: installing scheduler-dedup into $VENV failed (pip's output above)" >&2
+    exit 2
+  fi
   echo "$WANT" > "$STAMP"
 fi
 # Fail early, with the install command, when java or the emulator jar is missing.
