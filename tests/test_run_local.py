@@ -1,0 +1,58 @@
+"""``scheduler-dedup run-local``: a user's own job, run as in production, with delivery and Firestore faults."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+JOB = '''
+import os, time
+
+def run(scheduled):
+    with open(os.environ["JOB_LOG"], "a") as fh:  # one line per execution that started
+        fh.write(scheduled.schedule_time.isoformat() + "\\n")
+    time.sleep(float(os.environ.get("JOB_SECONDS", "0")))
+    return {"ok": True}
+'''
+
+
+def _run_local(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "mine").mkdir(exist_ok=True)
+    (tmp_path / "mine" / "nightly.py").write_text(JOB)
+    env = {k: v for k, v in os.environ.items() if k not in ("FIRESTORE_EMULATOR_HOST", "PYTHONPATH")}
+    return subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), "run-local",
+                           "--source", str(tmp_path / "mine"), "--job", "nightly:run", "--schedule", "*/10 * * * *",
+                           "--time-zone", "Europe/Berlin", "--speed", "600", "--env", f"JOB_LOG={tmp_path / 'log'}",
+                           *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def _executions(tmp_path: Path) -> Counter[str]:
+    return Counter((tmp_path / "log").read_text().splitlines())
+
+
+def test_own_job_with_delivery_faults_runs_once_per_fire_time_and_the_skipped_one_is_missed(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--runs", "4", "--delivery-faults", "clean,crash,skipped,concurrent", "--lease", "2",
+                     "--attempt-deadline", "5", "--env", "JOB_SECONDS=1.5")
+    assert out.returncode == 1, out.stdout + out.stderr  # the skipped fire time is missed
+    assert "warning" not in (out.stdout + out.stderr).lower()
+    executions = _executions(tmp_path)
+    assert len(executions) == 3, executions  # the skipped fire time never ran
+    assert sorted(executions.values()) == [1, 1, 2]  # the crashed run ran again after its lease expired
+    assert "Runs of nightly-run" in out.stdout and "1 missed" in out.stdout and "repeated" in out.stdout
+
+
+def test_own_job_under_a_lost_completion_answer_still_runs_once(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--runs", "2", "--store-fault", "completion:lose_answer")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(_executions(tmp_path).values()) == [1, 1]
+    assert "1× completion lose_answer" in out.stdout and "OK nightly-run: 2/2" in out.stdout
+
+
+def test_bad_input_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--runs", "1", "--delivery-faults", "deadline")
+    assert out.returncode == 2 and "--delivery-faults deadline" in out.stderr
+    out = _run_local(tmp_path, "--runs", "1", "--store-fault", "commit:explode")
+    assert out.returncode == 2 and "step:kind" in out.stderr
