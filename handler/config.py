@@ -144,6 +144,15 @@ class Settings:
         )
 
 
+def firestore_timeout_for(attempt_deadline_seconds: int) -> int:
+    """``DEDUP_FIRESTORE_TIMEOUT_SECONDS`` for a Scheduler job's attempt deadline (both in whole seconds).
+
+    A quarter of the deadline, kept to 2..20 s: a Firestore outage is then answered (500, claim
+    released) while Scheduler still listens, and a cold instance's first RPC still has time.
+    """
+    return max(2, min(20, attempt_deadline_seconds // 4))
+
+
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     default = float(default)
     raw = env.get(name)

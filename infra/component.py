@@ -42,6 +42,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
+from scheduler_dedup.handler.config import firestore_timeout_for
 from scheduler_dedup.handler.record import TTL_OWNER_ENV
 
 from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
@@ -459,7 +460,7 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         "DEDUP_TIME_ZONE": s.time_zone,
         # Firestore and downstream calls must give up well inside the attempt deadline, so a failure
         # is answered (500, released) while Scheduler still listens: a quarter and a half of it.
-        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(max(2, min(20, s.attempt_deadline_seconds // 4))),
+        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(firestore_timeout_for(s.attempt_deadline_seconds)),
         "DEDUP_TARGET_TYPE": s.target_type,
         "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
         # Cloud Run IAM is enforced (no public invoker, invoker check on), so Cloud Run verifies the

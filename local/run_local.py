@@ -22,6 +22,7 @@ from typing import Any
 
 from rich.console import Console
 
+from scheduler_dedup.handler.config import firestore_timeout_for
 from scheduler_dedup.handler.cron import fire_times, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.run_history import Report, RunHistory, compare
 from scheduler_dedup.handler.run_key import RunKey
@@ -126,7 +127,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
               speed: float = 1.0, job_name: str | None = None, delivery_faults: Sequence[str] = (),
               store_faults: Sequence[str] = (), store_fault_rate: float = 0.0, seed: int = 1,
               lease_seconds: float = 10.0, attempt_deadline: float = 10.0, extra_env: Mapping[str, str] | None = None,
-              console: Console | None = None) -> int:
+              console: Console | None = None, status: Console | None = None) -> int:
     """Run ``job`` from ``source`` under the dedup handler with the Scheduler simulator firing ``schedule``.
 
     Args:
@@ -143,6 +144,8 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         lease_seconds: ``DEDUP_LEASE_SECONDS`` of the handler.
         attempt_deadline: the simulated job's attempt deadline, seconds.
         extra_env: more environment for the handler (your job's own settings).
+        console: where runs and the report are printed (default stdout).
+        status: where set-up lines (emulator, handler URL and log) are printed (default: ``console``).
 
     Returns:
         0 if nothing was missed, failed or stuck; 1 otherwise (a ``skipped`` fault makes a missed run).
@@ -151,6 +154,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         LocalRunError: invalid input, or the emulator or the handler would not start.
     """
     console = console or make_console()
+    status = status or console
     source = source.expanduser().resolve()
     check_inputs(source, job, schedule, time_zone, delivery_faults)
     if speed < 1:
@@ -175,17 +179,18 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         env = {**(extra_env or {}), "FIRESTORE_EMULATOR_HOST": store_host, "GOOGLE_CLOUD_PROJECT": emulator.project,
                "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
                "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
-               "DEDUP_FIRESTORE_TIMEOUT_SECONDS": f"{max(1.0, min(20.0, attempt_deadline / 4)):g}"}
-        console.print(f"Firestore emulator on {emulator.host}" + (f", Firestore faults through {proxy.host}" if proxy
+               "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(firestore_timeout_for(int(attempt_deadline)))}
+        status.print(f"Firestore emulator on {emulator.host}" + (f", Firestore faults through {proxy.host}" if proxy
                                                                  else "") + f"; starting the handler with {job} ...")
         instances = _Instances(env)
         history = RunHistory.connect(emulator.project)
-        console.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell:\n"
+        status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell:\n"
                       f"  FIRESTORE_EMULATOR_HOST={emulator.host} GOOGLE_CLOUD_PROJECT={emulator.project} "
                       f"scheduler-dedup runs --job {name}")
-        mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g}x faster"
+        mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
         console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
-                      + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""))
+                      + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
+                      highlight=False)
         current: dict[str, str] = {}
         live = instances
         scheduler = Scheduler(live.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
@@ -256,7 +261,7 @@ def _print_run(console: Console, history: RunHistory, name: str, when: datetime,
     if rows:
         console.print(table)
     console.print(f"[dim]  {when:%H:%M:%S}Z {FAULT_TITLES[fault]}: {summary}"
-                  + ("" if rows else " (no run record)") + "[/]")
+                  + ("" if rows else " (no run record)") + "[/]", highlight=False)
     return len(rows)
 
 

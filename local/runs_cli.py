@@ -108,7 +108,7 @@ def runs_table(*, header: bool = True, title: str | None = None) -> Table:
     table.add_column("attempts", width=8, justify="right", no_wrap=True)
     table.add_column("takeover", width=8, no_wrap=True)
     table.add_column("duration", width=12, justify="right", no_wrap=True)
-    table.add_column("result", width=30, overflow="fold")
+    table.add_column("result", width=24, overflow="fold")
     table.add_column("error", min_width=20, overflow="fold")
     return table
 
