@@ -160,7 +160,8 @@ class HistoryRun:
 
     @property
     def took_over(self) -> bool:
-        """True if an attempt took the run over after another's lease expired: the job ran again."""
+        """True if an attempt took the run over after another's lease expired: the job ran again (twice in
+        all if the earlier attempt had started it before it died)."""
         return self.previous_attempt_id is not None or self.attempts > 1
 
     def local_schedule_time(self, time_zone: str | None = None) -> datetime:
@@ -216,9 +217,9 @@ class RunHistory:
         self.client = client
         self.collection = collection
         self.page_size = page_size
-        self._rpc: dict[str, Any] = {"retry": gretry.Retry(predicate=gretry.if_transient_error, initial=0.2, maximum=5.0,
-                                           multiplier=2.0, timeout=timeout_seconds),
-                     "timeout": timeout_seconds}
+        retry = gretry.Retry(predicate=gretry.if_transient_error, initial=0.2, maximum=5.0, multiplier=2.0,
+                             timeout=timeout_seconds)
+        self._rpc: dict[str, Any] = {"retry": retry, "timeout": timeout_seconds}
 
     @classmethod
     def connect(cls, project: str, database: str = DEFAULT_DATABASE, collection: str = DEFAULT_COLLECTION,
@@ -450,9 +451,11 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str, time_zo
                                     f"in progress{since_claim} but its lease expired: the attempt died and no retry "
                                     "took it over", matched, run))
         if run.took_over:
+            previous = (run.previous_attempt_id or "?")[:8]
             findings.append(Finding(REPEATED, run.schedule_time,
-                                    f"attempt {run.attempt_id[:8]} took over from {(run.previous_attempt_id or '?')[:8]} "
-                                    "after its lease expired: the job ran again", matched, run))
+                                    f"attempt {run.attempt_id[:8]} took over from {previous} "
+                                    "after its lease expired: the job ran again (twice, if the earlier attempt had "
+                                    "started it)", matched, run))
     expected = 0
     for fire, count in zip(fires, recorded):
         if not fire.required or fire.first > now:

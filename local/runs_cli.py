@@ -179,9 +179,22 @@ class _Output:
 
 
 def _history(project: str | None, database: str, collection: str) -> RunHistory:
+    """A reader; exits 2 with what to do when there is no project or no credentials."""
+    import os
+
+    from google.auth.exceptions import DefaultCredentialsError
     from google.cloud import firestore
 
-    return RunHistory(firestore.Client(project=project, database=database), collection)
+    if project is None and os.environ.get("FIRESTORE_EMULATOR_HOST"):
+        raise click.UsageError("give --project (or set GOOGLE_CLOUD_PROJECT): the emulator keeps each project's "
+                               "records apart, e.g. --project demo-scheduler-dedup")
+    try:
+        return RunHistory(firestore.Client(project=project, database=database), collection)
+    except DefaultCredentialsError:
+        make_console(stderr=True).print(
+            "[red]error:[/] no Google credentials: run `gcloud auth application-default login` (an account with "
+            "roles/datastore.viewer is enough), or set FIRESTORE_EMULATOR_HOST to read an emulator")
+        sys.exit(_EXIT_ERROR)
 
 
 def _progress(console: Console) -> Any:

@@ -49,6 +49,8 @@ def _cli(emulator: FirestoreEmulator, *args: str, env: dict[str, str] | None = N
     full_env = {**os.environ, "FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
                 **(env or {})}
     full_env.pop("COLUMNS", None)
+    for key in [k for k, v in full_env.items() if v == ""]:
+        full_env.pop(key)  # an empty override removes the variable
     return subprocess.run([str(scripts / "scheduler-dedup"), "runs", *args], capture_output=True, text=True,
                           env=full_env, timeout=120, check=False)
 
@@ -130,3 +132,9 @@ def test_bad_input_names_the_option(emulator: FirestoreEmulator) -> None:
     out = _cli(emulator, "--job", "nightly", "--time-zone", "CEST")
     assert out.returncode == 2 and "--time-zone" in out.stderr
     assert _cli(emulator).returncode == 2
+    out = _cli(emulator, "--job", "nightly", env={"GOOGLE_CLOUD_PROJECT": ""})
+    assert out.returncode == 2 and "give --project" in out.stderr
+    out = _cli(emulator, "--job", "nightly", env={"GOOGLE_CLOUD_PROJECT": "", "FIRESTORE_EMULATOR_HOST": "",
+                                                   "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent.json",
+                                                   "CLOUDSDK_CONFIG": "/nonexistent"})
+    assert out.returncode == 2 and "roles/datastore.viewer" in out.stderr, out.stderr
