@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 #: Cloud Scheduler's default time zone (``Job.time_zone``).
 DEFAULT_TIME_ZONE = "Etc/UTC"
@@ -92,7 +92,25 @@ def unix_cron_problem(schedule: str) -> str | None:
     if len(fields) != 5 or not all(_PLAIN_FIELD.fullmatch(_NAMES.sub("0", f)) for f in fields):
         return (f"{schedule!r} uses cron extensions Cloud Scheduler does not accept (a seconds or year field, L, W, "
                 "#, ?, H): write five plain unix-cron fields, e.g. '*/15 * * * *'")
+    if not _fires(text):
+        return (f"{schedule!r} never fires: no date matches its day-of-month and month fields (such as 31 February "
+                "or 31 April), so the job would never run; use a day every listed month has, e.g. '0 0 28 2 *'")
     return None
+
+
+#: Years searched for a fire time: five-field cron has no year, so its fire days repeat within the 8 years
+#: that always hold a leap day (29 February), bounding the search.
+_FIRE_SEARCH_YEARS = 8
+
+
+def _fires(schedule: str) -> bool:
+    """True if a valid five-field ``schedule`` has any fire time (a bounded croniter search from a fixed date;
+    the day-of-month/day-of-week "or" rule of unix-cron applies, as in croniter)."""
+    try:
+        croniter(schedule, datetime(2024, 1, 1), max_years_between_matches=_FIRE_SEARCH_YEARS).get_next(datetime)
+    except CroniterBadDateError:
+        return False
+    return True
 
 
 #: tz database entries that are not places: ``Factory`` (a placeholder), ``localtime`` and

@@ -22,15 +22,18 @@ import pulumi
 class RetryConfigArgs(TypedDict):
     """Cloud Scheduler retry policy of the job (Job.retryConfig).
 
-    Defaults are Cloud Scheduler's own (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig).
+    Limits are Cloud Scheduler's (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig).
+    The component's defaults recover a crashed attempt: the waits before the retries add up to at least the lease
+    (``lease_seconds``), so a retry comes after a crashed attempt's lease expires and completes the run; a policy
+    whose retries end sooner is refused at preview.
     """
 
     retry_count: NotRequired[int]
-    """Retries after a failed attempt, 0 to 5 (Scheduler refuses more). Default 0."""
+    """Retries after a failed attempt, 0 to 5 (Scheduler refuses more). Default 5 (Scheduler's own default, 0, would lose the run of any crashed or failed attempt)."""
     max_retry_duration_seconds: NotRequired[int]
     """Time limit for retrying, from the first attempt, in seconds; 0 means unlimited. Default 0."""
     min_backoff_seconds: NotRequired[int]
-    """First wait between retries, in seconds. Default 5."""
+    """First wait between retries, in seconds. Default: the smallest whole number, at least 5, for which the retries span 1.5 x ``lease_seconds`` (15 with the default 300 s lease: waits 15, 30, 60, 120, 240 s)."""
     max_backoff_seconds: NotRequired[int]
     """Largest wait between retries, in seconds. Default 3600."""
     max_doublings: NotRequired[int]
@@ -112,7 +115,7 @@ class DedupScheduledJobArgs(TypedDict):
     attempt_deadline_seconds: NotRequired[int]
     """How long Scheduler waits for the handler's response, 15 to 1800 seconds. Default 180."""
     request_timeout_seconds: NotRequired[int]
-    """Cloud Run request timeout in seconds, >= attempt deadline, <= 3600. Default: the attempt deadline."""
+    """Cloud Run request timeout in seconds, >= attempt deadline, <= 3600. Default: the attempt deadline + 15 (195), so Scheduler's cut-off and Cloud Run's do not race."""
     lease_seconds: NotRequired[int]
     """How long a claim blocks other attempts (DEDUP_LEASE_SECONDS), >= request timeout and attempt deadline. Default max(300, request timeout)."""
     retention_seconds: NotRequired[int]
@@ -120,7 +123,7 @@ class DedupScheduledJobArgs(TypedDict):
     manual_tolerance_seconds: NotRequired[int]
     """Tolerance for manual "force run" requests (DEDUP_MANUAL_TOLERANCE_SECONDS). Default 5."""
     retry: NotRequired[RetryConfigArgs]
-    """Scheduler retry policy. Default: Scheduler's defaults (no retry)."""
+    """Scheduler retry policy. Default: 5 retries spanning 1.5 x the lease (see RetryConfigArgs)."""
     collection: NotRequired[str]
     """Firestore collection of run records (DEDUP_COLLECTION). Default ``scheduler_runs``."""
     database_id: NotRequired[str]

@@ -28,7 +28,14 @@ from typing import Any
 
 import pulumi
 
-from .schedule import RetryPolicy, retry_window_seconds
+from .schedule import (
+    REQUEST_TIMEOUT_MARGIN_SECONDS,
+    RetryPolicy,
+    crash_recovery_seconds,
+    min_backoff_to_recover,
+    recovers_crash,
+    retry_window_seconds,
+)
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.config import (
@@ -48,7 +55,11 @@ ATTEMPT_DEADLINE_MAX_SECONDS = 1800
 DEFAULT_ATTEMPT_DEADLINE_SECONDS = 180
 REQUEST_TIMEOUT_MAX_SECONDS = 3600
 RETRY_COUNT_MAX = 5
+#: The component retries by default (Scheduler's default is 0): a crashed or failed attempt's run is retried.
+DEFAULT_RETRY_COUNT = 5
 DEFAULT_MIN_BACKOFF_SECONDS = 5
+#: Default retries span this many times the lease, so a crashed attempt's run is taken over with room to spare.
+CRASH_RECOVERY_FACTOR = 1.5
 DEFAULT_MAX_BACKOFF_SECONDS = 3600
 DEFAULT_MAX_DOUBLINGS = 5
 DEFAULT_MAX_INSTANCE_COUNT = 3
@@ -266,6 +277,11 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
                 raise DedupConfigError(
                     "job", f"module of {job!r} not found in job_source: expected {module}.py or {module}/__init__.py"
                 )
+            source = job_source / f"{module}.py"
+            problem = _entry_point_problem(source if source.is_file() else job_source / module / "__init__.py",
+                                           job.split(":")[1])
+            if problem:
+                raise DedupConfigError("job", f"{job!r}: {problem} (the handler would refuse DEDUP_JOB at start-up)")
 
     # --- deadlines, lease, retention ---
     attempt_deadline = _int(args, "attempt_deadline_seconds", DEFAULT_ATTEMPT_DEADLINE_SECONDS)
@@ -277,7 +293,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             f"{attempt_deadline} s is outside Cloud Scheduler's range for HTTP targets; "
             f"use {ATTEMPT_DEADLINE_MIN_SECONDS} to {ATTEMPT_DEADLINE_MAX_SECONDS} seconds",
         )
-    request_timeout = _int(args, "request_timeout_seconds", attempt_deadline)
+    # Default: the attempt deadline plus a margin, so Scheduler's cut-off and Cloud Run's do not race
+    # (the pack's advisory scheduler-attempt-deadline-margin checks the same margin).
+    request_timeout = _int(args, "request_timeout_seconds",
+                           min(attempt_deadline + REQUEST_TIMEOUT_MARGIN_SECONDS, REQUEST_TIMEOUT_MAX_SECONDS))
     # Cloud Run: request timeout up to 60 minutes. https://cloud.google.com/run/docs/configuring/request-timeout
     if not 1 <= request_timeout <= REQUEST_TIMEOUT_MAX_SECONDS:
         raise DedupConfigError(
@@ -298,7 +317,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             f"({attempt_deadline} s): a retry could take over a claim whose job is still running; "
             f"raise it to at least {longest}",
         )
-    retry = _retry_policy(args.get("retry") or {})
+    retry = _retry_policy(args.get("retry") or {}, lease)
     window = int(retry_window_seconds(retry, attempt_deadline))
     retention = _int(args, "retention_seconds", DEFAULT_RETENTION_SECONDS)
     if retention < window:
@@ -355,6 +374,9 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
 
     _check_handler_settings(project, database_id if isinstance(database_id, str) else "(default)", collection, lease,
                             retention, tolerance)
+    # Crash recovery: a retry must still come once a crashed attempt's lease has expired.
+    if not recovers_crash(retry, lease):
+        raise DedupConfigError(_crash_recovery_field(args.get("retry") or {}), _crash_recovery_fix(retry, lease))
 
     # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
     service_name = prefix[:49].rstrip("-")
@@ -419,6 +441,42 @@ def _check_handler_settings(project: str, database_id: str, collection: str, lea
         raise DedupConfigError(_ENV_TO_FIELD.get(variable, variable), f"the handler would refuse it at start-up: {exc}") from None
 
 
+def _entry_point_problem(module_file: Path, name: str) -> str | None:
+    """Why the handler could not find ``name`` in ``module_file``, or None when it may (judged without importing
+    the user's code). Counted as binding the name: a module-level ``def``, ``class``, assignment or import, also
+    under ``if``/``try``/``with``; a ``*`` import or a module ``__getattr__`` may bind anything, so they pass.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(module_file.read_text(encoding="utf-8"), filename=str(module_file))
+    except (OSError, UnicodeDecodeError, SyntaxError) as error:
+        return f"{module_file.name} cannot be parsed ({error}), so it cannot be imported"
+    bound: set[str] = set()
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                bound.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            for field_name in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field_name, []):
+                    pending.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    if name in bound or "__getattr__" in bound:
+        return None
+    defined = sorted(n for n in bound if not n.startswith("_"))
+    return (f"{module_file.name} defines no {name!r} at module level"
+            + (f" (it defines {', '.join(defined[:8])})" if defined else "") + ": fix the function name after ':'")
+
+
 def _http_audience(given: Any, url: Any, field: str) -> str | None:
     """The ID-token audience the handler sends to an HTTP target, written out whenever it can be known.
 
@@ -455,25 +513,59 @@ def _target_name(target: Mapping[str, Any], key: str, field: str, collection: st
     return value
 
 
-def _retry_policy(retry: Any) -> RetryPolicy:
-    """Resolve ``retry`` with Scheduler's defaults and check RetryConfig's limits.
+def _crash_recovery_field(retry: Any) -> str:
+    """The input to name when the retries end before a crashed attempt's lease: the one the user wrote."""
+    given = retry if isinstance(retry, Mapping) else {}
+    for key in ("retry_count", "min_backoff_seconds", "max_backoff_seconds", "max_doublings"):
+        if key in given:
+            return f"retry.{key}"
+    return "lease_seconds"
+
+
+def _crash_recovery_fix(retry: RetryPolicy, lease: int) -> str:
+    recovery = crash_recovery_seconds(retry)
+    if retry.retry_count == 0:
+        why = "retry_count 0 means no retry ever comes"
+    else:
+        waits = ", ".join(f"{retry.backoff_seconds(i):g}" for i in range(retry.retry_count))
+        why = f"the {retry.retry_count} retries come {waits} s apart, {recovery:g} s in all"
+    hint = min_backoff_to_recover(RetryPolicy(max(retry.retry_count, 1), retry.max_retry_duration_seconds,
+                                              retry.min_backoff_seconds, retry.max_backoff_seconds,
+                                              retry.max_doublings), lease)
+    fix = (f"Set retry.min_backoff_seconds to at least {hint}" + (" and retry.retry_count to at least 1"
+                                                                  if retry.retry_count == 0 else "")
+           if hint is not None else "Raise retry.retry_count and retry.max_backoff_seconds")
+    return (f"a crashed attempt holds its run for up to lease_seconds ({lease} s), but {why}: every retry would get "
+            f"409 and the run would never complete. {fix}, or lower lease_seconds (the retries must span at least "
+            "the lease)")
+
+
+def _retry_policy(retry: Any, lease_seconds: int) -> RetryPolicy:
+    """Resolve ``retry`` with the component's defaults and check RetryConfig's limits.
 
     https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig:
-    retryCount "Values greater than 5 and negative values are not allowed"; minBackoffDuration
-    default 5 s; maxBackoffDuration default 1 h; maxDoublings default 5; maxRetryDuration default 0 (unlimited).
+    retryCount "Values greater than 5 and negative values are not allowed"; maxBackoffDuration
+    default 1 h; maxDoublings default 5; maxRetryDuration default 0 (unlimited). The component's own
+    defaults make a crashed attempt's run recoverable: ``retry_count`` 5 (Scheduler's is 0) and
+    ``min_backoff_seconds`` the smallest whole number (at least 5, Scheduler's default) for which the
+    retries span 1.5 × ``lease_seconds`` (15 s for the default 300 s lease: waits 15, 30, 60, 120, 240 s).
     """
     if not isinstance(retry, Mapping):
         raise DedupConfigError("retry", f"must be a mapping, got {retry!r}")
     unknown = sorted(set(retry) - _RETRY_KEYS)
     if unknown:
         raise DedupConfigError(f"retry.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_RETRY_KEYS))}")
-    count = _int(retry, "retry_count", 0, field="retry.retry_count")
+    count = _int(retry, "retry_count", DEFAULT_RETRY_COUNT, field="retry.retry_count")
     if not 0 <= count <= RETRY_COUNT_MAX:
         raise DedupConfigError("retry.retry_count", f"{count} is outside Cloud Scheduler's range; use 0 to {RETRY_COUNT_MAX}")
     duration = _int(retry, "max_retry_duration_seconds", 0, field="retry.max_retry_duration_seconds")
-    min_backoff = _int(retry, "min_backoff_seconds", DEFAULT_MIN_BACKOFF_SECONDS, field="retry.min_backoff_seconds")
     max_backoff = _int(retry, "max_backoff_seconds", DEFAULT_MAX_BACKOFF_SECONDS, field="retry.max_backoff_seconds")
     doublings = _int(retry, "max_doublings", DEFAULT_MAX_DOUBLINGS, field="retry.max_doublings")
+    spanning = min_backoff_to_recover(RetryPolicy(count, duration, 0, max_backoff, doublings),
+                                      CRASH_RECOVERY_FACTOR * lease_seconds)
+    default_min = max(DEFAULT_MIN_BACKOFF_SECONDS, spanning or 0) if spanning is not None else DEFAULT_MIN_BACKOFF_SECONDS
+    min_backoff = _int(retry, "min_backoff_seconds", min(default_min, max(max_backoff, 0)),
+                       field="retry.min_backoff_seconds")
     if duration < 0:
         raise DedupConfigError("retry.max_retry_duration_seconds", "must be >= 0 (0 means unlimited)")
     if min_backoff < 0 or max_backoff < 0 or doublings < 0:

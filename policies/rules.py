@@ -35,9 +35,16 @@ from scheduler_dedup.handler.cron import is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.paths import CHECK_PATH
 from scheduler_dedup.infra.log_query import missed_run_clause
-from scheduler_dedup.infra.schedule import RetryPolicy, retry_window_seconds
+from scheduler_dedup.infra.schedule import (
+    REQUEST_TIMEOUT_MARGIN_SECONDS,
+    RetryPolicy,
+    crash_recovery_seconds,
+    min_backoff_to_recover,
+    recovers_crash,
+)
 
 from scheduler_dedup.policies import limits
+from scheduler_dedup.policies.readings import Seconds, read_retry, read_seconds
 from scheduler_dedup.policies.model import (
     InvalidDuration,
     Resource,
@@ -56,6 +63,7 @@ from scheduler_dedup.policies.topology import (
     env_value,
     service_env,
     service_timeout,
+    service_timeout_field,
     service_urls,
 )
 
@@ -327,37 +335,42 @@ def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) ->
 def scheduler_attempt_deadline_margin(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Advisory half of ``scheduler-attempt-deadline``: the attempt deadline is not close to the service's request timeout.
 
-    When ``template.timeout - attemptDeadline`` is below config ``minMarginSeconds`` (default 15 s), Scheduler's
-    cut-off and Cloud Run's race: an attempt that runs to the limit is reported as a timeout by either side.
-    A deadline above the timeout is ``dedup-lease-covers-deadline``'s (mandatory) concern and not repeated here.
+    When ``template.timeout - attemptDeadline`` is below config ``minMarginSeconds`` (default 15 s, the margin
+    the component leaves by default), Scheduler's cut-off and Cloud Run's race: an attempt that runs to the
+    limit is reported as a timeout by either side. A deadline above the timeout is
+    ``dedup-lease-covers-deadline``'s (mandatory) concern and not repeated here; unreadable values are the
+    mandatory rules' findings.
     """
     margin = _seconds_cfg(config, "minMarginSeconds")
     findings: list[tuple[Resource | None, str]] = []
     for pairing in Topology.of(resources).pairings:
         deadline, timeout = _deadline_and_timeout(pairing)
-        if not isinstance(deadline, float) or not isinstance(timeout, float) or timeout < deadline:
+        if deadline.value is None or timeout.value is None or timeout.value < deadline.value:
             continue
-        if timeout - deadline < margin:
-            findings.append((pairing.job, f"attemptDeadline {_fmt(deadline)} is within {_fmt(margin)} of service "
-                                          f"{pairing.service.name}'s request timeout {_fmt(timeout)}: raise template.timeout "
-                                          f"to at least {_fmt(deadline + margin)} (and DEDUP_LEASE_SECONDS with it) or lower "
-                                          f"attemptDeadline to {_fmt(max(timeout - margin, limits.SCHEDULER_HTTP_DEADLINE_MIN_S))}"
+        if timeout.value - deadline.value < margin:
+            findings.append((pairing.job, f"attemptDeadline {deadline.shown} is within {_fmt(margin)} of service "
+                                          f"{pairing.service.name}'s request timeout {timeout.shown}: raise template.timeout "
+                                          f"to at least {_fmt(deadline.value + margin)} (and DEDUP_LEASE_SECONDS with it) or "
+                                          f"lower attemptDeadline to "
+                                          f"{_fmt(max(timeout.value - margin, limits.SCHEDULER_HTTP_DEADLINE_MIN_S))}"
                                           + pairing.note))
     return findings
 
 
-def _deadline_and_timeout(pairing: Pairing) -> tuple[Any, Any]:
-    try:
-        deadline = duration_seconds(get(pairing.job.props, "attemptDeadline"))
-    except InvalidDuration:
-        deadline = None
-    if deadline is None:
-        deadline = limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S
-    try:
-        timeout = duration_seconds(service_timeout(pairing.service))
-    except InvalidDuration:
-        timeout = None
-    return deadline, timeout
+def _deadline_and_timeout(pairing: Pairing) -> tuple[Seconds, Seconds]:
+    return (read_seconds(pairing.job.props, "attemptDeadline", limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S, "Scheduler's"),
+            _timeout(pairing.service))
+
+
+def _timeout(service: Resource) -> Seconds:
+    """The service's request timeout (``template.timeout`` and its equivalents, see :func:`service_timeout`)."""
+    path, default = service_timeout_field(service)
+    raw = get(service.props, path)
+    reading = read_seconds({"t": service_timeout(service)}, "t", default, "Cloud Run's")
+    if reading.unknown or reading.problem:
+        return Seconds(None, path, reading.problem and f"{path} {reading.problem[2:]}", reading.unknown)
+    shown = f"{_fmt(default)} (the platform's default)" if raw is None else reading.shown
+    return Seconds(reading.value, shown)
 
 
 # ---------------------------------------------------------------- scheduler-retry-config
@@ -393,13 +406,11 @@ def scheduler_retry_config(resource: Resource, config: Mapping[str, Any]) -> lis
             continue
         if isinstance(seconds[key], float) and seconds[key] < 0:
             messages.append(f"retryConfig.{key} {_fmt(seconds[key])} is negative: use 0s or more")
-    low = seconds.get("minBackoffDuration")
-    high = seconds.get("maxBackoffDuration")
-    low = limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S if low is None else low
-    high = limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S if high is None else high
-    if isinstance(low, float) and isinstance(high, float) and low > high:
-        messages.append(f"retryConfig.minBackoffDuration {_fmt(low)} is above maxBackoffDuration {_fmt(high)}: make "
-                        "minBackoffDuration <= maxBackoffDuration (unset values default to 5s and 3600s)")
+    low = read_seconds(retry, "minBackoffDuration", limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S, "Scheduler's")
+    high = read_seconds(retry, "maxBackoffDuration", limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S, "Scheduler's")
+    if low.value is not None and high.value is not None and low.value > high.value:
+        messages.append(f"retryConfig.minBackoffDuration {low.shown} is above maxBackoffDuration {high.shown}: make "
+                        "minBackoffDuration <= maxBackoffDuration")
     doublings = number(get(retry, "maxDoublings"))
     if isinstance(doublings, float) and (doublings < 0 or doublings != int(doublings)):
         messages.append(f"retryConfig.maxDoublings {doublings:g} is not a non-negative integer: use e.g. 5 (the default)")
@@ -706,11 +717,10 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
         lease, error = _env_seconds(service, limits.ENV_LEASE, limits.DEFAULT_LEASE_S)
         if error:
             findings.append((service, error))
-        try:
-            timeout = duration_seconds(service_timeout(service))
-        except InvalidDuration as bad:
-            findings.append((service, f"template.timeout {bad}"))
-            timeout = None
+        timeout_reading = _timeout(service)
+        if timeout_reading.problem:
+            findings.append((service, f"service {service.name}: {timeout_reading.problem}"))
+        timeout = timeout_reading.value
         if isinstance(lease, float) and isinstance(timeout, float) and lease < timeout + margin:
             findings.append((service, f"env {limits.ENV_LEASE}={lease:g} is shorter than the request timeout "
                                       f"{_fmt(timeout)}" + (f" plus {_fmt(margin)}" if margin else "") +
@@ -718,10 +728,15 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
                                       f"executing. Set {limits.ENV_LEASE} to at least {timeout + margin:g} or lower "
                                       "template.timeout"))
         for pairing in topology.jobs_of(service):
-            deadline, _ = _deadline_and_timeout(pairing)
+            deadline_reading, _ = _deadline_and_timeout(pairing)
+            if deadline_reading.problem:
+                findings.append((pairing.job, f"job {pairing.job.name}: {deadline_reading.problem}, so the lease and "
+                                              "request timeout cannot be checked against it" + pairing.note))
+            deadline = deadline_reading.value
             if isinstance(deadline, float) and isinstance(timeout, float) and timeout < deadline:
-                findings.append((pairing.job, f"attemptDeadline {_fmt(deadline)} of job {pairing.job.name} is longer than "
-                                              f"service {service.name}'s request timeout {_fmt(timeout)}: set the service's "
+                findings.append((pairing.job, f"attemptDeadline {deadline_reading.shown} of job {pairing.job.name} is longer "
+                                              f"than service {service.name}'s request timeout {timeout_reading.shown}: set the "
+                                              "service's "
                                               f"template.timeout to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
                                               "with it) or lower attemptDeadline" + pairing.note))
             # With a known timeout, lease < deadline is already reported above (lease < timeout, or
@@ -729,7 +744,7 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
             if (isinstance(deadline, float) and isinstance(lease, float) and lease < deadline
                     and not isinstance(timeout, float)):
                 findings.append((pairing.job, f"env {limits.ENV_LEASE}={lease:g} of service {service.name} is shorter than "
-                                              f"job {pairing.job.name}'s attemptDeadline {_fmt(deadline)}: set "
+                                              f"job {pairing.job.name}'s attemptDeadline {deadline_reading.shown}: set "
                                               f"{limits.ENV_LEASE} to at least {deadline:g}" + pairing.note))
     return findings
 
@@ -737,46 +752,23 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
 # ---------------------------------------------------------------- dedup-retention-covers-retries
 
 def job_retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
-    """The longest time, in seconds, from a run's first attempt until Scheduler stops retrying it; None if unknown.
+    """The longest time, in seconds, from a run's first attempt until Scheduler stops retrying it; None if a value
+    is unknown or unreadable (see :func:`~scheduler_dedup.policies.readings.read_retry`).
 
-    With ``retryConfig.maxRetryDuration`` set and non-zero, retries go on "until both limits are reached"
-    (Cloud Scheduler ``RetryConfig``), so the window is the larger of that duration and what the retry
-    count implies; the arithmetic is :func:`scheduler_dedup.infra.schedule.retry_window_seconds`, the one
-    the component uses. Defaults: retryCount 0, minBackoff 5 s, maxBackoff 3600 s, maxDoublings 5,
-    attemptDeadline 180 s.
+    The arithmetic is :func:`scheduler_dedup.infra.schedule.retry_window_seconds`, the one the component uses.
     """
-    try:
-        deadline = duration_seconds(get(job_props, "attemptDeadline"))
-        retry = get(job_props, "retryConfig")
-        if is_unknown(retry):
-            return None
-        retry = retry or {}
-        count = number(get(retry, "retryCount"))
-        low = duration_seconds(get(retry, "minBackoffDuration"))
-        high = duration_seconds(get(retry, "maxBackoffDuration"))
-        doublings = number(get(retry, "maxDoublings"))
-        max_duration = duration_seconds(get(retry, "maxRetryDuration"))
-    except InvalidDuration:
-        return None
-    values = [deadline, count, low, high, doublings, max_duration]
-    if any(is_unknown(v) for v in values):
-        return None
-    deadline_s = limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S if deadline is None else float(deadline)
-    policy = RetryPolicy(
-        retry_count=int(limits.SCHEDULER_RETRY_COUNT_DEFAULT if count is None else max(0.0, float(count))),
-        max_retry_duration_seconds=float(max_duration or 0.0),
-        min_backoff_seconds=limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S if low is None else float(low),
-        max_backoff_seconds=limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S if high is None else float(high),
-        max_doublings=int(limits.SCHEDULER_MAX_DOUBLINGS_DEFAULT if doublings is None else max(0.0, float(doublings))),
-    )
-    return float(retry_window_seconds(policy, deadline_s))
+    reading = read_retry(job_props)
+    return None if reading.problems else reading.window_at_least()
 
 
 def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """``DEDUP_RETENTION_SECONDS`` (default 604800 = 7 days) outlasts the retry window of each job calling the service.
 
     A run record deleted by the TTL policy before Scheduler's last retry lets that retry run the job a
-    second time. The window is :func:`job_retry_window_seconds`; config ``marginSeconds`` (default 0) adds slack.
+    second time. The window is :func:`~scheduler_dedup.infra.schedule.retry_window_seconds` of the job's
+    retry settings (:func:`~scheduler_dedup.policies.readings.read_retry`); a setting that cannot be read is
+    a finding of its own, and the window is still checked with it counted at its lowest (0 s), so what can
+    be read is checked. Config ``marginSeconds`` (default 0) adds slack.
     """
     margin = _seconds_cfg(config, "marginSeconds")
     topology = Topology.of(resources)
@@ -785,17 +777,74 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
         retention, error = _env_seconds(service, limits.ENV_RETENTION, limits.DEFAULT_RETENTION_S)
         if error:
             findings.append((service, error))
-        if not isinstance(retention, float):
-            continue
         for pairing in topology.jobs_of(service):
-            window = job_retry_window_seconds(pairing.job.props)
-            if window is not None and retention < window + margin:
-                findings.append((pairing.job, f"env {limits.ENV_RETENTION}={retention:g} of service {service.name} is "
-                                              f"shorter than job {pairing.job.name}'s retry window {_fmt(window)}"
-                                              + (f" plus {_fmt(margin)}" if margin else "") + ": a late retry would find "
-                                              f"no record and run again. Set {limits.ENV_RETENTION} to at least "
-                                              f"{window + margin:g} (604800 = 7 days is usual) or shorten retryConfig"
-                                              + pairing.note))
+            reading = read_retry(pairing.job.props)
+            findings += [(pairing.job, f"job {pairing.job.name}: {problem}; the retry window cannot be known, so "
+                                       "record retention cannot be checked against it" + pairing.note)
+                         for problem in reading.problems]
+            window = reading.window_at_least()
+            if window is None or not isinstance(retention, float) or retention >= window + margin:
+                continue
+            span = f"at least {_fmt(window)} (counting unreadable settings as 0s)" if reading.problems else _fmt(window)
+            shown = f"{retention:g}" if get_env_written(service, limits.ENV_RETENTION) else f"{retention:g} (the default)"
+            findings.append((pairing.job, f"env {limits.ENV_RETENTION}={shown} of service {service.name} is "
+                                          f"shorter than job {pairing.job.name}'s retry window {span}"
+                                          + (f" plus {_fmt(margin)}" if margin else "") + ": a late retry would find "
+                                          f"no record and run again. Set {limits.ENV_RETENTION} to at least "
+                                          f"{window + margin:g} (604800 = 7 days is usual) or shorten retryConfig"
+                                          + pairing.note))
+    return findings
+
+
+def get_env_written(service: Resource, name: str) -> bool:
+    """True when the service's env sets ``name`` (so a message may quote it as written)."""
+    return env_value(service_env(service), name, None) is not None
+
+
+# ---------------------------------------------------------------- dedup-retries-outlast-lease
+
+def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A crashed attempt's run is retried after its lease expires: the job's retries span ``DEDUP_LEASE_SECONDS``.
+
+    An attempt that dies holding the claim (instance killed, Firestore down at completion) blocks the run
+    with 409 until its lease expires, up to ``DEDUP_LEASE_SECONDS`` (default 300) after the crash. Only a
+    retry that comes later takes the run over: the waits before retries 1..``retryCount`` must add up to
+    at least the lease (:func:`~scheduler_dedup.infra.schedule.crash_recovery_seconds`, the condition the
+    component enforces). ``retryCount`` 0 (Scheduler's default) never recovers. Unreadable retry settings
+    are findings; unknown values pass.
+    """
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        lease, _ = _env_seconds(service, limits.ENV_LEASE, limits.DEFAULT_LEASE_S)  # unreadable: the lease rule's
+        if not isinstance(lease, float):
+            continue
+        lease_shown = f"{lease:g}" if get_env_written(service, limits.ENV_LEASE) else f"{lease:g} (the default)"
+        for pairing in topology.jobs_of(service):
+            reading = read_retry(pairing.job.props)
+            retry_problems = [p for p in reading.problems if p.startswith("retryConfig.")]
+            if retry_problems:
+                findings += [(pairing.job, f"job {pairing.job.name}: {problem}; whether a retry outlasts a crashed "
+                                           "attempt's lease cannot be checked" + pairing.note)
+                             for problem in retry_problems]
+                continue
+            policy = reading.policy
+            if policy is None or recovers_crash(policy, lease):
+                continue
+            written = get(pairing.job.props, "retryConfig.retryCount") is not None
+            count = f"retryCount {policy.retry_count}" + ("" if written else " (Scheduler's default)")
+            waits = ", ".join(f"{policy.backoff_seconds(i):g}" for i in range(policy.retry_count))
+            span = f"retries {waits} s apart ({_fmt(crash_recovery_seconds(policy))} in all)" if waits else "no retry"
+            hint = min_backoff_to_recover(RetryPolicy(max(policy.retry_count, 1), policy.max_retry_duration_seconds,
+                                                      policy.min_backoff_seconds, policy.max_backoff_seconds,
+                                                      policy.max_doublings), lease)
+            fix = (f"Set retryConfig.minBackoffDuration to at least \"{hint}s\""
+                   + (" and retryCount to at least 1" if policy.retry_count == 0 else "")
+                   if hint is not None else "Raise retryCount and maxBackoffDuration")
+            findings.append((pairing.job, f"job {pairing.job.name} has {count}: {span}, but a crashed attempt holds the "
+                                          f"run for up to {limits.ENV_LEASE}={lease_shown} of service {service.name}; "
+                                          "every retry would get 409 and the run would never complete. "
+                                          f"{fix}, or lower {limits.ENV_LEASE}" + pairing.note))
     return findings
 
 
@@ -893,7 +942,7 @@ RULES: list[Rule] = [
          "Advisory part of scheduler-attempt-deadline: the attempt deadline is not within a margin of the Cloud Run "
          "request timeout of the service the job calls.",
          "advisory", scheduler_attempt_deadline_margin, "stack",
-         {"minMarginSeconds": {"type": "number", "default": 15,
+         {"minMarginSeconds": {"type": "number", "default": REQUEST_TIMEOUT_MARGIN_SECONDS,
                                "description": "least seconds between attempt deadline and request timeout"}}),
     Rule("scheduler-retry-config",
          "A job's retryConfig has retryCount within 0 to 5 and consistent backoff values.",
@@ -937,6 +986,10 @@ RULES: list[Rule] = [
          "mandatory", dedup_lease_covers_deadline, "stack",
          {"leaseMarginSeconds": {"type": "number", "default": 0,
                                  "description": "extra seconds the lease must exceed the request timeout by"}}),
+    Rule("dedup-retries-outlast-lease",
+         "A crashed attempt's run is retried after its lease expires: the waits before the job's retries add up to at "
+         "least DEDUP_LEASE_SECONDS.",
+         "mandatory", dedup_retries_outlast_lease, "stack"),
     Rule("dedup-retention-covers-retries",
          "Run record retention (DEDUP_RETENTION_SECONDS) outlasts the job's retry window.",
          "mandatory", dedup_retention_covers_retries, "stack",

@@ -96,6 +96,15 @@ def service_timeout(service: Resource) -> Any:
     return f"{default if value is None else value:g}s" if isinstance(value, (int, float)) or value is None else value
 
 
+def service_timeout_field(service: Resource) -> tuple[str, float]:
+    """(property path, platform default in seconds) of the service's request timeout."""
+    if service.type == CLOUD_RUN_SERVICE:
+        return "template.timeout", CLOUD_RUN_TIMEOUT_DEFAULT_S
+    if service.type == CLOUD_FUNCTION_V2:
+        return "serviceConfig.timeoutSeconds", float(CLOUD_FUNCTION_TIMEOUT_DEFAULT_S)
+    return "template.spec.timeoutSeconds", CLOUD_RUN_TIMEOUT_DEFAULT_S
+
+
 def service_urls(service: Resource) -> list[str]:
     """The service's known URLs (outputs ``uri`` and ``urls``)."""
     candidates = [get(service.props, "uri"), get(service.props, "url"), get(service.props, "serviceConfig.uri")]

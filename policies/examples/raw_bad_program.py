@@ -61,7 +61,8 @@ def good_program() -> None:
                                        "DEDUP_RETENTION_SECONDS": "604800"}, timeout="600s")
     gcp.cloudscheduler.Job(
         "job", region=REGION, schedule="*/5 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
-        retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=3, min_backoff_duration="10s",
+        # the retries (30, 60, 120, 240, 300 s apart: 750 s) outlast the 600 s lease of a crashed attempt
+        retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=5, min_backoff_duration="30s",
                                                            max_backoff_duration="300s", max_doublings=3),
         http_target=gcp.cloudscheduler.JobHttpTargetArgs(
             uri=service.uri, http_method="POST",

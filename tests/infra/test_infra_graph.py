@@ -72,7 +72,7 @@ def test_scheduler_job_oidc_deadline_retry_and_headers(graph: list[RegisteredRes
     assert job["schedule"] == "*/15 * * * *" and job["timeZone"] == "Europe/Berlin"
     assert job["attemptDeadline"] == "300s"
     assert job["retryConfig"] == {
-        "retryCount": 3, "maxRetryDuration": "3600s", "minBackoffDuration": "10s",
+        "retryCount": 5, "maxRetryDuration": "3600s", "minBackoffDuration": "30s",
         "maxBackoffDuration": "300s", "maxDoublings": 3,
     }
     target = job["httpTarget"]
@@ -110,7 +110,7 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
     }
     assert service["template"]["serviceAccount"] == runtime_sa
-    assert service["template"]["timeout"] == "300s"
+    assert service["template"]["timeout"] == "315s"
     assert service["deletionProtection"] is False and service["invokerIamDisabled"] is False
     build = service["buildConfig"]
     obj = _one(graph, "gcp:storage/bucketObject:BucketObject").inputs
@@ -188,7 +188,8 @@ def test_component_outputs() -> None:
     }
     job = _one(resources, "gcp:cloudscheduler/job:Job").inputs
     assert job["attemptDeadline"] == f"{DEFAULT_ATTEMPT_DEADLINE_SECONDS}s" and job["timeZone"] == "Etc/UTC"
-    assert job["retryConfig"]["retryCount"] == 0
+    # crash recovery by default: five retries 15, 30, 60, 120, 240 s apart outlast the 300 s lease
+    assert job["retryConfig"]["retryCount"] == 5 and job["retryConfig"]["minBackoffDuration"] == "15s"
 
 
 @pytest.mark.parametrize(
@@ -282,7 +283,7 @@ def test_pulumi_yaml_defaults_match_the_code_and_example_sets_every_key() -> Non
     assert from_code["retryConfig"] == {
         "retryCount": declared["retryCount"]["default"],
         "maxRetryDuration": f"{declared['maxRetryDurationSeconds']['default']}s",
-        "minBackoffDuration": f"{declared['minBackoffSeconds']['default']}s",
+        "minBackoffDuration": "15s",  # derived from the lease (no project default): see RetryConfigArgs
         "maxBackoffDuration": f"{declared['maxBackoffSeconds']['default']}s",
         "maxDoublings": declared["maxDoublings"]["default"],
     }

@@ -30,10 +30,11 @@ def _fails(field: str, fix: str, name: str = "nightly", **overrides: Any) -> Ded
 
 def test_defaults_are_the_documented_ones() -> None:
     s = resolve_settings("nightly", _args(), default_project="p1")
-    assert (s.attempt_deadline_seconds, s.request_timeout_seconds, s.lease_seconds) == (180, 180, 300)
+    # the request timeout leaves the advisory margin over the deadline; five retries span 1.5 x the lease
+    assert (s.attempt_deadline_seconds, s.request_timeout_seconds, s.lease_seconds) == (180, 195, 300)
     assert (s.retention_seconds, s.manual_tolerance_seconds, s.collection) == (604800, 5, "scheduler_runs")
     assert s.time_zone == "Etc/UTC" and s.target_type == "python" and s.deletion_protection is False
-    assert s.retry == RetryPolicy(0, 0, 5, 3600, 5)
+    assert s.retry == RetryPolicy(5, 0, 15, 3600, 5)
     assert s.database_id == "nightly-dedup" and s.database_location == "us-central1"
     assert s.oidc_audience == "https://scheduler-dedup.invalid/projects/p1/locations/us-central1/services/nightly"
 
@@ -45,7 +46,7 @@ def test_attempt_deadline_out_of_range(deadline: int) -> None:
 
 @pytest.mark.parametrize("deadline", [15, 1800])
 def test_attempt_deadline_bounds_are_accepted(deadline: int) -> None:
-    s = resolve_settings("nightly", _args(attempt_deadline_seconds=deadline, lease_seconds=1800), default_project="p")
+    s = resolve_settings("nightly", _args(attempt_deadline_seconds=deadline, lease_seconds=1815), default_project="p")
     assert s.attempt_deadline_seconds == deadline
 
 
@@ -58,12 +59,12 @@ def test_lease_shorter_than_request_timeout() -> None:
 
 
 def test_lease_shorter_than_attempt_deadline() -> None:
-    _fails("lease_seconds", "raise it to at least 900", attempt_deadline_seconds=900, lease_seconds=600)
+    _fails("lease_seconds", "raise it to at least 915", attempt_deadline_seconds=900, lease_seconds=600)
 
 
 def test_lease_default_follows_a_long_request_timeout() -> None:
     s = resolve_settings("nightly", _args(attempt_deadline_seconds=900), default_project="p")
-    assert s.request_timeout_seconds == 900 and s.lease_seconds == 900
+    assert s.request_timeout_seconds == 915 and s.lease_seconds == 915
 
 
 def test_retention_shorter_than_max_retry_duration() -> None:
@@ -185,3 +186,51 @@ def test_a_misspelt_http_target_audience_fails_at_preview() -> None:
            http_target={"url": "https://us-central1-my-proj.cloudfunctions.net/"})
     _fails("http_target.audience", "non-empty", job_source=None, job=None,
            http_target={"url": fn, "audience": " "})
+
+
+def test_defaults_recover_a_crashed_attempt() -> None:
+    """The retries must outlast a crashed attempt's lease, or every retry gets 409 and the run never completes."""
+    from scheduler_dedup.infra.schedule import crash_recovery_seconds, recovers_crash
+
+    for overrides in ({}, {"attempt_deadline_seconds": 1800}, {"request_timeout_seconds": 3600},
+                      {"retry": {"retry_count": 2}}, {"retry": {"max_doublings": 0}}):
+        s = resolve_settings("nightly", _args(**overrides), default_project="p1")
+        assert recovers_crash(s.retry, s.lease_seconds), overrides
+        assert crash_recovery_seconds(s.retry) >= 1.5 * s.lease_seconds - s.retry.min_backoff_seconds, overrides
+
+
+@pytest.mark.parametrize(("retry", "field", "fix"), [
+    # the field case: retries at +5, +10, +20 s against a 300 s lease
+    ({"retry_count": 3, "min_backoff_seconds": 5}, "retry.retry_count", "retry.min_backoff_seconds to at least 43"),
+    ({"retry_count": 0}, "retry.retry_count", "retry.retry_count to at least 1"),
+    ({"retry_count": 2, "max_backoff_seconds": 100}, "retry.retry_count", "Raise retry.retry_count"),
+])
+def test_retries_that_end_before_the_lease_fail_at_preview(retry: dict[str, int], field: str, fix: str) -> None:
+    err = _fails(field, fix, retry=retry)
+    assert "409" in str(err) and "lease_seconds (300 s)" in str(err)
+
+
+def test_a_job_entry_point_missing_from_job_source_fails_at_preview(tmp_path: Path) -> None:
+    """jobs:nonexistent used to pass preview, then every revision refused DEDUP_JOB at start-up."""
+    err = _fails("job", "defines no 'nonexistent'", job="jobs:nonexistent")
+    assert "it defines" in str(err) and "run" in str(err)
+    source = tmp_path / "src"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "__init__.py").write_text(
+        "import os\nif os.environ.get('X'):\n    def run(r):\n        return 1\nelse:\n    run = None\n"
+        "try:\n    from json import dumps as export\nexcept ImportError:\n    pass\n")
+    (source / "star.py").write_text("from os.path import *\n")
+    (source / "broken.py").write_text("def run(:\n")
+    for ok in ("pkg:run", "pkg:export", "star:anything"):
+        assert resolve_settings("nightly", _args(job_source=str(source), job=ok), default_project="p1").job == ok
+    _fails("job", "cannot be parsed", job_source=str(source), job="broken:run")
+
+
+@pytest.mark.parametrize("schedule", ["0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"])
+def test_a_schedule_that_never_fires_fails_at_preview(schedule: str) -> None:
+    _fails("schedule", "never fires", schedule=schedule)
+
+
+@pytest.mark.parametrize("schedule", ["0 0 29 2 *", "0 0 31 2 1", "0 0 31 * *"])
+def test_rare_schedules_that_do_fire_pass(schedule: str) -> None:
+    assert resolve_settings("nightly", _args(schedule=schedule), default_project="p1").schedule == schedule

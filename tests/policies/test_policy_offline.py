@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml
 from rich.console import Console
 
 from scheduler_dedup.policies.offline import check_program, check_stack_config, run_check
@@ -44,11 +45,23 @@ def test_example_stack_passes_every_mandatory_rule(monkeypatch: pytest.MonkeyPat
     assert "mandatory" not in text.replace("0 mandatory", "")
 
 
-def test_component_defaults_pass_every_mandatory_rule() -> None:
-    # only what the component cannot default: project, image and entry point; Pulumi.yaml supplies the rest
-    findings = check_stack_config(EXAMPLES / "good-image.yaml", ROOT / "Pulumi.yaml")
-    assert [f for f in findings if f.level == "mandatory"] == []
-    assert {f.rule for f in findings} <= {r.name for r in RULES if r.enforcement_level == "advisory"}
+def test_component_defaults_and_good_examples_pass_every_rule(raw_program: ModuleType) -> None:
+    """Our own defaults and every example documented as good pass every rule, advisory ones included."""
+    # good-image.yaml: only what the component cannot default (project, image, entry point)
+    for config in (EXAMPLES / "good-image.yaml", ROOT / "Pulumi.example.yaml"):
+        assert check_stack_config(config, ROOT / "Pulumi.yaml") == [], config
+    assert check_program(raw_program.good_program) == []
+    every = {rule.name: "mandatory" for rule in RULES}  # advisory rules raised, so none is skipped
+    assert check_stack_config(EXAMPLES / "good-image.yaml", ROOT / "Pulumi.yaml", every) == []
+
+
+def advisory_config(tmp_path: Path) -> Path:
+    """good-image.yaml with the request timeout set equal to the attempt deadline: one advisory finding."""
+    config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
+    config["config"]["scheduler-dedup:requestTimeoutSeconds"] = 180
+    path = tmp_path / "Pulumi.margin.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 @pytest.mark.parametrize("config", BAD_CONFIGS, ids=lambda p: p.name)
@@ -62,8 +75,8 @@ def test_bad_example_configs_fail_with_a_row_naming_the_field(config: Path) -> N
     assert field in text
 
 
-def test_table_columns_and_advisory_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    code, text = _check(stack=None, config_file=EXAMPLES / "good-image.yaml")
+def test_table_columns_and_advisory_rows(tmp_path: Path) -> None:
+    code, text = _check(stack=None, config_file=advisory_config(tmp_path))
     assert code == 0
     header = next(line for line in text.splitlines() if "rule" in line and "message" in line)
     assert [w for w in header.replace("┃", " ").split()] == ["rule", "resource", "level", "message"]
@@ -80,7 +93,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 def test_policy_config_file_overrides_levels(tmp_path: Path) -> None:
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"scheduler-attempt-deadline-margin": {"enforcementLevel": "mandatory"}}))
-    code, text = _check(stack=None, config_file=EXAMPLES / "good-image.yaml", policy_config=config)
+    code, text = _check(stack=None, config_file=advisory_config(tmp_path), policy_config=config)
     assert code == 1 and "mandatory" in text
     config.write_text("{not json")
     assert _check(stack=None, config_file=EXAMPLES / "good-image.yaml", policy_config=config)[0] == 2
@@ -92,7 +105,7 @@ def test_mocked_inputs_arrive_in_engine_names(raw_program: ModuleType) -> None:
     job = next(r for r in run_program(raw_program.good_program, {}) if r.type == "gcp:cloudscheduler/job:Job")
     assert job.inputs["attemptDeadline"] == "300s"
     assert job.inputs["httpTarget"]["oidcToken"]["serviceAccountEmail"] == "sched@p.iam.gserviceaccount.com"
-    assert job.inputs["retryConfig"]["minBackoffDuration"] == "10s"
+    assert job.inputs["retryConfig"]["minBackoffDuration"] == "30s"
 
 
 def test_raw_resources_program_is_caught_by_every_rule(raw_program: ModuleType) -> None:
@@ -123,7 +136,7 @@ def test_cli_passes_the_policy_config_through(tmp_path: Path) -> None:
 
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"scheduler-attempt-deadline-margin": {"enforcementLevel": "mandatory"}}))
-    command = [sys.executable, "-m", "scheduler_dedup.local.cli", "check", "--config", str(EXAMPLES / "good-image.yaml")]
+    command = [sys.executable, "-m", "scheduler_dedup.local.cli", "check", "--config", str(advisory_config(tmp_path))]
     env = {**os.environ, "COLUMNS": "250"}  # keep rule names on one line of the table
     plain = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     raised = subprocess.run([*command, "--policy-config", str(config)], capture_output=True, text=True, timeout=300,

@@ -535,3 +535,64 @@ def test_the_handlers_downstream_audience_must_be_one_the_target_accepts() -> No
     [bare] = run("dedup-target-audience", [service(env={**base, "DEDUP_TARGET": "https://r-p.cloudfunctions.net"})])
     assert "names no function" in bare.message
     assert run("dedup-target-audience", [service(env={**base, "DEDUP_TARGET_AUDIENCE": UNKNOWN})]) == []
+
+
+# ------------------------------------------------------------------ fail closed on unreadable fields
+
+def public_config_job(min_backoff: str) -> Resource:
+    return job(retryConfig={"minBackoffDuration": min_backoff, "maxBackoffDuration": "0s", "maxRetryDuration": "3600s"})
+
+
+def test_an_unreadable_duration_is_a_mandatory_finding_and_the_rest_is_still_checked() -> None:
+    """'1m' is not a duration Scheduler accepts ("seconds ending in 's'"): the mandatory rule says so, and still finds
+    that a 600 s retention cannot cover maxRetryDuration 3600 s."""
+    stack = [public_config_job("1m"), service(env={"DEDUP_RETENTION_SECONDS": "600"})]
+    messages = [f.message for f in run("dedup-retention-covers-retries", stack)]
+    assert all(f.level == "mandatory" for f in run("dedup-retention-covers-retries", stack))
+    assert any("retryConfig.minBackoffDuration '1m' is not a duration in seconds" in m and '"180s"' in m
+               for m in messages), messages
+    assert any("DEDUP_RETENTION_SECONDS=600" in m and "at least 3780s" in m for m in messages), messages
+    readable = [f.message for f in run("dedup-retention-covers-retries",
+                                       [public_config_job("60s"), service(env={"DEDUP_RETENTION_SECONDS": "600"})])]
+    assert len(readable) == 1 and "retry window 3780s" in readable[0]
+
+
+def test_no_message_quotes_a_default_as_if_the_user_wrote_it() -> None:
+    unreadable = " | ".join(f.message for f in run("scheduler-retry-config", [public_config_job("1m")]))
+    assert "5s" not in unreadable and "'1m'" in unreadable
+    [above] = [f.message for f in run("scheduler-retry-config", [public_config_job("60s")]) if "above" in f.message]
+    assert "minBackoffDuration 60s is above maxBackoffDuration 0s" in above
+    only_min = job(retryConfig={"minBackoffDuration": "7200s"})
+    [defaulted] = run("scheduler-retry-config", [only_min])
+    assert "maxBackoffDuration 3600s (Scheduler's default)" in defaulted.message
+    margin = [f.message for f in run("scheduler-attempt-deadline-margin",
+                                     [job(attemptDeadline=None), service(timeout=None)])]
+    assert margin == [] or all("default" in m for m in margin)
+    lease = [f.message for f in run("dedup-lease-covers-deadline", [job(attemptDeadline="3m"), service()])]
+    assert any("attemptDeadline '3m' is not a duration" in m for m in lease), lease
+
+
+# ------------------------------------------------------------------ crash recovery
+
+def test_retries_that_end_before_a_crashed_attempts_lease_are_a_mandatory_finding() -> None:
+    """retryCount 3 with Scheduler's backoff defaults retries at +5, +10, +20 s; a 300 s lease answers 409 to all."""
+    crashed = job(retryConfig={"retryCount": 3})
+    [finding] = run("dedup-retries-outlast-lease", [crashed, service()])
+    assert finding.level == "mandatory"
+    assert "retries 5, 10, 20 s apart (35s in all)" in finding.message
+    assert "DEDUP_LEASE_SECONDS=300 (the default)" in finding.message and "409" in finding.message
+    assert 'minBackoffDuration to at least "43s"' in finding.message
+    [none] = run("dedup-retries-outlast-lease", [job(), service()])
+    assert "retryCount 0 (Scheduler's default): no retry" in none.message
+    spanning = job(retryConfig={"retryCount": 5, "minBackoffDuration": "15s"})
+    assert run("dedup-retries-outlast-lease", [spanning, service()]) == []
+    unreadable = job(retryConfig={"retryCount": 5, "minBackoffDuration": "15 seconds"})
+    [bad] = run("dedup-retries-outlast-lease", [unreadable, service()])
+    assert "'15 seconds'" in bad.message and "cannot be checked" in bad.message
+    assert run("dedup-retries-outlast-lease", [job(retryConfig=UNKNOWN), service()]) == []
+
+
+def test_a_schedule_with_no_fire_time_ahead_is_a_mandatory_finding() -> None:
+    [finding] = run("scheduler-job-unix-cron", [job(schedule="0 0 31 2 *")])
+    assert finding.level == "mandatory" and "never fires" in finding.message and "schedule" in finding.message
+    assert run("scheduler-job-unix-cron", [job(schedule="0 0 29 2 *")]) == []
