@@ -67,6 +67,19 @@ TARGET_ROLES = {
     "http": "roles/run.invoker",
 }
 
+#: Cloud Run CPU settings the handler depends on, set on purpose rather than left to defaults.
+#:
+#: ``CPU_IDLE = False`` (CPU always allocated, instance-based billing): the lease is renewed by a background
+#: thread while the job runs, and a job may run past the attempt deadline after Scheduler has hung up. With
+#: request-based billing Cloud Run throttles CPU outside request processing
+#: (https://cloud.google.com/run/docs/configuring/billing-settings), which would stall the renewals; the lease
+#: would then expire under a live job and a retry would take the run over and run it a second time.
+#: ``STARTUP_CPU_BOOST = True``: a cold start (import of the job, Firestore client) takes seconds out of the
+#: attempt deadline; the boost shortens it (https://cloud.google.com/run/docs/configuring/services/cpu#startup-boost).
+#: The setting is written explicitly because pulumi-gcp's ``cpu_idle`` defaults to true once ``resources`` is set.
+CPU_IDLE = False
+STARTUP_CPU_BOOST = True
+
 GRANTS_DOC = """\
 scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM).
 runtime SA   : roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
@@ -302,7 +315,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     service_account=runtime_sa.email,
                     timeout=f"{s.request_timeout_seconds}s",
                     scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(max_instance_count=s.max_instance_count),
-                    containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(image=image, envs=envs)],
+                    containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
+                        image=image, envs=envs,
+                        resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
+                            cpu_idle=CPU_IDLE, startup_cpu_boost=STARTUP_CPU_BOOST),
+                    )],
                 ),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*service_depends, *([database] if database else [])]),

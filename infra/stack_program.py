@@ -179,7 +179,23 @@ def deploy_from_config(*, base_dir: Path | None = None) -> DedupScheduledJob:
         key = stack_key_for(exc.field)
         if key is None:
             raise
-        raise DedupConfigError(exc.field, f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{key})") from None
+        message = in_stack_config_terms(str(exc).split(": ", 1)[-1])
+        raise DedupConfigError(exc.field, f"{message} (stack config {PROJECT_NAME}:{key})") from None
+
+
+def in_stack_config_terms(message: str) -> str:
+    """``message`` with each component input it names (``retry.min_backoff_seconds``, ``lease_seconds``) replaced by
+    the stack config key that sets it (``scheduler-dedup:minBackoffSeconds``), so root-stack users read the key
+    they edit."""
+    import re
+
+    # only identifier-like inputs: plain words (schedule, job, region) also occur as words in messages
+    names = sorted(((entry.arg, entry.key) for entry in CONFIG_KEYS if "_" in entry.arg or "." in entry.arg),
+                   key=lambda pair: -len(pair[0]))
+    for arg, key in names:
+        for spelling in (s for s in dict.fromkeys((arg, arg.rsplit(".", 1)[-1])) if "_" in s or "." in s):
+            message = re.sub(rf"(?<![\w.:-]){re.escape(spelling)}(?![\w])", f"{PROJECT_NAME}:{key}", message)
+    return message
 
 
 def store_from_stack(stack: str) -> DedupStoreRefArgs:

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scheduler_dedup.policies.model import Resource
+from scheduler_dedup.policies.policy_config import PolicyConfigError, check_policy_config
 from scheduler_dedup.policies.rules import Finding, evaluate
 
 COMPONENT_CONFIG_RULE = "component-config"
@@ -92,7 +93,41 @@ def check_stack_config(config_file: Path, project_file: Path | None,
                             f"the DedupScheduledJob component refuses this config: {cause}")]
         return [Finding(PROGRAM_ERROR_RULE, "mandatory", None,
                         f"the stack program failed under mocks: {type(error).__name__}: {error}")]
-    return evaluate(resources_from_registered(registered), policy_config)
+    return [_in_stack_config_terms(finding) for finding in evaluate(resources_from_registered(registered), policy_config)]
+
+
+#: Resource properties (as rule messages name them) that the root stack sets, and the component input behind
+#: each; :func:`scheduler_dedup.infra.stack_program.stack_key_for` turns the input into the stack config key.
+PROPERTY_INPUTS: dict[str, str] = {
+    "template.timeout": "request_timeout_seconds",
+    "attemptDeadline": "attempt_deadline_seconds",
+    "DEDUP_LEASE_SECONDS": "lease_seconds",
+    "DEDUP_RETENTION_SECONDS": "retention_seconds",
+    "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds",
+    "DEDUP_TARGET_AUDIENCE": "http_target.audience",
+    "retryCount": "retry.retry_count",
+    "minBackoffDuration": "retry.min_backoff_seconds",
+    "maxBackoffDuration": "retry.max_backoff_seconds",
+    "maxRetryDuration": "retry.max_retry_duration_seconds",
+    "maxDoublings": "retry.max_doublings",
+    "timeZone": "time_zone",
+    "oidcToken.audience": "oidc_audience",
+}
+
+
+def _in_stack_config_terms(finding: Finding) -> Finding:
+    """``finding`` with the stack config key of each root-stack property its message names appended."""
+    from scheduler_dedup.infra.stack_program import PROJECT_NAME, stack_key_for
+
+    keys = []
+    for prop, field in PROPERTY_INPUTS.items():
+        key = stack_key_for(field)
+        if prop in finding.message and key and f"{PROJECT_NAME}:{key}" not in keys:
+            keys.append(f"{PROJECT_NAME}:{key}")
+    if not keys:
+        return finding
+    return Finding(finding.rule, finding.level, finding.resource,
+                   f"{finding.message} (in this stack's config: {', '.join(keys)})")
 
 
 def _config_error_in(error: BaseException) -> BaseException | None:
@@ -143,7 +178,8 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
 
     Returns:
         1 if any mandatory violation, 0 otherwise, 2 for usage errors (neither or both of ``stack`` and
-        ``config_file``, a missing file, an unreadable policy config).
+        ``config_file``, a missing file, an unreadable policy config, or one naming an unknown policy, level
+        or setting: :func:`~scheduler_dedup.policies.policy_config.check_policy_config`).
     """
     out = console or Console()
     if (stack is None) == (config_file is None):
@@ -168,6 +204,10 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
     if policy_config is not None:
         try:
             levels = json.loads(Path(policy_config).read_text())
+            check_policy_config(levels)
+        except PolicyConfigError as error:
+            out.print(f"[red]policy config {policy_config}: {error}[/red]")
+            return 2
         except (OSError, ValueError) as error:
             out.print(f"[red]cannot read policy config {policy_config}: {error}[/red]")
             return 2

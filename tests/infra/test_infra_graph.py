@@ -331,3 +331,11 @@ def test_the_http_target_audience_is_settable_and_written_out(http_target: dict[
     resources, _ = _component("fn", {"schedule": "0 1 * * *", "region": "us-central1", "http_target": http_target})
     env = _env(_one(resources, "gcp:cloudrunv2/service:Service"))
     assert env["DEDUP_TARGET_AUDIENCE"] == audience
+
+
+def test_cpu_is_always_allocated_and_boosted_at_start_up(graph: list[RegisteredResource]) -> None:
+    """Lease renewal runs in a background thread while the job runs, also after Scheduler hung up: CPU must not be
+    throttled outside requests (pulumi-gcp defaults cpu_idle to true once resources are set)."""
+    service = _one(graph, "gcp:cloudrunv2/service:Service").inputs
+    [container] = service["template"]["containers"]
+    assert container["resources"]["cpuIdle"] is False and container["resources"]["startupCpuBoost"] is True

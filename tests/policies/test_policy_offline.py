@@ -10,6 +10,7 @@ import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
@@ -144,3 +145,69 @@ def test_cli_passes_the_policy_config_through(tmp_path: Path) -> None:
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert raised.returncode == 1, raised.stdout + raised.stderr
     assert "scheduler-attempt-deadline-margin" in raised.stdout
+
+
+@pytest.mark.parametrize(("policy_config", "named"), [
+    ({"scheduler-attempt-deadline-margin": "mandatry"}, "scheduler-attempt-deadline-margin: 'mandatry'"),
+    ({"scheduler-retry-config": {"enforcementLevel": "disabeld"}}, "did you mean 'disabled'"),
+    ({"scheduler-attempt-deadline-margin": {"minMarginSecnds": 30}}, "did you mean 'minMarginSeconds'"),
+    ({"scheduler-attempt-deadlin": "advisory"}, "did you mean 'scheduler-attempt-deadline'"),
+    ({"scheduler-attempt-deadline-margin": {"minMarginSeconds": "30"}}, "not of type number"),
+    ({"all": "strict"}, "all: 'strict'"),
+])
+def test_a_typo_in_a_policy_config_is_refused_naming_the_entry(tmp_path: Path, policy_config: dict[str, Any],
+                                                               named: str) -> None:
+    config = tmp_path / "policy-config.json"
+    config.write_text(json.dumps(policy_config))
+    code, text = _check(stack=None, config_file=EXAMPLES / "good-image.yaml", policy_config=config)
+    assert code == 2, text
+    assert named in " ".join(text.split()), text
+
+
+def test_every_policy_config_in_the_readme_is_accepted() -> None:
+    import re
+
+    from scheduler_dedup.policies.policy_config import check_policy_config
+
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```json\n(.*?)```", readme, flags=re.S)
+    assert blocks
+    for block in blocks:
+        check_policy_config(json.loads(block))
+
+
+def test_root_stack_messages_name_the_stack_config_key(tmp_path: Path) -> None:
+    """A root-stack user edits requestTimeoutSeconds, not template.timeout."""
+    [finding] = check_stack_config(advisory_config(tmp_path), ROOT / "Pulumi.yaml")
+    assert finding.rule == "scheduler-attempt-deadline-margin"
+    assert "scheduler-dedup:requestTimeoutSeconds" in finding.message
+    assert "scheduler-dedup:attemptDeadlineSeconds" in finding.message
+
+
+@pytest.mark.parametrize(("overrides", "needles"), [
+    # retries at +5, +10, +20 s against a 300 s lease: the crashed attempt's run would never complete
+    ({"scheduler-dedup:retryCount": 3, "scheduler-dedup:minBackoffSeconds": 5},
+     ["409", "scheduler-dedup:minBackoffSeconds to at least 43", "scheduler-dedup:leaseSeconds"]),
+    ({"scheduler-dedup:schedule": "0 0 31 2 *"}, ["never fires", "scheduler-dedup:schedule"]),
+])
+def test_stacks_that_cannot_work_fail_the_check(tmp_path: Path, overrides: dict[str, Any], needles: list[str]) -> None:
+    config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
+    config["config"].update(overrides)
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code, text = _check(stack=None, config_file=path)
+    assert code == 1, text
+    flat = " ".join(text.replace("│", " ").split())
+    for needle in needles:
+        assert needle in flat, (needle, flat)
+
+
+def test_a_job_entry_point_missing_from_job_source_fails_the_check(tmp_path: Path) -> None:
+    config = yaml.safe_load((ROOT / "Pulumi.example.yaml").read_text())
+    config["config"]["scheduler-dedup:jobSource"] = str(ROOT / "examples" / "hello_job")
+    config["config"]["scheduler-dedup:job"] = "jobs:nonexistent"
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code, text = _check(stack=None, config_file=path)
+    flat = " ".join(text.replace("│", " ").split())
+    assert code == 1 and "defines no 'nonexistent'" in flat and "scheduler-dedup:job" in flat, flat
