@@ -821,6 +821,8 @@ def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[s
             continue
         lease_shown = f"{lease:g}" if get_env_written(service, limits.ENV_LEASE) else f"{lease:g} (the default)"
         for pairing in topology.jobs_of(service):
+            if _calls_run_check(pairing.job):
+                continue  # the watchdog's run check claims nothing, so no crashed claim waits for a retry
             reading = read_retry(pairing.job.props)
             retry_problems = [p for p in reading.problems if p.startswith("retryConfig.")]
             if retry_problems:

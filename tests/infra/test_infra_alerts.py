@@ -109,7 +109,9 @@ def test_watchdog_calls_the_run_check_with_the_jobs_identity_and_its_contract(gr
     assert watchdog["httpTarget"]["oidcToken"] == job["httpTarget"]["oidcToken"], "an allowed caller, same audience"
     assert watchdog["httpTarget"]["headers"]["X-Dedup-Location"] == CHECK_LOCATION_GUARD, "a delivery path refuses it"
     body = json.loads(base64.b64decode(watchdog["httpTarget"]["body"]))
-    assert body == {"job_name": job["name"], "grace_seconds": 300, "window_seconds": 3600}
+    # the default grace covers the retry window (the default retries span 1.5 x the lease), in whole minutes
+    grace = max(300, -(-_settings().retry_window_seconds // 60) * 60)
+    assert body == {"job_name": job["name"], "grace_seconds": grace, "window_seconds": 3600}
     minute, *rest = watchdog["schedule"].split()
     assert rest == ["*", "*", "*", "*"] and 0 <= int(minute) < 60 and watchdog["timeZone"] == "Etc/UTC"
     assert watchdog["attemptDeadline"] == job["attemptDeadline"]
@@ -188,7 +190,8 @@ def test_an_hour_that_occurs_twice_counts_once_so_the_gap_is_never_underestimate
 
 
 @pytest.mark.parametrize(("schedule", "grace", "absence"), [
-    ("*/15 * * * *", None, 900 + 300),
+    # default grace: the retry window of the default retries (1545 s) in whole minutes
+    ("*/15 * * * *", None, 900 + 1560),
     ("*/10 0-3 * * *", 600, 20 * 3600 + 600 + 600),
     ("0 3 * * *", None, None),  # a daily job: only the watchdog can tell
     ("0 9-17 * * 1-5", None, None),

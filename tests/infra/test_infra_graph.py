@@ -66,7 +66,7 @@ def test_every_child_has_the_component_as_parent_and_a_derived_name(graph: list[
 
 
 def test_scheduler_job_oidc_deadline_retry_and_headers(graph: list[RegisteredResource]) -> None:
-    job = _one(graph, "gcp:cloudscheduler/job:Job").inputs
+    job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
     sched_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-sched").state["email"]
     service = _one(graph, "gcp:cloudrunv2/service:Service")
     assert job["schedule"] == "*/15 * * * *" and job["timeZone"] == "Europe/Berlin"
@@ -82,7 +82,7 @@ def test_scheduler_job_oidc_deadline_retry_and_headers(graph: list[RegisteredRes
 
 
 def test_audience_is_the_same_in_scheduler_env_and_service(graph: list[RegisteredResource]) -> None:
-    job = _one(graph, "gcp:cloudscheduler/job:Job").inputs
+    job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
     service = _one(graph, "gcp:cloudrunv2/service:Service")
     env = _env(service)
     audience = job["httpTarget"]["oidcToken"]["audience"]
@@ -97,7 +97,7 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
     service = _one(graph, "gcp:cloudrunv2/service:Service").inputs
     runtime_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-runtime").state["email"]
     env = _env(_one(graph, "gcp:cloudrunv2/service:Service"))
-    job = _one(graph, "gcp:cloudscheduler/job:Job").inputs
+    job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
     assert (job["schedule"], job["timeZone"]) == ("*/15 * * * *", "Europe/Berlin")
     assert env == {
         "GOOGLE_CLOUD_PROJECT": "my-project-id", "DEDUP_JOB": "jobs:run", "DEDUP_COLLECTION": "scheduler_runs",

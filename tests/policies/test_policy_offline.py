@@ -51,7 +51,9 @@ def test_component_defaults_and_good_examples_pass_every_rule(raw_program: Modul
     # good-image.yaml: only what the component cannot default (project, image, entry point)
     for config in (EXAMPLES / "good-image.yaml", ROOT / "Pulumi.example.yaml"):
         assert check_stack_config(config, ROOT / "Pulumi.yaml") == [], config
-    assert check_program(raw_program.good_program) == []
+    # the hand-written stack is documented as passing every mandatory rule; it has no watchdog or alert policy,
+    # which only the advisory dedup-job-alerting notices
+    assert {f.rule for f in check_program(raw_program.good_program)} <= {"dedup-job-alerting"}
     every = {rule.name: "mandatory" for rule in RULES}  # advisory rules raised, so none is skipped
     assert check_stack_config(EXAMPLES / "good-image.yaml", ROOT / "Pulumi.yaml", every) == []
 
@@ -178,8 +180,8 @@ def test_every_policy_config_in_the_readme_is_accepted() -> None:
 
 def test_root_stack_messages_name_the_stack_config_key(tmp_path: Path) -> None:
     """A root-stack user edits requestTimeoutSeconds, not template.timeout."""
-    [finding] = check_stack_config(advisory_config(tmp_path), ROOT / "Pulumi.yaml")
-    assert finding.rule == "scheduler-attempt-deadline-margin"
+    [finding] = [f for f in check_stack_config(advisory_config(tmp_path), ROOT / "Pulumi.yaml")
+                 if f.rule == "scheduler-attempt-deadline-margin" and f.resource and f.resource.name.endswith("-job")]
     assert "scheduler-dedup:requestTimeoutSeconds" in finding.message
     assert "scheduler-dedup:attemptDeadlineSeconds" in finding.message
 
