@@ -104,7 +104,13 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
     if len(set(collections)) != len(collections):
         raise DedupConfigError("collections", f"lists a collection twice: {list(collections)!r}; one TTL policy each")
     for collection in collections:
-        check_firestore_ids(project, database_id, collection)
+        if not isinstance(collection, str):
+            raise DedupConfigError("collections", f"{collection!r} is not a collection id (a string)")
+        try:
+            check_firestore_ids(project, database_id, collection)
+        except DedupConfigError as exc:
+            field = "collections" if exc.field == "collection" else exc.field
+            raise DedupConfigError(field, str(exc).split(": ", 1)[-1]) from None
     return StoreSettings(project=project, location=location, database_id=database_id, create_database=create_database,
                          collections=tuple(collections), deletion_protection=deletion_protection)
 

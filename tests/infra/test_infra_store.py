@@ -19,7 +19,7 @@ from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStor
 from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
 from scheduler_dedup.infra.mock_run import STACK_REFERENCE, RegisteredResource, run_program, run_stack_config
 from scheduler_dedup.infra.settings import resolve_settings
-from scheduler_dedup.infra.store import TYPE_TOKEN as STORE_TYPE, store_apis
+from scheduler_dedup.infra.store import TYPE_TOKEN as STORE_TYPE, resolve_store_settings, store_apis
 from scheduler_dedup.policies.offline import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
 
@@ -309,3 +309,18 @@ def test_a_store_given_as_a_list_of_outputs_is_checked_when_it_resolves() -> Non
     resources = run_program(program, {"gcp:project": "p1"})
     env = _env(resources, "report")
     assert (env["DEDUP_DATABASE"], env["DEDUP_COLLECTION"]) == ("scheduler-dedup", "b_runs")
+
+
+@pytest.mark.parametrize(("args", "field", "fix"), [
+    ({"location": "Not A Location"}, "location", "use e.g. 'nam5'"),
+    ({"location": "nam5", "collections": []}, "collections", "non-empty list"),
+    ({"location": "nam5", "collections": ["runs", "runs"]}, "collections", "twice"),
+    ({"location": "nam5", "collections": ["a/b"]}, "collections", "DEDUP_COLLECTION"),
+    ({"location": "nam5", "database_id": "X"}, "database_id", "DEDUP_DATABASE"),
+    ({"location": "nam5", "create_database": "yes"}, "create_database", "true or false"),
+    ({"location": "nam5", "colections": ["runs"]}, "colections", "valid inputs are"),
+])
+def test_store_inputs_are_checked_naming_the_field(args: dict[str, Any], field: str, fix: str) -> None:
+    with pytest.raises(DedupConfigError) as info:
+        resolve_store_settings(args, default_project="p1")
+    assert info.value.field == field and fix in str(info.value), str(info.value)
