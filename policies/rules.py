@@ -609,7 +609,8 @@ def firestore_ttl_single_owner(resources: Sequence[Resource], config: Mapping[st
     A TTL policy is one setting of one collection group's field (https://cloud.google.com/firestore/docs/ttl).
     Two Field resources for it are two owners of one setting: ``pulumi destroy`` (or a replacement) of either
     removes the policy, and the field's index exemption, for both, and nothing reports it: run records then
-    live forever. A Field without ``project`` is in the provider's project; unknown values are not compared.
+    live forever. Projects compare as written (a Field without ``project`` only with others without one, since
+    the provider's project is not in the stack's resources); unknown values are not compared.
     """
     owners: dict[tuple[Any, ...], Resource] = {}
     findings: list[tuple[Resource | None, str]] = []
