@@ -123,7 +123,7 @@ class Scenario:
         job_seconds = rng.uniform(lease_seconds + 0.5, 2 * lease_seconds) if long_job else rng.uniform(0.02, 0.4)
         fail = rng.choices([None, "retryable", "permanent"], weights=[70, 18, 12])[0]
         kill_after = None
-        if rng.random() < 0.06:
+        if rng.random() < 0.05:
             job_seconds = max(job_seconds, rng.uniform(1.5, lease_seconds + 1))
             kill_after = rng.uniform(0.1, job_seconds / 2)
         minute = seed % (60 * 24 * 365 * 10)  # one run a minute from 2026-01-01, ten years long
@@ -284,9 +284,11 @@ class _Fleet:
         return server
 
     def url(self, index: int) -> str | None:
+        """The URL of process ``index``, or of a live one while it is being replaced (Cloud Run routes
+        requests to live instances only); None if none is up."""
         with self._lock:
-            server = self.servers[index]
-        return server.url if server is not None else None
+            live = [s for s in self.servers[index:] + self.servers[:index] if s is not None]
+        return live[0].url if live else None
 
     def owner_of(self, pid: int) -> int | None:
         try:
