@@ -493,8 +493,9 @@ def check(result: ScenarioResult, cfg: CampaignConfig) -> list[str]:
        (``max_deliveries``, far beyond a lease) is never used up; an acknowledged run's record is
        ``completed`` or ``failed``. The record tells the truth: ``completed`` only if an
        execution ended well, ``failed`` only if one failed permanently.
-    3. No ``fenced`` answer unless another attempt really took the run over: fewer ``fenced``
-       answers than attempts that started executing the run after the first.
+    3. No ``fenced`` answer unless another attempt really took the run over: no more ``fenced``
+       answers than attempts that a later attempt took over while they were alive. Likewise no
+       ``duplicate`` unless an execution ended well, no ``failed`` unless one failed permanently.
     4. Every answer is the JSON contract: a JSON object with a ``status`` field.
     5. The attempt that ran the job answers what it did (``processed`` 200, ``failed`` 200,
        ``released`` 500), unless the store was unreachable for that run longer than the store
@@ -533,10 +534,16 @@ def check(result: ScenarioResult, cfg: CampaignConfig) -> list[str]:
     answered = [a for a in result.answers if a.status]
     outcomes = Counter(a.outcome for a in answered)
 
-    # 3. fenced only after a real takeover
+    # 3. fenced only after a real takeover: by a later attempt, of an attempt that was not dead by then
     fenced = outcomes["fenced"]
-    if fenced and fenced > len(starts) - 1:
-        v.append(f"{fenced} fenced answer(s), but only {len(starts)} attempt(s) ever ran the job")
+    taken_over = sum(1 for i, a in enumerate(starts) if any(
+        killed.get(a["attempt_id"], float("inf")) > b["seen"] for b in starts[i + 1:]))
+    if fenced > taken_over:
+        v.append(f"{fenced} fenced answer(s), but {taken_over} attempt(s) were taken over by a later one")
+    if outcomes["duplicate"] and not outcomes_ended["ok"]:
+        v.append("answered duplicate, but no execution ended well")
+    if outcomes["failed"] and not outcomes_ended["permanent"]:
+        v.append("answered failed, but no execution failed permanently")
 
     # 4. the JSON contract
     for a in answered:

@@ -72,6 +72,7 @@ def test_check_reports_fenced_without_takeover_html_and_a_lost_processed_answer(
     found = check(_result([("start", "a", None, 1.0), ("end", "a", "ok", 2.0)],
                           [(409, "fenced"), (500, None), (200, "duplicate")]), CFG)
     assert any("fenced answer" in v for v in found)
+    assert any("answered duplicate, but" in v for v in check(_result([], [(200, "duplicate")]), CFG))
     assert any("not the JSON contract" in v for v in found)
     assert any("answered processed" in v for v in found)
 
