@@ -62,7 +62,9 @@ class CampaignConfig:
         lease_seconds: the handler's ``DEDUP_LEASE_SECONDS``.
         store_timeout_seconds: the handler's ``DEDUP_FIRESTORE_TIMEOUT_SECONDS``.
         attempt_deadline: how long the simulated Scheduler waits for an answer before retrying.
-        max_deliveries: Scheduler's retry budget per run (deliveries, first wave included).
+        max_deliveries: Scheduler's retry budget per run (deliveries, first wave included): it only
+            ends a scenario that makes no progress, so it spans many leases (a SIGKILL ends every
+            attempt running in that process, and a long job may be killed more than once).
         kinds: fault kinds drawn from.
         baseline: serve the no-dedup baseline instead of the handler (shows what the invariants catch).
 
@@ -79,7 +81,7 @@ class CampaignConfig:
     lease_seconds: float = 4.0
     store_timeout_seconds: float = 0.8
     attempt_deadline: float = 2.5
-    max_deliveries: int = 25
+    max_deliveries: int = 40
     kinds: tuple[str, ...] = CAMPAIGN_KINDS
     baseline: bool = False
 
@@ -123,7 +125,7 @@ class Scenario:
         job_seconds = rng.uniform(lease_seconds + 0.5, 2 * lease_seconds) if long_job else rng.uniform(0.02, 0.4)
         fail = rng.choices([None, "retryable", "permanent"], weights=[70, 18, 12])[0]
         kill_after = None
-        if rng.random() < 0.05:
+        if rng.random() < 0.03:
             job_seconds = max(job_seconds, rng.uniform(1.5, lease_seconds + 1))
             kill_after = rng.uniform(0.1, job_seconds / 2)
         minute = seed % (60 * 24 * 365 * 10)  # one run a minute from 2026-01-01, ten years long
