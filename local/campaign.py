@@ -86,9 +86,10 @@ class CampaignConfig:
     baseline: bool = False
 
     @property
-    def delay_seconds(self) -> float:
-        """How long a ``delay`` fault holds a call: beyond the store timeout."""
-        return self.store_timeout_seconds + 0.5
+    def delay_seconds(self) -> tuple[float, float]:
+        """How long a ``delay`` fault holds a call, drawn from (least, most) seconds: always beyond the
+        store timeout, at most beyond the lease (a write that lands after another attempt could take over)."""
+        return self.store_timeout_seconds + 0.3, self.lease_seconds + 1.0
 
 
 @dataclass(frozen=True)
@@ -501,8 +502,9 @@ def check(result: ScenarioResult, cfg: CampaignConfig) -> list[str]:
     4. Every answer is the JSON contract: a JSON object with a ``status`` field.
     5. The attempt that ran the job answers what it did (``processed`` 200, ``failed`` 200,
        ``released`` 500), unless the store was unreachable for that run longer than the store
-       timeout after the job started (a ``delay`` fault held a call beyond the timeout, or the
-       emulator itself took that long: ``slow``): then ``store_error`` may stand in for it. No answer claims an execution that did not happen.
+       timeout while the outcome was being recorded (a ``delay`` fault held a completion, failure,
+       release or read call beyond the timeout, or the emulator itself took that long: ``slow``):
+       then ``store_error`` may stand in for it. No answer claims an execution that did not happen.
        An attempt whose process was SIGKILLed may or may not have answered.
     """
     v: list[str] = []
@@ -553,8 +555,11 @@ def check(result: ScenarioResult, cfg: CampaignConfig) -> list[str]:
             v.append(f"answer {a.status} is not the JSON contract: {a.text[:120]!r}")
 
     # 5. the attempt that ran the job answers what it did
-    unreachable = bool(starts) and any(kind in ("delay", "slow") and t >= starts[0]["seen"] - cfg.delay_seconds
-                                       for t, _, kind in result.faults)
+    # The store was unreachable for the recording of an outcome: a call of a recording step (or its
+    # re-read) held beyond the timeout after an execution ended (its end is logged just before).
+    first_end = min((e["seen"] for e in ends.values()), default=float("inf"))
+    unreachable = any(kind in ("delay", "slow") and step in ("completion", "failure", "release", "read")
+                      and t >= first_end - 1.0 for t, step, kind in result.faults)
     for name, ended, code in (("processed", "ok", 200), ("released", "retryable", 500), ("failed", "permanent", 200)):
         most = sum(1 for e in ends.values() if e["outcome"] == ended)
         least = sum(1 for a, e in ends.items() if e["outcome"] == ended and a not in killed)

@@ -126,7 +126,7 @@ class _RandomPlan:
     seed: int
     kinds: tuple[str, ...]
     steps: tuple[str, ...]
-    delay_seconds: float
+    delay_seconds: tuple[float, float]
     documents: Callable[[str], bool] | None
 
 
@@ -278,7 +278,8 @@ class FaultProxy:
             self.injected.clear()
 
     def set_random(self, rate: float, seed: int, kinds: Sequence[str] = KINDS, steps: Sequence[str] = PROTOCOL_STEPS,
-                   delay_seconds: float = 30.0, documents: Callable[[str], bool] | None = None) -> None:
+                   delay_seconds: float | tuple[float, float] = 30.0,
+                   documents: Callable[[str], bool] | None = None) -> None:
         """Hit each call of ``steps`` with probability ``rate`` with a kind drawn from ``kinds``.
 
         The draw for a call depends only on ``seed``, the call's document id, its step and how
@@ -290,7 +291,8 @@ class FaultProxy:
             seed: the seed.
             kinds: fault kinds drawn from (``refuse`` answers FAILED_PRECONDITION).
             steps: the steps that may be hit.
-            delay_seconds: hold time of a ``delay`` fault, seconds.
+            delay_seconds: hold time of a ``delay`` fault, seconds; or ``(least, most)`` to draw it
+                uniformly (with the same seeded draw).
             documents: a predicate on the document id; only calls it accepts are hit (None: all).
 
         Raises:
@@ -302,7 +304,8 @@ class FaultProxy:
         if unknown:
             raise ValueError(f"unknown kinds or steps {unknown}: kinds are {KINDS}, steps {STEPS}")
         with self._lock:
-            self._random = _RandomPlan(rate, seed, tuple(kinds), tuple(steps), delay_seconds, documents)
+            delays = delay_seconds if isinstance(delay_seconds, tuple) else (delay_seconds, delay_seconds)
+            self._random = _RandomPlan(rate, seed, tuple(kinds), tuple(steps), delays, documents)
             self._random_counts.clear()
 
     def observe(self, callback: Callable[[Call, str | None, float], None]) -> None:
@@ -337,7 +340,8 @@ class FaultProxy:
                 digest = hashlib.sha256(f"{plan.seed}:{call.document}:{call.step}:{n}".encode()).digest()
                 draw = random.Random(digest)
                 if draw.random() < plan.rate:
-                    decision = _Decision(draw.choice(plan.kinds), plan.delay_seconds, grpc.StatusCode.FAILED_PRECONDITION)
+                    decision = _Decision(draw.choice(plan.kinds), draw.uniform(*plan.delay_seconds),
+                                         grpc.StatusCode.FAILED_PRECONDITION)
             if decision.kind is not None:
                 self.injected.append({"step": call.step, "kind": decision.kind, "method": call.method,
                                       "call_index": index, "document": call.document})

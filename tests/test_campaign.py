@@ -99,6 +99,8 @@ def test_check_excuses_store_error_only_when_the_store_was_unreachable_beyond_it
     answers = [(500, "store_error"), (200, "duplicate")]
     assert any("answered processed" in v for v in check(_result(events, answers), CFG))
     assert check(_result(events, answers, faults=[(2.1, "completion", "delay")]), CFG) == []
+    assert any("answered processed" in v  # a delay while the job still ran did not keep its outcome from the store
+               for v in check(_result(events, answers, faults=[(0.5, "completion", "delay")]), CFG))
     assert any("answered processed" in v
                for v in check(_result(events, answers, faults=[(2.1, "completion", "deadline")]), CFG))
 
