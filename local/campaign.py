@@ -569,6 +569,9 @@ def check(result: ScenarioResult, cfg: CampaignConfig) -> list[str]:
         if got < least and not (unreachable and got + outcomes["store_error"] >= least):
             v.append(f"{least} execution(s) ended {ended} but {got} answered {name} {code} "
                      f"(answers {dict(outcomes)}; store unreachable beyond its timeout: {unreachable})")
+    said_ran = sum(1 for a in answered if a.outcome == "store_error" and a.body and a.body.get("executed") is True)
+    if said_ran > len(ends):
+        v.append(f"{said_ran} store_error answer(s) say the job ran, but {len(ends)} execution(s) ended")
     for a in answered:
         if a.outcome in ("processed", "duplicate", "failed") and a.status != 200:
             v.append(f"{a.outcome} answered {a.status}")
