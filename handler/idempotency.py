@@ -358,11 +358,16 @@ class Idempotency:
     def _release(self, run_id: str, attempt_id: str, keeper: LeaseKeeper) -> bool:
         """Delete the claim; True once it is gone, False if another attempt took the run over."""
         # Gone counts as released: either our delete committed (its answer lost) or a later holder released
-        # the run; only a holder deletes an in-progress record (TTL expiry is far beyond any lease).
+        # the run; only a holder deletes an in-progress record (TTL expiry is far beyond any lease). So does
+        # a record created after this attempt's last write: the record it held was deleted in between and
+        # the run claimed afresh by another delivery; one taken over from us keeps its creation time.
+        last_write = keeper.update_time
         return self._write_as_holder(
-            run_id, attempt_id, None if keeper.lost else keeper.update_time,
+            run_id, attempt_id, None if keeper.lost else last_write,
             write=lambda update_time: self.store.delete_if_unchanged(run_id, update_time),
-            in_place=lambda record: record is None, step="release")
+            in_place=lambda record: record is None or (record.create_time is not None
+                                                       and record.create_time > last_write),
+            step="release")
 
     def _write_as_holder(self, run_id: str, attempt_id: str, update_time: datetime | None,
                          write: Callable[[datetime], bool], in_place: Callable[[RunRecord | None], bool],

@@ -42,6 +42,8 @@ class RunRecord:
         update_time: Firestore's commit time of the last write (the holder's last claim or renewal).
         read_time: Firestore's time of this read.
         data: every stored field.
+        create_time: Firestore's commit time of the document's creation: a record deleted and claimed
+            afresh has a new one, a record taken over keeps its own.
     """
 
     run_id: str
@@ -51,6 +53,7 @@ class RunRecord:
     update_time: datetime
     read_time: datetime
     data: dict[str, Any] = field(default_factory=dict)
+    create_time: datetime | None = None
 
     @classmethod
     def from_snapshot(cls, snap: Any) -> "RunRecord":
@@ -64,6 +67,7 @@ class RunRecord:
             update_time=snap.update_time,
             read_time=snap.read_time,
             data=data,
+            create_time=snap.create_time,
         )
 
     @property

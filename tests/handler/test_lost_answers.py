@@ -19,7 +19,9 @@ from google.cloud import firestore
 
 from scheduler_dedup.handler import RunKey
 from scheduler_dedup.local.emulator import FirestoreEmulator
-from scheduler_dedup.local.fault_proxy import Fault, FaultProxy
+from scheduler_dedup.handler.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.local.fault_proxy import Call, Fault, FaultProxy
 
 from .conftest import COLLECTION, Harness, deliver, scheduler_headers
 
@@ -135,3 +137,49 @@ def test_a_store_error_after_the_job_ran_says_so_and_what_the_next_delivery_does
     follow_up = deliver(other.url, scheduler_headers("unrecorded", T))  # what the answer promised
     assert follow_up.status_code == 409 and follow_up.json()["status"] == "in_progress"
     assert len(harness.starts()) == 1
+
+
+def test_a_release_whose_answer_was_lost_is_released_even_if_a_new_claim_follows(
+        emulator: FirestoreEmulator, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The release (delete) is applied, its answer lost, and another delivery claims the run afresh before the
+    releasing attempt looks: the record it reads is held by another attempt, but nobody took the run over from
+    it, so it answers released (a retryable failure), not fenced. Found by the fault campaign (seed 404)."""
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", proxy.host)
+    idem = Idempotency(FirestoreRunStore.connect(emulator.project, "(default)", COLLECTION, 10.0), lease_seconds=30)
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", emulator.host)
+    direct = FirestoreRunStore.connect(emulator.project, "(default)", COLLECTION, 10.0)
+    run_id = "release-then-new-claim"
+
+    def new_claim(call: Call, kind: str | None, seconds: float) -> None:
+        if call.step == "release" and kind == "lose_answer":  # the delete is applied; its answer not yet delivered
+            assert direct.create(run_id, {"status": "in_progress", "attempt_id": "f" * 32, "lease_seconds": 30.0})
+
+    proxy.observe(new_claim)
+    proxy.add(Fault(step="release", kind="lose_answer"))
+
+    def work(attempt_id: str) -> None:
+        raise RuntimeError("retryable")
+
+    outcome = idem.execute(run_id, work)
+    assert outcome.outcome is Outcome.RELEASED, outcome
+    record = direct.get(run_id)
+    assert record is not None and record.attempt_id == "f" * 32  # the new claim is untouched
+
+
+def test_a_release_after_a_takeover_is_still_fenced(emulator: FirestoreEmulator) -> None:
+    """The counterpart: the record this attempt held was taken over (same document, so the same creation time),
+    so its release is refused and it answers fenced; the new holder's record is untouched."""
+    idem = Idempotency(FirestoreRunStore.connect(emulator.project, "(default)", COLLECTION, 10.0), lease_seconds=30)
+    direct = FirestoreRunStore.connect(emulator.project, "(default)", COLLECTION, 10.0)
+    run_id = "release-after-takeover"
+
+    def work(attempt_id: str) -> None:
+        record = direct.get(run_id)
+        assert record is not None
+        assert direct.update_if_unchanged(run_id, {"attempt_id": "e" * 32, "previous_attempt_id": attempt_id},
+                                          record.update_time)
+        raise RuntimeError("retryable")
+
+    assert idem.execute(run_id, work).outcome is Outcome.FENCED
+    record = direct.get(run_id)
+    assert record is not None and record.attempt_id == "e" * 32 and record.status == "in_progress"
