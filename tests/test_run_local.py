@@ -40,8 +40,10 @@ def test_own_job_with_delivery_faults_runs_once_per_fire_time_and_the_skipped_on
     assert "warning" not in (out.stdout + out.stderr).lower()
     executions = _executions(tmp_path)
     assert len(executions) == 3, executions  # the skipped fire time never ran
-    assert sorted(executions.values()) == [1, 1, 2]  # the crashed run ran again after its lease expired
-    assert "Runs of nightly-run" in out.stdout and "1 missed" in out.stdout and "repeated" in out.stdout
+    # The crashed run was taken over after its lease expired; it started twice if the kill landed mid-job,
+    # once if it landed between the claim and the job's first line (timing decides which).
+    assert sorted(executions.values()) in ([1, 1, 1], [1, 1, 2]), executions
+    assert "Runs of nightly-run" in out.stdout and "1 missed" in out.stdout and "1 repeated" in out.stdout
 
 
 def test_own_job_under_a_lost_completion_answer_still_runs_once(tmp_path: Path) -> None:
