@@ -10,7 +10,8 @@ process, reading its stdout as a pipe:
 - ``--no-report``: the table alone.
 
 Peak memory is the child's maximum resident set size (``wait4``'s ``ru_maxrss``). Streaming keeps it
-flat: 10,000 records should cost about what 1,000 do. Run: ``python bench/run_history_bench.py``.
+flat: 10,000 records should cost about what 1,000 do; the benchmark exits 1 if the peak grows by more
+than 20 MiB from 1,000 to 10,000 records. Run: ``python bench/run_history_bench.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from google.cloud import firestore
-from rich.console import Console
 from rich.table import Table
 
 from scheduler_dedup.handler.config import Settings
@@ -32,11 +32,13 @@ from scheduler_dedup.handler.run_key import RunKey
 from scheduler_dedup.handler.run_history import rfc3339
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.local.console import make_console
 from scheduler_dedup.local.emulator import FirestoreEmulator
 
 SCHEDULE = "* * * * *"
 START = datetime(2026, 6, 1, tzinfo=timezone.utc)
 SKIP_EVERY = 97
+FLAT_MEMORY_MIB = 20
 
 
 def fill(emulator: FirestoreEmulator, job: str, count: int) -> None:
@@ -92,10 +94,11 @@ def measure(emulator: FirestoreEmulator, job: str, count: int, *extra: str) -> t
 
 
 def main() -> int:
-    console = Console()
+    console = make_console()
     table = Table(title="scheduler-dedup runs: time to first row and peak memory (real emulator, child process)")
     for column in ("records", "output", "first row (s)", "total (s)", "peak RSS (MiB)", "lines"):
         table.add_column(column, justify="right" if column != "output" else "left")
+    peaks: dict[int, int] = {}
     with FirestoreEmulator() as emulator:
         os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host  # this process's clients too
         for count in (1_000, 10_000):
@@ -106,8 +109,14 @@ def main() -> int:
             for label, extra in (("table + report", ()), ("json + report", ("--json",)),
                                  ("table, --no-report", ("--no-report",))):
                 first, total, rss, lines = measure(emulator, job, count, *extra)
+                peaks[count] = max(peaks.get(count, 0), rss)
                 table.add_row(f"{count:,}", label, f"{first:.2f}", f"{total:.2f}", str(rss), f"{lines:,}")
     console.print(table)
+    growth = peaks[10_000] - peaks[1_000]
+    if growth > FLAT_MEMORY_MIB:
+        console.print(f"FAIL: peak memory grew {growth} MiB from 1,000 to 10,000 records (limit {FLAT_MEMORY_MIB})")
+        return 1
+    console.print(f"OK: peak memory grew {growth} MiB from 1,000 to 10,000 records (limit {FLAT_MEMORY_MIB})")
     return 0
 
 
