@@ -723,8 +723,9 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
             findings.append((service, f"service {service.name}: {timeout_reading.problem}"))
         timeout = timeout_reading.value
         if isinstance(lease, float) and isinstance(timeout, float) and lease < timeout + margin:
-            findings.append((service, f"env {limits.ENV_LEASE}={lease:g} is shorter than the request timeout "
-                                      f"{_fmt(timeout)}" + (f" plus {_fmt(margin)}" if margin else "") +
+            findings.append((service, f"env {limits.ENV_LEASE}={_env_shown(service, limits.ENV_LEASE, lease)} is shorter "
+                                      f"than the request timeout {timeout_reading.shown}"
+                                      + (f" plus {_fmt(margin)}" if margin else "") +
                                       f" of service {service.name}: a retry could take over a run that is still "
                                       f"executing. Set {limits.ENV_LEASE} to at least {timeout + margin:g} or lower "
                                       "template.timeout"))
@@ -744,7 +745,8 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
             # timeout < deadline "and DEDUP_LEASE_SECONDS with it").
             if (isinstance(deadline, float) and isinstance(lease, float) and lease < deadline
                     and not isinstance(timeout, float)):
-                findings.append((pairing.job, f"env {limits.ENV_LEASE}={lease:g} of service {service.name} is shorter than "
+                findings.append((pairing.job, f"env {limits.ENV_LEASE}={_env_shown(service, limits.ENV_LEASE, lease)} of "
+                                              f"service {service.name} is shorter than "
                                               f"job {pairing.job.name}'s attemptDeadline {deadline_reading.shown}: set "
                                               f"{limits.ENV_LEASE} to at least {deadline:g}" + pairing.note))
     return findings
@@ -787,7 +789,7 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
             if window is None or not isinstance(retention, float) or retention >= window + margin:
                 continue
             span = f"at least {_fmt(window)} (counting unreadable settings as 0s)" if reading.problems else _fmt(window)
-            shown = f"{retention:g}" if get_env_written(service, limits.ENV_RETENTION) else f"{retention:g} (the default)"
+            shown = _env_shown(service, limits.ENV_RETENTION, retention)
             findings.append((pairing.job, f"env {limits.ENV_RETENTION}={shown} of service {service.name} is "
                                           f"shorter than job {pairing.job.name}'s retry window {span}"
                                           + (f" plus {_fmt(margin)}" if margin else "") + ": a late retry would find "
@@ -797,9 +799,10 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
     return findings
 
 
-def get_env_written(service: Resource, name: str) -> bool:
-    """True when the service's env sets ``name`` (so a message may quote it as written)."""
-    return env_value(service_env(service), name, None) is not None
+def _env_shown(service: Resource, name: str, value: float) -> str:
+    """``value`` of env ``name`` as a message quotes it: as written, or marked as the handler's default."""
+    written = env_value(service_env(service), name, None) is not None
+    return f"{value:g}" if written else f"{value:g} (the handler's default)"
 
 
 # ---------------------------------------------------------------- dedup-retries-outlast-lease
@@ -820,7 +823,7 @@ def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[s
         lease, _ = _env_seconds(service, limits.ENV_LEASE, limits.DEFAULT_LEASE_S)  # unreadable: the lease rule's
         if not isinstance(lease, float):
             continue
-        lease_shown = f"{lease:g}" if get_env_written(service, limits.ENV_LEASE) else f"{lease:g} (the default)"
+        lease_shown = _env_shown(service, limits.ENV_LEASE, lease)
         for pairing in topology.jobs_of(service):
             if _calls_run_check(pairing.job):
                 continue  # the watchdog's run check claims nothing, so no crashed claim waits for a retry

@@ -213,3 +213,57 @@ def test_a_job_entry_point_missing_from_job_source_fails_the_check(tmp_path: Pat
     code, text = _check(stack=None, config_file=path)
     flat = " ".join(text.replace("│", " ").split())
     assert code == 1 and "defines no 'nonexistent'" in flat and "scheduler-dedup:job" in flat, flat
+
+
+def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
+    """The handler's own caller check (built from the service env) on the token Scheduler would send."""
+    import base64
+    import time
+
+    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
+
+    settings = CallerAuthSettings.from_env({k: str(v) for k, v in env.items() if isinstance(v, str)})
+    if settings is None:
+        return True
+
+    def b64(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    claims = {"aud": audience, "email": email, "email_verified": True, "iss": "https://accounts.google.com",
+              "exp": time.time() + 600, "iat": time.time()}
+    return CallerVerifier(settings).check(f"Bearer {b64({'alg': 'RS256'})}.{b64(claims)}.SIGNATURE_REMOVED_BY_GOOGLE") is None
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"scheduler-dedup:image": None, "scheduler-dedup:job": None,
+     "scheduler-dedup:httpUrl": "https://us-central1-my-project-id.cloudfunctions.net/export-report"},
+    {"scheduler-dedup:oidcAudience": "https://jobs.example.com/nightly"},
+])
+def test_a_stack_the_check_passes_never_refuses_its_own_scheduler_job(tmp_path: Path, overrides: dict[str, Any]) -> None:
+    """As a new user: whatever `check` passes, the handler and Cloud Run admit the token the job sends."""
+    from scheduler_dedup.handler.audience import platform_accepts
+    from scheduler_dedup.infra.mock_run import run_stack_config
+    from scheduler_dedup.policies.model import get
+    from scheduler_dedup.policies.offline import resources_from_registered
+    from scheduler_dedup.policies.rules import evaluate
+    from scheduler_dedup.policies.topology import Topology, service_env, service_urls
+
+    config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
+    for key, value in overrides.items():
+        if value is None:
+            config["config"].pop(key, None)
+        else:
+            config["config"][key] = value
+    path = tmp_path / "Pulumi.user.yaml"
+    path.write_text(yaml.safe_dump(config))
+    resources = resources_from_registered(run_stack_config(path, project_file=ROOT / "Pulumi.yaml"))
+    assert [f for f in evaluate(resources) if f.level == "mandatory"] == []
+    pairings = Topology.of(resources).pairings
+    assert pairings
+    for pairing in pairings:
+        token = get(pairing.job.props, "httpTarget.oidcToken")
+        audience = token.get("audience") or get(pairing.job.props, "httpTarget.uri")
+        assert _handler_admits(service_env(pairing.service), audience, token["serviceAccountEmail"]), pairing.job.name
+        custom = get(pairing.service.props, "customAudiences") or []
+        assert platform_accepts(audience, service_urls(pairing.service)[0], custom), pairing.job.name

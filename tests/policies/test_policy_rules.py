@@ -570,6 +570,11 @@ def test_no_message_quotes_a_default_as_if_the_user_wrote_it() -> None:
     assert margin == [] or all("default" in m for m in margin)
     lease = [f.message for f in run("dedup-lease-covers-deadline", [job(attemptDeadline="3m"), service()])]
     assert any("attemptDeadline '3m' is not a duration" in m for m in lease), lease
+    [short] = [f.message for f in run("dedup-lease-covers-deadline", [job(), service(timeout="600s")])]
+    assert "DEDUP_LEASE_SECONDS=300 (the handler's default) is shorter than the request timeout 600s" in short
+    [unset] = [f.message for f in run("dedup-lease-covers-deadline",
+                                      [job(), service(env={"DEDUP_LEASE_SECONDS": "100"}, timeout=None)])]
+    assert "300s (the platform's default)" in unset
 
 
 # ------------------------------------------------------------------ crash recovery
@@ -580,7 +585,7 @@ def test_retries_that_end_before_a_crashed_attempts_lease_are_a_mandatory_findin
     [finding] = run("dedup-retries-outlast-lease", [crashed, service()])
     assert finding.level == "mandatory"
     assert "retries 5, 10, 20 s apart (35s in all)" in finding.message
-    assert "DEDUP_LEASE_SECONDS=300 (the default)" in finding.message and "409" in finding.message
+    assert "DEDUP_LEASE_SECONDS=300 (the handler's default)" in finding.message and "409" in finding.message
     assert 'minBackoffDuration to at least "43s"' in finding.message
     [none] = run("dedup-retries-outlast-lease", [job(), service()])
     assert "retryCount 0 (Scheduler's default): no retry" in none.message
