@@ -185,6 +185,8 @@ def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, 
             findings.append((job, "httpTarget.oidcToken has no serviceAccountEmail: set it to the email of a service "
                                   "account that holds roles/run.invoker on the target service"))
         audience = get(oidc, "audience")
+        if audience == "":
+            audience = None  # an empty audience is unset: Scheduler uses the target URI
         effective = uri if audience is None else audience
         named = "httpTarget.oidcToken.audience" if audience is not None else "the default audience (httpTarget.uri)"
         pairing = topology.service_of(job)

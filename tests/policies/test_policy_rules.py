@@ -601,3 +601,9 @@ def test_a_schedule_with_no_fire_time_ahead_is_a_mandatory_finding() -> None:
     [finding] = run("scheduler-job-unix-cron", [job(schedule="0 0 31 2 *")])
     assert finding.level == "mandatory" and "never fires" in finding.message and "schedule" in finding.message
     assert run("scheduler-job-unix-cron", [job(schedule="0 0 29 2 *")]) == []
+
+
+def test_an_empty_audience_is_the_target_uri() -> None:
+    empty = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "sched@p.iam.gserviceaccount.com",
+                                                          "audience": ""}})
+    assert run("scheduler-job-oidc-auth", [empty, service()]) == []
