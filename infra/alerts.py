@@ -181,9 +181,8 @@ def resolve_alerts(raw: Any, s: DedupSettings) -> AlertSettings | None:
         gap = _whole_minutes(max_fire_gap_seconds(s.schedule, s.time_zone))
     except ValueError as exc:
         raise DedupConfigError("schedule", f"{exc}: a missed-run alert needs a schedule that fires") from None
-    deliveries_absence: int | None = max(MIN_ABSENCE_SECONDS, _whole_minutes(gap + grace))
-    if deliveries_absence is not None and deliveries_absence > MAX_ABSENCE_SECONDS:
-        deliveries_absence = None
+    absence = max(MIN_ABSENCE_SECONDS, _whole_minutes(gap + grace))
+    deliveries_absence = absence if absence <= MAX_ABSENCE_SECONDS else None
     retry = RetryPolicy(retry_count=1, max_retry_duration_seconds=0, min_backoff_seconds=60,
                         max_backoff_seconds=60, max_doublings=0)
     if retry_window_seconds(retry, s.attempt_deadline_seconds) > s.retention_seconds:
