@@ -151,3 +151,24 @@ def test_caller_verification_applies_to_the_check(harness: Harness) -> None:
     response = run_check(server, "2026-10-16T13:05:00Z")
     assert response.status_code == 401, response.text
     assert not [line for line in log_lines(server) if line.get("event") in ("run_check", "missed_run")]
+
+
+def test_hourly_checks_tile_time_across_both_dst_changes_in_berlin(harness: Harness) -> None:
+    """A paused hourly Europe/Berlin job: consecutive hourly checks report every fire time missed exactly once,
+    the hour that occurs twice (autumn) once, and the hour that does not exist (spring) never."""
+    server = harness.server(DEDUP_SCHEDULE="0 * * * *", DEDUP_TIME_ZONE="Europe/Berlin")
+    body = {"job_name": "berlin", "grace_seconds": 300, "window_seconds": 3600}
+    for day, hours in (("2026-03-28", range(22, 24)), ("2026-03-29", range(0, 4)),
+                       ("2026-10-24", range(22, 24)), ("2026-10-25", range(0, 4))):
+        reported: list[str] = []
+        for hour in hours:
+            answer = run_check(server, f"{day}T{hour:02d}:07:00Z", body=body).json()
+            reported += answer["missed"]
+        assert len(reported) == len(set(reported)), f"a fire time was reported twice: {reported}"
+        assert all(stamp.endswith(":00:00Z") for stamp in reported), reported
+        if day == "2026-03-29":  # 01:00 CET, then 03:00, 04:00, 05:00 CEST: 02:00 local does not exist, never missed
+            assert reported == ["2026-03-29T00:00:00Z", "2026-03-29T01:00:00Z", "2026-03-29T02:00:00Z",
+                                "2026-03-29T03:00:00Z"], reported
+        if day == "2026-10-25":  # 02:00 occurs twice (00:00Z CEST, 01:00Z CET): one fire time, missed once, at its
+            # later instant (a run at either would have counted); then 03:00 and 04:00 CET
+            assert reported == ["2026-10-25T01:00:00Z", "2026-10-25T02:00:00Z", "2026-10-25T03:00:00Z"], reported
