@@ -575,8 +575,9 @@ def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]
         collection, database, candidates = _ttl_fields_of(service, topology, expiry)
         if any(get(f.props, "ttlConfig") is not None for f in candidates):
             continue
-        if not candidates and env_value(service_env(service), limits.ENV_TTL_OWNER, None) is not None:
-            continue
+        owner = env_value(service_env(service), limits.ENV_TTL_OWNER, None)
+        if not candidates and isinstance(owner, str) and not is_unknown(owner) and owner.strip():
+            continue  # declared, known and non-empty: the TTL policy lives in another stack
         where = f"collection {collection!r}" if not is_unknown(collection) else "its collection"
         db = f"database {database!r}" if not is_unknown(database) else "its database"
         if candidates:

@@ -60,6 +60,9 @@ def test_a_service_whose_ttl_lives_elsewhere_passes_the_mandatory_rule_only_when
     assert run("dedup-ttl-owner-declared", [declared]) == []
     msg = run("dedup-firestore-ttl", [service()])[0].message
     assert "DEDUP_TTL_OWNER" in msg, "the fix for a store in another stack is named"
+    # only a known, non-empty declaration exempts (an unknown or empty one proves nothing)
+    assert run("dedup-firestore-ttl", [service(DEDUP_TTL_OWNER=UNKNOWN)])
+    assert run("dedup-firestore-ttl", [service(DEDUP_TTL_OWNER="")])
 
 
 def test_the_declaration_is_checked_against_known_owners_and_against_a_second_owner_here() -> None:
