@@ -28,7 +28,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``http`` with ``DEDUP_TARGET``;
     see :mod:`scheduler_dedup.handler.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
     ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before Firestore is touched
-    (:mod:`scheduler_dedup.handler.caller_auth`). ``POST`` to :data:`~scheduler_dedup.handler.run_check.CHECK_PATH`
+    (:mod:`scheduler_dedup.handler.caller_auth`). ``POST`` to :data:`~scheduler_dedup.handler.paths.CHECK_PATH`
     is the watchdog's run check (:mod:`scheduler_dedup.handler.run_check`), verified the same way.
     Every answer is JSON, an unexpected exception included (500 ``internal_error``;
     :mod:`scheduler_dedup.handler.answers`).

@@ -103,7 +103,7 @@ class AlertSettings:
         notification_channels: ``projects/P/notificationChannels/N`` names every policy notifies.
         grace_seconds: how long after its fire time an expected run may still have no record before
             the watchdog reports it missed. Default: the job's retry window (Scheduler may still be
-            retrying, and a released attempt leaves no record), at least 300.
+            retrying, and a released attempt leaves no record), at least 300, at most 604800.
         released_threshold: the released policy fires when more than this many deliveries of the job
             were released within :attr:`released_window_seconds`. Default 2.
         released_window_seconds: the job's retry window, but at least 1 h and at most 1 day, whole minutes.
@@ -173,7 +173,8 @@ def resolve_alerts(raw: Any, s: DedupSettings) -> AlertSettings | None:
             raise DedupConfigError("alerts.notification_channels",
                                    f"{channel!r} is not a channel name: use 'projects/P/notificationChannels/N'")
     window = s.retry_window_seconds
-    grace = _int(raw, "grace_seconds", _whole_minutes(max(DEFAULT_MIN_GRACE_SECONDS, window)),
+    default_grace = min(MAX_GRACE_SECONDS, _whole_minutes(max(DEFAULT_MIN_GRACE_SECONDS, window)))
+    grace = _int(raw, "grace_seconds", default_grace,
                  MIN_GRACE_SECONDS, MAX_GRACE_SECONDS, "seconds after a fire time before a run without a record is missed")
     threshold = _int(raw, "released_threshold", DEFAULT_RELEASED_THRESHOLD, 0, 1000,
                      "releases of the job within its retry window before the alert fires")

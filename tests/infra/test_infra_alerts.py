@@ -222,6 +222,12 @@ def test_heartbeat_absence_tolerates_one_lost_check_and_covers_a_weekly_job() ->
     assert absent["aggregations"][0]["crossSeriesReducer"] == "REDUCE_SUM"
 
 
+def test_a_retry_window_longer_than_a_week_gives_the_longest_grace_not_an_error() -> None:
+    retry = {"retry_count": 5, "max_retry_duration_seconds": 30 * 86400}
+    resolved = resolve_alerts({"notification_channels": [CHANNEL]}, _settings(retry=retry, retention_seconds=40 * 86400))
+    assert resolved is not None and resolved.grace_seconds == 7 * 86400
+
+
 def test_grace_defaults_to_the_retry_window() -> None:
     retry = {"retry_count": 3, "min_backoff_seconds": 60, "max_backoff_seconds": 600}
     settings = _settings(retry=retry)
