@@ -346,33 +346,33 @@ class _Fleet:
 
 
 class _FaultLog:
-    """Per document (run id): the faults injected and the calls the store took too long to answer.
+    """Per document (run id): the faults the proxy injected and the calls the store took too long to answer.
 
-    Each entry is ``(monotonic time the call began, step, kind)``; ``kind`` is a fault kind, or
+    :meth:`of` lists ``(monotonic time the call arrived, step, kind)``; ``kind`` is a fault kind, or
     ``"slow"`` for a call without a fault that the proxy held longer than ``slow_seconds`` (the
-    emulator itself was slower than the store timeout, e.g. on a loaded machine).
+    emulator itself was slower than the store timeout, e.g. on a loaded machine). Faults are known
+    from the moment the call arrives, so a call still held by a ``delay`` counts.
     """
 
-    def __init__(self, slow_seconds: float) -> None:
+    def __init__(self, proxy: FaultProxy, slow_seconds: float) -> None:
+        self._proxy = proxy
         self._lock = threading.Lock()
         self._slow_seconds = slow_seconds
-        self.faults: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+        self._slow: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
         self.calls: dict[str, Counter[str]] = defaultdict(Counter)
 
     def __call__(self, call: Call, kind: str | None, seconds: float) -> None:
         if not call.document:
             return
-        began = time.monotonic() - seconds
-        if kind is None and seconds >= self._slow_seconds:
-            kind = "slow"
         with self._lock:
             self.calls[call.document][call.step] += 1
-            if kind is not None:
-                self.faults[call.document].append((began, call.step, kind))
+            if kind is None and seconds >= self._slow_seconds:
+                self._slow[call.document].append((time.monotonic() - seconds, call.step, "slow"))
 
     def of(self, run_id: str) -> list[tuple[float, str, str]]:
+        injected = [(i["time"], i["step"], i["kind"]) for i in self._proxy.injected_on(run_id)]
         with self._lock:
-            return sorted(self.faults.get(run_id, ()))
+            return sorted(injected + self._slow.get(run_id, []))
 
 
 def _deliver(url: str | None, headers: dict[str, str], answer: Answer, deadline: float) -> None:
@@ -636,7 +636,6 @@ def _run(cfg: CampaignConfig, console: Console, emulator: FirestoreEmulator) -> 
     workdir = Path(tempfile.mkdtemp(prefix="scheduler-dedup-campaign-"))
     plan_file, executions = workdir / "plan.json", workdir / "executions.jsonl"
     plan_file.write_text(json.dumps({s.job_name: s.plan() for s in scenarios}))
-    fault_log = _FaultLog(slow_seconds=0.9 * cfg.store_timeout_seconds)
     results: list[ScenarioResult] = []
     with FaultProxy(upstream=emulator.host, max_workers=128) as proxy:
         env = {"FIRESTORE_EMULATOR_HOST": proxy.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
@@ -649,6 +648,7 @@ def _run(cfg: CampaignConfig, console: Console, emulator: FirestoreEmulator) -> 
         fleet = _Fleet(env, cfg.instances, cfg.baseline)
         log = _ExecutionsLog(executions, fleet.owner_of)
         records = _direct_client(emulator)
+        fault_log = _FaultLog(proxy, slow_seconds=0.9 * cfg.store_timeout_seconds)
         proxy.observe(fault_log)
         proxy.set_random(rate=cfg.fault_rate, seed=0, kinds=cfg.kinds, steps=PROTOCOL_STEPS,
                          delay_seconds=cfg.delay_seconds)
@@ -668,12 +668,12 @@ def _run(cfg: CampaignConfig, console: Console, emulator: FirestoreEmulator) -> 
         finally:
             log.close()
             fleet.close()
-    faults: Counter[tuple[str, str]] = Counter()
-    calls: Counter[str] = Counter()
-    for r in results:
-        for _, step, kind in r.faults:
-            faults[(step, kind)] += 1
-        calls.update(fault_log.calls.get(r.run_id, Counter()))
+        faults: Counter[tuple[str, str]] = Counter()
+        calls: Counter[str] = Counter()
+        for r in results:  # counted now, so calls still held when a scenario was checked count too
+            for _, step, kind in fault_log.of(r.run_id):
+                faults[(step, kind)] += 1
+            calls.update(fault_log.calls.get(r.run_id, Counter()))
     results.sort(key=lambda r: r.scenario.seed)
     return CampaignReport(cfg, results, faults, calls, fleet.kills, time.monotonic() - started)
 

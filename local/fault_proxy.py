@@ -203,7 +203,8 @@ class FaultProxy:
         host: ``"127.0.0.1:PORT"``, the value for ``FIRESTORE_EMULATOR_HOST``.
         calls: every call seen, in order, as ``(step, method)``.
         injected: every fault injected, in order, as dicts with ``step``, ``kind``, ``method``,
-            ``call_index`` (index into ``calls``) and ``document``.
+            ``call_index`` (index into ``calls``), ``document`` and ``time`` (``time.monotonic()`` when
+            the call arrived, before the fault took effect).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`. Thread-safe.
     """
@@ -212,6 +213,7 @@ class FaultProxy:
         self.upstream = upstream
         self.calls: list[tuple[str, str]] = []
         self.injected: list[dict[str, Any]] = []
+        self._injected_by_document: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._faults: list[_Armed] = []
         self._random: _RandomPlan | None = None
@@ -276,6 +278,7 @@ class FaultProxy:
             self._random_counts.clear()
             self.calls.clear()
             self.injected.clear()
+            self._injected_by_document.clear()
 
     def set_random(self, rate: float, seed: int, kinds: Sequence[str] = KINDS, steps: Sequence[str] = PROTOCOL_STEPS,
                    delay_seconds: float | tuple[float, float] = 30.0,
@@ -343,9 +346,16 @@ class FaultProxy:
                     decision = _Decision(draw.choice(plan.kinds), draw.uniform(*plan.delay_seconds),
                                          grpc.StatusCode.FAILED_PRECONDITION)
             if decision.kind is not None:
-                self.injected.append({"step": call.step, "kind": decision.kind, "method": call.method,
-                                      "call_index": index, "document": call.document})
+                entry = {"step": call.step, "kind": decision.kind, "method": call.method, "call_index": index,
+                         "document": call.document, "time": time.monotonic()}
+                self.injected.append(entry)
+                self._injected_by_document.setdefault(call.document, []).append(entry)
         return decision
+
+    def injected_on(self, document: str) -> list[dict[str, Any]]:
+        """The faults injected so far into calls on one document (run id), in order, as in ``injected``."""
+        with self._lock:
+            return list(self._injected_by_document.get(document, ()))
 
     def _observed(self, call: Call, decision: _Decision, started: float) -> None:
         with self._lock:

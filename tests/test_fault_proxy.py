@@ -62,8 +62,10 @@ def test_unavailable_create_is_not_sent(proxy: FaultProxy, via_proxy: firestore.
     with pytest.raises(gexc.ServiceUnavailable):
         _doc(via_proxy, "a").create({"status": "in_progress"}, **ONE_TRY)
     assert not _exists(direct, "a")
-    assert proxy.injected == [{"step": "claim", "kind": "unavailable", "method": "Commit", "call_index": 0,
-                               "document": "a"}]
+    (entry,) = proxy.injected
+    assert {k: v for k, v in entry.items() if k != "time"} == {
+        "step": "claim", "kind": "unavailable", "method": "Commit", "call_index": 0, "document": "a"}
+    assert proxy.injected_on("a") == [entry] and proxy.injected_on("b") == []
 
 
 def test_deadline_create_is_not_sent(proxy: FaultProxy, via_proxy: firestore.Client, direct: firestore.Client) -> None:
