@@ -209,41 +209,45 @@ class ScenarioResult:
 class _ExecutionsLog:
     """Tails the recording job's executions log shared by all handler processes."""
 
-    def __init__(self, path: Path, owner_of: Callable[[int], int | None]):
+    def __init__(self, path: Path):
         self.path = path
-        self._owner_of = owner_of
         self._cond = threading.Condition()
         self._by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        self.pid_owner: dict[int, int] = {}  # worker pid -> process group id of its handler process
+        self._offset = 0  # bytes of the log read so far
+        self._partial = b""  # the start of a line still being written
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="executions-log", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
-        offset, partial = 0, b""
         while not self._stop.wait(0.02):
             try:
                 with open(self.path, "rb") as fh:
-                    fh.seek(offset)
+                    fh.seek(self._offset)
                     chunk = fh.read()
             except FileNotFoundError:
                 continue
             if not chunk:
                 continue
-            offset += len(chunk)
-            lines = (partial + chunk).split(b"\n")
+            lines = (self._partial + chunk).split(b"\n")
             partial = lines.pop()
             seen = time.monotonic()
             events = [{**json.loads(line), "seen": seen} for line in lines if line.strip()]
             with self._cond:
                 for event in events:
-                    pid = int(event.get("pid", 0))
-                    if pid and pid not in self.pid_owner:
-                        owner = self._owner_of(pid)
-                        if owner is not None:
-                            self.pid_owner[pid] = owner
                     self._by_job[event["job_name"]].append(event)
+                self._offset += len(chunk)
+                self._partial = partial
                 self._cond.notify_all()
+
+    def sync(self, timeout: float = 10.0) -> None:
+        """Wait until every event written before this call has been read (a killed attempt's last
+        event may have been written a moment before its process died)."""
+        try:
+            size = os.path.getsize(self.path)
+        except FileNotFoundError:
+            return
+        self.wait(lambda: self._offset >= size and not self._partial, timeout)
 
     def events(self, job_name: str) -> list[dict[str, Any]]:
         with self._cond:
@@ -258,6 +262,21 @@ class _ExecutionsLog:
         self._thread.join(timeout=5)
 
 
+def _group_members(pgid: int) -> list[int]:
+    """The pids of the processes in process group ``pgid`` (from /proc; the group's leader included)."""
+    members = [pgid]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+            if len(fields) > 2 and int(fields[2]) == pgid:
+                members.append(int(entry))
+    return members
+
+
 class _Fleet:
     """The handler processes; a killed one is replaced by a fresh process in the background."""
 
@@ -266,7 +285,7 @@ class _Fleet:
         self._baseline = baseline
         self._lock = threading.Lock()
         self.servers: list[HandlerServer | None] = []
-        self.killed_groups: dict[int, float] = {}  # process group id -> monotonic time of its SIGKILL
+        self.killed_pids: dict[int, float] = {}  # pid of every process of a killed group -> time of its SIGKILL
         self.kills = 0
         with futures.ThreadPoolExecutor(count) as pool:
             self.servers = list(pool.map(lambda _: self._start(), range(count)))
@@ -294,6 +313,7 @@ class _Fleet:
         return live[0].url if live else None
 
     def owner_of(self, pid: int) -> int | None:
+        """The process group (the handler process) of a live pid, or None if it is gone."""
         try:
             return os.getpgid(pid)
         except OSError:
@@ -311,7 +331,9 @@ class _Fleet:
             self.servers[index] = None
             self.kills += 1
         assert victim is not None
-        self.killed_groups[pgid] = time.monotonic()
+        now = time.monotonic()
+        for pid in _group_members(pgid):
+            self.killed_pids[pid] = now
         victim.kill()
         victim.stop()
         thread = threading.Thread(target=self._replace, args=(index, victim), daemon=True)
@@ -430,7 +452,7 @@ def play(scenario: Scenario, cfg: CampaignConfig, fleet: _Fleet, log: _Execution
 
             if log.wait(started, timeout=30):
                 time.sleep(scenario.kill_after or 0)
-                owner = log.pid_owner.get(int(starts[0]["pid"]))
+                owner = fleet.owner_of(int(starts[0]["pid"]))
                 ended = any(e["event"] == "end" and e["attempt_id"] == starts[0]["attempt_id"]
                             for e in log.events(scenario.job_name))
                 if owner is not None and not ended:
@@ -468,12 +490,13 @@ def play(scenario: Scenario, cfg: CampaignConfig, fleet: _Fleet, log: _Execution
         for e in events:
             if e["event"] == "end":
                 open_attempts.pop(e["attempt_id"], None)
-        return all(log.pid_owner.get(int(pid)) in fleet.killed_groups for pid in open_attempts.values())
+        return all(int(pid) in fleet.killed_pids for pid in open_attempts.values())
 
     log.wait(executions_settled, timeout=60)
+    log.sync()
     events = log.events(scenario.job_name)
-    killed_at = {str(e["attempt_id"]): fleet.killed_groups[owner] for e in events if e["event"] == "start"
-                 and (owner := log.pid_owner.get(int(e["pid"]), -1)) in fleet.killed_groups}
+    killed_at = {str(e["attempt_id"]): fleet.killed_pids[int(e["pid"])] for e in events
+                 if e["event"] == "start" and int(e["pid"]) in fleet.killed_pids}
     run_ids = {str(a.body["run_id"]) for a in answers if a.body and a.body.get("run_id")} | \
         {str(e["run_id"]) for e in events}
     docs = list(records.collection(COLLECTION).where(filter=firestore.FieldFilter(
@@ -646,7 +669,7 @@ def _run(cfg: CampaignConfig, console: Console, emulator: FirestoreEmulator) -> 
                       f"handler processes (lease {cfg.lease_seconds:g} s, store timeout "
                       f"{cfg.store_timeout_seconds:g} s)...")
         fleet = _Fleet(env, cfg.instances, cfg.baseline)
-        log = _ExecutionsLog(executions, fleet.owner_of)
+        log = _ExecutionsLog(executions)
         records = _direct_client(emulator)
         fault_log = _FaultLog(proxy, slow_seconds=0.9 * cfg.store_timeout_seconds)
         proxy.observe(fault_log)
