@@ -20,6 +20,7 @@ import flask
 
 from scheduler_dedup.handler.errors import StoreError
 from scheduler_dedup.handler.idempotency import Outcome, RunOutcome
+from scheduler_dedup.handler.logs import LogField
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -79,7 +80,7 @@ def json_response(body: Mapping[str, Any], status: int, headers: Mapping[str, st
     try:
         text = json.dumps(body, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        log.error("answer body is not JSON: %s", exc, extra={"outcome": "internal_error"})
+        log.error("answer body is not JSON: %s", exc, extra={LogField.OUTCOME: "internal_error"})
         text, status, headers = json.dumps(internal_error_body(exc)), 500, None
     return flask.Response(text, status=status, headers=dict(headers or {}), mimetype="application/json")
 
@@ -92,7 +93,7 @@ def json_errors(view: Callable[[flask.Request], flask.Response]) -> Callable[[fl
         try:
             return view(request)
         except Exception as exc:
-            log.exception("unexpected error while answering a request", extra={"outcome": "internal_error"})
+            log.exception("unexpected error while answering a request", extra={LogField.OUTCOME: "internal_error"})
             return json_response(internal_error_body(exc), 500)
 
     return wrapper

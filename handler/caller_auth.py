@@ -52,6 +52,7 @@ import google.oauth2.id_token
 from scheduler_dedup.handler.audience import handler_accepts, split_audiences
 from scheduler_dedup.handler.callers import parse_allowed_callers
 from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.logs import LogField
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -170,7 +171,7 @@ class CallerVerifier:
                 token.strip(), self._request, audience=list(self.settings.audiences),
                 certs_url=self.settings.certs_url, clock_skew_in_seconds=CLOCK_SKEW_SECONDS)
         except google.auth.exceptions.TransportError as exc:
-            log.error("could not fetch OIDC certificates: %s", exc, extra={"outcome": "auth_unavailable"})
+            log.error("could not fetch OIDC certificates: %s", exc, extra={LogField.OUTCOME: "auth_unavailable"})
             return _refuse(500, "auth_unavailable", "could not fetch the token-signing certificates; retry")
         except (ValueError, google.auth.exceptions.GoogleAuthError) as exc:
             return _refuse(401, "unauthorized", f"invalid ID token: {exc}")
@@ -212,5 +213,5 @@ class CallerVerifier:
 
 
 def _refuse(status: int, kind: str, error: str) -> Refusal:
-    log.warning("refused caller: %s", error, extra={"outcome": kind, "http_status": status})
+    log.warning("refused caller: %s", error, extra={LogField.OUTCOME: kind, LogField.HTTP_STATUS: status})
     return {"status": kind, "error": error}, status

@@ -55,6 +55,7 @@ from google.cloud import firestore
 
 from scheduler_dedup.handler.errors import NonRetryableJobError, StoreError
 from scheduler_dedup.handler.lease import LeaseKeeper
+from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.record import COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD, RunRecord
 from scheduler_dedup.handler.store import STORE_ERRORS, FirestoreRunStore
 from scheduler_dedup.handler.stored_result import StoredResult, fresh_copy, prepare_result, replayable
@@ -240,7 +241,7 @@ class Idempotency:
                 self._release(run_id, attempt_id, keeper)
             except STORE_ERRORS as exc:
                 log.error("could not release the claim after an interrupt: %s", exc,
-                          extra={"run_id": run_id, "attempt_id": attempt_id})
+                          extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
             raise
         keeper.stop()
         stored = self._recorded(run_id, attempt_id, "complete",
@@ -312,7 +313,8 @@ class Idempotency:
                     continue  # another delivery changed the record first: look again
                 update_time = after.update_time
             log.warning("took over a run whose lease expired", extra={
-                "run_id": run_id, "attempt_id": attempt_id, "previous_attempt_id": record.attempt_id})
+                LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id,
+                LogField.PREVIOUS_ATTEMPT_ID: record.attempt_id})
             return _Claim(update_time, True, takeover)
         return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=1.0)
 
@@ -333,11 +335,12 @@ class Idempotency:
             # The value-model check missed a rule: the run still completes, without its result.
             stored = StoredResult(None, f"Firestore refused the result: {type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS])
             log.warning("completion refused as invalid; completing without the result: %s", exc,
-                        extra={"run_id": run_id, "attempt_id": attempt_id})
+                        extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
             done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
                                 {"error": None, "result": None, "result_dropped": stored.dropped})
         if stored.dropped is not None:
-            log.warning("result not stored: %s", stored.dropped, extra={"run_id": run_id, "attempt_id": attempt_id})
+            log.warning("result not stored: %s", stored.dropped,
+                        extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
         return stored if done else None
 
     def _finish_fields(self, status: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -381,7 +384,7 @@ class Idempotency:
             one of STORE_ERRORS: Firestore stayed unreachable for :data:`_HOLDER_ROUNDS` tries.
             gexc.InvalidArgument, ValueError, TypeError: the write itself is invalid (nothing committed).
         """
-        extra = {"run_id": run_id, "attempt_id": attempt_id, "step": step}
+        extra: dict[str, object] = {LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id, LogField.STEP: step}
         last_error: Exception | None = None
         invalid: gexc.InvalidArgument | None = None
         for _ in range(_HOLDER_ROUNDS):
@@ -412,7 +415,7 @@ class Idempotency:
                             "not writing %s", step, extra=extra)
             else:
                 log.warning("fenced: attempt %s holds the run (%s); not writing %s", record.attempt_id, record.status,
-                            step, extra={**extra, "holder_attempt_id": record.attempt_id})
+                            step, extra={**extra, LogField.HOLDER_ATTEMPT_ID: record.attempt_id})
             return False
         if last_error is not None:
             raise last_error

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from google.cloud import firestore
 
+from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.store import STORE_ERRORS, FirestoreRunStore
 
 log = logging.getLogger("scheduler_dedup")
@@ -76,7 +77,7 @@ class LeaseKeeper:
 
     def renew(self) -> bool:
         """Renew once; returns False if the lease is lost (another attempt id holds the run, or it is gone)."""
-        extra = {"run_id": self._run_id, "attempt_id": self._attempt_id}
+        extra: dict[str, object] = {LogField.RUN_ID: self._run_id, LogField.ATTEMPT_ID: self._attempt_id}
         fields = {
             "heartbeat_at": firestore.SERVER_TIMESTAMP,
             "lease_expires": self._store.server_now() + timedelta(seconds=self._lease_seconds),
@@ -110,5 +111,5 @@ class LeaseKeeper:
                         extra=extra)
         else:
             log.warning("lease lost: attempt %s holds the run (%s)", record.attempt_id, record.status,
-                        extra={**extra, "holder_attempt_id": record.attempt_id})
+                        extra={**extra, LogField.HOLDER_ATTEMPT_ID: record.attempt_id})
         return False

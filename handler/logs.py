@@ -32,7 +32,12 @@ class LogField(StrEnum):
     LOCATION = "location"
     MANUAL = "manual"
     ATTEMPT_ID = "attempt_id"
-    OUTCOME = "outcome"  #: processed | duplicate | failed | in_progress | fenced | released | bad_request | store_error
+    PREVIOUS_ATTEMPT_ID = "previous_attempt_id"  #: a takeover: the attempt whose lease expired
+    HOLDER_ATTEMPT_ID = "holder_attempt_id"  #: fenced or lease lost: the attempt that holds the run now
+    EXECUTION = "execution"  #: proxy targets: the downstream execution's resource name
+    #: deliveries: processed | duplicate | failed | in_progress | fenced | released | bad_request | store_error;
+    #: refused callers and errors: unauthorized | forbidden | auth_unavailable | internal_error ...
+    OUTCOME = "outcome"
     EXECUTED = "executed"  #: true when this delivery ran the job
     STEP = "step"  #: store_error: the step Firestore failed at (claim, complete, record_failure, release)
     TOOK_OVER = "took_over"  #: true when this attempt took the run over from an expired lease (a crashed holder)

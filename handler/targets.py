@@ -71,6 +71,7 @@ from scheduler_dedup.handler.audience import misspelt_target_audience, target_au
 from scheduler_dedup.handler.downstream import TargetType, classify, existence_check_refused
 from scheduler_dedup.handler.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.job import Job, ScheduledRun
+from scheduler_dedup.handler.logs import LogField
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -260,7 +261,7 @@ def _check_skipped(run: ScheduledRun, exc: Exception) -> None:
     safety net for lost responses, and the downstream's own dedup on the run id is the last line.
     """
     log.warning("cannot check for an existing execution (%s); starting one", exc,
-                extra={"run_id": run.run_id, "outcome": "existence_check_skipped"})
+                extra={LogField.RUN_ID: run.run_id, LogField.OUTCOME: "existence_check_skipped"})
 
 
 class WorkflowsTarget:
@@ -298,7 +299,7 @@ class WorkflowsTarget:
         for execution in executions:
             if listed is not None and (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
                 log.warning("workflow execution for this run already exists; not starting another",
-                            extra={"run_id": run.run_id, "execution": execution.get("name")})
+                            extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: execution.get("name")})
                 return {"target": "workflows", "execution": execution.get("name"),
                         "status_code": listed.status_code, "existing": True}
         argument = json.dumps({"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run),
@@ -357,7 +358,7 @@ class CloudRunJobTarget:
             existing = None
         if existing is not None:
             log.warning("Cloud Run job execution for this run already exists; not running another",
-                        extra={"run_id": run.run_id, "execution": existing})
+                        extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: existing})
             return {"target": "cloud_run_job", "operation": None, "execution": existing, "status_code": 200,
                     "existing": True}
         body = {"overrides": {"containerOverrides": [{"env": [{"name": RUN_ID_ENV, "value": run.run_id}]}]}}
