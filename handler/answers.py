@@ -56,9 +56,10 @@ def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
     """The 500 ``store_error`` body: what happened to the run and what the next delivery will do."""
     cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "error"
     if not exc.executed:
-        error = (f"Firestore failed ({cause}) before the job ran: the job did not run; retry later. If this "
-                 f"delivery's claim reached Firestore after all, deliveries get 409 in_progress until its lease "
-                 f"expires ({lease_seconds:g} s)")
+        error = (f"Firestore failed ({cause}) before the job ran: the job did not run and this delivery holds no "
+                 f"claim; retry later. A claim of this delivery that reaches Firestore after this answer holds "
+                 f"nothing: the next delivery runs the job at once. Only if it reached Firestore in time and could "
+                 f"not be read back do deliveries get 409 in_progress until its lease expires ({lease_seconds:g} s)")
     else:
         what, landed = _STEPS_AFTER_RUN.get(exc.step, (exc.step, "its recorded outcome"))
         error = (f"the job ran (attempt {exc.attempt_id}), but Firestore failed ({cause}) {what}. The claim stays "

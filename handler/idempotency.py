@@ -56,7 +56,8 @@ from google.cloud import firestore
 from scheduler_dedup.handler.errors import NonRetryableJobError, StoreError
 from scheduler_dedup.handler.lease import LeaseKeeper
 from scheduler_dedup.handler.logs import LogField
-from scheduler_dedup.handler.record import COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD, RunRecord
+from scheduler_dedup.handler.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD,
+                                           RunRecord, claim_landed_late)
 from scheduler_dedup.handler.store import STORE_ERRORS, FirestoreRunStore
 from scheduler_dedup.handler.stored_result import StoredResult, fresh_copy, prepare_result, replayable
 
@@ -276,6 +277,8 @@ class Idempotency:
             "error": None,
             "attempts": firestore.Increment(1),
             TTL_FIELD: now + timedelta(seconds=self.retention_seconds),
+            # When this write's call stops waiting for its answer: a write landing later holds nothing.
+            CLAIM_DEADLINE_FIELD: now + timedelta(seconds=self.store.timeout_seconds),
         }
 
     def _claim(self, run_id: str, attempt_id: str, fields: dict[str, Any]) -> _Claim | RunOutcome:
@@ -286,22 +289,31 @@ class Idempotency:
                 update_time = self.store.create(run_id, claim_fields)
             except STORE_ERRORS as exc:
                 update_time, unanswered = None, exc
-            if update_time is not None:
+            if update_time is not None and not _landed_late(update_time, claim_fields):
                 return _Claim(update_time, False, claim_fields)
             record = self.store.get(run_id)
             if record is None:
                 if unanswered is not None:
-                    raise unanswered  # the create did not get through (a late one would hold the run until its lease expires)
+                    # The create did not get through. One that lands later holds nothing: it lands after this
+                    # attempt stopped waiting, so every reader takes it over at once (RunRecord.landed_late).
+                    raise unanswered
                 continue  # released between our create and our read: claim again
-            if record.held_by(attempt_id):
-                # Our create committed, but its answer was lost (the retry saw AlreadyExists, or none came).
+            if _holds(record, attempt_id):
+                # Our create committed in time, but its answer was lost (the retry saw AlreadyExists, or none
+                # came): we hold the claim, so run the job now rather than leave a claim nobody runs.
                 return _Claim(record.update_time, False, claim_fields)
             if record.status != IN_PROGRESS:
                 return _replay(record, attempt_id)
             remaining = record.lease_remaining_seconds
             if remaining > 0:
                 return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=remaining)
-            takeover = {**self._in_progress_fields(attempt_id, fields), "previous_attempt_id": record.attempt_id}
+            # A claim that landed after its writer gave up never ran the job: taking it over is no re-run.
+            abandoned = record.landed_late
+            takeover = self._in_progress_fields(attempt_id, fields)
+            if abandoned:
+                del takeover["attempts"]
+            else:
+                takeover["previous_attempt_id"] = record.attempt_id
             try:
                 update_time = self.store.update_if_unchanged(run_id, takeover, record.update_time)
             except STORE_ERRORS:
@@ -309,13 +321,21 @@ class Idempotency:
             if update_time is None:
                 # Refused or unanswered: it may have committed with its answer lost. Look.
                 after = self.store.get(run_id)
-                if after is None or not after.held_by(attempt_id):
-                    continue  # another delivery changed the record first: look again
+                if after is None or not _holds(after, attempt_id):
+                    continue  # another delivery changed the record first, or ours landed late: look again
                 update_time = after.update_time
-            log.warning("took over a run whose lease expired", extra={
-                LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id,
-                LogField.PREVIOUS_ATTEMPT_ID: record.attempt_id})
-            return _Claim(update_time, True, takeover)
+            elif _landed_late(update_time, takeover):
+                continue  # committed after we stopped waiting: it holds nothing, so look again
+            if abandoned:
+                log.warning("claimed a run whose previous claim landed after its attempt gave up on it "
+                            "(that attempt never ran the job)", extra={
+                                LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id,
+                                LogField.ABANDONED_ATTEMPT_ID: record.attempt_id})
+            else:
+                log.warning("took over a run whose lease expired", extra={
+                    LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id,
+                    LogField.PREVIOUS_ATTEMPT_ID: record.attempt_id})
+            return _Claim(update_time, not abandoned, takeover)
         return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=1.0)
 
     # -- complete, record failure, release: fenced by attempt id ----------------------------------
@@ -420,6 +440,17 @@ class Idempotency:
         if last_error is not None:
             raise last_error
         raise gexc.Aborted(f"{step}: the record kept changing under this attempt's id; nothing decided")
+
+
+def _holds(record: RunRecord, attempt_id: str) -> bool:
+    """True if ``attempt_id`` holds the run by a claim that landed while it was still waiting for it."""
+    return record.held_by(attempt_id) and not record.landed_late
+
+
+def _landed_late(update_time: datetime, written: Mapping[str, Any]) -> bool:
+    """The rule of :func:`claim_landed_late` applied to a claim or takeover this attempt wrote itself."""
+    deadline = written.get(CLAIM_DEADLINE_FIELD)
+    return claim_landed_late(update_time, deadline if isinstance(deadline, datetime) else None)
 
 
 def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:

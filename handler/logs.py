@@ -33,6 +33,8 @@ class LogField(StrEnum):
     MANUAL = "manual"
     ATTEMPT_ID = "attempt_id"
     PREVIOUS_ATTEMPT_ID = "previous_attempt_id"  #: a takeover: the attempt whose lease expired
+    #: a claim that landed after its attempt gave up on it (that attempt never ran the job), claimed afresh
+    ABANDONED_ATTEMPT_ID = "abandoned_attempt_id"
     HOLDER_ATTEMPT_ID = "holder_attempt_id"  #: fenced or lease lost: the attempt that holds the run now
     EXECUTION = "execution"  #: proxy targets: the downstream execution's resource name
     #: deliveries: processed | duplicate | failed | in_progress | fenced | released | bad_request | store_error;

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 IN_PROGRESS = "in_progress"
@@ -28,6 +28,37 @@ TTL_OWNER_ENV = "DEDUP_TTL_OWNER"
 RUN_HISTORY_INDEXES: tuple[tuple[tuple[str, str], ...], ...] = (
     (("job_name", "ASCENDING"), ("schedule_time", "DESCENDING")),
 )
+
+
+#: Field of an ``in_progress`` record: Firestore's time (as its writer estimated it) by which the claim or
+#: takeover that wrote it stops waiting for its answer (send time + the store timeout).
+CLAIM_DEADLINE_FIELD = "claim_deadline"
+#: Slack for the writer's estimate of Firestore's clock (off by at most one RPC's latency once it has talked to
+#: Firestore, by the instance's NTP-synced clock before) and the client's last retry backoff, in seconds.
+CLAIM_LANDING_MARGIN_SECONDS = 2.0
+
+
+def claim_landed_late(claimed_at: datetime | None, claim_deadline: datetime | None) -> bool:
+    """True if a claim (or takeover) write committed after its writer had stopped waiting for it.
+
+    Such a write comes from a call whose answer its attempt never got in time (a late packet, a Commit held
+    beyond the store timeout): that attempt either answered ``store_error`` (the job did not run) or read the
+    record afterwards and applies this same rule, so nobody runs the job under that claim. It holds nothing:
+    any delivery may take it over at once, without waiting for its lease and without counting a takeover.
+    Deciding by two values stored in the record (the write's commit time, ``claimed_at``, and the deadline
+    the writer stored with it) makes every reader, the writer included, decide alike, with no extra write.
+
+    Args:
+        claimed_at: the record's ``claimed_at``: the commit time of the claim or takeover (aware UTC).
+        claim_deadline: the record's :data:`CLAIM_DEADLINE_FIELD` (aware UTC); None for records written
+            before the handler stored it (never late).
+
+    Returns:
+        True if ``claimed_at`` is more than :data:`CLAIM_LANDING_MARGIN_SECONDS` after ``claim_deadline``.
+    """
+    if claimed_at is None or claim_deadline is None:
+        return False
+    return claimed_at > claim_deadline + timedelta(seconds=CLAIM_LANDING_MARGIN_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -75,9 +106,18 @@ class RunRecord:
         """Seconds until the lease expires, by Firestore's clock alone: last write + lease - read time.
 
         Both times come from Firestore, so no instance's clock takes part in the decision.
-        Negative when expired. Meaningful only for ``in_progress`` records.
+        Negative when expired, and never positive for a claim that landed after its writer gave up
+        (:attr:`landed_late`: nobody holds it). Meaningful only for ``in_progress`` records.
         """
-        return self.lease_seconds - (self.read_time - self.update_time).total_seconds()
+        remaining = self.lease_seconds - (self.read_time - self.update_time).total_seconds()
+        return min(remaining, 0.0) if self.landed_late else remaining
+
+    @property
+    def landed_late(self) -> bool:
+        """True if this ``in_progress`` record's claim or takeover committed after its attempt gave up on it
+        (:func:`claim_landed_late`): no attempt runs the job under it."""
+        return self.status == IN_PROGRESS and claim_landed_late(_aware(self.data.get("claimed_at")),
+                                                                _aware(self.data.get(CLAIM_DEADLINE_FIELD)))
 
     def held_by(self, attempt_id: str) -> bool:
         """True if ``attempt_id`` holds the run: the record is ``in_progress`` under that attempt id.
@@ -102,3 +142,7 @@ class RunRecord:
         """The recorded error message of a failed run."""
         value = self.data.get("error")
         return None if value is None else str(value)
+
+
+def _aware(value: Any) -> datetime | None:
+    return value if isinstance(value, datetime) and value.tzinfo is not None else None

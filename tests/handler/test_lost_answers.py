@@ -8,6 +8,7 @@ and the retry fails its precondition against the attempt's own write).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -15,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
+import requests
 from google.cloud import firestore
 
 from scheduler_dedup.handler import RunKey
@@ -183,3 +185,77 @@ def test_a_release_after_a_takeover_is_still_fenced(emulator: FirestoreEmulator)
     assert idem.execute(run_id, work).outcome is Outcome.FENCED
     record = direct.get(run_id)
     assert record is not None and record.attempt_id == "e" * 32 and record.status == "in_progress"
+
+
+def landed(proxy: FaultProxy, step: str) -> threading.Event:
+    """An event set when a call of ``step`` held by a fault has been forwarded and answered (or lost)."""
+    done = threading.Event()
+
+    def watch(call: Call, kind: str | None, seconds: float) -> None:
+        if call.step == step and kind is not None:
+            done.set()
+
+    proxy.observe(watch)
+    return done
+
+
+def assert_json_contract(answer: requests.Response) -> dict[str, object]:
+    assert answer.headers["Content-Type"].startswith("application/json"), answer.text
+    body = answer.json()
+    assert isinstance(body, dict) and isinstance(body.get("status"), str), answer.text
+    return body
+
+
+@pytest.mark.parametrize("step", ["claim", "takeover"])
+def test_a_claim_that_lands_after_its_attempt_gave_up_holds_nothing(harness: Harness, proxy: FaultProxy,
+                                                                    step: str) -> None:
+    """A claim (or takeover) held beyond the store timeout reaches Firestore after its delivery answered 500
+    ``store_error`` or 409: nobody will run the job under it, so the next delivery runs the job at once (no
+    409 until its lease expires) and the run history does not report the run as repeated."""
+    run_id = RunKey(harness.emulator.project, "", "late", datetime(2026, 10, 16, 12, tzinfo=timezone.utc)).run_id
+    if step == "takeover":  # a crashed attempt's claim, its lease long expired
+        dead = {"status": "in_progress", "attempt_id": "d" * 32, "lease_seconds": 0.001, "job_name": "late",
+                "attempts": 1}
+        firestore.Client(project=harness.emulator.project).collection(COLLECTION).document(run_id).set(dead)
+    env = {"FIRESTORE_EMULATOR_HOST": proxy.host, "DEDUP_FIRESTORE_TIMEOUT_SECONDS": "1", "DEDUP_LEASE_SECONDS": "300"}
+    first_server, second_server = harness.server(**env), harness.server(**env)
+    landing = landed(proxy, step)
+    proxy.add(Fault(step=step, kind="delay", delay_seconds=5.0, count=1000))
+    first = deliver(first_server.url, scheduler_headers("late", T))
+    body = assert_json_contract(first)
+    if step == "claim":
+        assert first.status_code == 500 and body["status"] == "store_error" and body["executed"] is False, first.text
+        assert "the next delivery runs the job at once" in str(body["error"])
+    else:  # every takeover try was held: the run stays with the (dead) holder as far as this delivery knows
+        assert first.status_code in (409, 500) and body["status"] in ("in_progress", "store_error"), first.text
+    assert harness.starts() == []
+    assert landing.wait(30)
+    time.sleep(1.0)  # the other held calls of the first delivery land (or fail their precondition) too
+    proxy.clear()
+    phantom = harness.records()[run_id]
+    assert phantom["status"] == "in_progress" and phantom["attempt_id"] != "d" * 32  # a claim nobody runs
+    second = deliver(second_server.url, scheduler_headers("late", T))
+    assert second.status_code == 200 and assert_json_contract(second)["status"] == "processed", second.text
+    assert len(harness.starts()) == 1
+    record = harness.records()[run_id]
+    assert record["status"] == "completed"
+    if step == "claim":
+        assert record["attempts"] == 1 and "previous_attempt_id" not in record
+    else:
+        assert record["attempts"] == 2 and record["previous_attempt_id"] == "d" * 32  # the crashed one, still
+    assert deliver(first_server.url, scheduler_headers("late", T)).json()["status"] == "duplicate"
+    assert len(harness.starts()) == 1
+
+
+def test_a_claim_applied_whose_answers_are_all_lost_runs_the_job_at_once(harness: Harness, proxy: FaultProxy) -> None:
+    """The create is applied and its answer lost, and the client's retries fail until the store timeout runs out:
+    the read that follows finds this attempt's own claim, so the delivery runs the job (no phantom claim)."""
+    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_FIRESTORE_TIMEOUT_SECONDS="1")
+    proxy.add(Fault(step="claim", kind="lose_answer"))
+    proxy.add(Fault(step="claim", kind="unavailable", count=1000))
+    answer = deliver(server.url, scheduler_headers("exhausted", T))
+    assert injected(proxy, "claim") >= 2
+    assert answer.status_code == 200 and assert_json_contract(answer)["status"] == "processed", answer.text
+    assert len(harness.starts()) == 1
+    (record,) = harness.records().values()
+    assert record["status"] == "completed" and record["attempts"] == 1
