@@ -132,6 +132,8 @@ class DedupScheduledJobArgs(TypedDict):
     """Create the Firestore database (native mode). False: use an existing one named by ``database_id``. Default true."""
     database_location: NotRequired[str]
     """Firestore location id of a created database, e.g. ``nam5`` or ``us-central1``. Default: ``region``."""
+    cpu_always_allocated: NotRequired[bool]
+    """CPU always allocated on the Cloud Run service (``cpu_idle=false``, instance-based billing), so the lease renewal thread keeps running after Scheduler hangs up. False: request-based billing, cheaper for sparse jobs, but a job that outlives its attempt deadline (or a slow lease renewal) may lose its lease and run twice. Default true."""
     deletion_protection: NotRequired[bool]
     """Cloud Run service deletion protection (the provider defaults it on; we default it off so ``pulumi destroy`` works). Default false."""
     base_image: NotRequired[str]

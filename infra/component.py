@@ -69,15 +69,15 @@ TARGET_ROLES = {
 
 #: Cloud Run CPU settings the handler depends on, set on purpose rather than left to defaults.
 #:
-#: ``CPU_IDLE = False`` (CPU always allocated, instance-based billing): the lease is renewed by a background
-#: thread while the job runs, and a job may run past the attempt deadline after Scheduler has hung up. With
-#: request-based billing Cloud Run throttles CPU outside request processing
-#: (https://cloud.google.com/run/docs/configuring/billing-settings), which would stall the renewals; the lease
-#: would then expire under a live job and a retry would take the run over and run it a second time.
+#: CPU always allocated (``cpu_idle=false``, instance-based billing) unless the ``cpu_always_allocated`` input
+#: turns it off: the lease is renewed by a background thread while the job runs, and a job may run past the
+#: attempt deadline after Scheduler has hung up. With request-based billing Cloud Run throttles CPU outside
+#: request processing (https://cloud.google.com/run/docs/configuring/billing-settings,
+#: https://cloud.google.com/run/docs/tips/general#avoid_background_activities), which would stall the renewals;
+#: the lease would then expire under a live job and a retry would take the run over and run it a second time.
 #: ``STARTUP_CPU_BOOST = True``: a cold start (import of the job, Firestore client) takes seconds out of the
 #: attempt deadline; the boost shortens it (https://cloud.google.com/run/docs/configuring/services/cpu#startup-boost).
 #: The setting is written explicitly because pulumi-gcp's ``cpu_idle`` defaults to true once ``resources`` is set.
-CPU_IDLE = False
 STARTUP_CPU_BOOST = True
 
 GRANTS_DOC = """\
@@ -318,7 +318,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                         image=image, envs=envs,
                         resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                            cpu_idle=CPU_IDLE, startup_cpu_boost=STARTUP_CPU_BOOST),
+                            cpu_idle=not s.cpu_always_allocated, startup_cpu_boost=STARTUP_CPU_BOOST),
                     )],
                 ),
             ),

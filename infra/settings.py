@@ -71,7 +71,7 @@ _ALLOWED_KEYS = frozenset(
         "workflow_target", "cloud_run_job_target", "http_target", "attempt_deadline_seconds",
         "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
         "retry", "collection", "database_id", "create_database", "database_location",
-        "deletion_protection", "base_image", "max_instance_count", "oidc_audience",
+        "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "oidc_audience",
         "store", "scheduler_service_account_email", "build_service_account_email",
         "alerts",  # resolved by scheduler_dedup.infra.alerts.resolve_alerts
     }
@@ -112,6 +112,7 @@ class DedupSettings:
     create_database: bool
     database_location: str
     deletion_protection: bool
+    cpu_always_allocated: bool
     base_image: str
     max_instance_count: int
     service_name: str
@@ -365,6 +366,9 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     deletion_protection = args.get("deletion_protection", False)
     if not isinstance(deletion_protection, bool):
         raise DedupConfigError("deletion_protection", f"must be true or false, got {deletion_protection!r}")
+    cpu_always_allocated = args.get("cpu_always_allocated", True)
+    if not isinstance(cpu_always_allocated, bool):
+        raise DedupConfigError("cpu_always_allocated", f"must be true or false, got {cpu_always_allocated!r}")
     max_instances = _int(args, "max_instance_count", DEFAULT_MAX_INSTANCE_COUNT)
     if max_instances < 1:
         raise DedupConfigError("max_instance_count", "must be at least 1")
@@ -391,7 +395,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         attempt_deadline_seconds=attempt_deadline, request_timeout_seconds=request_timeout, lease_seconds=lease,
         retention_seconds=retention, manual_tolerance_seconds=tolerance, retry=retry, collection=collection,
         database_id=database_id, create_database=create_database, database_location=database_location,
-        deletion_protection=deletion_protection, base_image=base_image, max_instance_count=max_instances,
+        deletion_protection=deletion_protection, cpu_always_allocated=cpu_always_allocated, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
     )

@@ -80,6 +80,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("createDatabase", "boolean", "create_database", "create the database (false: use databaseId)"),
     ConfigKey("databaseLocation", "string", "database_location", "Firestore location of a created database"),
     ConfigKey("deletionProtection", "boolean", "deletion_protection", "Cloud Run / database deletion protection"),
+    ConfigKey("cpuAlwaysAllocated", "boolean", "cpu_always_allocated",
+              "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice)"),
     ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
     ConfigKey("maxInstanceCount", "integer", "max_instance_count", "max Cloud Run instances"),
     ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),

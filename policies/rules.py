@@ -56,6 +56,7 @@ from scheduler_dedup.policies.model import (
     policy_bindings,
 )
 from scheduler_dedup.policies.topology import (
+    CLOUD_RUN_SERVICE,
     FIRESTORE_FIELD,
     SCHEDULER_JOB,
     Pairing,
@@ -923,6 +924,44 @@ def dedup_job_alerting(resources: Sequence[Resource], config: Mapping[str, Any])
     return findings
 
 
+# ---------------------------------------------------------------- dedup-cpu-always-allocated
+
+def _cpu_throttled(service: Resource) -> bool | None:
+    """True when no container of the service has CPU always allocated (``resources.cpuIdle`` true or unset: Cloud
+    Run's default is request-based billing), None when that is not known yet (preview)."""
+    containers = get(service.props, "template.containers")
+    if is_unknown(containers):
+        return None
+    values = [get(c, "resources.cpuIdle") for c in containers] if isinstance(containers, list) else []
+    if any(is_unknown(v) for v in values):
+        return None
+    return not any(v is False for v in values)
+
+
+def dedup_cpu_always_allocated(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A Cloud Run (v2) service running the dedup handler has CPU always allocated (``cpuIdle: false``).
+
+    The handler renews the lease from a background thread while the job runs, also after Scheduler hung up at
+    its attempt deadline. With request-based billing Cloud Run throttles CPU outside request processing
+    (https://cloud.google.com/run/docs/configuring/billing-settings,
+    https://cloud.google.com/run/docs/tips/general#avoid_background_activities): the renewals can stall, the
+    lease expire under a live job, and a retry run the job a second time. Advisory: request-based billing is
+    cheaper for sparse jobs, and safe while every job finishes well within its attempt deadline. Cloud Run v1
+    services and Cloud Functions are not checked. Unknown values (preview) pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).dedup_services():
+        if service.type != CLOUD_RUN_SERVICE or not _cpu_throttled(service):
+            continue
+        findings.append((service, f"service {service.name} runs the dedup handler with CPU allocated only during "
+                                  "requests (template.containers[].resources.cpuIdle is true or unset): lease renewals "
+                                  "can stall once Scheduler hangs up, and a job outliving its attempt deadline can run "
+                                  "twice. Set cpuIdle: false (DedupScheduledJob cpu_always_allocated=True, stack config "
+                                  "scheduler-dedup:cpuAlwaysAllocated: true, the default), or accept the risk for jobs "
+                                  "that always finish well within their attempt deadline"))
+    return findings
+
+
 # ---------------------------------------------------------------- the list
 
 RULES: list[Rule] = [
@@ -1008,6 +1047,10 @@ RULES: list[Rule] = [
          "A job calling the dedup handler has a watchdog job calling the handler's run check and an alert policy on "
          "its missed_run log lines, so a paused job or a broken handler does not go unnoticed.",
          "advisory", dedup_job_alerting, "stack"),
+    Rule("dedup-cpu-always-allocated",
+         "A Cloud Run service running the dedup handler has CPU always allocated (cpuIdle: false), so lease renewals "
+         "keep running after Scheduler hangs up.",
+         "advisory", dedup_cpu_always_allocated, "stack"),
 ]
 """Every rule of the pack, in report order."""
 

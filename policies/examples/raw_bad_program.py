@@ -14,7 +14,8 @@ import pulumi_gcp as gcp
 REGION = "europe-west1"
 
 
-def _service(name: str, *, env: dict[str, str], timeout: str, public: bool = False) -> gcp.cloudrunv2.Service:
+def _service(name: str, *, env: dict[str, str], timeout: str, public: bool = False,
+             cpu_always_allocated: bool = False) -> gcp.cloudrunv2.Service:
     return gcp.cloudrunv2.Service(
         name, location=REGION, deletion_protection=False, invoker_iam_disabled=public or None,
         template=gcp.cloudrunv2.ServiceTemplateArgs(
@@ -22,6 +23,8 @@ def _service(name: str, *, env: dict[str, str], timeout: str, public: bool = Fal
             containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                 image="europe-west1-docker.pkg.dev/p/images/dedup-handler:1.0",
                 envs=[gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in env.items()],
+                resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(cpu_idle=False)
+                if cpu_always_allocated else None,
             )],
         ),
     )
@@ -58,7 +61,8 @@ def program() -> None:
 def good_program() -> None:
     """The same stack done right: every mandatory rule passes."""
     service = _service("handler", env={"DEDUP_COLLECTION": "scheduler_runs", "DEDUP_LEASE_SECONDS": "600",
-                                       "DEDUP_RETENTION_SECONDS": "604800"}, timeout="600s")
+                                       "DEDUP_RETENTION_SECONDS": "604800"}, timeout="600s",
+                       cpu_always_allocated=True)
     gcp.cloudscheduler.Job(
         "job", region=REGION, schedule="*/5 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
         # the retries (30, 60, 120, 240, 300 s apart: 750 s) outlast the 600 s lease of a crashed attempt

@@ -339,3 +339,20 @@ def test_cpu_is_always_allocated_and_boosted_at_start_up(graph: list[RegisteredR
     service = _one(graph, "gcp:cloudrunv2/service:Service").inputs
     [container] = service["template"]["containers"]
     assert container["resources"]["cpuIdle"] is False and container["resources"]["startupCpuBoost"] is True
+
+
+def test_cpu_always_allocated_can_be_turned_off_from_the_component_and_the_stack_config(tmp_path: Path) -> None:
+    """Request-based billing is the user's choice (cheaper for sparse jobs); the default stays CPU always allocated."""
+    resources, _ = _component("sparse", {"schedule": "0 1 * * *", "region": "us-central1",
+                                         "job_source": HELLO, "job": "jobs:run", "cpu_always_allocated": False})
+    [container] = _one(resources, "gcp:cloudrunv2/service:Service").inputs["template"]["containers"]
+    assert container["resources"]["cpuIdle"] is True and container["resources"]["startupCpuBoost"] is True
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["config"]["scheduler-dedup:cpuAlwaysAllocated"] = False
+    off = tmp_path / "Pulumi.off.yaml"
+    off.write_text(yaml.safe_dump(config))
+    service = _one(run_stack_config(off, project_file=ROOT / "Pulumi.yaml"), "gcp:cloudrunv2/service:Service")
+    assert service.inputs["template"]["containers"][0]["resources"]["cpuIdle"] is True
+    with pytest.raises(DedupConfigError, match="cpu_always_allocated"):
+        _component("typo", {"schedule": "0 1 * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run",
+                            "cpu_always_allocated": "no"})

@@ -101,7 +101,8 @@ def test_unknown_values_during_preview_neither_crash_nor_violate(servicer: Any) 
     stack = _analyze_stack(servicer, [
         (JOB, "job", props),
         (SERVICE, "svc", {"template": {"timeout": UNKNOWN_STRING,
-                                       "containers": [{"envs": policy_proxy.UNKNOWN_ARRAY_VALUE}]},
+                                       "containers": [{"envs": policy_proxy.UNKNOWN_ARRAY_VALUE,
+                                                       "resources": {"cpuIdle": UNKNOWN_STRING}}]},
                           "uri": UNKNOWN_STRING}),
         ("gcp:firestore/field:Field", "ttl", {"collection": "scheduler_runs", "field": "expire_at",
                                               "database": UNKNOWN_STRING, "ttlConfig": {}}),

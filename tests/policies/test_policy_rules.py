@@ -607,3 +607,27 @@ def test_an_empty_audience_is_the_target_uri() -> None:
     empty = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "sched@p.iam.gserviceaccount.com",
                                                           "audience": ""}})
     assert run("scheduler-job-oidc-auth", [empty, service()]) == []
+
+
+def _with_cpu(resources: Any) -> Resource:
+    envs = [{"name": "DEDUP_COLLECTION", "value": "scheduler_runs"}]
+    container: dict[str, Any] = {"image": "i", "envs": envs}
+    if resources is not None:
+        container["resources"] = resources
+    return res(SERVICE, "svc", {"uri": RUN_URL, "template": {"timeout": "300s", "containers": [container]}})
+
+
+@pytest.mark.parametrize(("resources", "flagged"), [
+    (None, True),  # Cloud Run's default: CPU only during requests
+    ({"cpuIdle": True}, True),
+    ({"startupCpuBoost": True}, True),  # resources set, cpuIdle unset: pulumi-gcp defaults it to true
+    ({"cpuIdle": False}, False),
+    ({"cpuIdle": UNKNOWN}, False),  # preview: cannot tell yet
+])
+def test_a_dedup_service_without_cpu_always_allocated_is_flagged_advisory(resources: Any, flagged: bool) -> None:
+    findings = run("dedup-cpu-always-allocated", [job(), _with_cpu(resources)])
+    assert bool(findings) is flagged, findings
+    if flagged:
+        assert findings[0].level == "advisory" and "cpuAlwaysAllocated" in findings[0].message
+    other = res(SERVICE, "web", {"uri": "https://web-x.a.run.app", "template": {"containers": [{"image": "i"}]}})
+    assert run("dedup-cpu-always-allocated", [other]) == [], "a service that is not the handler is not checked"
