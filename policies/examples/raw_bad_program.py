@@ -59,7 +59,7 @@ def program() -> None:
 
 
 def good_program() -> None:
-    """The same stack done right: every mandatory rule passes."""
+    """The same stack done right: every rule passes, advisory ones included."""
     service = _service("handler", env={"DEDUP_COLLECTION": "scheduler_runs", "DEDUP_LEASE_SECONDS": "600",
                                        "DEDUP_RETENTION_SECONDS": "604800"}, timeout="600s",
                        cpu_always_allocated=True)
@@ -78,3 +78,27 @@ def good_program() -> None:
                                     member="serviceAccount:sched@p.iam.gserviceaccount.com")
     gcp.firestore.Field("ttl", collection="scheduler_runs", field="expire_at", database="(default)",
                         ttl_config=gcp.firestore.FieldTtlConfigArgs(), index_config=gcp.firestore.FieldIndexConfigArgs())
+    # alerting (the advisory dedup-job-alerting): an hourly watchdog calling the handler's run check, and an alert
+    # policy on the missed_run lines it logs for this service
+    gcp.cloudscheduler.Job(
+        "watchdog", region=REGION, schedule="7 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
+        retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=5, min_backoff_duration="30s",
+                                                           max_backoff_duration="300s", max_doublings=3),
+        http_target=gcp.cloudscheduler.JobHttpTargetArgs(
+            uri=service.uri.apply(lambda uri: f"{uri}/dedup/run-check"), http_method="POST",
+            oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
+                service_account_email="sched@p.iam.gserviceaccount.com", audience=service.uri),
+        ),
+    )
+    gcp.monitoring.AlertPolicy(
+        "missed-runs", display_name="scheduled runs missed", combiner="OR",
+        conditions=[gcp.monitoring.AlertPolicyConditionArgs(
+            display_name="missed_run logged",
+            condition_matched_log=gcp.monitoring.AlertPolicyConditionConditionMatchedLogArgs(
+                filter=service.name.apply(lambda name: f'resource.type="cloud_run_revision" '
+                                                       f'resource.labels.service_name="{name}" '
+                                                       'jsonPayload.event="missed_run"')),
+        )],
+        alert_strategy=gcp.monitoring.AlertPolicyAlertStrategyArgs(
+            notification_rate_limit=gcp.monitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs(period="3600s")),
+    )

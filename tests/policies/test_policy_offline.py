@@ -16,6 +16,7 @@ import pytest
 import yaml
 from rich.console import Console
 
+from scheduler_dedup.infra.mock_run import run_stack_config
 from scheduler_dedup.policies.offline import check_program, check_stack_config, run_check
 from scheduler_dedup.policies.rules import RULES
 
@@ -48,14 +49,18 @@ def test_example_stack_passes_every_mandatory_rule(monkeypatch: pytest.MonkeyPat
 
 def test_component_defaults_and_good_examples_pass_every_rule(raw_program: ModuleType) -> None:
     """Our own defaults and every example documented as good pass every rule, advisory ones included."""
-    # good-image.yaml: only what the component cannot default (project, image, entry point)
-    for config in (EXAMPLES / "good-image.yaml", ROOT / "Pulumi.example.yaml"):
-        assert check_stack_config(config, ROOT / "Pulumi.yaml") == [], config
-    # the hand-written stack is documented as passing every mandatory rule; it has no watchdog or alert policy,
-    # which only the advisory dedup-job-alerting notices
-    assert {f.rule for f in check_program(raw_program.good_program)} <= {"dedup-job-alerting"}
     every = {rule.name: "mandatory" for rule in RULES}  # advisory rules raised, so none is skipped
-    assert check_stack_config(EXAMPLES / "good-image.yaml", ROOT / "Pulumi.yaml", every) == []
+    # good-image.yaml: only what the component cannot default (project, image, entry point)
+    for config in (EXAMPLES / "good-image.yaml", ROOT / "Pulumi.example.yaml", ROOT / "Pulumi.example-store.yaml"):
+        assert check_stack_config(config, ROOT / "Pulumi.yaml") == [], config
+        assert check_stack_config(config, ROOT / "Pulumi.yaml", every) == [], config
+    # a job stack on the store stack, its StackReference answered from the store example's outputs
+    store = run_stack_config(ROOT / "Pulumi.example-store.yaml")
+    on_store = {"acme/scheduler-dedup/store": store.exports}
+    assert check_stack_config(ROOT / "Pulumi.example-job-on-store.yaml", ROOT / "Pulumi.yaml", every, on_store) == []
+    # the hand-written stack done right, alerting (a watchdog job and an alert policy) and CPU allocation included
+    assert check_program(raw_program.good_program) == []
+    assert check_program(raw_program.good_program, policy_config=every) == []
 
 
 def advisory_config(tmp_path: Path) -> Path:
