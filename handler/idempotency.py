@@ -25,6 +25,15 @@ is tried again on the record's current commit time); only another attempt id hol
 record gone, means the run was taken over (``fenced``). When Firestore stays unreachable, a
 :class:`~scheduler_dedup.handler.errors.StoreError` says which step failed and whether the work ran.
 
+**A claim that lands after its attempt gave up holds nothing.** A claim or takeover held in the network beyond
+the store timeout can commit after its delivery answered ``store_error``. Each such write stores when its call
+stops waiting (``claim_deadline``); one committed later (:func:`~scheduler_dedup.handler.record.claim_landed_late`)
+is never run by its own attempt and counts as expired for everyone, so the next delivery claims the run at once,
+without counting a takeover. Deciding from the record's own values costs no extra write. A claim that committed
+in time but could not be read back (Firestore unreachable for the claim and the read after it) still holds the
+run until its lease expires: only a write when the job starts could tell it apart, and that write would cost
+every run.
+
 **A run that executed is never run again because of its result.** The result is checked against
 Firestore's value model first and stored in the form every answer replays
 (:mod:`scheduler_dedup.handler.stored_result`); a result that does not fit is dropped with a reason, and
