@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -12,9 +13,6 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-
-from scheduler_dedup.local.emulator import free_port
-
 
 
 def _source_of(module: str) -> Path:
@@ -29,6 +27,10 @@ def _source_of(module: str) -> Path:
 class HandlerServer:
     """One functions-framework process serving a target on ``127.0.0.1:port``.
 
+    The port is bound here (port 0: the kernel picks a free one) and the listening socket is handed to the
+    process (``scheduler_dedup.local.serve_socket``), so no other process can take the port between
+    choosing and serving it; :meth:`start` returns when the server's worker says it has loaded the app.
+
     Args:
         env: environment for the process (added to ours): ``DEDUP_JOB``, ``FIRESTORE_EMULATOR_HOST``...
         baseline: serve the no-dedup baseline instead of the dedup handler.
@@ -41,7 +43,8 @@ class HandlerServer:
 
     def __init__(self, env: Mapping[str, str], *, baseline: bool = False, target: tuple[str, str] | None = None,
                  threads: int = 8, start_timeout: float = 60.0):
-        self.port = free_port()
+        self._listener: socket.socket | None = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.port = int(self._listener.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}/"
         self._env = {**os.environ, **env, "THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
         if target is None:
@@ -55,30 +58,42 @@ class HandlerServer:
         os.close(fd)
 
     def start(self) -> "HandlerServer":
-        """Start the process and wait until it accepts connections.
+        """Start the process and wait until its worker has loaded the app and serves the port.
 
         Raises:
-            RuntimeError: the process exited (e.g. a ``ConfigError`` at start-up) or timed out;
-                the message holds its log.
+            RuntimeError: the process exited (e.g. a ``ConfigError`` at start-up) or was not ready within
+                ``start_timeout`` seconds; the message holds its log. Also when called a second time.
         """
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "functions_framework", "--source", str(self._source),
-                 "--target", self._target, "--host", "127.0.0.1", "--port", str(self.port)],
-                env=self._env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + self._start_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"handler exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"handler did not listen on {self.port}:\n{self.log()[-3000:]}")
+        listener, self._listener = self._listener, None
+        if listener is None:
+            raise RuntimeError("a HandlerServer starts once; make a new one (it gets a new port)")
+        ready_read, ready_write = os.pipe()
+        try:
+            with listener, open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "scheduler_dedup.local.serve_socket", "--source", str(self._source),
+                     "--target", self._target, "--listen-fd", str(listener.fileno()),
+                     "--ready-fd", str(ready_write)],
+                    env=self._env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True, pass_fds=(listener.fileno(), ready_write),
+                )
+            os.close(ready_write)  # the process holds its copies; the port is free again once it exits
+            deadline = time.monotonic() + self._start_timeout
+            while (left := deadline - time.monotonic()) > 0:
+                if select.select([ready_read], [], [], left)[0]:
+                    if os.read(ready_read, 64):
+                        return self
+                    # End of file: every copy of the pipe is closed, so the process and its worker exited.
+                    try:
+                        self.proc.wait(timeout=10)
+                    finally:
+                        self.stop()
+                    raise RuntimeError(f"handler exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+            self.stop()
+            raise RuntimeError(f"handler was not serving {self.url} after {self._start_timeout} s:\n"
+                               f"{self.log()[-3000:]}")
+        finally:
+            os.close(ready_read)
 
     def log(self) -> str:
         """The process's output so far (its JSON logs)."""
