@@ -215,10 +215,14 @@ def test_a_scheduler_header_sent_twice_with_different_values_is_400(harness: Har
 
 
 def test_firestore_unreachable_answers_500_store_error_and_runs_nothing(harness: Harness) -> None:
-    from scheduler_dedup.local.emulator import free_port
+    import socket
 
-    server = harness.server(FIRESTORE_EMULATOR_HOST=f"127.0.0.1:{free_port()}", DEDUP_FIRESTORE_TIMEOUT_SECONDS="1")
-    response = deliver(server.url, scheduler_headers("no-store", T))
+    # A port bound but never listening refuses every connection, and no other process can take it meanwhile.
+    with socket.socket() as nothing_listens:
+        nothing_listens.bind(("127.0.0.1", 0))
+        store = f"127.0.0.1:{nothing_listens.getsockname()[1]}"
+        server = harness.server(FIRESTORE_EMULATOR_HOST=store, DEDUP_FIRESTORE_TIMEOUT_SECONDS="1")
+        response = deliver(server.url, scheduler_headers("no-store", T))
     assert response.status_code == 500
     assert response.json()["status"] == "store_error" and "retry later" in response.json()["error"]
     assert harness.starts() == []

@@ -89,10 +89,19 @@ def test_job_requirements_are_appended(tmp_path: Path) -> None:
     assert "humanize==4.9.0" in lines and "requirements.txt" in archive.entries and HANDLER_REQUIREMENTS[0] in lines
 
 
-def _free_port() -> int:
+@pytest.fixture()
+def reserved_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that only a server setting SO_REUSEADDR (gunicorn does) can bind while this holds it.
+
+    The socket is bound (SO_REUSEADDR) but never listens: the kernel hands the port to no one else, and a
+    server that binds it with SO_REUSEADDR and listens succeeds (Linux refuses only an active listener's
+    port). A port merely found free and closed could be taken by another process before the server binds
+    it, and a readiness connect would then succeed against that other listener.
+    """
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture()
@@ -114,10 +123,10 @@ def installed_archive(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 @pytest.mark.timeout(900)
 def test_unpacked_archive_serves_one_run_and_skips_its_duplicate(
-    installed_archive: tuple[Path, Path], emulator: FirestoreEmulator, tmp_path: Path
+    installed_archive: tuple[Path, Path], emulator: FirestoreEmulator, tmp_path: Path, reserved_port: int
 ) -> None:
     app, env_dir = installed_archive
-    port = _free_port()
+    port = reserved_port
     log = tmp_path / "job-runs.log"
     env = {
         "PATH": f"{env_dir / 'bin'}:/usr/bin:/bin",
