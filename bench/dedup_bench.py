@@ -45,7 +45,7 @@ from scheduler_dedup.handler import Idempotency, ScheduledRun, Settings
 from scheduler_dedup.handler.run_key import run_key_from_headers
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.store import FirestoreRunStore
-from scheduler_dedup.local.emulator import FirestoreEmulator, free_port
+from scheduler_dedup.local.emulator import FirestoreEmulator
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.servers import HandlerServer
 
@@ -169,9 +169,9 @@ class Served:
         app = flask.Flask(name)
         view = factory(self.client, collection or f"bench_{name.replace(' ', '_')}", self.job, project)
         app.add_url_rule("/", name, lambda: view(flask.request), methods=["POST"])
-        self.port = free_port()
+        self.server = PooledServer(0, app, SERVER_THREADS)  # port 0: the kernel picks a free one, bound at once
+        self.port = self.server.server_port
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.server = PooledServer(self.port, app, SERVER_THREADS)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:

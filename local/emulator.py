@@ -97,18 +97,27 @@ def find_java() -> str:
     return found
 
 
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def reserve_port() -> socket.socket:
+    """Reserve a free TCP port on 127.0.0.1 for a server that binds it with ``SO_REUSEADDR``; close to release.
+
+    Returns:
+        A socket bound (``SO_REUSEADDR``) to ``127.0.0.1:<port>`` that never listens. While it is open the
+        kernel gives the port to no other socket, yet a server binding it with ``SO_REUSEADDR`` and
+        listening succeeds (Linux refuses a ``SO_REUSEADDR`` bind only next to an active listener; the
+        emulator's and gunicorn's servers set it). A port merely found free and closed can be taken by
+        another process before the server binds it (and a readiness check then talks to that process).
+    """
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 class FirestoreEmulator:
     """A running Firestore emulator on 127.0.0.1, as a context manager.
 
     Args:
-        port: TCP port; a free one when None.
+        port: TCP port; when None, a free one reserved (:func:`reserve_port`) until :meth:`stop`.
         project: the project id clients use (``demo-`` prefixed ids never reach a real project).
         start_timeout: seconds to wait for ``Dev App Server is now running.``.
 
@@ -117,7 +126,11 @@ class FirestoreEmulator:
     """
 
     def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup", start_timeout: float = 60.0):
-        self.port = port or free_port()
+        self._reservation: socket.socket | None = None
+        if port is None:
+            self._reservation = reserve_port()
+            port = int(self._reservation.getsockname()[1])
+        self.port = port
         self.project = project
         self.host = f"127.0.0.1:{self.port}"
         self._start_timeout = start_timeout
@@ -168,6 +181,9 @@ class FirestoreEmulator:
     def stop(self) -> None:
         """Stop the java process this object started (and only that PID)."""
         proc, self._proc = self._proc, None
+        if self._reservation is not None:
+            self._reservation.close()
+            self._reservation = None
         if proc is None or proc.poll() is not None:
             return
         proc.send_signal(signal.SIGTERM)
