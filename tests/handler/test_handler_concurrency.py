@@ -86,14 +86,16 @@ def test_crashed_attempt_blocks_with_409_until_its_lease_expires_then_runs_once(
 
 
 def test_job_longer_than_the_lease_is_not_run_twice(harness: Harness) -> None:
-    harness.plan("long", sleep=4)
-    a = harness.server(DEDUP_LEASE_SECONDS="1.5")
-    b = harness.server(DEDUP_LEASE_SECONDS="1.5")
+    # The lease is renewed every third of it: a 3 s lease leaves a renewal 2 s of slack on a loaded machine
+    # (a 1.5 s lease left 1 s, which a busy emulator can exceed, and b rightly took the run over).
+    harness.plan("long", sleep=7)
+    a = harness.server(DEDUP_LEASE_SECONDS="3")
+    b = harness.server(DEDUP_LEASE_SECONDS="3")
     headers = scheduler_headers("long", T)
     first = ThreadPoolExecutor(1).submit(lambda: deliver(a.url, headers))
     _wait_for(lambda: len(harness.starts()) == 1)
     seen = []
-    while not first.done():  # retries during the whole job, well past the 1.5 s lease
+    while not first.done():  # retries during the whole job, well past the 3 s lease
         seen.append(deliver(b.url, headers).json()["status"])
         time.sleep(0.3)
     assert first.result().json()["status"] == "processed"
