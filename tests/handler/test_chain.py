@@ -63,16 +63,17 @@ def test_the_chain_runs_the_downstream_once(harness: Harness, downstream: Downst
     assert statuses == {"handler": "completed", "main.export": "completed"}, statuses
 
 
-@pytest.mark.parametrize("downstream", [4.0], indirect=True)
+@pytest.mark.parametrize("downstream", [8.0], indirect=True)
 def test_an_answer_lost_to_the_callers_timeout_then_retries_run_the_downstream_once(
         harness: Harness, downstream: Downstream) -> None:
-    handler = harness.server(**proxy_env(downstream, timeout=10))
+    handler = harness.server(**proxy_env(downstream, timeout=30))
     warm = deliver(handler.url, scheduler_headers("warm-up", T))  # both processes' Firestore clients are built
     assert warm.status_code == 200, warm.text
     handler.stop()
     handler = harness.server(**proxy_env(downstream, timeout=1))
     headers = scheduler_headers("slow-export", T)
-    first = deliver(handler.url, headers)  # the downstream runs 4 s; the handler gives up after 1 s
+    first = deliver(handler.url, headers)  # the downstream runs 8 s; the handler gives up after 1 s,
+    # so the retry below reaches it while it still runs even when a loaded machine slows every step
     assert first.status_code == 500 and first.json()["status"] == "released", first.text
     assert "no answer within 1 s" in first.json()["error"]
 
