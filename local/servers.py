@@ -77,13 +77,16 @@ class HandlerServer:
                     env=self._env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     start_new_session=True, pass_fds=(listener.fileno(), ready_write),
                 )
-            os.close(ready_write)  # the process holds its copies; the port is free again once it exits
+            # The process holds its own copies: the port is free again once it exits, and the pipe
+            # reads end-of-file once it (and its worker) exited.
+            os.close(ready_write)
+            ready_write = -1
             deadline = time.monotonic() + self._start_timeout
             while (left := deadline - time.monotonic()) > 0:
                 if select.select([ready_read], [], [], left)[0]:
                     if os.read(ready_read, 64):
                         return self
-                    # End of file: every copy of the pipe is closed, so the process and its worker exited.
+                    # End of file: the process exited before its worker was ready (a ConfigError...).
                     try:
                         self.proc.wait(timeout=10)
                     finally:
@@ -94,6 +97,8 @@ class HandlerServer:
                                f"{self.log()[-3000:]}")
         finally:
             os.close(ready_read)
+            if ready_write >= 0:
+                os.close(ready_write)
 
     def log(self) -> str:
         """The process's output so far (its JSON logs)."""
