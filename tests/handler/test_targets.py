@@ -25,10 +25,16 @@ def fake() -> Iterator[FakeGoogle]:
     server.stop()
 
 
+#: The handler's timeout on each call to the fake: only a "hang" fault waits it out, and every other call
+#: must be answered within it, which a loaded machine can take more than a second to do.
+TARGET_TIMEOUT_SECONDS = 5
+
+
 def target_env(fake: FakeGoogle, kind: str) -> dict[str, str]:
     target = {"workflows": WORKFLOW, "cloud_run_job": JOB, "http": f"{fake.url}/hook"}[kind]
     return {"DEDUP_TARGET_TYPE": kind, "DEDUP_TARGET": target, "DEDUP_WORKFLOWS_API": fake.url,
-            "DEDUP_RUN_API": fake.url, "DEDUP_TARGET_AUTH": "none", "DEDUP_TARGET_TIMEOUT_SECONDS": "1"}
+            "DEDUP_RUN_API": fake.url, "DEDUP_TARGET_AUTH": "none",
+            "DEDUP_TARGET_TIMEOUT_SECONDS": str(TARGET_TIMEOUT_SECONDS)}
 
 
 def downstream_executions(fake: FakeGoogle, kind: str) -> int:
