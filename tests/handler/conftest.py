@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import requests
 from google.cloud import firestore
 
+from scheduler_dedup.handler.record import RunRecord
 from scheduler_dedup.local.emulator import FirestoreEmulator
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.servers import HandlerServer
@@ -62,6 +64,29 @@ class Harness:
     def ends(self, run_id: str | None = None) -> list[dict[str, Any]]:
         return [e for e in read_events(self.executions_log)
                 if e["event"] == "end" and (run_id is None or e["run_id"] == run_id)]
+
+    def wait_for_lease_expiry(self, run_id: str, timeout: float = 60) -> None:
+        """Block until ``run_id``'s lease has expired by Firestore's clock, as a takeover decides it.
+
+        The holder must be unable to renew (killed or stopped). Polls the record's
+        :attr:`RunRecord.lease_remaining_seconds` (last write + lease - read time, both Firestore's) instead
+        of sleeping for the lease plus a margin: a loaded machine can commit the holder's last renewal
+        later than the test saw it stop, and a delivery sent before expiry would rightly answer 409.
+
+        Raises:
+            AssertionError: the run has no in_progress record, or its lease had not expired after ``timeout`` s.
+        """
+        client = firestore.Client(project=self.emulator.project)
+        deadline = time.monotonic() + timeout
+        while True:
+            snap = client.collection(COLLECTION).document(run_id).get()
+            assert snap.exists, f"run {run_id} has no record"
+            record = RunRecord.from_snapshot(snap)
+            assert record.status == "in_progress", record
+            if record.lease_remaining_seconds <= 0:
+                return
+            assert time.monotonic() < deadline, f"the lease of {run_id} has not expired after {timeout} s"
+            time.sleep(min(0.1, record.lease_remaining_seconds))
 
     def records(self) -> dict[str, dict[str, Any]]:
         client = firestore.Client(project=self.emulator.project)

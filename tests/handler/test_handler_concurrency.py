@@ -112,7 +112,7 @@ def test_stalled_attempt_that_lost_its_lease_is_fenced(harness: Harness) -> None
     slow_reply = pool.submit(lambda: deliver(slow.url, headers))
     _wait_for(lambda: len(harness.starts()) == 1)
     slow.signal(signal.SIGSTOP)  # a stop-the-world pause: its lease renewals stop too
-    time.sleep(1.5)
+    harness.wait_for_lease_expiry(harness.starts()[0]["run_id"])
     fresh_reply = pool.submit(lambda: deliver(fresh.url, headers))
     _wait_for(lambda: len(harness.starts()) == 2)
     slow.signal(signal.SIGCONT)

@@ -65,7 +65,7 @@ def _emit_every_kind_of_line(harness: Harness) -> list[dict[str, Any]]:
     stalled = pool.submit(lambda: deliver(slow.url, scheduler_headers("lf-stall", T)))
     _wait_for(lambda: len(harness.starts()) >= 1 and any(e["job_name"] == "lf-stall" for e in harness.starts()))
     slow.signal(signal.SIGSTOP)
-    time.sleep(1.5)
+    harness.wait_for_lease_expiry(next(e["run_id"] for e in harness.starts() if e["job_name"] == "lf-stall"))
     took_over = pool.submit(lambda: deliver(fresh.url, scheduler_headers("lf-stall", T)))
     _wait_for(lambda: sum(e["job_name"] == "lf-stall" for e in harness.starts()) == 2)
     slow.signal(signal.SIGCONT)

@@ -98,7 +98,8 @@ def kill_mid_job(harness: Harness, job: str, schedule_time: str, lease_seconds: 
         assert time.monotonic() < deadline, "the victim never started the job"
         time.sleep(0.05)
     victim.kill()
-    time.sleep(lease_seconds + 1.5)  # no renewal after the kill: the lease has expired by Firestore's clock
+    # no renewal after the kill: wait until the lease has expired by Firestore's clock
+    harness.wait_for_lease_expiry([e for e in harness.starts() if e["job_name"] == job][-1]["run_id"])
 
 
 def test_a_run_whose_attempt_died_and_was_never_retried_is_reported_stuck(harness: Harness) -> None:

@@ -149,7 +149,8 @@ def test_failed_stuck_repeated_and_unexpected_runs_from_real_deliveries(harness:
     victim.kill()
     for th in threads:
         th.join()
-    time.sleep(2.5)  # both leases (2 s) expire: t[2] stays stuck, t[3] is taken over by a retry
+    for start in harness.starts()[3:]:  # t[2] and t[3], started on the victim after the survivor's three
+        harness.wait_for_lease_expiry(start["run_id"])  # t[2] stays stuck, t[3] is taken over by a retry
     harness.plan(f"mixed@{t[3]:%Y-%m-%dT%H:%M:%SZ}", sleep=0.05)
     assert deliver(survivor.url, scheduler_headers("mixed", rfc3339(t[3]) or "")).json()["status"] == "processed"
     odd = _utc(2026, 11, 2, 9, 7)  # not a fire time of */15
