@@ -176,7 +176,7 @@ class FirestoreEmulator:
     def wipe(self) -> None:
         """Delete every document of ``self.project``'s default database."""
         url = f"http://{self.host}/emulator/v1/projects/{self.project}/databases/(default)/documents"
-        requests.delete(url, timeout=10).raise_for_status()
+        requests.delete(url, timeout=60).raise_for_status()  # deletes every document: real work
 
     def stop(self) -> None:
         """Stop the java process this object started (and only that PID)."""
