@@ -8,8 +8,7 @@ from collections.abc import Callable, Mapping
 import flask
 
 from scheduler_dedup.handler.answers import json_errors, json_response
-from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
-from scheduler_dedup.handler.config import Settings
+from scheduler_dedup.handler.caller_auth import CallerVerifier
 from scheduler_dedup.handler.idempotency import Idempotency
 from scheduler_dedup.handler.job import load_job
 from scheduler_dedup.handler.logs import configure_logging
@@ -17,8 +16,9 @@ from scheduler_dedup.handler.paths import CHECK_PATH
 from scheduler_dedup.handler.run_check import RunCheck
 from scheduler_dedup.handler.run_history import RunHistory
 from scheduler_dedup.handler.scheduler import SchedulerHandler
+from scheduler_dedup.handler.startup import read_startup_settings
 from scheduler_dedup.handler.store import FirestoreRunStore
-from scheduler_dedup.handler.targets import TargetSettings, build_target
+from scheduler_dedup.handler.targets import build_target
 
 
 def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable[[flask.Request], flask.Response]:
@@ -38,10 +38,9 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     """
     env = os.environ if environ is None else environ
     configure_logging()
-    settings = Settings.from_env(env)
-    target = TargetSettings.from_env(env)
+    startup = read_startup_settings(env)  # the checks the component and the policy pack make too
+    settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth
     job = load_job(env.get("DEDUP_JOB")) if target.type == "python" else build_target(target)
-    auth_settings = CallerAuthSettings.from_env(env)
     verifier = CallerVerifier(auth_settings) if auth_settings is not None else None
     store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection,
                                       settings.firestore_timeout_seconds)

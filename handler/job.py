@@ -46,6 +46,18 @@ Job = Callable[[ScheduledRun], Any]
 _SPEC_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
+def check_job_spec(spec: str | None, variable: str = "DEDUP_JOB") -> None:
+    """Check that ``spec`` is ``module:function`` (e.g. ``jobs:run``), without importing anything.
+
+    Raises:
+        ConfigError: the spec is missing or malformed; the message names ``variable`` and the fix.
+    """
+    if not spec:
+        raise ConfigError(f"{variable} is not set: set it to the job callable as module:function, e.g. jobs:run")
+    if not _SPEC_RE.match(spec):
+        raise ConfigError(f"{variable}={spec!r} is not module:function: use e.g. {variable}=jobs:run")
+
+
 def load_job(spec: str | None, variable: str = "DEDUP_JOB") -> Job:
     """Import the job callable named ``module:function``.
 
@@ -53,10 +65,8 @@ def load_job(spec: str | None, variable: str = "DEDUP_JOB") -> Job:
         ConfigError: the spec is missing or malformed, the module does not import, or the
             attribute is missing or not callable; the message names ``variable``.
     """
-    if not spec:
-        raise ConfigError(f"{variable} is not set: set it to the job callable as module:function, e.g. jobs:run")
-    if not _SPEC_RE.match(spec):
-        raise ConfigError(f"{variable}={spec!r} is not module:function: use e.g. {variable}=jobs:run")
+    check_job_spec(spec, variable)
+    assert spec is not None
     module_name, attr = spec.split(":")
     try:
         module = importlib.import_module(module_name)

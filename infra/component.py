@@ -42,14 +42,12 @@ from typing import Any, Optional
 import pulumi
 import pulumi_gcp as gcp
 
-from scheduler_dedup.handler.config import firestore_timeout_for
-from scheduler_dedup.handler.record import TTL_OWNER_ENV
 
 from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
 from .archive import FUNCTION_TARGET, build_deploy_archive
 from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
-from .settings import DedupSettings, resolve_settings
+from .settings import DedupSettings, handler_environment, resolve_settings
 from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firestore_children
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
@@ -457,47 +455,6 @@ def _checked_store_database(s: DedupSettings) -> pulumi.Output[str]:
         return str(database_id)
 
     return pulumi.Output.all(store.project, store.database_id, store.collections).apply(check)
-
-
-def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
-    """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service.
-
-    ``DEDUP_ALLOWED_CALLERS`` (the Scheduler service account email) is added by the component, since
-    the email is an output of a child resource.
-    """
-    env: dict[str, pulumi.Input[str]] = {
-        "GOOGLE_CLOUD_PROJECT": s.project,
-        "DEDUP_COLLECTION": s.collection,
-        "DEDUP_DATABASE": s.database_id,
-        "DEDUP_LEASE_SECONDS": str(s.lease_seconds),
-        "DEDUP_RETENTION_SECONDS": str(s.retention_seconds),
-        "DEDUP_MANUAL_TOLERANCE_SECONDS": str(s.manual_tolerance_seconds),
-        # Stored on each run record, so run history and checks know the expected fire times.
-        "DEDUP_SCHEDULE": s.schedule,
-        "DEDUP_TIME_ZONE": s.time_zone,
-        # Firestore and downstream calls must give up well inside the attempt deadline, so a failure
-        # is answered (500, released) while Scheduler still listens: a quarter and a half of it.
-        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(firestore_timeout_for(s.attempt_deadline_seconds)),
-        "DEDUP_TARGET_TYPE": s.target_type,
-        "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
-        # Cloud Run IAM is enforced (no public invoker, invoker check on), so Cloud Run verifies the
-        # token and forwards it with its signature removed; the handler then checks its claims.
-        "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
-    }
-    if s.store is not None and s.store.ttl_owner is not None:
-        # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).
-        env[TTL_OWNER_ENV] = s.store.ttl_owner
-    if s.target_type == "python":
-        assert s.job is not None
-        env["DEDUP_JOB"] = s.job
-    else:
-        target = {"workflows": s.workflow, "cloud_run_job": s.cloud_run_job, "http": s.http_url}[s.target_type]
-        assert target is not None
-        env["DEDUP_TARGET"] = target
-        if s.http_audience is not None:
-            env["DEDUP_TARGET_AUDIENCE"] = s.http_audience
-        env["DEDUP_TARGET_TIMEOUT_SECONDS"] = str(max(5, min(30, s.attempt_deadline_seconds // 2)))
-    return env
 
 
 def scheduler_headers(s: DedupSettings) -> dict[str, str]:

@@ -43,9 +43,10 @@ from scheduler_dedup.handler.config import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MANUAL_TOLERANCE_SECONDS,
     DEFAULT_RETENTION_SECONDS,
-    Settings,
+    firestore_timeout_for,
 )
-from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.record import TTL_OWNER_ENV
+from scheduler_dedup.handler.startup import startup_problems
 
 from .errors import DedupConfigError
 from .store import StoreRef, check_firestore_ids, resolve_store_ref
@@ -376,11 +377,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         f"{region}-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312"
     )
 
-    _check_handler_settings(project, database_id if isinstance(database_id, str) else "(default)", collection, lease,
-                            retention, tolerance)
-    # Crash recovery: a retry must still come once a crashed attempt's lease has expired.
-    if not recovers_crash(retry, lease):
-        raise DedupConfigError(_crash_recovery_field(args.get("retry") or {}), _crash_recovery_fix(retry, lease))
+    # Crash recovery (checked after the handler's own checks, below): a retry must still come once a crashed
+    # attempt's lease has expired.
+    crash_problem = None if recovers_crash(retry, lease) else (_crash_recovery_field(args.get("retry") or {}),
+                                                               _crash_recovery_fix(retry, lease))
 
     # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
     service_name = prefix[:49].rstrip("-")
@@ -388,7 +388,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     audience = _str(args, "oidc_audience") or (
         f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}"
     )
-    return DedupSettings(
+    settings = DedupSettings(
         name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,
         target_type=target_type, job=job, job_source=job_source, image=image, workflow=workflow,
         cloud_run_job=cloud_run_job, http_url=http_url, http_cloud_run_service=http_service, http_audience=http_audience,
@@ -399,6 +399,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
     )
+    _check_handler_settings(settings)
+    if crash_problem is not None:
+        raise DedupConfigError(*crash_problem)
+    return settings
 
 
 _SA_EMAIL_RE = re.compile(r"^[a-z0-9][a-z0-9-]*@[a-z0-9.-]+\.gserviceaccount\.com$")
@@ -423,26 +427,29 @@ def _service_account_email(args: Mapping[str, Any], key: str) -> pulumi.Input[st
 _ENV_TO_FIELD = {
     "GOOGLE_CLOUD_PROJECT": "project", "DEDUP_DATABASE": "database_id", "DEDUP_COLLECTION": "collection",
     "DEDUP_LEASE_SECONDS": "lease_seconds", "DEDUP_RETENTION_SECONDS": "retention_seconds",
-    "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds",
+    "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds", "DEDUP_SCHEDULE": "schedule",
+    "DEDUP_TIME_ZONE": "time_zone", "DEDUP_JOB": "job", "DEDUP_OIDC_AUDIENCE": "oidc_audience",
+    "DEDUP_ALLOWED_CALLERS": "scheduler_service_account_email", "DEDUP_TARGET_AUDIENCE": "http_target.audience",
 }
 
 
-def _check_handler_settings(project: str, database_id: str, collection: str, lease: int, retention: int,
-                            tolerance: int) -> None:
-    """Validate the values the handler will read at start-up with the handler's own rules.
+def _check_handler_settings(s: DedupSettings) -> None:
+    """Check the environment the component gives the handler with the handler's own start-up checks.
 
-    One set of rules (``scheduler_dedup.handler.config.Settings``) decides, so a config the
-    handler would refuse (and crash every revision on) fails at ``pulumi preview`` instead.
+    One function (:func:`scheduler_dedup.handler.startup.startup_problems`, also the policy pack's
+    ``dedup-handler-settings``) decides, so a config the handler would refuse (and crash every revision on)
+    fails at ``pulumi preview`` instead. Values that are outputs of other resources are not known yet and pass.
 
     Raises:
         DedupConfigError: names the component input, and the handler's message says the fix.
     """
-    try:
-        Settings(project=project, database=database_id, collection=collection, lease_seconds=lease,
-                 retention_seconds=retention, manual_tolerance_seconds=tolerance)
-    except ConfigError as exc:
-        variable = str(exc).split("=", 1)[0].split(" ", 1)[0]
-        raise DedupConfigError(_ENV_TO_FIELD.get(variable, variable), f"the handler would refuse it at start-up: {exc}") from None
+    env: dict[str, Any] = {**handler_environment(s), "DEDUP_ALLOWED_CALLERS": s.scheduler_service_account_email}
+    unknown = [name for name, value in env.items() if not isinstance(value, str)]
+    problems = startup_problems({k: v for k, v in env.items() if isinstance(v, str)}, unknown)
+    if problems:
+        variable = re.split(r"[= ]", problems[0], maxsplit=1)[0]
+        raise DedupConfigError(_ENV_TO_FIELD.get(variable, variable),
+                               f"the handler would refuse it at start-up: {problems[0]}")
 
 
 def _entry_point_problem(module_file: Path, name: str) -> str | None:
@@ -579,3 +586,44 @@ def _retry_policy(retry: Any, lease_seconds: int) -> RetryPolicy:
             "retry.min_backoff_seconds", f"{min_backoff} s is longer than max_backoff_seconds ({max_backoff} s)"
         )
     return RetryPolicy(count, duration, min_backoff, max_backoff, doublings)
+
+
+def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
+    """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service.
+
+    ``DEDUP_ALLOWED_CALLERS`` (the Scheduler service account email) is added by the component, since
+    the email is an output of a child resource.
+    """
+    env: dict[str, pulumi.Input[str]] = {
+        "GOOGLE_CLOUD_PROJECT": s.project,
+        "DEDUP_COLLECTION": s.collection,
+        "DEDUP_DATABASE": s.database_id,
+        "DEDUP_LEASE_SECONDS": str(s.lease_seconds),
+        "DEDUP_RETENTION_SECONDS": str(s.retention_seconds),
+        "DEDUP_MANUAL_TOLERANCE_SECONDS": str(s.manual_tolerance_seconds),
+        # Stored on each run record, so run history and checks know the expected fire times.
+        "DEDUP_SCHEDULE": s.schedule,
+        "DEDUP_TIME_ZONE": s.time_zone,
+        # Firestore and downstream calls must give up well inside the attempt deadline, so a failure
+        # is answered (500, released) while Scheduler still listens: a quarter and a half of it.
+        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(firestore_timeout_for(s.attempt_deadline_seconds)),
+        "DEDUP_TARGET_TYPE": s.target_type,
+        "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
+        # Cloud Run IAM is enforced (no public invoker, invoker check on), so Cloud Run verifies the
+        # token and forwards it with its signature removed; the handler then checks its claims.
+        "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
+    }
+    if s.store is not None and s.store.ttl_owner is not None:
+        # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).
+        env[TTL_OWNER_ENV] = s.store.ttl_owner
+    if s.target_type == "python":
+        assert s.job is not None
+        env["DEDUP_JOB"] = s.job
+    else:
+        target = {"workflows": s.workflow, "cloud_run_job": s.cloud_run_job, "http": s.http_url}[s.target_type]
+        assert target is not None
+        env["DEDUP_TARGET"] = target
+        if s.http_audience is not None:
+            env["DEDUP_TARGET_AUDIENCE"] = s.http_audience
+        env["DEDUP_TARGET_TIMEOUT_SECONDS"] = str(max(5, min(30, s.attempt_deadline_seconds // 2)))
+    return env

@@ -34,6 +34,7 @@ from scheduler_dedup.handler.callers import parse_allowed_callers
 from scheduler_dedup.handler.cron import is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.handler.startup import startup_problems
 from scheduler_dedup.infra.log_query import missed_run_clause
 from scheduler_dedup.infra.schedule import (
     REQUEST_TIMEOUT_MARGIN_SECONDS,
@@ -62,6 +63,7 @@ from scheduler_dedup.policies.topology import (
     Pairing,
     Topology,
     env_value,
+    is_dedup_service,
     service_env,
     service_timeout,
     service_timeout_field,
@@ -962,6 +964,32 @@ def dedup_cpu_always_allocated(resources: Sequence[Resource], config: Mapping[st
     return findings
 
 
+# ---------------------------------------------------------------- dedup-handler-settings
+
+def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """The environment of a service running the dedup handler passes the handler's own start-up checks.
+
+    The handler refuses to start (every request then fails) on a ``DEDUP_*`` / ``GOOGLE_CLOUD_PROJECT``
+    environment it cannot work with: a missing project, a lease or retention out of range, a malformed
+    ``DEDUP_JOB`` or ``DEDUP_TARGET``, ``DEDUP_ALLOWED_CALLERS`` without ``DEDUP_OIDC_AUDIENCE`` or the reverse.
+    The checks are the handler's (:func:`scheduler_dedup.handler.startup.startup_problems`, which the
+    ``DedupScheduledJob`` component runs too), on the variables the service sets: Cloud Run sets none of them.
+    Services with a ``DEDUP_*`` variable are checked; unknown values (preview, Secret Manager) pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).services:
+        if not is_dedup_service(service):
+            continue
+        env = service_env(service)
+        if "*" in env:
+            continue  # the whole list is not known yet
+        unknown = [name for name, value in env.items() if is_unknown(value)]
+        plain = {name: str(value) for name, value in env.items() if value is not None and not is_unknown(value)}
+        for problem in startup_problems(plain, unknown):
+            findings.append((service, f"the dedup handler on service {service.name} would refuse to start: {problem}"))
+    return findings
+
+
 # ---------------------------------------------------------------- the list
 
 RULES: list[Rule] = [
@@ -1028,6 +1056,10 @@ RULES: list[Rule] = [
                           "description": "the run records' expiry timestamp field"},
           "knownOwners": {"type": "array", "items": {"type": "string"}, "default": [],
                           "description": "accepted DEDUP_TTL_OWNER values, e.g. the store stacks' names (empty: any)"}}),
+    Rule("dedup-handler-settings",
+         "A service running the dedup handler sets a DEDUP_* / GOOGLE_CLOUD_PROJECT environment that passes the "
+         "handler's own start-up checks (the ones the DedupScheduledJob component runs), so it does not refuse to start.",
+         "mandatory", dedup_handler_settings, "stack"),
     Rule("dedup-lease-covers-deadline",
          "The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at least the "
          "job's attempt deadline.",

@@ -58,10 +58,19 @@ def program() -> None:
         {"bindings": [{"role": "roles/owner", "members": ["user:admin@example.com"]}]}))
 
 
-def good_program() -> None:
-    """The same stack done right: every rule passes, advisory ones included."""
-    service = _service("handler", env={"DEDUP_COLLECTION": "scheduler_runs", "DEDUP_LEASE_SECONDS": "600",
-                                       "DEDUP_RETENTION_SECONDS": "604800"}, timeout="600s",
+#: The handler's environment in :func:`good_program`: Cloud Run sets none of it, so the project and the job's entry
+#: point are given too (the handler refuses to start without them).
+GOOD_ENV = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_JOB": "jobs:run", "DEDUP_COLLECTION": "scheduler_runs",
+            "DEDUP_LEASE_SECONDS": "600", "DEDUP_RETENTION_SECONDS": "604800"}
+
+
+def good_program(env: dict[str, str | None] | None = None) -> None:
+    """The same stack done right: every rule passes, advisory ones included.
+
+    ``env`` changes the handler's environment (a None value removes the variable), for tests of one change.
+    """
+    changed = {**GOOD_ENV, **(env or {})}
+    service = _service("handler", env={k: v for k, v in changed.items() if v is not None}, timeout="600s",
                        cpu_always_allocated=True)
     gcp.cloudscheduler.Job(
         "job", region=REGION, schedule="*/5 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",

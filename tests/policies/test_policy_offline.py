@@ -63,6 +63,29 @@ def test_component_defaults_and_good_examples_pass_every_rule(raw_program: Modul
     assert check_program(raw_program.good_program, policy_config=every) == []
 
 
+@pytest.mark.parametrize("change", [
+    {"DEDUP_ALLOWED_CALLERS": "user:alice@example.com"},
+    {"DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com"},
+    {"DEDUP_OIDC_AUDIENCE": "https://handler-abc123xyz-uc.a.run.app"},
+    {"GOOGLE_CLOUD_PROJECT": None},
+    {"DEDUP_JOB": "jobs.run"},
+    {"DEDUP_TARGET_TYPE": "workflows"},
+    {"DEDUP_TARGET_TIMEOUT_SECONDS": "soon"},
+], ids=lambda change: ",".join(f"{k}={v}" for k, v in change.items()))
+def test_a_hand_written_env_the_handler_refuses_at_start_up_fails_the_pack(raw_program: ModuleType,
+                                                                        change: dict[str, str | None]) -> None:
+    """Whatever stops the real handler at start-up is one mandatory dedup-handler-settings row with its message."""
+    from scheduler_dedup.handler.app import build_handler_from_env
+    from scheduler_dedup.handler.errors import ConfigError
+
+    env = {k: v for k, v in {**raw_program.GOOD_ENV, **change}.items() if v is not None}
+    with pytest.raises(ConfigError) as refused:
+        build_handler_from_env(env)  # refuses before it connects to Firestore or imports the job
+    findings = check_program(lambda: raw_program.good_program(change))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-handler-settings", "mandatory")], findings
+    assert str(refused.value) in findings[0].message
+
+
 def advisory_config(tmp_path: Path) -> Path:
     """good-image.yaml with the request timeout set equal to the attempt deadline: one advisory finding."""
     config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())

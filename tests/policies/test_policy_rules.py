@@ -631,3 +631,41 @@ def test_a_dedup_service_without_cpu_always_allocated_is_flagged_advisory(resour
         assert findings[0].level == "advisory" and "cpuAlwaysAllocated" in findings[0].message
     other = res(SERVICE, "web", {"uri": "https://web-x.a.run.app", "template": {"containers": [{"image": "i"}]}})
     assert run("dedup-cpu-always-allocated", [other]) == [], "a service that is not the handler is not checked"
+
+
+# ------------------------------------------------------------------ dedup-handler-settings
+
+HANDLER_ENV = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_JOB": "jobs:run"}
+
+
+def test_handler_settings_pass_a_complete_env_and_judge_only_dedup_services() -> None:
+    both = {**HANDLER_ENV, "DEDUP_OIDC_AUDIENCE": RUN_URL, "DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com"}
+    assert run("dedup-handler-settings", [service(HANDLER_ENV), job()]) == []
+    assert run("dedup-handler-settings", [service(both)]) == []
+    # a service without DEDUP_* variables is not the handler, even when a job calls it
+    assert run("dedup-handler-settings", [service({"PORT": "8080"}), job()]) == []
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"DEDUP_OIDC_AUDIENCE": RUN_URL}, "DEDUP_ALLOWED_CALLERS"),
+    ({"DEDUP_LEASE_SECONDS": "0"}, "DEDUP_LEASE_SECONDS"),
+    ({"DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": "http://plain.example.com"}, "DEDUP_TARGET"),
+])
+def test_handler_settings_report_the_handlers_refusal(env: dict[str, str], named: str) -> None:
+    findings = run("dedup-handler-settings", [service({**HANDLER_ENV, **env})])
+    assert len(findings) == 1 and findings[0].level == "mandatory"
+    assert named in findings[0].message and "would refuse to start" in findings[0].message
+
+
+def test_handler_settings_unknown_values_pass() -> None:
+    """Preview: a value that is an output of another resource (or the whole list) is not judged."""
+    partner_unknown = {**HANDLER_ENV, "DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com",
+                       "DEDUP_OIDC_AUDIENCE": UNKNOWN}
+    target_type_unknown = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_TARGET_TYPE": UNKNOWN, "DEDUP_TARGET": UNKNOWN}
+    whole = res(SERVICE, "svc", {"uri": RUN_URL, "template": {"containers": [{"image": "i", "envs": UNKNOWN}]}})
+    assert run("dedup-handler-settings", [service(partner_unknown)]) == []  # type: ignore[arg-type]
+    assert run("dedup-handler-settings", [service(target_type_unknown)]) == []  # type: ignore[arg-type]
+    assert run("dedup-handler-settings", [whole]) == []
+    # an unknown value hides no refusal of a known one
+    lease_zero = {**partner_unknown, "DEDUP_LEASE_SECONDS": "0"}
+    assert [f.rule for f in run("dedup-handler-settings", [service(lease_zero)])] == ["dedup-handler-settings"]  # type: ignore[arg-type]

@@ -1,0 +1,90 @@
+"""The handler's start-up checks of its environment, in one function that handler, component and policy pack call.
+
+:func:`read_startup_settings` is everything :func:`~scheduler_dedup.handler.app.build_handler_from_env` checks
+before it serves, except what needs the world (importing the user's job module, Application Default
+Credentials, the Firestore client). :func:`startup_problems` runs the same checks on an environment that may
+hold values not known yet (a ``pulumi preview`` output), so the component (``DedupScheduledJob``) and the
+pack's ``dedup-handler-settings`` rule refuse exactly what would stop the handler at start-up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_dedup.handler.caller_auth import CallerAuthSettings
+from scheduler_dedup.handler.config import Settings
+from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.job import check_job_spec
+from scheduler_dedup.handler.targets import TargetSettings
+
+
+@dataclass(frozen=True)
+class StartupSettings:
+    """The handler's checked settings.
+
+    Attributes:
+        settings: Firestore, lease and retention settings (:class:`~scheduler_dedup.handler.config.Settings`).
+        target: what runs: the python job or a proxy target (:class:`~scheduler_dedup.handler.targets.TargetSettings`).
+        caller_auth: caller verification, or None when off
+            (:class:`~scheduler_dedup.handler.caller_auth.CallerAuthSettings`).
+    """
+
+    settings: Settings
+    target: TargetSettings
+    caller_auth: CallerAuthSettings | None
+
+
+def _job_spec(env: Mapping[str, str]) -> None:
+    if TargetSettings.from_env(env).type == "python":
+        check_job_spec(env.get("DEDUP_JOB"))
+
+
+#: The start-up checks, each reading the environment on its own (so one refusal does not hide another).
+_CHECKS: tuple[Callable[[Mapping[str, str]], Any], ...] = (
+    Settings.from_env, TargetSettings.from_env, _job_spec, CallerAuthSettings.from_env,
+)
+
+
+def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
+    """Read and check the handler's ``DEDUP_*`` / ``GOOGLE_CLOUD_PROJECT`` environment.
+
+    Runs every check the handler makes before serving that needs no import of the job module, no
+    credentials and no Firestore: the settings' ranges and formats, the target's type and name, the
+    ``DEDUP_JOB`` format (``module:function``) and the ``DEDUP_OIDC_AUDIENCE`` / ``DEDUP_ALLOWED_CALLERS`` pair.
+
+    Raises:
+        ConfigError: the first refused variable; the message names it and the fix.
+    """
+    settings = Settings.from_env(env)
+    target = TargetSettings.from_env(env)
+    _job_spec(env)
+    return StartupSettings(settings, target, CallerAuthSettings.from_env(env))
+
+
+def startup_problems(env: Mapping[str, str], unknown: Collection[str] = ()) -> list[str]:
+    """The messages :func:`read_startup_settings` would refuse ``env`` with, one per check.
+
+    Args:
+        env: the service's environment, variable -> value (every variable the handler will see).
+        unknown: variables that will be set but whose values are not known yet (``pulumi preview``). They are
+            left out of ``env``, and a refusal naming one of them is not reported: it may pass once known.
+
+    Returns:
+        ``ConfigError`` messages (each names its variable and the fix); empty when the handler would start.
+    """
+    known = {name: value for name, value in env.items() if name not in unknown}
+    names = [re.compile(rf"\b{re.escape(name)}\b") for name in unknown]
+    problems: list[str] = []
+    for check in _CHECKS:
+        if check is _job_spec and "DEDUP_TARGET_TYPE" in unknown:
+            continue  # python (needs DEDUP_JOB) or a proxy target: not known yet
+        try:
+            check(known)
+        except ConfigError as error:
+            message = str(error)
+            if not any(name.search(message) for name in names) and message not in problems:
+                problems.append(message)
+    return problems
