@@ -179,7 +179,7 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
     Returns:
         1 if any mandatory violation, 0 otherwise, 2 for usage errors (neither or both of ``stack`` and
         ``config_file``, a missing file, an unreadable policy config, or one naming an unknown policy, level
-        or setting: :func:`~scheduler_dedup.policies.policy_config.check_policy_config`).
+        or setting, or giving a threshold out of range: :func:`~scheduler_dedup.policies.policy_config.check_policy_config`).
     """
     out = console or Console()
     if (stack is None) == (config_file is None):

@@ -51,6 +51,12 @@ def _check_value(field: str, spec: Mapping[str, Any], value: Any) -> None:
     types = _JSON_TYPES.get(str(spec.get("type")), ())
     if types and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
         raise PolicyConfigError(field, f"{value!r} is not of type {spec.get('type')}")
+    for bound, refused in (("minimum", lambda limit: value < limit), ("maximum", lambda limit: value > limit)):
+        limit = spec.get(bound)
+        if limit is not None and isinstance(value, (int, float)) and refused(limit):
+            word = "below" if bound == "minimum" else "above"
+            raise PolicyConfigError(field, f"{value!r} is {word} the {bound} {limit!r}: use a value from "
+                                           f"{spec.get('minimum', '-inf')} to {spec.get('maximum', 'inf')}")
     if spec.get("type") == "array" and isinstance(value, list):
         item_types = _JSON_TYPES.get(str((spec.get("items") or {}).get("type")), ())
         if item_types and not all(isinstance(item, item_types) for item in value):
@@ -62,8 +68,9 @@ def check_policy_config(policy_config: Any, rules: Mapping[str, Rule] = RULES_BY
 
     Raises:
         PolicyConfigError: the config is not an object, names an unknown policy (``all`` is allowed), an
-            unknown enforcement level, an unknown property of a policy, or a value of the wrong type; the
-            message names the entry and the closest known name.
+            unknown enforcement level, an unknown property of a policy, a value of the wrong type, a number
+            outside the schema's ``minimum``/``maximum`` (a negative margin), or a low setting above its high one
+            (``minSeconds`` above ``maxSeconds``); the message names the entry and the fix.
     """
     if not isinstance(policy_config, Mapping):
         raise PolicyConfigError("(policy config)", "must be a JSON object of policy name -> level or settings")
@@ -86,3 +93,9 @@ def check_policy_config(policy_config: Any, rules: Mapping[str, Rule] = RULES_BY
                 raise PolicyConfigError(field, f"{name} has no setting {key!r}: {_suggest(str(key), known)}")
             else:
                 _check_value(field, schema[key], setting)
+        resolved = rules[name].resolve_config(value)
+        for low, high in rules[name].ordered_settings:
+            if isinstance(resolved.get(low), (int, float)) and isinstance(resolved.get(high), (int, float)) \
+                    and resolved[low] > resolved[high]:
+                raise PolicyConfigError(f"{name}.{low}", f"{resolved[low]!r} is above {high} ({resolved[high]!r}): "
+                                                         f"no value could pass; make {low} at most {high}")

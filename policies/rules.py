@@ -86,7 +86,9 @@ class Rule:
         enforcement_level: default level, ``"mandatory"`` or ``"advisory"``.
         check: the rule function, a ``ResourceCheck`` or a ``StackCheck`` according to ``scope``.
         scope: ``"resource"`` (called per resource) or ``"stack"`` (called once with every resource).
-        config_schema: JSON-schema ``properties`` of the rule's configuration, each with a ``default``.
+        config_schema: JSON-schema ``properties`` of the rule's configuration, each with a ``default`` (and, for
+            numbers, the ``minimum``/``maximum`` that make sense; Pulumi and the offline check refuse others).
+        ordered_settings: pairs ``(low, high)`` of settings where ``low`` must not exceed ``high``.
     """
 
     name: str
@@ -95,6 +97,7 @@ class Rule:
     check: Check
     scope: Literal["resource", "stack"]
     config_schema: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ordered_settings: tuple[tuple[str, str], ...] = ()
 
     def resolve_config(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
         """The schema defaults overlaid with ``given`` (keys outside the schema and ``enforcementLevel`` dropped)."""
@@ -1010,20 +1013,23 @@ RULES: list[Rule] = [
     Rule("scheduler-attempt-deadline",
          "A job with an HTTP target has an attemptDeadline within 15 s to 30 min (Cloud Scheduler's limits).",
          "mandatory", scheduler_attempt_deadline, "resource",
-         {"minSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
+         {"minSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MIN_S, "minimum": 0,
+                         "maximum": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
                          "description": "lowest accepted attempt deadline in seconds (not below 15)"},
           "maxSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
-                         "description": "highest accepted attempt deadline in seconds (not above 1800)"}}),
+                         "minimum": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
+                         "description": "highest accepted attempt deadline in seconds (not above 1800)"}},
+         ordered_settings=(("minSeconds", "maxSeconds"),)),
     Rule("scheduler-attempt-deadline-margin",
          "Advisory part of scheduler-attempt-deadline: the attempt deadline is not within a margin of the Cloud Run "
          "request timeout of the service the job calls.",
          "advisory", scheduler_attempt_deadline_margin, "stack",
-         {"minMarginSeconds": {"type": "number", "default": REQUEST_TIMEOUT_MARGIN_SECONDS,
+         {"minMarginSeconds": {"type": "number", "default": REQUEST_TIMEOUT_MARGIN_SECONDS, "minimum": 0,
                                "description": "least seconds between attempt deadline and request timeout"}}),
     Rule("scheduler-retry-config",
          "A job's retryConfig has retryCount within 0 to 5 and consistent backoff values.",
          "advisory", scheduler_retry_config, "resource",
-         {"maxRetryCount": {"type": "integer", "default": limits.SCHEDULER_RETRY_COUNT_MAX,
+         {"maxRetryCount": {"type": "integer", "default": limits.SCHEDULER_RETRY_COUNT_MAX, "minimum": 0,
                             "description": "highest accepted retryCount (not above 5)"}}),
     Rule("scheduler-target-not-google-api",
          "A job that calls a *.googleapis.com endpoint directly is not deduplicated; route it through the handler's proxy.",
@@ -1064,7 +1070,7 @@ RULES: list[Rule] = [
          "The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at least the "
          "job's attempt deadline.",
          "mandatory", dedup_lease_covers_deadline, "stack",
-         {"leaseMarginSeconds": {"type": "number", "default": 0,
+         {"leaseMarginSeconds": {"type": "number", "default": 0, "minimum": 0,
                                  "description": "extra seconds the lease must exceed the request timeout by"}}),
     Rule("dedup-retries-outlast-lease",
          "A crashed attempt's run is retried after its lease expires: the waits before the job's retries add up to at "
@@ -1073,7 +1079,7 @@ RULES: list[Rule] = [
     Rule("dedup-retention-covers-retries",
          "Run record retention (DEDUP_RETENTION_SECONDS) outlasts the job's retry window.",
          "mandatory", dedup_retention_covers_retries, "stack",
-         {"marginSeconds": {"type": "number", "default": 0,
+         {"marginSeconds": {"type": "number", "default": 0, "minimum": 0,
                             "description": "extra seconds retention must exceed the retry window by"}}),
     Rule("dedup-job-alerting",
          "A job calling the dedup handler has a watchdog job calling the handler's run check and an alert policy on "

@@ -185,8 +185,14 @@ def test_cli_passes_the_policy_config_through(tmp_path: Path) -> None:
     ({"scheduler-attempt-deadlin": "advisory"}, "did you mean 'scheduler-attempt-deadline'"),
     ({"scheduler-attempt-deadline-margin": {"minMarginSeconds": "30"}}, "not of type number"),
     ({"all": "strict"}, "all: 'strict'"),
+    ({"dedup-retention-covers-retries": {"marginSeconds": -5}},
+     "dedup-retention-covers-retries.marginSeconds: -5 is below the minimum 0"),
+    ({"scheduler-attempt-deadline": {"minSeconds": 900, "maxSeconds": 100}},
+     "scheduler-attempt-deadline.minSeconds: 900 is above maxSeconds (100)"),
+    ({"scheduler-attempt-deadline": {"maxSeconds": 10}}, "scheduler-attempt-deadline.maxSeconds: 10 is below the minimum 15"),
+    ({"scheduler-retry-config": {"maxRetryCount": -1}}, "scheduler-retry-config.maxRetryCount: -1 is below the minimum 0"),
 ])
-def test_a_typo_in_a_policy_config_is_refused_naming_the_entry(tmp_path: Path, policy_config: dict[str, Any],
+def test_a_typo_or_nonsense_threshold_in_a_policy_config_is_refused_naming_the_entry(tmp_path: Path, policy_config: dict[str, Any],
                                                                named: str) -> None:
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps(policy_config))
