@@ -337,7 +337,9 @@ class Report:
     """Expected fire times against recorded runs over a window.
 
     Attributes:
-        job_name, schedule, time_zone: what was checked.
+        job_name, schedule, time_zone: what was checked; ``schedule`` is None when none was known: then
+            only the records' own facts (failed, stuck, repeated) are reported, and nothing can be
+            missed, late or unexpected (:attr:`missed_checked` is False).
         since, until: the window (aware UTC); fire times with a candidate instant in it count.
         now: the time the check was made at (aware UTC).
         grace_seconds: seconds after a fire time before a missing run is missed.
@@ -348,7 +350,7 @@ class Report:
     """
 
     job_name: str
-    schedule: str
+    schedule: str | None
     time_zone: str
     since: datetime
     until: datetime
@@ -358,6 +360,11 @@ class Report:
     recorded: int
     runs: int
     findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    @property
+    def missed_checked(self) -> bool:
+        """True when fire times were compared with the records (a schedule was known), so missed runs count."""
+        return self.schedule is not None
 
     def of(self, kind: str) -> list[Finding]:
         """The findings of one kind, newest first."""
@@ -383,7 +390,7 @@ class Report:
             "job_name": self.job_name, "schedule": self.schedule, "time_zone": self.time_zone,
             "since": rfc3339(self.since), "until": rfc3339(self.until), "now": rfc3339(self.now),
             "grace_seconds": self.grace_seconds, "expected": self.expected, "recorded": self.recorded,
-            "runs": self.runs, "ok": self.ok, "counts": self.counts(),
+            "runs": self.runs, "ok": self.ok, "missed_checked": self.missed_checked, "counts": self.counts(),
             "findings": [f.to_json(self.time_zone) for f in self.findings],
         }
 
@@ -391,7 +398,7 @@ class Report:
 _PREFERENCE = {"": 0, "repeated": 1, "skipped": 2}  # a run counts for an ordinary fire time first
 
 
-def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str, time_zone: str, since: datetime,
+def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, time_zone: str, since: datetime,
             until: datetime, now: datetime | None = None,
             grace_seconds: float = DEFAULT_GRACE_SECONDS) -> Report:
     """Compare a schedule's fire times in ``[since, until)`` with the runs recorded for them.
@@ -400,7 +407,8 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str, time_zo
         runs: the job's runs (any order; a stream is consumed once, holding only findings). Runs
             outside the window only serve to satisfy fire times at its edges.
         job_name: the job checked (for the report).
-        schedule: the job's unix-cron schedule.
+        schedule: the job's unix-cron schedule, or None if unknown: then no fire times are expected and
+            only failed, stuck and repeated runs are found (they are facts of the records alone).
         time_zone: the schedule's tz database time zone.
         since, until: the window, aware.
         now: the check's time, aware (default: this machine's clock). Fire times after it are not
@@ -417,7 +425,7 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str, time_zo
     """
     now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     since, until = since.astimezone(timezone.utc), until.astimezone(timezone.utc)
-    fires = list(fire_times(schedule, time_zone, since, until))
+    fires = [] if schedule is None else list(fire_times(schedule, time_zone, since, until))
     slots: dict[datetime, list[int]] = {}
     for i, fire in enumerate(fires):
         for instant in fire.candidates:
@@ -438,7 +446,7 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str, time_zo
         elif run.manual:
             findings.append(Finding(UNEXPECTED, run.schedule_time, "forced run (gcloud scheduler jobs run or "
                                     "'Force run'), keyed apart from the scheduled run", run=run))
-        else:
+        elif schedule is not None:  # without a schedule there are no fire times to hold the run against
             findings.append(Finding(UNEXPECTED, run.schedule_time,
                                     f"not a fire time of {schedule!r} in {time_zone}", run=run))
         matched = fires[match] if match is not None else None

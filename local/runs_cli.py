@@ -126,9 +126,10 @@ def add_run_row(table: Table, run: HistoryRun, time_zone: str) -> None:
 
 def report_table(report: Report, findings: list[Finding]) -> Table:
     """The findings of a report, newest first."""
+    what = (f"Expected against actual: {report.schedule!r} in {report.time_zone}" if report.missed_checked
+            else "Problems in the records (no schedule: missed runs not checked)")
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left",
-                  title=f"Expected against actual: {report.schedule!r} in {report.time_zone}, "
-                        f"{_utc_text(report.since)} to {_utc_text(report.until)}")
+                  title=f"{what}, {_utc_text(report.since)} to {_utc_text(report.until)}")
     table.add_column("finding", width=10, no_wrap=True)
     table.add_column("schedule time (job)", width=26, no_wrap=True)
     table.add_column("UTC", width=20, no_wrap=True)
@@ -141,9 +142,14 @@ def report_table(report: Report, findings: list[Finding]) -> Table:
 
 
 def report_summary(report: Report) -> str:
-    """One line: expected, recorded and the count of each finding; OK or FAIL."""
+    """One line: expected, recorded and the count of each finding; OK or FAIL. Without a schedule:
+    the runs recorded, failed and stuck counts, and that missed runs were not checked."""
     counts = ", ".join(f"{n} {kind}" for kind, n in report.counts().items() if n)
     verdict = "[green bold]OK[/]" if report.ok else "[red bold]FAIL[/]"
+    if not report.missed_checked:
+        return (f"{verdict} {report.job_name}: {report.runs} runs recorded"
+                f"{'; ' + counts if counts else '; nothing failed or stuck'}; missed runs not checked: the records "
+                "carry no schedule (set DEDUP_SCHEDULE on the handler) and --schedule was not given")
     return (f"{verdict} {report.job_name}: {report.recorded}/{report.expected} expected runs recorded"
             f"{'; ' + counts if counts else '; nothing missed, failed or stuck'} "
             f"(grace {report.grace_seconds:g} s)")
@@ -243,7 +249,9 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
     duration, result size (or why it was dropped) and error. With a schedule (given, or stored on the
     records by the handler) the fire times in the window are compared with the records: missed,
     late, failed, stuck, repeated and unexpected runs are listed, and the command exits 1 if any run
-    was missed, failed or is stuck (2 if it could not check). Needs roles/datastore.viewer.
+    was missed, failed or is stuck (2 if it could not check). Without a schedule, failed and stuck
+    runs still count (they are facts of the records) but missed runs cannot be checked: the summary
+    says so. Needs roles/datastore.viewer.
 
     \b
     Examples:
@@ -284,7 +292,7 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
         until = parse_when(until_text, now, time_zone) if until_text else now
         if until <= since:
             raise click.BadParameter(f"--until {_utc_text(until)} is not after --since {_utc_text(since)}")
-        checking = schedule is not None and not no_report
+        checking = not no_report
         out = _Output(console, as_json, job, time_zone)
         margin = timedelta(days=1) if checking else timedelta(0)
         with _progress(err) as progress:
@@ -301,7 +309,6 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
                     yield run
 
             if checking:
-                assert schedule is not None
                 report: Report | None = compare(stream(), job_name=job, schedule=schedule, time_zone=time_zone,
                                                 since=since, until=until, now=now, grace_seconds=grace_seconds)
             else:
@@ -322,9 +329,6 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
         console.print(f"No runs of {job!r} with schedule times from {_utc_text(since)} to {_utc_text(until)}"
                       f"{' in state ' + '/'.join(sorted(run_states)) if run_states else ''}.")
     if report is None:
-        if schedule is None and not no_report and not as_json:
-            console.print("No schedule to compare with: the records carry none (set DEDUP_SCHEDULE on the handler) "
-                          "and --schedule was not given.")
         return 0
     shown = [f for f in report.findings if not kinds or f.kind in kinds]
     if as_json:

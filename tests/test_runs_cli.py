@@ -33,8 +33,9 @@ def _job(run: ScheduledRun) -> dict[str, object]:
     return {"rows": "42"}
 
 
-def _fill(emulator: FirestoreEmulator, start: datetime, count: int, skip: set[int]) -> list[datetime]:
-    settings = Settings(project=emulator.project, schedule=SCHEDULE, time_zone=ZONE)
+def _fill(emulator: FirestoreEmulator, start: datetime, count: int, skip: set[int],
+          schedule: str | None = SCHEDULE) -> list[datetime]:
+    settings = Settings(project=emulator.project, schedule=schedule, time_zone=ZONE)
     store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
     handler = SchedulerHandler(settings, Idempotency(store), _job)
     times = [start + timedelta(minutes=15 * i) for i in range(count)]
@@ -138,3 +139,20 @@ def test_bad_input_names_the_option(emulator: FirestoreEmulator) -> None:
                                                    "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent.json",
                                                    "CLOUDSDK_CONFIG": "/nonexistent"})
     assert out.returncode == 2 and "roles/datastore.viewer" in out.stderr, out.stderr
+
+
+def test_without_a_schedule_a_failed_run_still_fails_the_check_and_json_ends_with_the_summary(
+        emulator: FirestoreEmulator) -> None:
+    # A handler without DEDUP_SCHEDULE: the records carry no schedule, so nothing can be missed, but the
+    # failed run at 01:30 is a fact of its record.
+    _fill(emulator, datetime(2026, 11, 2, 1, 0, tzinfo=UTC), 4, skip={3}, schedule=None)
+    window = ("--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T02:00:00Z")
+    out = _cli(emulator, *window)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "FAIL nightly: 3 runs recorded; 1 failed" in out.stdout and "missed runs not checked" in out.stdout
+    objects = [json.loads(line) for line in _cli(emulator, *window, "--json").stdout.splitlines()]
+    assert objects[-1]["record"] == "summary" and objects[-1]["ok"] is False
+    assert objects[-1]["missed_checked"] is False and objects[-1]["counts"]["failed"] == 1
+    assert [o["kind"] for o in objects if o["record"] == "finding"] == ["failed"]
+    ok = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T01:30:00Z")
+    assert ok.returncode == 0 and "OK nightly: 2 runs recorded; nothing failed or stuck" in ok.stdout, ok.stdout
