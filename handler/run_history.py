@@ -17,6 +17,7 @@ the handler's own checks share them:
 from __future__ import annotations
 
 import json
+import re
 import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -204,6 +205,9 @@ class RunHistory:
         collection: the run records' collection id.
         page_size: records per query page; memory holds one page at a time.
         timeout_seconds: how long one page's query may take, retries of transient errors included.
+        first_call_timeout_seconds: the same bound for the reader's first call, until Firestore has
+            answered once: an unreachable endpoint (a wrong ``FIRESTORE_EMULATOR_HOST``, a refused
+            connection) fails within it instead of retrying for ``timeout_seconds``.
 
     Methods raise ``google.api_core.exceptions.GoogleAPICallError`` / ``RetryError`` when Firestore
     fails; a missing composite index on real Firestore is ``FailedPrecondition`` whose message has a
@@ -211,15 +215,23 @@ class RunHistory:
     """
 
     def __init__(self, client: firestore.Client, collection: str = DEFAULT_COLLECTION,
-                 page_size: int = DEFAULT_PAGE_SIZE, timeout_seconds: float = 60.0):
+                 page_size: int = DEFAULT_PAGE_SIZE, timeout_seconds: float = 60.0,
+                 first_call_timeout_seconds: float = 10.0):
         if page_size < 1:
             raise ValueError(f"page_size={page_size} must be at least 1")
         self.client = client
         self.collection = collection
         self.page_size = page_size
-        retry = gretry.Retry(predicate=gretry.if_transient_error, initial=0.2, maximum=5.0, multiplier=2.0,
-                             timeout=timeout_seconds)
-        self._rpc: dict[str, Any] = {"retry": retry, "timeout": timeout_seconds}
+        self._answered = False
+        self._rpc_first, self._rpc_later = (
+            {"retry": gretry.Retry(predicate=gretry.if_transient_error, initial=0.2, maximum=5.0, multiplier=2.0,
+                                   timeout=seconds), "timeout": seconds}
+            for seconds in (min(first_call_timeout_seconds, timeout_seconds), timeout_seconds))
+
+    @property
+    def _rpc(self) -> dict[str, Any]:
+        """Retry and timeout keyword arguments for the next call: short until Firestore has answered once."""
+        return self._rpc_later if self._answered else self._rpc_first
 
     @classmethod
     def connect(cls, project: str, database: str = DEFAULT_DATABASE, collection: str = DEFAULT_COLLECTION,
@@ -257,6 +269,7 @@ class RunHistory:
         scanned = 0
         while True:
             page = list(query.stream(**self._rpc))
+            self._answered = True
             scanned += len(page)
             for snap in page:
                 run = HistoryRun.from_record(RunRecord.from_snapshot(snap))
@@ -273,13 +286,15 @@ class RunHistory:
         return next(iter(self._first_page(job_name, 1)), None)
 
     def _first_page(self, job_name: str, n: int) -> list[HistoryRun]:
-        snaps = self._query(job_name, None, None).limit(n).stream(**self._rpc)
+        snaps = list(self._query(job_name, None, None).limit(n).stream(**self._rpc))
+        self._answered = True
         return [HistoryRun.from_record(RunRecord.from_snapshot(s)) for s in snaps]
 
     def record(self, run_id: str) -> RunRecord | None:
         """The raw record with this run id (every stored field, the result included), or None."""
         doc: Any = self.client.collection(self.collection).document(run_id)
         snap = doc.get(**self._rpc)
+        self._answered = True
         return RunRecord.from_snapshot(snap) if snap.exists else None
 
     def get(self, run_id: str) -> HistoryRun | None:
@@ -291,6 +306,31 @@ class RunHistory:
             return HistoryRun.from_record(record)
         except ValueError:
             return None
+
+    def with_id_prefix(self, prefix: str, limit: int = 2) -> list[HistoryRun]:
+        """Runs whose run id starts with ``prefix`` (lower-case hex, as the report prints the first 12
+        characters), at most ``limit``, in run id order: one document-id range query
+        (``prefix <= __name__ < prefix + "g"``, as run ids are hex), so it reads at most ``limit``
+        documents however large the collection. Ask for 2 to tell a unique prefix from an ambiguous one.
+
+        Raises:
+            ValueError: ``prefix`` is not 1 to 64 lower-case hex characters.
+        """
+        if not re.fullmatch(r"[0-9a-f]{1,64}", prefix):
+            raise ValueError(f"{prefix!r} is not a run id or its prefix: run ids are lower-case hex")
+        collection = self.client.collection(self.collection)
+        query = (collection.where(filter=FieldFilter("__name__", ">=", collection.document(prefix)))
+                 .where(filter=FieldFilter("__name__", "<", collection.document(prefix + "g")))
+                 .limit(limit))
+        snaps = list(query.stream(**self._rpc))
+        self._answered = True
+        found = []
+        for snap in snaps:
+            try:
+                found.append(HistoryRun.from_record(RunRecord.from_snapshot(snap)))
+            except ValueError:
+                continue  # not a scheduled run's record
+        return found
 
     def at(self, job_name: str, schedule_time: datetime) -> list[HistoryRun]:
         """The job's runs whose schedule time is ``schedule_time`` (a scheduled run, a forced run, or

@@ -203,6 +203,24 @@ def _history(project: str | None, database: str, collection: str) -> RunHistory:
         sys.exit(_EXIT_ERROR)
 
 
+def _read_failed(err: Console, collection: str, exc: Exception) -> None:
+    """Print why reading failed and what to check: the endpoint and credentials when Firestore did not
+    answer, the composite index when the query needs it."""
+    import os
+
+    from google.api_core.exceptions import DeadlineExceeded, RetryError, ServiceUnavailable
+
+    err.print(f"[red]error:[/] reading {collection!r} failed: {exc}")
+    if "index" in str(exc).lower():
+        err.print("The query needs the composite index job_name ASC + schedule_time DESC (the component "
+                  "creates it; the message above has a link that creates it by hand).")
+    elif isinstance(exc, (RetryError, ServiceUnavailable, DeadlineExceeded)):
+        host = os.environ.get("FIRESTORE_EMULATOR_HOST")
+        err.print(f"Firestore did not answer: is the emulator running at FIRESTORE_EMULATOR_HOST={host}?" if host
+                  else "Firestore did not answer: check the network and your credentials (`gcloud auth "
+                       "application-default login`), or set FIRESTORE_EMULATOR_HOST to read an emulator.")
+
+
 def _progress(console: Console) -> Any:
     if not console.is_terminal:
         return nullcontext(None)
@@ -317,10 +335,7 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
                 report = None
         out.flush()
     except (GoogleAPICallError, RetryError) as exc:
-        err.print(f"[red]error:[/] reading {collection!r} failed: {exc}")
-        if "index" in str(exc).lower():
-            err.print("The query needs the composite index job_name ASC + schedule_time DESC (the component "
-                      "creates it; the message above has a link that creates it by hand).")
+        _read_failed(err, collection, exc)
         return _EXIT_ERROR
     except ValueError as exc:
         err.print(f"[red]error:[/] {exc}")
@@ -344,6 +359,22 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
     return 0 if report.ok else _EXIT_PROBLEMS
 
 
+def _is_run_id(text: str) -> bool:
+    return re.fullmatch(r"[0-9a-f]{4,64}", text) is not None
+
+
+def _by_run_id(history: RunHistory, run_id: str) -> list[HistoryRun]:
+    """The run with this run id or unique run id prefix; exits 2 naming the candidates when the prefix is
+    ambiguous."""
+    if len(run_id) == 64:
+        return [r for r in [history.get(run_id)] if r is not None]
+    found = history.with_id_prefix(run_id, limit=2)
+    if len(found) > 1:
+        raise click.BadParameter(f"run id prefix {run_id!r} matches more than one run ({found[0].run_id[:16]}..., "
+                                 f"{found[1].run_id[:16]}..., ...): give more characters", param_hint="RUN_ID")
+    return found
+
+
 @runs.command()
 @click.argument("run", metavar="RUN_ID|SCHEDULE_TIME")
 @click.option("--job", default=None, help="job id; needed when RUN is a schedule time.")
@@ -353,22 +384,26 @@ def show(run: str, job: str | None, time_zone: str | None, project: str | None, 
          as_json: bool) -> None:
     """One run in full: every field of its record, and its stored result.
 
-    RUN is a run id (64 hex characters) or a schedule time (RFC 3339) with --job; a schedule time can
-    match a scheduled and a forced run, both are shown. Exits 1 if there is no such run.
+    RUN is a run id (64 hex characters, or a unique prefix of at least 4, such as the 12 the report
+    prints) or a schedule time (RFC 3339) with --job; a schedule time can match a scheduled and a forced
+    run, both are shown. Exits 1 if there is no such run, 2 if the prefix matches several.
     """
+    from google.api_core.exceptions import GoogleAPICallError, RetryError
+
     history = _history(project, database, collection)
-    if re.fullmatch(r"[0-9a-f]{64}", run):
-        found = [r for r in [history.get(run)] if r is not None]
-    else:
-        if not job:
-            raise click.UsageError("a schedule time needs --job: the job whose run to show")
-        found = history.at(job, parse_when(run, datetime.now(timezone.utc), time_zone or DEFAULT_TIME_ZONE))
+    try:
+        found = _find(history, run, job, time_zone)
+        records = {item.run_id: history.record(item.run_id) for item in found}
+    except (GoogleAPICallError, RetryError) as exc:
+        _read_failed(make_console(stderr=True), collection, exc)
+        sys.exit(_EXIT_ERROR)
     console = make_console()
     if not found:
-        make_console(stderr=True).print(f"No run {run!r}" + (f" of job {job!r}" if job else "") + ".")
+        what = "with run id" + (" prefix" if len(run) < 64 else "") if _is_run_id(run) else "at"
+        make_console(stderr=True).print(f"No run {what} {run!r}" + (f" of job {job!r}" if job else "") + ".")
         sys.exit(_EXIT_PROBLEMS)
     for item in found:
-        record = history.record(item.run_id)
+        record = records[item.run_id]
         fields = {**item.to_json(time_zone), "result": record.result if record else None}
         if as_json:
             click.echo(json.dumps({"record": "run", **fields}, default=str))
@@ -381,3 +416,19 @@ def show(run: str, job: str | None, time_zone: str | None, project: str | None, 
                 "" if value is None else str(value))
             table.add_row(key, text)
         console.print(table)
+
+
+def _find(history: RunHistory, run: str, job: str | None, time_zone: str | None) -> list[HistoryRun]:
+    """The runs RUN names: by run id or prefix, or by schedule time with --job."""
+    if _is_run_id(run):
+        return _by_run_id(history, run)
+    if not job:
+        raise click.UsageError(f"{run!r} is not a run id (hex: the 12-character prefix the report prints is "
+                               "enough); a schedule time needs --job: the job whose run to show")
+    try:
+        at = parse_when(run, datetime.now(timezone.utc), time_zone or DEFAULT_TIME_ZONE)
+    except click.BadParameter:
+        raise click.BadParameter(f"{run!r} is neither a run id (hex, e.g. the 12-character prefix the report "
+                                 "prints) nor a schedule time (RFC 3339, e.g. 2026-11-02T01:00:00Z)",
+                                 param_hint="RUN_ID|SCHEDULE_TIME") from None
+    return history.at(job, at)

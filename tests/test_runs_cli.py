@@ -156,3 +156,49 @@ def test_without_a_schedule_a_failed_run_still_fails_the_check_and_json_ends_wit
     assert [o["kind"] for o in objects if o["record"] == "finding"] == ["failed"]
     ok = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T01:30:00Z")
     assert ok.returncode == 0 and "OK nightly: 2 runs recorded; nothing failed or stuck" in ok.stdout, ok.stdout
+
+
+def test_show_takes_the_run_id_prefix_the_report_prints(emulator: FirestoreEmulator, filled: list[datetime]) -> None:
+    report = _cli(emulator, "--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z",
+                  "--json")
+    (failed,) = [json.loads(line) for line in report.stdout.splitlines() if '"kind": "failed"' in line]
+    prefix = failed["run_id"][:12]  # what the report table's "run id" column shows
+    shown = _cli(emulator, "show", prefix, "--json")
+    assert shown.returncode == 0, shown.stderr
+    (run,) = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert run["run_id"] == failed["run_id"] and "report source unreachable" in run["error"]
+
+    missing = _cli(emulator, "show", "deadbeef", "--job", "nightly")
+    assert missing.returncode == 1 and "No run with run id prefix 'deadbeef'" in missing.stderr, missing.stderr
+    neither = _cli(emulator, "show", "yesterday-ish", "--job", "nightly")
+    assert neither.returncode == 2 and "neither a run id" in neither.stderr, neither.stderr
+    no_job = _cli(emulator, "show", "2026-11-02T01:00:00Z")
+    assert no_job.returncode == 2 and "not a run id" in no_job.stderr and "--job" in no_job.stderr
+
+    # Two records whose run ids share a prefix: the prefix is ambiguous, a longer one is not.
+    from google.cloud import firestore
+
+    records = firestore.Client(project=emulator.project).collection(Settings(project=emulator.project).collection)
+    for tail in ("0" * 52, "1" * 52):
+        records.document("abcdef012345" + tail).set(
+            {"job_name": "other", "schedule_time": datetime(2026, 11, 2, tzinfo=UTC), "status": "completed",
+             "attempt_id": "a"})
+    ambiguous = _cli(emulator, "show", "abcdef012345")
+    assert ambiguous.returncode == 2 and "matches more than one run" in ambiguous.stderr, ambiguous.stderr
+    assert _cli(emulator, "show", "abcdef0123451").returncode == 0
+
+
+def test_an_unreachable_firestore_fails_fast_naming_the_endpoint(emulator: FirestoreEmulator) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: connections are refused
+        s.bind(("127.0.0.1", 0))
+        host = f"127.0.0.1:{s.getsockname()[1]}"
+    # Bounded by the reader's first-call timeout (10 s), not its 60 s page timeout; the subprocess
+    # timeout below leaves room for a loaded machine and still fails the unbounded behaviour.
+    scripts = Path(sys.executable).parent
+    env = {**os.environ, "FIRESTORE_EMULATOR_HOST": host, "GOOGLE_CLOUD_PROJECT": emulator.project}
+    for args in (["--job", "nightly"], ["show", "abcdef012345"]):
+        out = subprocess.run([str(scripts / "scheduler-dedup"), "runs", *args], capture_output=True, text=True,
+                             env=env, timeout=45, check=False)
+        assert out.returncode == 2 and f"FIRESTORE_EMULATOR_HOST={host}" in out.stderr, out.stderr
