@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,16 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from scheduler_dedup.handler.run_history import FAILED_RUN, MISSED, STUCK_RUN, Report, RunHistory, compare
+from scheduler_dedup.handler.run_history import (
+    DEFAULT_GRACE_SECONDS,
+    FAILED_RUN,
+    MISSED,
+    STUCK_RUN,
+    Report,
+    RunHistory,
+    compare,
+    rfc3339,
+)
 from scheduler_dedup.handler.run_key import RunKey
 from scheduler_dedup.local.console import make_console
 from scheduler_dedup.local.emulator import EmulatorNotFoundError, EmulatorStartError, FirestoreEmulator
@@ -221,6 +230,16 @@ def _history(project: str, schedule: str, time_zone: str, times: list[datetime],
     return report
 
 
+def runs_command(emulator: FirestoreEmulator, times: list[datetime], skipped: int) -> str:
+    """The ``scheduler-dedup runs`` command line that reads the demo's records over the demo's own window
+    (its first fire time to just after its last), so its report finds exactly the skipped fire time missed;
+    ``--grace 0`` when that fire time is more recent than the default grace period."""
+    since, until = rfc3339(times[0]), rfc3339(times[-1] + timedelta(seconds=1))
+    recent = datetime.now(timezone.utc) - times[skipped] < timedelta(seconds=DEFAULT_GRACE_SECONDS)
+    return (f"FIRESTORE_EMULATOR_HOST={emulator.host} GOOGLE_CLOUD_PROJECT={emulator.project} scheduler-dedup runs "
+            f"--job {JOB_NAME} --since {since} --until {until}{' --grace 0' if recent else ''}")
+
+
 def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_zone: str = "Europe/Berlin",
              keep_emulator: bool = False) -> int:
     """Run the demo and print its tables.
@@ -307,6 +326,7 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
                   "on it, as a check in CI or cron should.")
     if keep_emulator:
         console.print(f"The emulator keeps running (pid {emulator.pid}; stop it with `kill {emulator.pid}`). Its "
-                      f"run history, from another shell:\n  FIRESTORE_EMULATOR_HOST={emulator.host} "
-                      f"GOOGLE_CLOUD_PROJECT={emulator.project} scheduler-dedup runs --job {JOB_NAME} --since 1d")
+                      "run history and report, from another shell (the demo's own window: a wider one finds "
+                      f"every fire time before it missed):\n  {runs_command(emulator, times, skipped)}",
+                      soft_wrap=True)  # one line however narrow the terminal, so it copies whole
     return 0
