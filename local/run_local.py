@@ -24,7 +24,8 @@ from rich.console import Console
 
 from scheduler_dedup.handler.config import firestore_timeout_for
 from scheduler_dedup.handler.cron import fire_times, is_iana_time_zone, unix_cron_problem
-from scheduler_dedup.handler.run_history import Report, RunHistory, compare
+from scheduler_dedup.handler.record import COMPLETED, FAILED
+from scheduler_dedup.handler.run_history import HistoryRun, Report, RunHistory, compare
 from scheduler_dedup.handler.run_key import RunKey
 from scheduler_dedup.local.console import make_console
 from scheduler_dedup.local.emulator import EmulatorNotFoundError, EmulatorStartError, FirestoreEmulator
@@ -86,7 +87,8 @@ class _Instances:
         return [self.server.url]
 
     def crash(self, history: RunHistory, run_id: str) -> None:
-        """SIGKILL the instance once the run is claimed (mid-job, if the job is still running), then replace it."""
+        """SIGKILL the instance once the run is claimed (mid-job, if the job is still running; a fast job may
+        have finished: the printed line says which, from the record), then replace it."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             record = history.record(run_id)
@@ -260,9 +262,21 @@ def _print_run(console: Console, history: RunHistory, name: str, when: datetime,
         add_run_row(table, run, time_zone)
     if rows:
         console.print(table)
-    console.print(f"[dim]  {when:%H:%M:%S}Z {FAULT_TITLES[fault]}: {summary}"
+    title = _crash_title(rows) if fault == "crash" else FAULT_TITLES[fault]
+    console.print(f"[dim]  {when:%H:%M:%S}Z {title}: {summary}"
                   + ("" if rows else " (no run record)") + "[/]", highlight=False)
     return len(rows)
+
+
+def _crash_title(rows: Sequence[HistoryRun]) -> str:
+    """What the ``crash`` fault really did, read from the run's record: the kill is timed by the claim, so
+    with a fast job it can land after the job finished. A takeover means it landed while the attempt held
+    the run (mid-job); one attempt and a finished record mean the job had finished first."""
+    if any(run.took_over for run in rows):
+        return FAULT_TITLES["crash"] + " (taken over after the lease expired)"
+    if rows and all(run.state in (COMPLETED, FAILED) for run in rows):
+        return "instance SIGKILLed after the job had finished (1 attempt, no takeover needed)"
+    return "instance SIGKILLed mid-job; not taken over yet"
 
 
 def _report(console: Console, history: RunHistory, name: str, schedule: str, time_zone: str,

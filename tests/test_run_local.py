@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -58,3 +59,19 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path) -> None:
     assert out.returncode == 2 and "--delivery-faults deadline" in out.stderr
     out = _run_local(tmp_path, "--runs", "1", "--store-fault", "commit:explode")
     assert out.returncode == 2 and "step:kind" in out.stderr
+
+
+def test_the_crash_line_says_whether_the_kill_landed_mid_job(tmp_path: Path) -> None:
+    # A job that returns at once: the kill, timed by the claim, often lands after it finished. Each crash
+    # line must match the record: "mid-job" only where a retry took the run over.
+    out = _run_local(tmp_path, "--runs", "3", "--delivery-faults", "crash", "--lease", "2", "--attempt-deadline", "5")
+    assert out.returncode == 0, out.stdout + out.stderr
+    executions = _executions(tmp_path)
+    lines = [line for line in out.stdout.splitlines() if "SIGKILLed" in line]
+    assert len(lines) == 3, out.stdout
+    mid_job = [line for line in lines if "mid-job" in line]
+    assert all("taken over" in line for line in mid_job), lines
+    repeated = re.search(r"(\d+) repeated", out.stdout)
+    assert len(mid_job) == (int(repeated.group(1)) if repeated else 0), out.stdout
+    after = [line for line in lines if "after the job had finished" in line]
+    assert len(after) + len(mid_job) == 3 and sum(executions.values()) >= 3, lines
