@@ -2,8 +2,10 @@
 
 Every answer is a JSON object with a ``status`` (``processed``, ``duplicate``, ``failed``, ``in_progress``,
 ``fenced``, ``released``, ``store_error``, ``bad_request``, ``internal_error``...) and, once the run is
-known, its ``run_id``. Bodies are encoded strictly (``allow_nan=False``): results are stored in a JSON form
-(:mod:`scheduler_dedup.handler.stored_result`), so no body carries ``NaN``. An unexpected exception answers
+known, its ``run_id``. Bodies are encoded strictly (``allow_nan=False``, ASCII with ``\\u`` escapes): results
+are stored in a JSON form (:mod:`scheduler_dedup.handler.stored_result`) that holds UTF-8 strings only and
+error text is made UTF-8 encodable (:mod:`scheduler_dedup.handler.safe_text`), so no body carries ``NaN`` or a
+lone surrogate. An unexpected exception answers
 500 ``internal_error`` in JSON (:func:`json_errors`), never functions-framework's HTML error page.
 Only the status codes differ between the two adapters; each keeps its own table.
 """
@@ -21,6 +23,7 @@ import flask
 from scheduler_dedup.handler.errors import StoreError
 from scheduler_dedup.handler.idempotency import Outcome, RunOutcome
 from scheduler_dedup.handler.logs import LogField
+from scheduler_dedup.handler.safe_text import exception_text
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -73,14 +76,14 @@ def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
 
 def internal_error_body(exc: BaseException) -> dict[str, Any]:
     """The 500 ``internal_error`` body for an exception nothing else answered."""
-    return {"status": "internal_error", "error": f"{type(exc).__name__}: {exc}"[:500] + " (see the logs)"}
+    return {"status": "internal_error", "error": exception_text(exc, 500) + " (see the logs)"}
 
 
 def json_response(body: Mapping[str, Any], status: int, headers: Mapping[str, str] | None = None) -> flask.Response:
     """A strict JSON response; a body JSON cannot hold becomes a 500 ``internal_error`` instead."""
     try:
         text = json.dumps(body, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:  # TypeError, ValueError (NaN), RecursionError...
         log.error("answer body is not JSON: %s", exc, extra={LogField.OUTCOME: "internal_error"})
         text, status, headers = json.dumps(internal_error_body(exc)), 500, None
     return flask.Response(text, status=status, headers=dict(headers or {}), mimetype="application/json")

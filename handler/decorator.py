@@ -85,7 +85,8 @@ def idempotent(key: Callable[..., str], *, scope: str | None = None, idempotency
     cannot be stored is returned as None (and logged). It raises :class:`RunInProgressError` while
     another call holds the key, :class:`RunFailedError` after a :class:`NonRetryableJobError`,
     :class:`LeaseLostError` if another call took the key over from this one, :class:`StoreError` when
-    Firestore fails, and re-raises any other exception after releasing the key (so a retry runs again).
+    Firestore fails, and re-raises any other exception after releasing the key (so a retry runs again);
+    that includes ``SystemExit`` and ``KeyboardInterrupt``, which this process raised itself and decides on.
     """
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
@@ -100,6 +101,8 @@ def idempotent(key: Callable[..., str], *, scope: str | None = None, idempotency
             outcome = machinery.execute(record_id_for_key(raw_key, record_scope), lambda _attempt: fn(*args, **kwargs),
                                         {"key": raw_key[:1500], "scope": record_scope[:1500],
                                          "function": fn.__qualname__})
+            if outcome.exception is not None and not isinstance(outcome.exception, Exception):
+                raise outcome.exception  # SystemExit, KeyboardInterrupt...: the key is released; the caller decides
             if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
                 result: Any = outcome.result
                 return result

@@ -68,11 +68,14 @@ from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD,
                                            RunRecord, claim_landed_late)
 from scheduler_dedup.handler.store import STORE_ERRORS, FirestoreRunStore
+from scheduler_dedup.handler.safe_text import exception_text
 from scheduler_dedup.handler.stored_result import StoredResult, fresh_copy, prepare_result, replayable
 
 log = logging.getLogger("scheduler_dedup")
 
 _MAX_ERROR_CHARS = 2000
+_EXITED = (" (the job raised a BaseException that is not an Exception: a job must return or raise an Exception, "
+           "never exit; the claim was released, so a retry runs the job again)")
 _CLAIM_ROUNDS = 5
 #: Writes of a holder tried per step before Firestore counts as unreachable (each try one read + one write).
 _HOLDER_ROUNDS = 3
@@ -168,8 +171,10 @@ class Idempotency:
             fields: extra fields stored in the record (job name, schedule time...).
 
         Returns:
-            A :class:`RunOutcome`. Only a ``BaseException`` that is not an ``Exception``
-            (e.g. ``KeyboardInterrupt``) propagates, after the claim is released.
+            A :class:`RunOutcome`. A ``BaseException`` that is not an ``Exception`` (``SystemExit``,
+            ``KeyboardInterrupt``, ``GeneratorExit``) raised by the work is a retryable failure too: the claim
+            is released and the outcome (``released``, its ``exception`` the one raised) says a job must
+            return or raise an ``Exception``, never exit; it never propagates.
 
         Raises:
             StoreError: Firestore failed or timed out; ``executed`` says whether the work ran.
@@ -245,14 +250,15 @@ class Idempotency:
             outcome = Outcome.RELEASED if released else Outcome.FENCED
             return RunOutcome(outcome, run_id, attempt_id, executed=True, error=_error_text(exc), exception=exc,
                               took_over=claim.took_over)
-        except BaseException:
+        except BaseException as exc:
+            # SystemExit (a click/argparse main()), KeyboardInterrupt, GeneratorExit...: a job failure like any
+            # other, never a reason to let the exception reach the server (SystemExit stops a gunicorn worker).
             keeper.stop()
-            try:
-                self._release(run_id, attempt_id, keeper)
-            except STORE_ERRORS as exc:
-                log.error("could not release the claim after an interrupt: %s", exc,
-                          extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
-            raise
+            released = self._recorded(run_id, attempt_id, "release", lambda: self._release(run_id, attempt_id, keeper))
+            outcome = Outcome.RELEASED if released else Outcome.FENCED
+            error = _error_text(exc)[:_MAX_ERROR_CHARS - len(_EXITED)] + _EXITED
+            return RunOutcome(outcome, run_id, attempt_id, executed=True, error=error, exception=exc,
+                              took_over=claim.took_over)
         keeper.stop()
         stored = self._recorded(run_id, attempt_id, "complete",
                                 lambda: self._complete(run_id, attempt_id, keeper, claim, value))
@@ -358,12 +364,13 @@ class Idempotency:
         try:
             done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
                                 {"error": None, "result": stored.value, "result_dropped": stored.dropped})
-        except _INVALID_WRITE as exc:
-            if stored.value is None:
+        except Exception as exc:
+            if stored.value is None or (isinstance(exc, STORE_ERRORS) and not isinstance(exc, _INVALID_WRITE)):
                 raise
-            # The value-model check missed a rule: the run still completes, without its result.
-            stored = StoredResult(None, f"Firestore refused the result: {type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS])
-            log.warning("completion refused as invalid; completing without the result: %s", exc,
+            # The value-model check missed a rule, or the client could not encode the result: the run still
+            # completes, without its result.
+            stored = StoredResult(None, f"Firestore refused the result: {exception_text(exc, _MAX_ERROR_CHARS)}")
+            log.warning("completion refused as invalid; completing without the result: %s", stored.dropped,
                         extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
             done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
                                 {"error": None, "result": None, "result_dropped": stored.dropped})
@@ -473,4 +480,4 @@ def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
 
 
 def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:_MAX_ERROR_CHARS]
+    return exception_text(exc, _MAX_ERROR_CHARS)

@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from enum import StrEnum
 
 from pythonjsonlogger.json import JsonFormatter
 
 _configured = False
+
+
+def ignore_python_version_warning() -> None:
+    """Hide google-api-core's import-time ``FutureWarning`` that its Python 3.11 support ends in 2027.
+
+    This project supports 3.11 on purpose, and the warning would clutter every command's output and every
+    instance's logs. Only that warning, from that module, is hidden. Call it before anything imports
+    ``google.api_core`` (the CLI's and the handler's entry points do).
+    """
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.api_core\._python_version_support")
 
 
 class LogField(StrEnum):

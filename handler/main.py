@@ -6,10 +6,14 @@ with a message that names the environment variable.
 
 from __future__ import annotations
 
-import functions_framework
-import flask
+from scheduler_dedup.handler.logs import ignore_python_version_warning
 
-from scheduler_dedup.handler.app import build_handler_from_env
+ignore_python_version_warning()  # before anything imports google.api_core
+
+import flask  # noqa: E402  (after the warning filter)
+import functions_framework  # noqa: E402
+
+from scheduler_dedup.handler.app import build_handler_from_env  # noqa: E402
 
 _handler = build_handler_from_env()
 

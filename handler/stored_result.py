@@ -5,6 +5,8 @@ duplicate and every ``idempotent`` call answer exactly that form:
 
 - ``dict`` (string keys; ``int``/``float``/``bool``/``None`` keys become strings, as in JSON), ``list``,
   ``str``, ``int``, finite ``float``, ``bool`` and ``None`` are kept as they are;
+- a ``dict`` whose keys become the same JSON key (``{1: "a", "1": "b"}``) is not stored: keeping one of them
+  would silently lose the other, so the result is dropped with a reason;
 - a ``tuple`` becomes a list (a JSON array);
 - a ``datetime.datetime`` or ``datetime.date`` becomes its ISO 8601 string (``datetime.isoformat()``: RFC 3339
   for an aware datetime);
@@ -20,6 +22,8 @@ https://firebase.google.com/docs/firestore/manage-data/data-types):
 - maps and arrays nest at most 20 levels (:data:`MAX_DEPTH`; each map or array is one level);
 - an array cannot hold an array directly;
 - map keys are non-empty and do not match ``__.*__`` (reserved names);
+- strings and map keys are UTF-8: a ``str`` holding a lone surrogate (``os.listdir``'s ``surrogateescape``
+  output for undecodable bytes) cannot be stored;
 - a field path (``result.key.key...``) is at most 1,500 bytes (:data:`MAX_FIELD_PATH_BYTES`);
 - the whole record is at most 1 MiB (1,048,576 bytes) as Firestore counts it: the document name, each field
   name and each value, sized as https://firebase.google.com/docs/firestore/storage-size describes
@@ -37,9 +41,12 @@ import copy
 import datetime as dt
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from scheduler_dedup.handler.safe_text import exception_text, is_utf8, utf8_safe
 
 #: Largest document, bytes (https://firebase.google.com/docs/firestore/quotas).
 MAX_DOCUMENT_BYTES = 1_048_576
@@ -75,6 +82,20 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"a {type(value).__name__} is not a JSON value")
 
 
+class _KeyCollision(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON text from json.dumps repeats a key only where distinct keys became one string (1 and "1").
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        repeated = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise _KeyCollision(f"two keys of one map become the same JSON key {repeated[:40]!r} (e.g. 1 and \"1\"); "
+                            "storing one would silently lose the other")
+    return mapping
+
+
 def json_form(value: Any) -> StoredResult:
     """The stored form of ``value`` (see the module docstring), or a dropped result saying why.
 
@@ -82,14 +103,16 @@ def json_form(value: Any) -> StoredResult:
     """
     try:
         text = json.dumps(value, allow_nan=False, default=_json_default)
+        return StoredResult(json.loads(text, object_pairs_hook=_unique_keys))
+    except _KeyCollision as exc:
+        return StoredResult(None, utf8_safe(f"result cannot be stored as JSON: {exc}"))
     except (TypeError, ValueError, RecursionError) as exc:
-        reason = str(exc)
+        reason = exception_text(exc, 500).partition(": ")[2]
         if "Out of range float" in reason:
             reason = "it holds NaN or Infinity, which JSON cannot hold"
         return StoredResult(None, f"result is not JSON: {reason}")
     except Exception as exc:  # a user object whose own hooks raise: the run must still be recorded
-        return StoredResult(None, f"result is not JSON: {type(exc).__name__}: {exc}")
-    return StoredResult(json.loads(text))
+        return StoredResult(None, f"result is not JSON: {exception_text(exc, 500)}")
 
 
 def _segment_bytes(name: str) -> int:
@@ -100,20 +123,26 @@ def _segment_bytes(name: str) -> int:
 
 
 def _shown(path: str) -> str:
+    path = utf8_safe(path)
     return path if len(path) <= 80 else path[:77] + "..."
 
 
 def value_model_refusal(value: Any, field: str = RESULT_FIELD) -> str | None:
     """Why Firestore would refuse ``value`` (a stored form) as the value of ``field``, or None if it fits.
 
-    Checks integer range, nesting depth, arrays in arrays, reserved and empty map keys and field path
-    length; the document size is :func:`document_size`'s concern.
+    Checks UTF-8 strings and keys, integer range, nesting depth, arrays in arrays, reserved and empty map
+    keys and field path length; the document size is :func:`document_size`'s concern.
     """
     # (value, path for messages, nesting levels above, field path bytes so far, parent is an array)
     stack: list[tuple[Any, str, int, int, bool]] = [(value, field, 0, _segment_bytes(field), False)]
     while stack:
         item, path, depth, path_bytes, in_array = stack.pop()
-        if isinstance(item, bool) or item is None or isinstance(item, (str, float)):
+        if isinstance(item, str):
+            if not is_utf8(item):
+                return f"{_shown(path)} is a string that is not valid UTF-8 (it holds a lone surrogate, " \
+                       "e.g. from os.listdir's surrogateescape); Firestore stores UTF-8 strings only"
+            continue
+        if isinstance(item, bool) or item is None or isinstance(item, float):
             continue
         if isinstance(item, int):
             if not INT64_MIN <= item <= INT64_MAX:
@@ -123,6 +152,9 @@ def value_model_refusal(value: Any, field: str = RESULT_FIELD) -> str | None:
             if depth + 1 > MAX_DEPTH:
                 return f"{_shown(path)} nests maps and arrays deeper than Firestore's {MAX_DEPTH} levels"
             for key, child in item.items():
+                if not is_utf8(key):
+                    return f"{_shown(path)} has a key that is not valid UTF-8 ({utf8_safe(key)[:40]!r}: a lone " \
+                           "surrogate, e.g. from os.listdir's surrogateescape); Firestore stores UTF-8 names only"
                 if key == "":
                     return f"{_shown(path)} has an empty key, which Firestore refuses as a field name"
                 if _RESERVED_NAME.match(key):
@@ -194,19 +226,23 @@ def prepare_result(value: Any, *, collection: str, document_id: str, record_fiel
         document_id: the run's record id.
         record_fields: every other field the completed record will hold (without ``result``).
 
-    Never raises.
+    Never raises: should a check itself fail on some value, the result is dropped with that failure as the
+    reason, so a run that executed is still recorded and never run again because of its result.
     """
-    form = json_form(value)
-    if form.dropped is not None:
+    try:
+        form = json_form(value)
+        if form.dropped is not None:
+            return form
+        refusal = value_model_refusal(form.value)
+        if refusal is not None:
+            return StoredResult(None, f"Firestore cannot store the result: {refusal}")
+        size = document_size(collection, document_id, {**record_fields, RESULT_FIELD: form.value})
+        if size > MAX_DOCUMENT_BYTES:
+            return StoredResult(None, f"the record with this result would be {size} bytes as Firestore counts them, "
+                                      f"over its {MAX_DOCUMENT_BYTES}-byte document limit")
         return form
-    refusal = value_model_refusal(form.value)
-    if refusal is not None:
-        return StoredResult(None, f"Firestore cannot store the result: {refusal}")
-    size = document_size(collection, document_id, {**record_fields, RESULT_FIELD: form.value})
-    if size > MAX_DOCUMENT_BYTES:
-        return StoredResult(None, f"the record with this result would be {size} bytes as Firestore counts them, "
-                                  f"over its {MAX_DOCUMENT_BYTES}-byte document limit")
-    return form
+    except Exception as exc:  # the run must be recorded whatever the result holds
+        return StoredResult(None, f"the result could not be prepared for storing: {exception_text(exc, 500)}")
 
 
 def replayable(value: Any) -> StoredResult:

@@ -4,14 +4,13 @@ campaign), ``check`` (offline policy check) and ``runs`` (run history and missed
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 
 import click
 
-# google-api-core warns at import that its Python 3.11 support ends in 2027; this project supports 3.11
-# on purpose, and the warning would clutter every command's output. Set before anything imports it.
-warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.api_core\._python_version_support")
+from scheduler_dedup.handler.logs import ignore_python_version_warning
+
+ignore_python_version_warning()  # before anything imports google.api_core
 
 from scheduler_dedup.local.runs_cli import runs  # noqa: E402  (after the warning filter)
 

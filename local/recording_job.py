@@ -17,7 +17,8 @@ A ``job@schedule-time`` key (UTC, seconds) plans one run and wins over the job's
 ``sleep`` is seconds (default ``DEMO_JOB_SECONDS``, else 0.05); ``fail`` fails the first
 ``fail_times`` starts of each run (default: every start). ``result`` replaces the returned value with
 the given JSON value; ``result_python`` with one of :data:`PYTHON_RESULTS` (values JSON cannot hold as
-they are), to test what the handler stores and answers.
+they are), to test what the handler stores and answers. ``raise_python`` raises one of
+:data:`PYTHON_ERRORS` (``SystemExit``, error text UTF-8 cannot encode...) on the first ``fail_times`` starts; ``warn`` issues a ``FutureWarning`` with that text.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from scheduler_dedup.handler import NonRetryableJobError, ScheduledRun
@@ -39,6 +42,20 @@ PYTHON_RESULTS: dict[str, Any] = {
     "tuple_and_datetime": {"pair": (1, 2), "at": datetime(2026, 10, 16, 12, 0, tzinfo=timezone.utc)},
     "nan": {"ratio": float("nan")},
     "object": object(),
+    # str from os.listdir/surrogateescape can hold lone surrogates, which UTF-8 (and Firestore) cannot encode
+    "lone_surrogate_value": {"s": "\ud800"},
+    "lone_surrogate_key": {"\udc80": 1},
+    "colliding_keys": {1: "a", "1": "b"},
+}
+
+#: Exceptions a plan can ask the job to raise by name (``raise_python``), for the first ``fail_times`` starts.
+PYTHON_ERRORS: dict[str, Callable[[], BaseException]] = {
+    "system_exit_0": lambda: SystemExit(0),  # what a click/argparse main() raises on success
+    "system_exit_3": lambda: SystemExit(3),  # gunicorn's worker-boot-failure code
+    "keyboard_interrupt": KeyboardInterrupt,
+    "generator_exit": GeneratorExit,
+    "non_retryable_lone_surrogate": lambda: NonRetryableJobError("bad file \udc80name"),
+    "retryable_lone_surrogate": lambda: RuntimeError("bad file \udc80name"),
 }
 
 
@@ -93,6 +110,12 @@ def run(scheduled: ScheduledRun) -> Any:
         if fail == "permanent":
             raise NonRetryableJobError(f"planned permanent failure of {scheduled.job_name}")
         raise RuntimeError(f"planned retryable failure of {scheduled.job_name}")
+    if "warn" in plan:  # a warning of the job's own, which the handler's logs must still show
+        warnings.warn(plan["warn"], FutureWarning, stacklevel=1)
+    raised = plan.get("raise_python")
+    if raised and starts_before < int(plan.get("fail_times", 10**9)):
+        _append({"event": "end", "outcome": raised, **base})
+        raise PYTHON_ERRORS[raised]()
     _append({"event": "end", "outcome": "ok", **base})
     if "result_python" in plan:
         return PYTHON_RESULTS[plan["result_python"]]

@@ -62,6 +62,23 @@ def test_a_retryable_exception_releases_the_key_and_re_raises(machinery: Idempot
     assert attempts == [3, 3]
 
 
+@pytest.mark.parametrize("exit_", [SystemExit(0), KeyboardInterrupt()])
+def test_an_exit_releases_the_key_and_re_raises_in_process(machinery: Idempotency, exit_: BaseException) -> None:
+    attempts: list[int] = []
+
+    @idempotent(key=lambda n: f"exit-{n}", idempotency=machinery)
+    def cli_main(n: int) -> int:
+        attempts.append(n)
+        if len(attempts) == 1:
+            raise exit_  # e.g. a click/argparse main() called in-process
+        return n
+
+    with pytest.raises(type(exit_)):
+        cli_main(1)
+    assert machinery.store.get(record_id_for_key("exit-1", default_scope(cli_main))) is None
+    assert cli_main(1) == 1 and attempts == [1, 1]
+
+
 def test_a_non_retryable_error_is_recorded_and_never_retried(machinery: Idempotency) -> None:
     calls: list[int] = []
 

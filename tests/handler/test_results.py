@@ -114,3 +114,62 @@ def test_an_unexpected_error_answers_json_500_not_the_html_page(harness: Harness
     body = strict_json(answer)
     assert answer.status_code == 500 and body["status"] == "internal_error", answer.text[:300]
     assert "paused" in body["error"]
+
+
+def utf8_encodable(body: Any) -> bool:
+    """True when every string in ``body`` encodes as UTF-8 (no lone surrogate hides behind a \\u escape)."""
+    try:
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+UNSTORABLE_STRINGS_AND_KEYS = {
+    "lone_surrogate_value": "not valid UTF-8",  # {"s": "\ud800"}
+    "lone_surrogate_key": "not valid UTF-8",  # {"\udc80": 1}
+    "colliding_keys": "same JSON key",  # {1: "a", "1": "b"}: json.dumps would keep only "1": "b"
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNSTORABLE_STRINGS_AND_KEYS))
+def test_a_result_with_strings_or_keys_firestore_cannot_keep_is_dropped_and_never_reruns(harness: Harness,
+                                                                                          kind: str) -> None:
+    harness.plan(kind, result_python=kind)
+    server, other = harness.server(DEDUP_LEASE_SECONDS=str(LEASE)), harness.server(DEDUP_LEASE_SECONDS=str(LEASE))
+    first = deliver(server.url, scheduler_headers(kind, T))
+    body = strict_json(first)
+    assert first.status_code == 200 and body["status"] == "processed", first.text[:300]
+    assert body["result"] is None and UNSTORABLE_STRINGS_AND_KEYS[kind] in body["result_dropped"], body
+    assert utf8_encodable(body), body
+    time.sleep(LEASE + 0.3)  # were the run left in_progress, this delivery would take it over and run it again
+    for url in (server.url, other.url):
+        replay = strict_json(deliver(url, scheduler_headers(kind, T)))
+        assert replay == {"status": "duplicate", "run_id": body["run_id"], "result": None,
+                          "result_dropped": body["result_dropped"]}
+    assert len(harness.starts(body["run_id"])) == 1
+    record = harness.records()[body["run_id"]]
+    assert record["status"] == "completed" and record["result_dropped"] == body["result_dropped"]
+
+
+def test_error_text_utf8_cannot_encode_is_recorded_escaped(harness: Harness) -> None:
+    harness.plan("permanent", raise_python="non_retryable_lone_surrogate")  # NonRetryableJobError("bad file \udc80name")
+    harness.plan("retryable", raise_python="retryable_lone_surrogate", fail_times=1)
+    server, other = harness.server(DEDUP_LEASE_SECONDS=str(LEASE)), harness.server(DEDUP_LEASE_SECONDS=str(LEASE))
+    first = deliver(server.url, scheduler_headers("permanent", T))
+    body = strict_json(first)
+    assert body["status"] == "failed", first.text[:300]
+    assert body["error"] == "NonRetryableJobError: bad file \\udc80name" and utf8_encodable(body)
+    time.sleep(LEASE + 0.3)
+    for url in (server.url, other.url):
+        replay = strict_json(deliver(url, scheduler_headers("permanent", T)))
+        assert replay["status"] == "failed" and replay["error"] == body["error"]
+    assert len(harness.starts(body["run_id"])) == 1
+    assert harness.records()[body["run_id"]]["status"] == "failed"
+
+    released = deliver(server.url, scheduler_headers("retryable", T))
+    body = strict_json(released)
+    assert released.status_code == 500 and body["status"] == "released", released.text[:300]
+    assert body["error"] == "RuntimeError: bad file \\udc80name" and utf8_encodable(body)
+    retry = strict_json(deliver(other.url, scheduler_headers("retryable", T)))  # released: runs again at once
+    assert retry["status"] == "processed" and len(harness.starts(body["run_id"])) == 2
