@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from scheduler_dedup.local.console import make_console
 from scheduler_dedup.policies.model import Resource
 from scheduler_dedup.policies.policy_config import PolicyConfigError, check_policy_config
 from scheduler_dedup.policies.rules import Finding, evaluate
@@ -174,14 +175,15 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
             ``"advisory"``/``"mandatory"``/``"disabled"`` or ``{"enforcementLevel": ..., <config>}``).
         stack_refs: ``(stack name, its config file)`` pairs: each config runs under mocks first, and its exports
             answer the checked program's ``StackReference`` to that name (a job stack's ``storeStack``).
-        console: where to print (default: stdout).
+        console: where to print (default: stdout, kept :data:`~scheduler_dedup.local.console.PIPE_WIDTH` columns
+            wide when it is not a terminal, so a CI log's table keeps a readable message column).
 
     Returns:
         1 if any mandatory violation, 0 otherwise, 2 for usage errors (neither or both of ``stack`` and
         ``config_file``, a missing file, an unreadable policy config, or one naming an unknown policy, level
         or setting, or giving a threshold out of range: :func:`~scheduler_dedup.policies.policy_config.check_policy_config`).
     """
-    out = console or Console()
+    out = console or make_console()
     if (stack is None) == (config_file is None):
         out.print("[red]give exactly one of --stack NAME or --config FILE[/red]")
         return 2

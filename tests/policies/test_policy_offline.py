@@ -302,3 +302,22 @@ def test_a_stack_the_check_passes_never_refuses_its_own_scheduler_job(tmp_path: 
         assert _handler_admits(service_env(pairing.service), audience, token["serviceAccountEmail"]), pairing.job.name
         custom = get(pairing.service.props, "customAudiences") or []
         assert platform_accepts(audience, service_urls(pairing.service)[0], custom), pairing.job.name
+
+
+def test_the_table_keeps_a_readable_width_when_piped(tmp_path: Path) -> None:
+    """In a CI log (stdout not a terminal, no COLUMNS) the table is not squeezed to 80 columns."""
+    import os
+    import subprocess
+    import sys
+
+    from scheduler_dedup.local.console import PIPE_WIDTH
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    command = [sys.executable, "-m", "scheduler_dedup.local.cli", "check", "--config", str(advisory_config(tmp_path))]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) > 120, done.stdout
+    assert max(len(line) for line in lines) <= PIPE_WIDTH, done.stdout
+    message_cells = [line.split("│")[4] for line in lines if line.count("│") == 5]
+    assert max(len(cell.strip()) for cell in message_cells) > 45, done.stdout  # was ~22 at 80 columns
