@@ -752,10 +752,12 @@ def tables(report: CampaignReport) -> Iterator[Table]:
 
 def run_cli(cfg: CampaignConfig, traces: int = 5) -> int:
     """Run a campaign, print its tables, each violation with its seed and the traces of the first
-    ``traces`` violating scenarios; returns 1 if any invariant was violated, else 0."""
+    ``traces`` violating scenarios (of the one scenario, violating or not, when the campaign has one:
+    that is how a seed is replayed); returns 1 if any invariant was violated, else 0."""
     console = Console(width=max(Console().width, 120))
     report = run_campaign(cfg, console)
-    for result in [r for r in report.results if r.violations][:traces]:
+    traced = report.results if len(report.results) == 1 else [r for r in report.results if r.violations][:traces]
+    for result in traced:
         console.print(f"[bold]seed {result.scenario.seed}[/bold] {result.scenario}", soft_wrap=True)
         for line in result.trace():
             console.print("  " + line, soft_wrap=True, highlight=False)

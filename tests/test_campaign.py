@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from rich.console import Console
 
 from scheduler_dedup.local.campaign import (
@@ -111,3 +116,14 @@ def test_check_reports_runs_left_unfinished() -> None:
     assert any("record is in_progress" in v for v in found)
     assert any("not acknowledged" in v
                for v in check(_result([], [(500, "store_error")] * 3, status=None), CFG))
+
+
+def test_replaying_one_seed_prints_its_trace_even_without_a_violation() -> None:
+    # What the README promises: `campaign --seed S --scenarios 1` replays scenario S and prints its trace.
+    env = {k: v for k, v in os.environ.items() if k != "FIRESTORE_EMULATOR_HOST"}
+    out = subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), "campaign", "--seed", "5",
+                          "--scenarios", "1", "--fault-rate", "0"], capture_output=True, text=True, env=env,
+                         timeout=300, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "seed 5 Scenario(seed=5" in out.stdout and "delivery 0 -> instance" in out.stdout, out.stdout
+    assert "  record: {'status': 'completed'" in out.stdout

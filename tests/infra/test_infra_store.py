@@ -324,3 +324,18 @@ def test_store_inputs_are_checked_naming_the_field(args: dict[str, Any], field: 
     with pytest.raises(DedupConfigError) as info:
         resolve_store_settings(args, default_project="p1")
     assert info.value.field == field and fix in str(info.value), str(info.value)
+
+
+def test_the_readmes_one_program_snippet_runs_under_mocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "One store, many jobs" Python snippet of the README, as written, with the job folders it names."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("### One store, many jobs"):]
+    snippet = section[section.index("```python\n") + len("```python\n"):]
+    snippet = snippet[:snippet.index("```")]
+    for name in ("nightly-report", "hourly-sync"):
+        (tmp_path / "jobs" / name).mkdir(parents=True)
+        (tmp_path / "jobs" / name / "job.py").write_text("def run(scheduled):\n    return {'ok': True}\n")
+    monkeypatch.chdir(tmp_path)
+    registered = run_program(lambda: exec(snippet, {}), {"gcp:project": "my-project"})
+    assert sorted(r.name for r in registered if r.type == JOB_TYPE) == ["hourly-sync", "nightly-report"]
+    assert [r.name for r in registered if r.type == STORE_TYPE] == ["shared"]
