@@ -73,7 +73,8 @@ def host_kind(url: str) -> HostKind:
     return "other"
 
 
-def _origin(url: str) -> str | None:
+def url_origin(url: str) -> str | None:
+    """``scheme://host[:port]`` of ``url``, lower-cased, or None when ``url`` is not absolute."""
     parts = urlsplit(url.strip())
     if not parts.scheme or not parts.netloc:
         return None
@@ -82,7 +83,7 @@ def _origin(url: str) -> str | None:
 
 def _function_url(url: str) -> str | None:
     """``https://REGION-PROJECT.cloudfunctions.net/FUNCTION`` of a Cloud Functions URL (first path segment)."""
-    origin = _origin(url)
+    origin = url_origin(url)
     name = urlsplit(url.strip()).path.strip("/").split("/")[0]
     return f"{origin}/{name}" if origin and name else None
 
@@ -99,9 +100,9 @@ def target_audience(url: str) -> str:
         ValueError: ``url`` is not absolute, or a Cloud Functions URL names no function.
     """
     kind = host_kind(url)
-    value = _function_url(url) if kind == "cloud_functions" else _origin(url)
+    value = _function_url(url) if kind == "cloud_functions" else url_origin(url)
     if value is None:
-        raise ValueError(f"{url!r} is not an absolute URL" if _origin(url) is None else
+        raise ValueError(f"{url!r} is not an absolute URL" if url_origin(url) is None else
                          f"{url!r} names no function: use https://REGION-PROJECT.cloudfunctions.net/FUNCTION")
     return value
 
@@ -122,7 +123,7 @@ def platform_accepts(audience: str, url: str, custom_audiences: Iterable[str] = 
     if audience in tuple(custom_audiences):
         return True
     kind = host_kind(url)
-    origin = _origin(url)
+    origin = url_origin(url)
     if kind == "cloud_run":
         return origin is not None and audience in (origin, origin + "/")
     if kind == "cloud_functions":
@@ -140,7 +141,7 @@ def misspelt_target_audience(audience: str, url: str) -> str | None:
     Used by the handler (``DEDUP_TARGET_AUDIENCE`` at start-up), the component (``http_target.audience``)
     and the policy pack.
     """
-    if (host_kind(url) == "other" or _origin(audience) is None or _origin(audience) != _origin(url)
+    if (host_kind(url) == "other" or url_origin(audience) is None or url_origin(audience) != url_origin(url)
             or platform_accepts(audience, url)):
         return None
     try:

@@ -156,14 +156,6 @@ def number(value: Any) -> float | None | Any:
         return None
 
 
-def origin(url: str) -> str | None:
-    """``scheme://host[:port]`` of ``url``, lower-cased, or None when ``url`` is not absolute."""
-    parts = urlsplit(url.strip())
-    if not parts.scheme or not parts.netloc:
-        return None
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-
-
 def host(url: str) -> str | None:
     """The lower-cased host name of ``url`` (no port), or None when ``url`` is not absolute."""
     parts = urlsplit(url.strip())

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler_dedup.policies.limits import CLOUD_RUN_TIMEOUT_DEFAULT_S
-from scheduler_dedup.policies.model import UNKNOWN, Resource, get, host, is_unknown, origin
+from scheduler_dedup.handler.audience import url_origin as origin
+from scheduler_dedup.policies.model import UNKNOWN, Resource, get, host, is_unknown
 
 SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
 CLOUD_RUN_SERVICE = "gcp:cloudrunv2/service:Service"
