@@ -385,16 +385,21 @@ class FaultProxy:
                     if not k.startswith(":") and not k.startswith(_RESERVED_METADATA)]
         return {"timeout": timeout, "metadata": metadata}
 
-    def unary_unary(self, method: str, request: bytes, context: grpc.ServicerContext) -> bytes:
+    def _forward(self, method: str, request: bytes, context: grpc.ServicerContext, streamed: bool) -> Any:
+        """Apply the call's fault decision and forward it upstream: the response bytes, or the list of a
+        server-streaming call's responses (read whole, so a lost answer loses all of them)."""
         started = time.monotonic()
         call = classify(method, request)
         decision = self._decide(call)
         try:
             self._before(decision, context)
             assert self._channel is not None
-            stub = self._channel.unary_unary(_SERVICE + method)
+            args = self._upstream_args(decision, context)
             try:
-                response: bytes = stub(request, **self._upstream_args(decision, context))
+                if streamed:
+                    response: Any = list(self._channel.unary_stream(_SERVICE + method)(request, **args))
+                else:
+                    response = self._channel.unary_unary(_SERVICE + method)(request, **args)
             except grpc.RpcError as exc:
                 context.abort(exc.code(), exc.details() or "")
             if decision.kind == "lose_answer":
@@ -403,23 +408,12 @@ class FaultProxy:
         finally:
             self._observed(call, decision, started)
 
+    def unary_unary(self, method: str, request: bytes, context: grpc.ServicerContext) -> bytes:
+        response: bytes = self._forward(method, request, context, streamed=False)
+        return response
+
     def unary_stream(self, method: str, request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
-        started = time.monotonic()
-        call = classify(method, request)
-        decision = self._decide(call)
-        try:
-            self._before(decision, context)
-            assert self._channel is not None
-            stub = self._channel.unary_stream(_SERVICE + method)
-            try:
-                responses = list(stub(request, **self._upstream_args(decision, context)))
-            except grpc.RpcError as exc:
-                context.abort(exc.code(), exc.details() or "")
-            if decision.kind == "lose_answer":
-                context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: applied, answer lost")
-        finally:
-            self._observed(call, decision, started)
-        yield from responses
+        yield from self._forward(method, request, context, streamed=True)
 
     def stream_stream(self, method: str, requests: Iterable[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
         self._decide(Call(method, "other", ""))
