@@ -44,8 +44,8 @@ from werkzeug.serving import BaseWSGIServer
 from scheduler_dedup.handler import Idempotency, ScheduledRun, Settings
 from scheduler_dedup.handler.run_key import run_key_from_headers
 from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.store import FirestoreRunStore
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.servers import HandlerServer
 

@@ -31,9 +31,9 @@ from scheduler_dedup.handler.idempotency import Idempotency
 from scheduler_dedup.handler.run_key import RunKey
 from scheduler_dedup.handler.run_history import rfc3339
 from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
 from scheduler_dedup.local.console import make_console
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 SCHEDULE = "* * * * *"
 START = datetime(2026, 6, 1, tzinfo=timezone.utc)

@@ -1,4 +1,4 @@
-"""scheduler_dedup.handler: exactly one execution per Cloud Scheduler run, on Firestore.
+"""scheduler_dedup.handler: exactly one execution per Cloud Scheduler run, on a run store (Firestore...).
 
 Public names:
 - :class:`ScheduledRun`, what a job receives; :class:`NonRetryableJobError`, what it raises to
@@ -6,13 +6,14 @@ Public names:
 - :func:`idempotent`, the same guarantee for any function keyed by an idempotency key;
   :func:`idempotent_endpoint`, the same for a Flask/functions-framework endpoint the handler's HTTP
   proxy target calls, answering as the proxy expects.
-- :class:`Idempotency`, :class:`FirestoreRunStore`, :class:`Settings`: the machinery.
+- :class:`Idempotency`, :class:`RunStore` (the store contract), :func:`open_store`,
+  :class:`FirestoreRunStore`, :class:`Settings`: the machinery.
 - :class:`TargetSettings`, :func:`build_target`: proxy targets (Workflows, Cloud Run job, HTTP).
 - :class:`CallerAuthSettings`, :class:`CallerVerifier`: OIDC caller verification.
 
 Names are imported on first use (PEP 562), so that light modules such as
 ``scheduler_dedup.handler.config`` (which the Pulumi component uses to validate the handler's
-settings at preview time) can be imported without loading the Firestore client.
+settings at preview time) can be imported without loading a store's client library.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ _EXPORTS = {
     "idempotent": "decorator", "record_id_for_key": "decorator", "idempotent_endpoint": "endpoint",
     "ConfigError": "errors", "DedupError": "errors", "LeaseLostError": "errors", "NonRetryableJobError": "errors",
     "RequestHeaderError": "errors", "RunFailedError": "errors", "RunInProgressError": "errors", "StoreError": "errors",
+    "StoreCallError": "errors", "StoreUnavailableError": "errors", "StoreRefusedError": "errors",
+    "InvalidWriteError": "errors",
     "Idempotency": "idempotency", "Outcome": "idempotency", "RunOutcome": "idempotency",
     "ScheduledRun": "job",
     "RunKey": "run_key",
-    "FirestoreRunStore": "store",
+    "FirestoreRunStore": "stores.firestore", "RunStore": "stores.base", "open_store": "stores",
     "TargetRetryableError": "targets", "TargetSettings": "targets", "build_target": "targets",
 }
 __all__ = sorted(_EXPORTS)
@@ -42,17 +45,23 @@ if TYPE_CHECKING:
     from scheduler_dedup.handler.errors import (
         ConfigError,
         DedupError,
+        InvalidWriteError,
         LeaseLostError,
         NonRetryableJobError,
         RequestHeaderError,
         RunFailedError,
         RunInProgressError,
+        StoreCallError,
         StoreError,
+        StoreRefusedError,
+        StoreUnavailableError,
     )
     from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
     from scheduler_dedup.handler.job import ScheduledRun
     from scheduler_dedup.handler.run_key import RunKey
-    from scheduler_dedup.handler.store import FirestoreRunStore
+    from scheduler_dedup.handler.stores import open_store
+    from scheduler_dedup.handler.stores.base import RunStore
+    from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
     from scheduler_dedup.handler.targets import TargetRetryableError, TargetSettings, build_target
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import flask
 
-from scheduler_dedup.handler.errors import StoreError
+from scheduler_dedup.handler.errors import StoreError, store_failure
 from scheduler_dedup.handler.idempotency import Outcome, RunOutcome
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.safe_text import exception_text
@@ -57,18 +57,18 @@ def outcome_answer(outcome: RunOutcome) -> tuple[dict[str, Any], dict[str, str]]
 
 def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
     """The 500 ``store_error`` body: what happened to the run and what the next delivery will do."""
-    cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "error"
+    store, cause = store_failure(exc)
     if not exc.executed:
-        error = (f"Firestore failed ({cause}) before the job ran: the job did not run and this delivery holds no "
-                 f"claim; retry later. A claim of this delivery that reaches Firestore after this answer holds "
-                 f"nothing: the next delivery runs the job at once. Only if it reached Firestore in time and could "
+        error = (f"{store} failed ({cause}) before the job ran: the job did not run and this delivery holds no "
+                 f"claim; retry later. A claim of this delivery that reaches {store} after this answer holds "
+                 f"nothing: the next delivery runs the job at once. Only if it reached {store} in time and could "
                  f"not be read back do deliveries get 409 in_progress until its lease expires ({lease_seconds:g} s)")
     else:
         what, landed = _STEPS_AFTER_RUN.get(exc.step, (exc.step, "its recorded outcome"))
-        error = (f"the job ran (attempt {exc.attempt_id}), but Firestore failed ({cause}) {what}. The claim stays "
+        error = (f"the job ran (attempt {exc.attempt_id}), but {store} failed ({cause}) {what}. The claim stays "
                  f"in_progress until its lease expires ({lease_seconds:g} s after the last renewal): deliveries "
                  f"before then get 409 in_progress, and the first one after it takes the run over and runs the "
-                 f"job again (keep its side effects idempotent on run_id); if the write reached Firestore after "
+                 f"job again (keep its side effects idempotent on run_id); if the write reached {store} after "
                  f"all, the next delivery gets {landed} instead")
     return {"status": "store_error", "run_id": exc.run_id, "executed": exc.executed, "step": exc.step,
             "error": error}

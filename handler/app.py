@@ -17,7 +17,7 @@ from scheduler_dedup.handler.run_check import RunCheck
 from scheduler_dedup.handler.run_history import RunHistory
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.startup import read_startup_settings
-from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.handler.stores import open_store
 from scheduler_dedup.handler.targets import build_target
 
 
@@ -27,7 +27,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     The job is ``DEDUP_JOB`` (``DEDUP_TARGET_TYPE=python``, the default) or a proxy target
     (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``http`` with ``DEDUP_TARGET``;
     see :mod:`scheduler_dedup.handler.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
-    ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before Firestore is touched
+    ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before the store is touched
     (:mod:`scheduler_dedup.handler.caller_auth`). ``POST`` to :data:`~scheduler_dedup.handler.paths.CHECK_PATH`
     is the watchdog's run check (:mod:`scheduler_dedup.handler.run_check`), verified the same way.
     Every answer is JSON, an unexpected exception included (500 ``internal_error``;
@@ -42,11 +42,9 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth
     job = load_job(env.get("DEDUP_JOB")) if target.type == "python" else build_target(target)
     verifier = CallerVerifier(auth_settings) if auth_settings is not None else None
-    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection,
-                                      settings.firestore_timeout_seconds)
+    store = open_store(settings)  # DEDUP_STORE: the run store behind the store contract
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
-    run_check = RunCheck(settings, RunHistory(store.client, settings.collection,
-                                              timeout_seconds=settings.firestore_timeout_seconds), store.server_now)
+    run_check = RunCheck(settings, RunHistory(store, timeout_seconds=settings.store_timeout_seconds), store.server_now)
 
     @json_errors
     def view(request: flask.Request) -> flask.Response:

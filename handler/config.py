@@ -20,7 +20,10 @@ DEFAULT_COLLECTION = "scheduler_runs"
 DEFAULT_LEASE_SECONDS = 300  # Cloud Run's default request timeout
 DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
 DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
-DEFAULT_FIRESTORE_TIMEOUT_SECONDS = 20
+DEFAULT_STORE_TIMEOUT_SECONDS = 20
+#: ``DEDUP_STORE`` values: the run stores of :mod:`scheduler_dedup.handler.stores`.
+STORE_KINDS = ("firestore",)
+DEFAULT_STORE = "firestore"
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
@@ -33,7 +36,8 @@ class Settings:
     """Settings of the dedup handler and of the ``idempotent`` primitive.
 
     Attributes:
-        project: Google Cloud project id of the Firestore database (``GOOGLE_CLOUD_PROJECT``).
+        project: Google Cloud project id of the run store (``GOOGLE_CLOUD_PROJECT``).
+        store: the run store (``DEDUP_STORE``): ``firestore`` (default).
         database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``).
         collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``).
         lease_seconds: how long a claim stays live without renewal (``DEDUP_LEASE_SECONDS``,
@@ -46,9 +50,9 @@ class Settings:
         manual_tolerance_seconds: a schedule time more than this many seconds ahead of now is a
             forced run (``gcloud scheduler jobs run``), deduplicated on a key of its own
             (``DEDUP_MANUAL_TOLERANCE_SECONDS``, default 5: it only absorbs clock skew).
-        firestore_timeout_seconds: how long one Firestore operation may take, retries of
-            transient errors included (``DEDUP_FIRESTORE_TIMEOUT_SECONDS``, default 20); keep it
-            well under the attempt deadline so a Firestore outage answers 500 in time.
+        store_timeout_seconds: how long one store operation may take, retries of transient errors
+            included (``DEDUP_STORE_TIMEOUT_SECONDS``, default 20); keep it well under the attempt
+            deadline so a store outage answers 500 in time.
         schedule: the Scheduler job's unix-cron schedule (``DEDUP_SCHEDULE``, optional; the component
             sets it). Stored on every run record, so run history can tell missed runs without being
             told the schedule.
@@ -57,18 +61,21 @@ class Settings:
     """
 
     project: str
+    store: str = DEFAULT_STORE
     database: str = DEFAULT_DATABASE
     collection: str = DEFAULT_COLLECTION
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     retention_seconds: float = DEFAULT_RETENTION_SECONDS
     manual_tolerance_seconds: float = DEFAULT_MANUAL_TOLERANCE_SECONDS
-    firestore_timeout_seconds: float = DEFAULT_FIRESTORE_TIMEOUT_SECONDS
+    store_timeout_seconds: float = DEFAULT_STORE_TIMEOUT_SECONDS
     schedule: str | None = None
     time_zone: str = DEFAULT_TIME_ZONE
 
     def __post_init__(self) -> None:
         if not self.project:
-            raise ConfigError("GOOGLE_CLOUD_PROJECT is empty: set it to the project id that holds the Firestore database")
+            raise ConfigError("GOOGLE_CLOUD_PROJECT is empty: set it to the project id that holds the run store")
+        if self.store not in STORE_KINDS:
+            raise ConfigError(f"DEDUP_STORE={self.store!r} is not a run store: use one of {', '.join(STORE_KINDS)}")
         if not PROJECT_ID_RE.match(self.project):
             raise ConfigError(
                 f"GOOGLE_CLOUD_PROJECT={self.project!r} is not a project id: use lower-case letters, digits and '-', "
@@ -102,9 +109,9 @@ class Settings:
                 "seconds (a few seconds absorb clock skew)"
             )
 
-        if not 0.5 <= self.firestore_timeout_seconds <= 600:
+        if not 0.5 <= self.store_timeout_seconds <= 600:
             raise ConfigError(
-                f"DEDUP_FIRESTORE_TIMEOUT_SECONDS={self.firestore_timeout_seconds:g} is out of range: use 0.5 to 600 "
+                f"DEDUP_STORE_TIMEOUT_SECONDS={self.store_timeout_seconds:g} is out of range: use 0.5 to 600 "
                 "seconds, well under the attempt deadline"
             )
         if self.schedule is not None:
@@ -128,27 +135,31 @@ class Settings:
         project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or ""
         if not project:
             raise ConfigError(
-                "GOOGLE_CLOUD_PROJECT is not set: set it to the project id that holds the Firestore database "
+                "GOOGLE_CLOUD_PROJECT is not set: set it to the project id that holds the run store "
                 "(Cloud Run does not set it by itself)"
             )
+        if "DEDUP_FIRESTORE_TIMEOUT_SECONDS" in env:
+            raise ConfigError("DEDUP_FIRESTORE_TIMEOUT_SECONDS was renamed DEDUP_STORE_TIMEOUT_SECONDS (it bounds "
+                              "every store's calls): rename the variable, keeping its value")
         return cls(
             project=project,
+            store=env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE,
             database=env.get("DEDUP_DATABASE", DEFAULT_DATABASE),
             collection=env.get("DEDUP_COLLECTION", DEFAULT_COLLECTION),
             lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", DEFAULT_LEASE_SECONDS),
             retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", DEFAULT_RETENTION_SECONDS),
             manual_tolerance_seconds=_seconds(env, "DEDUP_MANUAL_TOLERANCE_SECONDS", DEFAULT_MANUAL_TOLERANCE_SECONDS),
-            firestore_timeout_seconds=_seconds(env, "DEDUP_FIRESTORE_TIMEOUT_SECONDS", DEFAULT_FIRESTORE_TIMEOUT_SECONDS),
+            store_timeout_seconds=_seconds(env, "DEDUP_STORE_TIMEOUT_SECONDS", DEFAULT_STORE_TIMEOUT_SECONDS),
             schedule=" ".join(env.get("DEDUP_SCHEDULE", "").split()) or None,
             time_zone=env.get("DEDUP_TIME_ZONE", "").strip() or DEFAULT_TIME_ZONE,
         )
 
 
-def firestore_timeout_for(attempt_deadline_seconds: int) -> int:
-    """``DEDUP_FIRESTORE_TIMEOUT_SECONDS`` for a Scheduler job's attempt deadline (both in whole seconds).
+def store_timeout_for(attempt_deadline_seconds: int) -> int:
+    """``DEDUP_STORE_TIMEOUT_SECONDS`` for a Scheduler job's attempt deadline (both in whole seconds).
 
-    A quarter of the deadline, kept to 2..20 s: a Firestore outage is then answered (500, claim
-    released) while Scheduler still listens, and a cold instance's first RPC still has time.
+    A quarter of the deadline, kept to 2..20 s: a store outage is then answered (500, claim
+    released) while Scheduler still listens, and a cold instance's first call still has time.
     """
     return max(2, min(20, attempt_deadline_seconds // 4))
 

@@ -21,7 +21,7 @@ from typing import Any, ParamSpec, TypeVar
 from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.errors import LeaseLostError, RunFailedError, RunInProgressError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome
-from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.handler.stores import open_store
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -42,7 +42,8 @@ def default_scope(fn: Callable[..., Any]) -> str:
 
 
 def default_idempotency(collection: str | None = None) -> Idempotency:
-    """The machinery built from the environment (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_*``), one per collection and process.
+    """The machinery built from the environment (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_STORE``, ``DEDUP_*``), one per
+    collection and process.
 
     Args:
         collection: collection of records; default ``DEDUP_COLLECTION``, else ``scheduler_runs``.
@@ -53,8 +54,7 @@ def default_idempotency(collection: str | None = None) -> Idempotency:
     with _built_lock:
         if collection not in _built:
             settings = Settings.from_env()
-            store = FirestoreRunStore.connect(settings.project, settings.database, collection or settings.collection,
-                                              settings.firestore_timeout_seconds)
+            store = open_store(settings, collection)
             _built[collection] = Idempotency(store, settings.lease_seconds, settings.retention_seconds)
         return _built[collection]
 
@@ -85,7 +85,7 @@ def idempotent(key: Callable[..., str], *, scope: str | None = None, idempotency
     cannot be stored is returned as None (and logged). It raises :class:`RunInProgressError` while
     another call holds the key, :class:`RunFailedError` after a :class:`NonRetryableJobError`,
     :class:`LeaseLostError` if another call took the key over from this one, :class:`StoreError` when
-    Firestore fails, and re-raises any other exception after releasing the key (so a retry runs again);
+    the run store fails, and re-raises any other exception after releasing the key (so a retry runs again);
     that includes ``SystemExit`` and ``KeyboardInterrupt``, which this process raised itself and decides on.
     """
 

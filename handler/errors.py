@@ -66,9 +66,51 @@ class LeaseLostError(DedupError):
     """
 
 
+class StoreCallError(DedupError):
+    """One call to the run store did not succeed (the store contract's error, whatever the store).
+
+    Raised by every :class:`~scheduler_dedup.handler.stores.base.RunStore` method for failures other than
+    the expected answers it returns ("already exists", "changed since"). The store's own exception is
+    chained (``__cause__``).
+
+    Attributes:
+        store: the store's name for messages, e.g. ``Firestore``.
+        hint: what to check, for a person reading the message (an endpoint, credentials, an index), or ``""``.
+    """
+
+    def __init__(self, message: str, *, store: str, hint: str = ""):
+        super().__init__(message)
+        self.store = store
+        self.hint = hint
+
+
+class StoreUnavailableError(StoreCallError):
+    """The store failed or did not answer in time (after the client's own retries): **a write may have
+    committed**. Callers that wrote read the record and recognise their own attempt id."""
+
+
+class StoreRefusedError(StoreCallError):
+    """The store refused the call: **nothing was written** (permission denied, no such database or table,
+    a missing index)."""
+
+
+class InvalidWriteError(StoreRefusedError):
+    """The store (or its client, before sending) refused a write because of the values it holds: too large,
+    nested too deep, an integer out of range. Nothing was written.
+
+    Attributes:
+        sent: False if the client refused the values before sending anything (so no earlier try of the
+            call can have committed either); True if the store answered the refusal.
+    """
+
+    def __init__(self, message: str, *, store: str, hint: str = "", sent: bool = True):
+        super().__init__(message, store=store, hint=hint)
+        self.sent = sent
+
+
 class StoreError(DedupError):
-    """Firestore failed, or did not answer within ``DEDUP_FIRESTORE_TIMEOUT_SECONDS``, so a run's state could
-    not be read or written. The cause is chained (``__cause__``).
+    """The run store failed, or did not answer within ``DEDUP_STORE_TIMEOUT_SECONDS``, so a run's state could
+    not be read or written. The cause is chained (``__cause__``, a :class:`StoreCallError`).
 
     Attributes:
         run_id: the run id.
@@ -81,8 +123,26 @@ class StoreError(DedupError):
     """
 
     def __init__(self, run_id: str, attempt_id: str, step: str, executed: bool, cause: BaseException):
-        super().__init__(f"Firestore failed at {step} of run {run_id} ({type(cause).__name__}: {cause})")
+        store = cause.store if isinstance(cause, StoreCallError) else "the store"
+        super().__init__(f"{store} failed at {step} of run {run_id} ({cause_text(cause)})")
         self.run_id = run_id
         self.attempt_id = attempt_id
         self.step = step
         self.executed = executed
+
+
+def cause_text(exc: BaseException) -> str:
+    """``Type: message`` of a store failure, naming the store client's own exception (``ServiceUnavailable: ...``)
+    rather than the contract's wrapper, so a message says what the store answered."""
+    inner = exc.__cause__ if isinstance(exc, StoreCallError) and exc.__cause__ is not None else exc
+    return f"{type(inner).__name__}: {inner}"
+
+
+def store_failure(exc: BaseException) -> tuple[str, str]:
+    """``(store name, the store client's exception type)`` of a :class:`StoreError` or :class:`StoreCallError`,
+    e.g. ``("Firestore", "ServiceUnavailable")``, for answers that say which store failed and how."""
+    call = exc.__cause__ if isinstance(exc, StoreError) else exc
+    if not isinstance(call, StoreCallError):
+        return "the store", type(call).__name__ if call is not None else "error"
+    inner = call.__cause__
+    return call.store, type(inner).__name__ if inner is not None else type(call).__name__

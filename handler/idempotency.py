@@ -3,13 +3,14 @@
 Both the Cloud Scheduler handler and the public ``idempotent`` decorator run their work
 through :class:`Idempotency.execute`.
 
-Protocol for one run id (each step one Firestore RPC):
+Protocol for one run id, written against the run-store contract (:mod:`scheduler_dedup.handler.stores.base`;
+each step one store call, one RPC on Firestore):
 
 1. **Claim**: ``create()`` an ``in_progress`` record with a fresh attempt id. Exactly one of any
    number of concurrent creators wins; the rest get ``AlreadyExists``.
 2. A loser **reads** the record: ``completed``/``failed`` is replayed (2 RPCs in all);
    ``in_progress`` with a live lease is answered as in progress; ``in_progress`` whose lease has
-   expired (by Firestore's clock: last write + lease <= read time) is **taken over** with a write
+   expired (by the store's clock: last write + lease <= read time) is **taken over** with a write
    fenced on the record's commit time, so of many concurrent takers exactly one wins.
 3. While the work runs, a :class:`LeaseKeeper` renews the lease every third of it.
 4. **Complete** (or record ``failed``) with a write fenced on the holder's last commit time;
@@ -18,11 +19,11 @@ Protocol for one run id (each step one Firestore RPC):
 
 **A write whose answer was lost is not a write that was refused.** Every conditional write (claim,
 takeover, renewal, completion, failure record, release) that is refused by its precondition or ends
-without an answer (UNAVAILABLE, DEADLINE_EXCEEDED, ``RetryError`` after the client's retries) may have
-committed. So the record is read and the attempt decides by attempt id and status: its own write in
+without an answer (the contract's :class:`~scheduler_dedup.handler.errors.StoreUnavailableError`: UNAVAILABLE,
+DEADLINE_EXCEEDED, retries run out) may have committed. So the record is read and the attempt decides by attempt id and status: its own write in
 place counts as done; a record still ``in_progress`` under its own attempt id is still its own (the write
 is tried again on the record's current commit time); only another attempt id holding the run, or the
-record gone, means the run was taken over (``fenced``). When Firestore stays unreachable, a
+record gone, means the run was taken over (``fenced``). When the store stays unreachable, a
 :class:`~scheduler_dedup.handler.errors.StoreError` says which step failed and whether the work ran.
 
 **A claim that lands after its attempt gave up holds nothing.** A claim or takeover held in the network beyond
@@ -35,12 +36,13 @@ run until its lease expires: only a write when the job starts could tell it apar
 every run.
 
 **A run that executed is never run again because of its result.** The result is checked against
-Firestore's value model first and stored in the form every answer replays
-(:mod:`scheduler_dedup.handler.stored_result`); a result that does not fit is dropped with a reason, and
-if Firestore still refuses the completion write as invalid, the run is completed without its result.
+the store's limits first (:meth:`~scheduler_dedup.handler.stores.base.RunStore.result_refusal`) and stored in
+the form every answer replays (:mod:`scheduler_dedup.handler.stored_result`); a result that does not fit is
+dropped with a reason, and if the store still refuses the completion write as invalid, the run is completed
+without its result.
 
-Two process-local shortcuts spare Firestore RPCs and server threads without deciding anything
-Firestore has not: a delivery of a run that *this process* is running is answered in progress
+Two process-local shortcuts spare store calls and server threads without deciding anything
+the store has not: a delivery of a run that *this process* is running is answered in progress
 at once (this process holds the claim, so its lease is live), and a run this process saw
 completed or failed is replayed from a bounded cache (a finished record never changes until the
 TTL policy deletes it, after the retention period).
@@ -59,16 +61,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from google.api_core import exceptions as gexc
-from google.cloud import firestore
-
-from scheduler_dedup.handler.errors import NonRetryableJobError, StoreError
+from scheduler_dedup.handler.errors import InvalidWriteError, NonRetryableJobError, StoreError, StoreUnavailableError
 from scheduler_dedup.handler.lease import LeaseKeeper
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD,
                                            RunRecord, claim_landed_late)
-from scheduler_dedup.handler.store import STORE_ERRORS, FirestoreRunStore
 from scheduler_dedup.handler.safe_text import exception_text
+from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, Increment, RunStore
 from scheduler_dedup.handler.stored_result import StoredResult, fresh_copy, prepare_result, replayable
 
 log = logging.getLogger("scheduler_dedup")
@@ -77,12 +76,10 @@ _MAX_ERROR_CHARS = 2000
 _EXITED = (" (the job raised a BaseException that is not an Exception: a job must return or raise an Exception, "
            "never exit; the claim was released, so a retry runs the job again)")
 _CLAIM_ROUNDS = 5
-#: Writes of a holder tried per step before Firestore counts as unreachable (each try one read + one write).
+#: Writes of a holder tried per step before the store counts as unreachable (each try one read + one write).
 _HOLDER_ROUNDS = 3
 #: How many finished runs each process remembers, to replay duplicates without an RPC.
 FINISHED_CACHE_SIZE = 4096
-#: Refusals of a write as invalid: by Firestore (INVALID_ARGUMENT) or by the client before sending.
-_INVALID_WRITE = (gexc.InvalidArgument, ValueError, TypeError)
 
 
 class Outcome(str, enum.Enum):
@@ -143,7 +140,7 @@ class _Finished:
 
 
 class Idempotency:
-    """Exactly-once execution of work keyed by a run id, on one Firestore collection.
+    """Exactly-once execution of work keyed by a run id, on one collection of a run store.
 
     Args:
         store: the run store.
@@ -151,7 +148,7 @@ class Idempotency:
         retention_seconds: how long finished records live before the TTL policy may delete them.
     """
 
-    def __init__(self, store: FirestoreRunStore, lease_seconds: float = 300.0, retention_seconds: float = 604800.0):
+    def __init__(self, store: RunStore, lease_seconds: float = 300.0, retention_seconds: float = 604800.0):
         self.store = store
         self.lease_seconds = lease_seconds
         self.retention_seconds = retention_seconds
@@ -163,7 +160,7 @@ class Idempotency:
         """Run ``work(attempt_id)`` at most once to completion for ``run_id``.
 
         Args:
-            run_id: document id of the run record (at most 1500 bytes, no '/').
+            run_id: id of the run record (64 hex characters for runs and ``idempotent`` keys).
             work: the work; receives this delivery's attempt id and returns its result (stored in the
                 form :mod:`~scheduler_dedup.handler.stored_result` describes). Raising
                 :class:`NonRetryableJobError` records the run failed; any other ``Exception`` releases the
@@ -177,7 +174,7 @@ class Idempotency:
             return or raise an ``Exception``, never exit; it never propagates.
 
         Raises:
-            StoreError: Firestore failed or timed out; ``executed`` says whether the work ran.
+            StoreError: the store failed or timed out; ``executed`` says whether the work ran.
         """
         attempt_id = uuid.uuid4().hex
         local = self._local_outcome(run_id, attempt_id)
@@ -269,7 +266,7 @@ class Idempotency:
 
     @staticmethod
     def _recorded(run_id: str, attempt_id: str, step: str, write: Callable[[], Any]) -> Any:
-        """Run a recording step after the work ran; Firestore staying unreachable becomes a :class:`StoreError`."""
+        """Run a recording step after the work ran; the store staying unreachable becomes a :class:`StoreError`."""
         try:
             return write()
         except STORE_ERRORS as exc:
@@ -285,12 +282,12 @@ class Idempotency:
             "attempt_id": attempt_id,
             "lease_seconds": self.lease_seconds,
             "lease_expires": now + timedelta(seconds=self.lease_seconds),
-            "claimed_at": firestore.SERVER_TIMESTAMP,
-            "heartbeat_at": firestore.SERVER_TIMESTAMP,
+            "claimed_at": SERVER_TIME,
+            "heartbeat_at": SERVER_TIME,
             "finished_at": None,
             "result": None,
             "error": None,
-            "attempts": firestore.Increment(1),
+            "attempts": Increment(1),
             TTL_FIELD: now + timedelta(seconds=self.retention_seconds),
             # When this write's call stops waiting for its answer: a write landing later holds nothing.
             CLAIM_DEADLINE_FIELD: now + timedelta(seconds=self.store.timeout_seconds),
@@ -359,17 +356,18 @@ class Idempotency:
                   value: Any) -> StoredResult | None:
         """Record the run completed with its result; returns what was stored, or None if fenced."""
         finish = self._finish_fields(COMPLETED, {"error": None})
-        stored = prepare_result(value, collection=self.store.collection, document_id=run_id,
-                                record_fields={**claim.fields, **finish, "result_dropped": None})
+        record_fields = {**claim.fields, **finish, "result_dropped": None}
+        stored = prepare_result(value, lambda form: self.store.result_refusal(form, run_id, record_fields))
         try:
             done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
                                 {"error": None, "result": stored.value, "result_dropped": stored.dropped})
         except Exception as exc:
-            if stored.value is None or (isinstance(exc, STORE_ERRORS) and not isinstance(exc, _INVALID_WRITE)):
+            if stored.value is None or (isinstance(exc, STORE_ERRORS) and not isinstance(exc, InvalidWriteError)):
                 raise
-            # The value-model check missed a rule, or the client could not encode the result: the run still
+            # The store's check missed a rule, or the client could not encode the result: the run still
             # completes, without its result.
-            stored = StoredResult(None, f"Firestore refused the result: {exception_text(exc, _MAX_ERROR_CHARS)}")
+            stored = StoredResult(None, f"{self.store.display_name} refused the result: "
+                                        f"{exception_text(exc.__cause__ or exc, _MAX_ERROR_CHARS)}")
             log.warning("completion refused as invalid; completing without the result: %s", stored.dropped,
                         extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
             done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
@@ -380,7 +378,7 @@ class Idempotency:
         return stored if done else None
 
     def _finish_fields(self, status: str, fields: dict[str, Any]) -> dict[str, Any]:
-        return {**fields, "status": status, "finished_at": firestore.SERVER_TIMESTAMP,
+        return {**fields, "status": status, "finished_at": SERVER_TIME,
                 TTL_FIELD: self.store.server_now() + timedelta(seconds=self.retention_seconds)}
 
     def _finish(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, status: str,
@@ -417,19 +415,22 @@ class Idempotency:
         when another attempt id holds the run or the record is gone without this write in place.
 
         Raises:
-            one of STORE_ERRORS: Firestore stayed unreachable for :data:`_HOLDER_ROUNDS` tries.
-            gexc.InvalidArgument, ValueError, TypeError: the write itself is invalid (nothing committed).
+            StoreUnavailableError, StoreRefusedError: the store stayed unreachable for :data:`_HOLDER_ROUNDS`
+                tries, or refused.
+            InvalidWriteError: the write itself is invalid (nothing committed).
         """
         extra: dict[str, object] = {LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id, LogField.STEP: step}
         last_error: Exception | None = None
-        invalid: gexc.InvalidArgument | None = None
+        invalid: InvalidWriteError | None = None
         for _ in range(_HOLDER_ROUNDS):
             if update_time is not None:
                 try:
                     if write(update_time):
                         return True
                     last_error = None
-                except gexc.InvalidArgument as exc:
+                except InvalidWriteError as exc:
+                    if not exc.sent:
+                        raise  # refused by the client before sending: nothing can be in place
                     invalid = exc  # definitive unless a retried try of this write is in place: look first
                 except STORE_ERRORS as exc:
                     last_error = exc
@@ -455,7 +456,8 @@ class Idempotency:
             return False
         if last_error is not None:
             raise last_error
-        raise gexc.Aborted(f"{step}: the record kept changing under this attempt's id; nothing decided")
+        raise StoreUnavailableError(f"{step}: the record kept changing under this attempt's id; nothing decided",
+                                    store=self.store.display_name)
 
 
 def _holds(record: RunRecord, attempt_id: str) -> bool:

@@ -6,10 +6,8 @@ import logging
 import threading
 from datetime import datetime, timedelta
 
-from google.cloud import firestore
-
 from scheduler_dedup.handler.logs import LogField
-from scheduler_dedup.handler.store import STORE_ERRORS, FirestoreRunStore
+from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, RunStore
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -17,7 +15,7 @@ log = logging.getLogger("scheduler_dedup")
 class LeaseKeeper:
     """Renews one attempt's lease every ``lease_seconds / 3`` seconds until stopped.
 
-    Each renewal is a write fenced by the document's last commit time. When it is refused or gets no
+    Each renewal is a write fenced by the record's version (its last commit time). When it is refused or gets no
     answer, that does not prove the lease is lost: the renewal may have committed and only its answer was
     lost (the client library's retry then fails its precondition against our own write). So the keeper
     reads the record and decides by attempt id: while the record is ``in_progress`` under this attempt id
@@ -34,7 +32,7 @@ class LeaseKeeper:
         lease_seconds: lease length in seconds.
     """
 
-    def __init__(self, store: FirestoreRunStore, run_id: str, attempt_id: str, update_time: datetime,
+    def __init__(self, store: RunStore, run_id: str, attempt_id: str, update_time: datetime,
                  lease_seconds: float):
         self._store = store
         self._run_id = run_id
@@ -79,7 +77,7 @@ class LeaseKeeper:
         """Renew once; returns False if the lease is lost (another attempt id holds the run, or it is gone)."""
         extra: dict[str, object] = {LogField.RUN_ID: self._run_id, LogField.ATTEMPT_ID: self._attempt_id}
         fields = {
-            "heartbeat_at": firestore.SERVER_TIMESTAMP,
+            "heartbeat_at": SERVER_TIME,
             "lease_expires": self._store.server_now() + timedelta(seconds=self._lease_seconds),
         }
         error: Exception | None = None

@@ -1,4 +1,8 @@
-"""The run record stored in Firestore (document id = run id) and its status values."""
+"""The run record (record id = run id) as every store keeps it, and its status values.
+
+The record is store-neutral: each store (:mod:`scheduler_dedup.handler.stores`) reads its own format into a
+:class:`RunRecord`, with its own clock's times.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,8 @@ COMPLETED = "completed"
 FAILED = "failed"
 STATUSES = (IN_PROGRESS, COMPLETED, FAILED)
 
-#: The TTL field: a Firestore TTL policy on it deletes the record after this time
-#: (https://cloud.google.com/firestore/docs/ttl; deletion typically within 24 h after it passes).
+#: The TTL field: the time after which the store may delete the record (a Firestore TTL policy, a Spanner row
+#: deletion policy, a Redis key expiry; each store's module says how soon after it passes).
 TTL_FIELD = "expire_at"
 
 #: Environment variable of a dedup service whose TTL policy lives in another stack (a shared store):
@@ -20,21 +24,12 @@ TTL_FIELD = "expire_at"
 #: readers of the stack and the policy pack that the TTL policy is not missing but owned elsewhere.
 TTL_OWNER_ENV = "DEDUP_TTL_OWNER"
 
-#: Composite indexes that run history queries need on the run records' collection, each a tuple of
-#: ``(field, "ASCENDING" | "DESCENDING")``. One job's runs, newest first (equality on ``job_name``,
-#: range and order on ``schedule_time``) needs ``job_name`` ascending + ``schedule_time`` descending:
-#: https://cloud.google.com/firestore/docs/query-data/index-overview#composite_indexes . The
-#: infrastructure creates exactly these; the history reader queries only what they serve.
-RUN_HISTORY_INDEXES: tuple[tuple[tuple[str, str], ...], ...] = (
-    (("job_name", "ASCENDING"), ("schedule_time", "DESCENDING")),
-)
 
-
-#: Field of an ``in_progress`` record: Firestore's time (as its writer estimated it) by which the claim or
+#: Field of an ``in_progress`` record: the store's time (as its writer estimated it) by which the claim or
 #: takeover that wrote it stops waiting for its answer (send time + the store timeout).
 CLAIM_DEADLINE_FIELD = "claim_deadline"
-#: Slack for the writer's estimate of Firestore's clock (off by at most one RPC's latency once it has talked to
-#: Firestore, by the instance's NTP-synced clock before) and the client's last retry backoff, in seconds.
+#: Slack for the writer's estimate of the store's clock (off by at most one call's latency once it has talked to
+#: the store, by the instance's NTP-synced clock before) and the client's last retry backoff, in seconds.
 CLAIM_LANDING_MARGIN_SECONDS = 2.0
 
 
@@ -63,17 +58,18 @@ def claim_landed_late(claimed_at: datetime | None, claim_deadline: datetime | No
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run record as read from Firestore.
+    """One run record as read from a store.
 
     Attributes:
-        run_id: document id, the run id.
+        run_id: the record id, the run id.
         status: ``in_progress`` | ``completed`` | ``failed``.
         attempt_id: the attempt that holds (or held) the run, 32 hex characters.
         lease_seconds: the lease length the holder wrote, in seconds.
-        update_time: Firestore's commit time of the last write (the holder's last claim or renewal).
-        read_time: Firestore's time of this read.
+        update_time: the store's commit time of the last write (the holder's last claim or renewal), aware
+            UTC; also the record's version, which conditional writes are fenced on.
+        read_time: the store's time of this read, aware UTC.
         data: every stored field.
-        create_time: Firestore's commit time of the document's creation: a record deleted and claimed
+        create_time: the store's commit time of the record's creation: a record deleted and claimed
             afresh has a new one, a record taken over keeps its own.
     """
 
@@ -86,26 +82,11 @@ class RunRecord:
     data: dict[str, Any] = field(default_factory=dict)
     create_time: datetime | None = None
 
-    @classmethod
-    def from_snapshot(cls, snap: Any) -> "RunRecord":
-        """Build a record from an existing ``DocumentSnapshot`` (a ``get()`` or a query result)."""
-        data = snap.to_dict() or {}
-        return cls(
-            run_id=snap.id,
-            status=str(data.get("status", "")),
-            attempt_id=str(data.get("attempt_id", "")),
-            lease_seconds=float(data.get("lease_seconds", 0) or 0),
-            update_time=snap.update_time,
-            read_time=snap.read_time,
-            data=data,
-            create_time=snap.create_time,
-        )
-
     @property
     def lease_remaining_seconds(self) -> float:
-        """Seconds until the lease expires, by Firestore's clock alone: last write + lease - read time.
+        """Seconds until the lease expires, by the store's clock alone: last write + lease - read time.
 
-        Both times come from Firestore, so no instance's clock takes part in the decision.
+        Both times come from the store, so no instance's clock takes part in the decision.
         Negative when expired, and never positive for a claim that landed after its writer gave up
         (:attr:`landed_late`: nobody holds it). Meaningful only for ``in_progress`` records.
         """

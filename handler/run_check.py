@@ -10,7 +10,7 @@ heartbeat that a metric-absence policy watches.
 
 Request: ``POST /dedup/run-check`` with a JSON body ``{"job_name": "<Scheduler job id>",
 "grace_seconds": 300, "window_seconds": 3600}``. The check time ``S`` is the watchdog's
-``X-CloudScheduler-ScheduleTime`` (Firestore's clock when absent, and never later than it). The
+``X-CloudScheduler-ScheduleTime`` (the store's clock when absent, and never later than it). The
 check covers the fire times ``t`` with ``S - window - grace <= t < S - grace``: consecutive checks
 one window apart tile time, so each missed run is reported once. The schedule and its time zone are
 the handler's ``DEDUP_SCHEDULE`` / ``DEDUP_TIME_ZONE``.
@@ -25,7 +25,7 @@ Responses (JSON):
   the alert comes from the log line, and a retry would only report them again.
 * 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
 * 500 ``{"status": "not_configured", "error"}``: ``DEDUP_SCHEDULE`` is not set.
-* 500 ``{"status": "store_error", "error"}``: Firestore failed (no heartbeat is logged).
+* 500 ``{"status": "store_error", "error"}``: the run store failed (no heartbeat is logged).
 """
 
 from __future__ import annotations
@@ -37,14 +37,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from google.api_core.exceptions import GoogleAPICallError, RetryError
-
 from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import RequestHeaderError
+from scheduler_dedup.handler.errors import RequestHeaderError, store_failure
 from scheduler_dedup.handler.logs import LogEvent, LogField
 from scheduler_dedup.handler.paths import CHECK_PATH
 from scheduler_dedup.handler.run_history import MISSED, STUCK_RUN, RunHistory, check, rfc3339
 from scheduler_dedup.handler.run_key import SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
+from scheduler_dedup.handler.stores.base import STORE_ERRORS
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -117,7 +116,7 @@ class RunCheck:
     Args:
         settings: the handler's settings (``schedule``, ``time_zone``).
         history: a reader of the run records' collection.
-        server_now: Firestore's current time (aware UTC), the check time when the request has none.
+        server_now: the store's current time (aware UTC), the check time when the request has none.
     """
 
     def __init__(self, settings: Settings, history: RunHistory, server_now: Any):
@@ -139,7 +138,7 @@ class RunCheck:
             field = exc.field if isinstance(exc, CheckRequestError) else exc.header
             log.warning("rejected run check: %s", exc, extra={LogField.OUTCOME: "bad_request", LogField.HEADER: field})
             return {"status": "bad_request", "error": str(exc), "field": field}, 400, {}
-        except (GoogleAPICallError, RetryError) as exc:
+        except STORE_ERRORS as exc:
             return self._store_error(exc)
         grace = timedelta(seconds=request.grace_seconds)
         since = now - timedelta(seconds=request.window_seconds) - grace
@@ -147,7 +146,7 @@ class RunCheck:
         try:
             report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds)
-        except (GoogleAPICallError, RetryError) as exc:
+        except STORE_ERRORS as exc:
             return self._store_error(exc)
         missed = sorted(report.of(MISSED), key=lambda f: f.schedule_time)
         stuck = sorted(report.of(STUCK_RUN), key=lambda f: f.schedule_time)
@@ -180,7 +179,7 @@ class RunCheck:
         }, 200, {}
 
     def _check_time(self, headers: HeaderSource) -> datetime:
-        """The watchdog's schedule time, but never later than Firestore's clock (a forced run sends the future)."""
+        """The watchdog's schedule time, but never later than the store's clock (a forced run sends the future)."""
         now: datetime = self.server_now()
         sent = [value for name, value in headers.items() if name.lower() == SCHEDULE_TIME_HEADER.lower()]
         if not sent:
@@ -189,6 +188,7 @@ class RunCheck:
 
     @staticmethod
     def _store_error(exc: Exception) -> Response:
-        log.error("run check failed: Firestore: %s", exc, extra={LogField.OUTCOME: "store_error"})
+        store, cause = store_failure(exc)
+        log.error("run check failed: %s: %s", store, exc, extra={LogField.OUTCOME: "store_error"})
         return {"status": "store_error",
-                "error": f"Firestore failed ({type(exc).__name__}); the check did not run, retry later"}, 500, {}
+                "error": f"{store} failed ({cause}); the check did not run, retry later"}, 500, {}

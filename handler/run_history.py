@@ -5,10 +5,11 @@ the status, the attempts and, since the handler stores them, the job's schedule 
 pieces build on that, both free of any CLI or web framework so the ``scheduler-dedup runs`` command and
 the handler's own checks share them:
 
-* :class:`RunHistory` reads one job's records newest first, a page at a time (flat memory), with
-  one query shape: equality on ``job_name``, range and descending order on ``schedule_time``. That is
-  the composite index :data:`~scheduler_dedup.handler.record.RUN_HISTORY_INDEXES`; a status filter is
-  applied here, client-side, so no second index is needed. Reading needs ``roles/datastore.viewer``.
+* :class:`RunHistory` reads one job's records newest first, a page at a time (flat memory), through the
+  run-store contract's one history query (:meth:`~scheduler_dedup.handler.stores.base.RunStore.job_run_pages`:
+  equality on ``job_name``, range and descending order on ``schedule_time``; on Firestore the composite index
+  of :data:`~scheduler_dedup.handler.stores.firestore_schema.RUN_HISTORY_INDEXES`); a status filter is
+  applied here, client-side, so no second index is needed.
 * :func:`compare` lays the schedule's fire times (:func:`~scheduler_dedup.handler.cron.fire_times`,
   evaluated in the job's time zone as Cloud Scheduler does) over the records and reports what was
   **missed**, **late**, **failed**, **stuck**, **repeated** and **unexpected** (:class:`Finding`).
@@ -24,13 +25,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from google.api_core import retry as gretry
-from google.cloud import firestore
-from google.cloud.firestore_v1.base_query import FieldFilter
-
-from scheduler_dedup.handler.config import DEFAULT_COLLECTION, DEFAULT_DATABASE
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, FireTime, fire_times
 from scheduler_dedup.handler.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
+from scheduler_dedup.handler.stores.base import RunStore
 
 #: Derived run states (:attr:`HistoryRun.state`): the stored status, except that an ``in_progress``
 #: record whose lease has expired is ``stuck``.
@@ -72,7 +69,7 @@ class HistoryRun:
         job_name: the Scheduler job id.
         schedule_time: the run's schedule time, aware UTC.
         status: the stored status: ``completed`` | ``failed`` | ``in_progress``.
-        stuck: True for an ``in_progress`` record whose lease expired without renewal (by Firestore's
+        stuck: True for an ``in_progress`` record whose lease expired without renewal (by the store's
             clock: last write + lease <= read time): its holder died and no retry took it over.
         attempts: how many attempts claimed the run (1, plus one per takeover after a crash).
         attempt_id: the attempt that holds or held the run.
@@ -81,7 +78,7 @@ class HistoryRun:
         claimed_at: when the holding attempt claimed (or took over) the run, aware UTC.
         finished_at: when it was recorded completed or failed, aware UTC, or None.
         duration_seconds: ``finished_at - claimed_at``; for a run in progress, the time since its
-            claim by Firestore's clock; None if unknown.
+            claim by the store's clock; None if unknown.
         result_bytes: size of the stored result as JSON, in bytes; None without a result.
         result_dropped: why the result was not stored (too large, not JSON), or None.
         error: the recorded error of a failed run, or None.
@@ -113,7 +110,7 @@ class HistoryRun:
 
     @classmethod
     def from_record(cls, record: RunRecord) -> "HistoryRun":
-        """Derive the history view of a record read from Firestore.
+        """Derive the history view of a record read from a store.
 
         Raises:
             ValueError: the record has no ``schedule_time`` (it was not written by the Scheduler handler).
@@ -197,55 +194,40 @@ class HistoryRun:
 
 
 class RunHistory:
-    """Reads run records of one job from a Firestore collection, newest first, a page at a time.
+    """Reads run records of one job from a run store, newest first, a page at a time.
 
     Args:
-        client: a ``google.cloud.firestore.Client`` (honours ``FIRESTORE_EMULATOR_HOST``; on Google
-            Cloud, Application Default Credentials with ``roles/datastore.viewer`` suffice).
-        collection: the run records' collection id.
-        page_size: records per query page; memory holds one page at a time.
-        timeout_seconds: how long one page's query may take, retries of transient errors included.
-        first_call_timeout_seconds: the same bound for the reader's first call, until Firestore has
-            answered once: an unreachable endpoint (a wrong ``FIRESTORE_EMULATOR_HOST``, a refused
-            connection) fails within it instead of retrying for ``timeout_seconds``.
+        store: the run store (any store of :mod:`scheduler_dedup.handler.stores`; on Firestore,
+            ``roles/datastore.viewer`` suffices to read).
+        page_size: records per page; memory holds one page at a time.
+        timeout_seconds: how long one page's call may take, retries of transient errors included.
+        first_call_timeout_seconds: the same bound for the reader's first call, until the store has
+            answered once: an unreachable endpoint (a wrong emulator variable, a refused connection) fails
+            within it instead of retrying for ``timeout_seconds``.
 
-    Methods raise ``google.api_core.exceptions.GoogleAPICallError`` / ``RetryError`` when Firestore
-    fails; a missing composite index on real Firestore is ``FailedPrecondition`` whose message has a
-    link that creates it (the component creates it: :data:`~scheduler_dedup.handler.record.RUN_HISTORY_INDEXES`).
+    Methods raise the store contract's errors (:class:`~scheduler_dedup.handler.errors.StoreUnavailableError`,
+    :class:`~scheduler_dedup.handler.errors.StoreRefusedError`, whose ``hint`` says what to check: on real
+    Firestore a missing composite index is refused with a link that creates it; the component creates it).
     """
 
-    def __init__(self, client: firestore.Client, collection: str = DEFAULT_COLLECTION,
-                 page_size: int = DEFAULT_PAGE_SIZE, timeout_seconds: float = 60.0,
+    def __init__(self, store: RunStore, page_size: int = DEFAULT_PAGE_SIZE, timeout_seconds: float = 60.0,
                  first_call_timeout_seconds: float = 10.0):
         if page_size < 1:
             raise ValueError(f"page_size={page_size} must be at least 1")
-        self.client = client
-        self.collection = collection
+        self.store = store
         self.page_size = page_size
         self._answered = False
-        self._rpc_first, self._rpc_later = (
-            {"retry": gretry.Retry(predicate=gretry.if_transient_error, initial=0.2, maximum=5.0, multiplier=2.0,
-                                   timeout=seconds), "timeout": seconds}
-            for seconds in (min(first_call_timeout_seconds, timeout_seconds), timeout_seconds))
+        self._timeouts = (min(first_call_timeout_seconds, timeout_seconds), timeout_seconds)
 
     @property
-    def _rpc(self) -> dict[str, Any]:
-        """Retry and timeout keyword arguments for the next call: short until Firestore has answered once."""
-        return self._rpc_later if self._answered else self._rpc_first
+    def collection(self) -> str:
+        """The run records' collection."""
+        return self.store.collection
 
-    @classmethod
-    def connect(cls, project: str, database: str = DEFAULT_DATABASE, collection: str = DEFAULT_COLLECTION,
-                **kwargs: Any) -> "RunHistory":
-        """A reader on ``project``/``database``/``collection`` with a client of its own."""
-        return cls(firestore.Client(project=project, database=database), collection, **kwargs)
-
-    def _query(self, job_name: str, since: datetime | None, until: datetime | None) -> Any:
-        query = self.client.collection(self.collection).where(filter=FieldFilter("job_name", "==", job_name))
-        if since is not None:
-            query = query.where(filter=FieldFilter("schedule_time", ">=", since))
-        if until is not None:
-            query = query.where(filter=FieldFilter("schedule_time", "<", until))
-        return query.order_by("schedule_time", direction=firestore.Query.DESCENDING)
+    @property
+    def _timeout(self) -> float:
+        """The bound for the next call: short until the store has answered once."""
+        return self._timeouts[1] if self._answered else self._timeouts[0]
 
     def runs(self, job_name: str, *, since: datetime | None = None, until: datetime | None = None,
              states: Iterable[str] | None = None,
@@ -265,37 +247,31 @@ class RunHistory:
         wanted = None if states is None else set(states)
         if wanted is not None and wanted - set(STATES):
             raise ValueError(f"unknown state(s) {sorted(wanted - set(STATES))}: use {', '.join(STATES)}")
-        query = self._query(job_name, since, until).limit(self.page_size)
         scanned = 0
-        while True:
-            page = list(query.stream(**self._rpc))
+        pages = self.store.job_run_pages(job_name, since=since, until=until, page_size=self.page_size,
+                                         timeout_seconds=self._timeout)
+        for page in pages:
             self._answered = True
             scanned += len(page)
-            for snap in page:
-                run = HistoryRun.from_record(RunRecord.from_snapshot(snap))
+            for record in page:
+                run = HistoryRun.from_record(record)
                 if wanted is None or run.state in wanted:
                     yield run
             if on_page is not None:
                 on_page(scanned)
-            if len(page) < self.page_size:
-                return
-            query = self._query(job_name, since, until).start_after(page[-1]).limit(self.page_size)
 
     def latest(self, job_name: str) -> HistoryRun | None:
         """The job's newest run record, or None."""
-        return next(iter(self._first_page(job_name, 1)), None)
-
-    def _first_page(self, job_name: str, n: int) -> list[HistoryRun]:
-        snaps = list(self._query(job_name, None, None).limit(n).stream(**self._rpc))
+        pages = self.store.job_run_pages(job_name, since=None, until=None, page_size=1, timeout_seconds=self._timeout)
+        first = next(iter(pages), [])
         self._answered = True
-        return [HistoryRun.from_record(RunRecord.from_snapshot(s)) for s in snaps]
+        return HistoryRun.from_record(first[0]) if first else None
 
     def record(self, run_id: str) -> RunRecord | None:
         """The raw record with this run id (every stored field, the result included), or None."""
-        doc: Any = self.client.collection(self.collection).document(run_id)
-        snap = doc.get(**self._rpc)
+        record = self.store.get(run_id, timeout_seconds=self._timeout)
         self._answered = True
-        return RunRecord.from_snapshot(snap) if snap.exists else None
+        return record
 
     def get(self, run_id: str) -> HistoryRun | None:
         """The run with this run id, or None (also None for a record that is not a scheduled run's)."""
@@ -309,25 +285,20 @@ class RunHistory:
 
     def with_id_prefix(self, prefix: str, limit: int = 2) -> list[HistoryRun]:
         """Runs whose run id starts with ``prefix`` (lower-case hex, as the report prints the first 12
-        characters), at most ``limit``, in run id order: one document-id range query
-        (``prefix <= __name__ < prefix + "g"``, as run ids are hex), so it reads at most ``limit``
-        documents however large the collection. Ask for 2 to tell a unique prefix from an ambiguous one.
+        characters), at most ``limit``, in run id order, reading at most ``limit`` records however large the
+        collection. Ask for 2 to tell a unique prefix from an ambiguous one.
 
         Raises:
             ValueError: ``prefix`` is not 1 to 64 lower-case hex characters.
         """
         if not re.fullmatch(r"[0-9a-f]{1,64}", prefix):
             raise ValueError(f"{prefix!r} is not a run id or its prefix: run ids are lower-case hex")
-        collection = self.client.collection(self.collection)
-        query = (collection.where(filter=FieldFilter("__name__", ">=", collection.document(prefix)))
-                 .where(filter=FieldFilter("__name__", "<", collection.document(prefix + "g")))
-                 .limit(limit))
-        snaps = list(query.stream(**self._rpc))
+        records = self.store.runs_with_id_prefix(prefix, limit, timeout_seconds=self._timeout)
         self._answered = True
         found = []
-        for snap in snaps:
+        for record in records:
             try:
-                found.append(HistoryRun.from_record(RunRecord.from_snapshot(snap)))
+                found.append(HistoryRun.from_record(record))
             except ValueError:
                 continue  # not a scheduled run's record
         return found

@@ -43,7 +43,7 @@ from scheduler_dedup.handler.config import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MANUAL_TOLERANCE_SECONDS,
     DEFAULT_RETENTION_SECONDS,
-    firestore_timeout_for,
+    store_timeout_for,
 )
 from scheduler_dedup.handler.record import TTL_OWNER_ENV
 from scheduler_dedup.handler.startup import startup_problems
@@ -606,7 +606,7 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         "DEDUP_TIME_ZONE": s.time_zone,
         # Firestore and downstream calls must give up well inside the attempt deadline, so a failure
         # is answered (500, released) while Scheduler still listens: a quarter and a half of it.
-        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(firestore_timeout_for(s.attempt_deadline_seconds)),
+        "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(s.attempt_deadline_seconds)),
         "DEDUP_TARGET_TYPE": s.target_type,
         "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
         # Cloud Run IAM is enforced (no public invoker, invoker check on), so Cloud Run verifies the

@@ -6,7 +6,7 @@ Type token ``scheduler-dedup:index:DedupStore``. Children (all ``parent=self``, 
   store enable none themselves;
 * the Firestore database (native mode) unless an existing one is adopted (``create_database=False``);
 * per owned collection, the one ``gcp:firestore:Field`` with the TTL policy on ``expire_at`` and the
-  composite indexes run history needs (:data:`~scheduler_dedup.handler.record.RUN_HISTORY_INDEXES`).
+  composite indexes run history needs (:data:`~scheduler_dedup.handler.stores.firestore_schema.RUN_HISTORY_INDEXES`).
 
 Why a store of its own: a TTL policy is one setting of one collection group. When two stacks each declare a
 ``Field`` for it, ``pulumi destroy`` of either removes the policy (and the field's index exemption) for both,
@@ -32,7 +32,8 @@ import pulumi_gcp as gcp
 
 from scheduler_dedup.handler.config import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.errors import ConfigError
-from scheduler_dedup.handler.record import RUN_HISTORY_INDEXES, TTL_FIELD
+from scheduler_dedup.handler.record import TTL_FIELD
+from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError

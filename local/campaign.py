@@ -2,9 +2,9 @@
 
 Faults are injected where the handler talks to its store (Jepsen's and FoundationDB's practice):
 a :class:`~scheduler_dedup.local.fault_proxy.FaultProxy` sits between the handler processes and
-the real Firestore emulator, and hits each store call of every protocol step (claim, read,
-takeover, renewal, completion, failure record, release) with probability ``fault_rate``: fail
-it before sending (UNAVAILABLE, DEADLINE_EXCEEDED), apply it and lose the answer, or hold it
+a real local store server (the Firestore emulator by default; ``--store`` picks another), and hits
+each store call of every protocol step (claim, read, takeover, renewal, completion, failure record,
+release) with probability ``fault_rate``: fail it before sending (UNAVAILABLE, DEADLINE_EXCEEDED), apply it and lose the answer, or hold it
 beyond the store timeout. On top, each scenario plays at-least-once delivery: concurrent
 duplicate deliveries to two or more functions-framework processes, Scheduler's retries after
 its attempt deadline, a duplicate after the run was acknowledged, jobs longer than the lease,
@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from google.cloud import firestore
 from rich.console import Console
 from rich.table import Table
 
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.handler.stores.base import RunStore
 from scheduler_dedup.local.fault_proxy import PROTOCOL_STEPS, Call, FaultProxy
+from scheduler_dedup.local.store_servers import StoreServer, store_server
 from scheduler_dedup.local.servers import HandlerServer
 
 #: Fault kinds the campaign draws from (what a store's network does: see the module docstring).
@@ -60,13 +60,14 @@ class CampaignConfig:
         instances: handler processes behind the proxy (at least 2).
         concurrency: scenarios played at once.
         lease_seconds: the handler's ``DEDUP_LEASE_SECONDS``.
-        store_timeout_seconds: the handler's ``DEDUP_FIRESTORE_TIMEOUT_SECONDS``.
+        store_timeout_seconds: the handler's ``DEDUP_STORE_TIMEOUT_SECONDS``.
         attempt_deadline: how long the simulated Scheduler waits for an answer before retrying.
         max_deliveries: Scheduler's retry budget per run (deliveries, first wave included): it only
             ends a scenario that makes no progress, so it spans many leases (a SIGKILL ends every
             attempt running in that process, and a long job may be killed more than once).
         kinds: fault kinds drawn from.
         baseline: serve the no-dedup baseline instead of the handler (shows what the invariants catch).
+        store: the run store (``DEDUP_STORE``) whose local server the handlers use.
 
     The defaults keep the production ratio of store timeout to lease small enough that one failed
     lease renewal leaves time for the next (renewal every ``lease / 3``, each failure costing up
@@ -84,6 +85,7 @@ class CampaignConfig:
     max_deliveries: int = 40
     kinds: tuple[str, ...] = CAMPAIGN_KINDS
     baseline: bool = False
+    store: str = "firestore"
 
     @property
     def delay_seconds(self) -> tuple[float, float]:
@@ -292,7 +294,7 @@ class _Fleet:
         self._restarts: list[threading.Thread] = []
 
     def _start(self) -> HandlerServer:
-        """A new handler process, warmed with a run of its own (Firestore channel, imports) as Cloud Run's
+        """A new handler process, warmed with a run of its own (store connection, imports) as Cloud Run's
         startup probe would, so its first scenario's store calls are not slowed past the store timeout."""
         server = HandlerServer(self._env, threads=32, baseline=self._baseline).start()
         warm_up = {"X-CloudScheduler-JobName": f"warm-up-{server.port}-{time.monotonic_ns()}",
@@ -420,7 +422,7 @@ def _deliver(url: str | None, headers: dict[str, str], answer: Answer, deadline:
 
 
 def play(scenario: Scenario, cfg: CampaignConfig, fleet: _Fleet, log: _ExecutionsLog, faults: _FaultLog,
-         records: firestore.Client) -> ScenarioResult:
+         records: RunStore) -> ScenarioResult:
     """Deliver one scenario's run at least once, as Cloud Scheduler would, and gather what happened."""
     rng = random.Random(f"deliveries:{scenario.seed}")
     headers = {"X-CloudScheduler-JobName": scenario.job_name, "X-CloudScheduler-ScheduleTime": scenario.schedule_time,
@@ -499,11 +501,11 @@ def play(scenario: Scenario, cfg: CampaignConfig, fleet: _Fleet, log: _Execution
                  if e["event"] == "start" and int(e["pid"]) in fleet.killed_pids}
     run_ids = {str(a.body["run_id"]) for a in answers if a.body and a.body.get("run_id")} | \
         {str(e["run_id"]) for e in events}
-    docs = list(records.collection(COLLECTION).where(filter=firestore.FieldFilter(
-        "job_name", "==", scenario.job_name)).stream())
-    run_ids |= {d.id for d in docs}
+    docs = [r for page in records.job_run_pages(scenario.job_name, since=None, until=None, page_size=20)
+            for r in page]
+    run_ids |= {d.run_id for d in docs}
     run_id = sorted(run_ids)[0] if len(run_ids) == 1 else ",".join(sorted(run_ids))
-    record = docs[0].to_dict() if len(docs) == 1 else None
+    record = dict(docs[0].data) if len(docs) == 1 else None
     return ScenarioResult(scenario=scenario, answers=answers, events=events, killed_at=killed_at, record=record,
                           run_id=run_id, faults=faults.of(run_id), acknowledged=acknowledged, started=started)
 
@@ -618,59 +620,46 @@ class CampaignReport:
 
 
 def run_campaign(cfg: CampaignConfig, console: Console | None = None,
-                 emulator: FirestoreEmulator | None = None) -> CampaignReport:
+                 server: StoreServer | None = None) -> CampaignReport:
     """Start the fault proxy and the handler processes, and play ``cfg.scenarios`` scenarios.
 
     Args:
         cfg: the campaign.
         console: where progress and violations are printed.
-        emulator: a running emulator to use (its ``campaign_runs`` collection); None starts one.
+        server: a running store server of ``cfg.store`` to use (its ``campaign_runs`` collection); None starts one.
 
     Raises:
-        EmulatorNotFoundError, EmulatorStartError: the emulator cannot run.
+        EmulatorNotFoundError, EmulatorStartError: the store server cannot run.
         RuntimeError: a handler process did not start.
     """
     if cfg.instances < 2:
         raise ValueError(f"instances={cfg.instances}: the campaign needs at least 2 handler processes")
     console = console or Console()
     with contextlib.ExitStack() as stack:
-        if emulator is None:
-            emulator = stack.enter_context(FirestoreEmulator())
-        return _run(cfg, console, emulator)
+        if server is None:
+            server = stack.enter_context(store_server(cfg.store))
+        return _run(cfg, console, server)
     raise AssertionError("unreachable")
 
 
-def _direct_client(emulator: FirestoreEmulator) -> firestore.Client:
-    """A client that reads the emulator itself, not through the proxy (the client reads the variable once, here)."""
-    old = os.environ.get("FIRESTORE_EMULATOR_HOST")
-    os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host
-    try:
-        return firestore.Client(project=emulator.project)
-    finally:
-        if old is None:
-            os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
-        else:
-            os.environ["FIRESTORE_EMULATOR_HOST"] = old
-
-
-def _run(cfg: CampaignConfig, console: Console, emulator: FirestoreEmulator) -> CampaignReport:
+def _run(cfg: CampaignConfig, console: Console, server: StoreServer) -> CampaignReport:
     started = time.monotonic()
     scenarios = [Scenario.generate(cfg.seed + i, cfg.lease_seconds) for i in range(cfg.scenarios)]
     workdir = Path(tempfile.mkdtemp(prefix="scheduler-dedup-campaign-"))
     plan_file, executions = workdir / "plan.json", workdir / "executions.jsonl"
     plan_file.write_text(json.dumps({s.job_name: s.plan() for s in scenarios}))
     results: list[ScenarioResult] = []
-    with FaultProxy(upstream=emulator.host, max_workers=128) as proxy:
-        env = {"FIRESTORE_EMULATOR_HOST": proxy.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
-               "DEDUP_JOB": _JOB, "DEDUP_COLLECTION": COLLECTION, "DEMO_JOB_PLAN": str(plan_file),
+    server.prepare(COLLECTION)
+    with server.fault_proxy(max_workers=128) as proxy:
+        env = {**server.endpoint_env(proxy.host), "DEDUP_JOB": _JOB, "DEDUP_COLLECTION": COLLECTION, "DEMO_JOB_PLAN": str(plan_file),
                "DEMO_EXECUTIONS_LOG": str(executions), "DEDUP_LEASE_SECONDS": str(cfg.lease_seconds),
-               "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(cfg.store_timeout_seconds)}
-        console.print(f"Firestore emulator {emulator.host}, fault proxy {proxy.host}; starting {cfg.instances} "
+               "DEDUP_STORE_TIMEOUT_SECONDS": str(cfg.store_timeout_seconds)}
+        console.print(f"{server.display_name} {server.host}, fault proxy {proxy.host}; starting {cfg.instances} "
                       f"handler processes (lease {cfg.lease_seconds:g} s, store timeout "
                       f"{cfg.store_timeout_seconds:g} s)...")
         fleet = _Fleet(env, cfg.instances, cfg.baseline)
         log = _ExecutionsLog(executions)
-        records = _direct_client(emulator)
+        records = server.connect(COLLECTION)  # reads the server itself, not through the proxy
         fault_log = _FaultLog(proxy, slow_seconds=0.9 * cfg.store_timeout_seconds)
         proxy.observe(fault_log)
         proxy.set_random(rate=cfg.fault_rate, seed=0, kinds=cfg.kinds, steps=PROTOCOL_STEPS,
@@ -712,7 +701,7 @@ def tables(report: CampaignReport) -> Iterator[Table]:
         faults.add_column(kind, justify="right")
     faults.add_column("faults", justify="right")
     faults.add_column("slow*", justify="right")
-    faults.caption = "* calls the emulator itself answered slower than 90% of the store timeout (not injected)"
+    faults.caption = "* calls the store server itself answered slower than 90% of the store timeout (not injected)"
     for step in [*PROTOCOL_STEPS, None]:
         steps = PROTOCOL_STEPS if step is None else (step,)
         row = [sum(report.faults.get((s, k), 0) for s in steps) for k in cfg.kinds]

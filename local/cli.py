@@ -13,6 +13,7 @@ from scheduler_dedup.handler.logs import ignore_python_version_warning
 ignore_python_version_warning()  # before anything imports google.api_core
 
 from scheduler_dedup.local.runs_cli import runs  # noqa: E402  (after the warning filter)
+from scheduler_dedup.local.store_servers import SERVER_KINDS  # noqa: E402
 
 
 @click.group()
@@ -22,19 +23,25 @@ def main() -> None:
 
 main.add_command(runs)
 
+_STORE_OPTION = click.option("--store", default="firestore", show_default=True, type=click.Choice(SERVER_KINDS),
+                             help="the run store (DEDUP_STORE) whose real local server is started.")
+
 
 @main.command()
 @click.option("--schedule", default="*/15 * * * *", show_default=True, help="unix-cron expression whose run times are played.")
 @click.option("--runs", default=8, show_default=True, type=click.IntRange(6, 200), help="how many scheduled runs to deliver.")
 @click.option("--seed", default=7, show_default=True, type=int, help="seed of the fault plan and of the skipped run.")
 @click.option("--time-zone", default="Europe/Berlin", show_default=True, help="the schedule's tz database time zone.")
-@click.option("--keep-emulator", is_flag=True, help="leave the emulator running, to try `scheduler-dedup runs` on it.")
-def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: bool) -> None:
-    """Start the Firestore emulator and the handler, play at-least-once Scheduler traffic with faults (one fire
-    time skipped on purpose), then show the run history and the runs it expected but did not find."""
+@click.option("--keep-emulator", is_flag=True, help="leave the store server running, to try `scheduler-dedup runs` on it.")
+@_STORE_OPTION
+def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: bool, store: str) -> None:
+    """Start a local store server (the Firestore emulator by default) and the handler, play at-least-once
+    Scheduler traffic with faults (one fire time skipped on purpose), then show the run history and the runs
+    it expected but did not find."""
     from scheduler_dedup.local.demo import run_demo
 
-    sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator))
+    sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator,
+                      store=store))
 
 
 @main.command("run-local")
@@ -51,21 +58,22 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
 @click.option("--delivery-faults", default="", help="simulator faults applied to runs in turn, comma-separated: "
               "clean, lost_response, concurrent, crash, skipped.")
 @click.option("--store-fault", "store_faults", multiple=True,
-              help="a Firestore fault between handler and emulator as step:kind, e.g. completion:lose_answer; repeatable.")
+              help="a store fault between handler and store server as step:kind, e.g. completion:lose_answer; repeatable.")
 @click.option("--store-fault-rate", default=0.0, show_default=True, type=click.FloatRange(0, 1),
-              help="probability of a random Firestore fault (unavailable, deadline, lose_answer) per store call.")
-@click.option("--seed", default=1, show_default=True, type=int, help="seed of the random Firestore faults.")
+              help="probability of a random store fault (unavailable, deadline, lose_answer) per store call.")
+@click.option("--seed", default=1, show_default=True, type=int, help="seed of the random store faults.")
 @click.option("--lease", "lease_seconds", default=10.0, show_default=True, type=float, help="DEDUP_LEASE_SECONDS.")
 @click.option("--attempt-deadline", default=10.0, show_default=True, type=float,
               help="seconds the simulated Scheduler waits for an answer before it retries.")
 @click.option("--env", "env_pairs", multiple=True, help="KEY=VALUE for your job's environment; repeatable.")
+@_STORE_OPTION
 def run_local_command(source: Path, job: str, schedule: str, time_zone: str, speed: float, runs: int | None,
                       job_name: str | None, delivery_faults: str, store_faults: tuple[str, ...],
                       store_fault_rate: float, seed: int, lease_seconds: float, attempt_deadline: float,
-                      env_pairs: tuple[str, ...]) -> None:
-    """Run your own job locally as in production: the Firestore emulator, the handler under
-    functions-framework with DEDUP_JOB, and the Scheduler simulator firing your schedule, with optional
-    delivery and Firestore faults. Prints each run's history row as it lands, then the report.
+                      env_pairs: tuple[str, ...], store: str) -> None:
+    """Run your own job locally as in production: a local store server (the Firestore emulator by default),
+    the handler under functions-framework with DEDUP_JOB, and the Scheduler simulator firing your schedule,
+    with optional delivery and store faults. Prints each run's history row as it lands, then the report.
 
     \b
     Example:
@@ -85,7 +93,7 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
         code = run_local(source, job, schedule, time_zone=time_zone, runs=runs, speed=speed, job_name=job_name,
                          delivery_faults=faults, store_faults=store_faults, store_fault_rate=store_fault_rate,
                          seed=seed, lease_seconds=lease_seconds, attempt_deadline=attempt_deadline,
-                         extra_env=extra_env)
+                         extra_env=extra_env, store=store)
     except LocalRunError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -101,12 +109,13 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
 @click.option("--instances", default=2, show_default=True, type=click.IntRange(2, 8), help="handler processes.")
 @click.option("--concurrency", default=12, show_default=True, type=click.IntRange(1, 64),
               help="scenarios played at once.")
-def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concurrency: int) -> None:
-    """Play seeded fault scenarios against handler processes behind a gRPC fault proxy; exit 1 on a violation."""
+@_STORE_OPTION
+def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concurrency: int, store: str) -> None:
+    """Play seeded fault scenarios against handler processes behind a fault proxy; exit 1 on a violation."""
     from scheduler_dedup.local.campaign import CampaignConfig, run_cli
 
     sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
-                                    concurrency=concurrency)))
+                                    concurrency=concurrency, store=store)))
 
 
 @main.command()

@@ -1,6 +1,7 @@
 """``scheduler-dedup demo``: at-least-once Scheduler traffic with faults, with and without dedup, side by side.
 
-Starts the real Firestore emulator, two dedup handler instances and two no-dedup baseline
+Starts a real local store server (the Firestore emulator by default; ``--store`` picks another store of
+:mod:`scheduler_dedup.local.store_servers`), two dedup handler instances and two no-dedup baseline
 instances under functions-framework on 127.0.0.1, plays the same faulty deliveries of a
 unix-cron schedule's runs against each, reads what the job recorded, prints tables and exits
 1 if any run did not execute exactly once with dedup (a crashed or failed attempt may be re-run:
@@ -10,7 +11,6 @@ that is counted apart).
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import Counter
 import tempfile
@@ -38,7 +38,7 @@ from scheduler_dedup.handler.run_history import (
 )
 from scheduler_dedup.handler.run_key import RunKey
 from scheduler_dedup.local.console import make_console
-from scheduler_dedup.local.emulator import EmulatorNotFoundError, EmulatorStartError, FirestoreEmulator
+from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers import HandlerServer
@@ -89,7 +89,7 @@ class _Side:
 
     def _start(self) -> HandlerServer:
         server = HandlerServer(self.env, baseline=self.baseline, threads=16).start()
-        # Warm the instance (Firestore channel, imports) with a run of its own, as Cloud Run's startup
+        # Warm the instance (store connection, imports) with a run of its own, as Cloud Run's startup
         # probe would, so the first scheduled delivery is not slowed past the attempt deadline.
         warm_up = {"X-CloudScheduler-JobName": f"warm-up-{server.port}",
                    "X-CloudScheduler-ScheduleTime": "2000-01-01T00:00:00Z"}
@@ -212,9 +212,9 @@ def _per_run(dedup: list[RunTally], baseline: list[RunTally]) -> Table:
     return table
 
 
-def _history(project: str, schedule: str, time_zone: str, times: list[datetime], console: Console) -> Report:
+def _history(server: StoreServer, schedule: str, time_zone: str, times: list[datetime], console: Console) -> Report:
     """Print the dedup side's run history and the expected-against-actual report, as ``scheduler-dedup runs`` does."""
-    history = RunHistory.connect(project)
+    history = RunHistory(server.connect())
     since, until = times[0], times[-1] + timedelta(seconds=1)
     runs = list(history.runs(JOB_NAME, since=since, until=until))
     table = runs_table(title=f"Run history of {JOB_NAME} from its run records (job times in {time_zone})")
@@ -230,18 +230,18 @@ def _history(project: str, schedule: str, time_zone: str, times: list[datetime],
     return report
 
 
-def runs_command(emulator: FirestoreEmulator, times: list[datetime], skipped: int) -> str:
+def runs_command(server: StoreServer, times: list[datetime], skipped: int) -> str:
     """The ``scheduler-dedup runs`` command line that reads the demo's records over the demo's own window
     (its first fire time to just after its last), so its report finds exactly the skipped fire time missed;
     ``--grace 0`` when that fire time is more recent than the default grace period."""
     since, until = rfc3339(times[0]), rfc3339(times[-1] + timedelta(seconds=1))
     recent = datetime.now(timezone.utc) - times[skipped] < timedelta(seconds=DEFAULT_GRACE_SECONDS)
-    return (f"FIRESTORE_EMULATOR_HOST={emulator.host} GOOGLE_CLOUD_PROJECT={emulator.project} scheduler-dedup runs "
+    return (f"{server.shell_env()} scheduler-dedup runs "
             f"--job {JOB_NAME} --since {since} --until {until}{' --grace 0' if recent else ''}")
 
 
 def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_zone: str = "Europe/Berlin",
-             keep_emulator: bool = False) -> int:
+             keep_emulator: bool = False, store: str = "firestore") -> int:
     """Run the demo and print its tables.
 
     Args:
@@ -250,12 +250,13 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
             more fire time among them is skipped on purpose, and the report must find it missed.
         seed: seed of the order of faults and of the skipped fire time.
         time_zone: the schedule's time zone (the handler stores it on each record).
-        keep_emulator: leave the emulator running afterwards, for ``scheduler-dedup runs`` to read.
+        keep_emulator: leave the store server running afterwards, for ``scheduler-dedup runs`` to read.
+        store: the run store (``DEDUP_STORE``) whose local server the handlers use.
 
     Returns:
         0 if every delivered run executed exactly once with dedup (re-runs after crashes and failures
         counted apart) and the report found exactly the skipped fire time missed and nothing failed or
-        stuck; 1 otherwise; 2 if the emulator, the schedule or the time zone is unusable.
+        stuck; 1 otherwise; 2 if the store server, the schedule or the time zone is unusable.
     """
     console = make_console()
     try:
@@ -277,39 +278,33 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
                   f"deadline {retry.attempt_deadline} s, retry count {retry.retry_count}, lease {LEASE_SECONDS} s "
                   "(timings scaled down for the demo)")
     try:
-        emulator = FirestoreEmulator().start()
+        server = store_server(store).start()
+        server.prepare("scheduler_runs")
     except (EmulatorNotFoundError, EmulatorStartError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2
     sides: list[_Side] = []
-    host_before = os.environ.get("FIRESTORE_EMULATOR_HOST")
     try:
-        console.print(f"Firestore emulator on {emulator.host}; starting 2 dedup and 2 baseline instances...")
-        env = {"FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
-               "DEDUP_JOB": "scheduler_dedup.local.recording_job:run", "DEMO_JOB_PLAN": str(workdir / "plan.json"),
+        console.print(f"{server.display_name} on {server.host}; starting 2 dedup and 2 baseline instances...")
+        env = {**server.endpoint_env(), "DEDUP_JOB": "scheduler_dedup.local.recording_job:run", "DEMO_JOB_PLAN": str(workdir / "plan.json"),
                "DEDUP_LEASE_SECONDS": str(LEASE_SECONDS), "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone}
         sides = [_Side("dedup", env, False, workdir), _Side("baseline", env, True, workdir)]
         with Progress(console=console, transient=True) as progress:
             task = progress.add_task("delivering", total=2 * len(times))
-            dedup = _play(sides[0], emulator.project, times, faults, retry, progress, task)
-            baseline = _play(sides[1], emulator.project, times, faults, retry, progress, task)
+            dedup = _play(sides[0], server.project, times, faults, retry, progress, task)
+            baseline = _play(sides[1], server.project, times, faults, retry, progress, task)
         for side in sides:
             side.close()
         console.print(_per_run(dedup, baseline))
         delivered = [(d, b) for d, b in zip(dedup, baseline) if d.report.fault != "skipped"]
         dedup, baseline = [d for d, _ in delivered], [b for _, b in delivered]
         console.print(_summary(dedup, baseline))
-        os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host  # for this process's reader of the history
-        report = _history(emulator.project, schedule, time_zone, times, console)
+        report = _history(server, schedule, time_zone, times, console)
     finally:
-        if host_before is None:
-            os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
-        else:
-            os.environ["FIRESTORE_EMULATOR_HOST"] = host_before
         for side in sides:
             side.close()
         if not keep_emulator:
-            emulator.stop()
+            server.stop()
     bad = [t for t in dedup if not t.exactly_once]
     if bad:
         console.print(f"[red bold]FAIL[/red bold]: {len(bad)} run(s) did not execute exactly once with dedup")
@@ -325,8 +320,8 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
                   "report's FAIL is the fire time skipped on purpose, found missed: `scheduler-dedup runs` exits 1 "
                   "on it, as a check in CI or cron should.")
     if keep_emulator:
-        console.print(f"The emulator keeps running (pid {emulator.pid}; stop it with `kill {emulator.pid}`). Its "
-                      "run history and report, from another shell (the demo's own window: a wider one finds "
-                      f"every fire time before it missed):\n  {runs_command(emulator, times, skipped)}",
+        console.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with `kill {server.pid}`). "
+                      "Its run history and report, from another shell (the demo's own window: a wider one finds "
+                      f"every fire time before it missed):\n  {runs_command(server, times, skipped)}",
                       soft_wrap=True)  # one line however narrow the terminal, so it copies whole
     return 0

@@ -1,24 +1,12 @@
-"""A gRPC proxy between a Firestore client and the emulator that injects faults at the store boundary.
+"""A gRPC proxy between a store's client and its emulator that injects faults at the store boundary.
 
-Clients are pointed at it with ``FIRESTORE_EMULATOR_HOST=<proxy.host>``, so it serves an
-in-process store and handler subprocesses alike. Requests and responses are forwarded as raw
-bytes through grpcio's generic handlers, with the caller's invocation metadata and deadline;
-requests are decoded (``google.cloud.firestore_v1.types``) only to name the step of the dedup
-protocol each call belongs to:
-
-==============  ==========================================================================
-step            call
-==============  ==========================================================================
-``claim``       Commit with a create write (precondition ``exists: false``)
-``takeover``    Commit updating an existing record to ``status: in_progress``
-``renewal``     Commit updating a record without touching ``status`` (heartbeat, lease expiry)
-``completion``  Commit setting ``status: completed``
-``failure``     Commit setting ``status: failed``
-``release``     Commit with a delete write
-``read``        BatchGetDocuments / GetDocument
-``query``       RunQuery / RunAggregationQuery
-``other``       anything else (BeginTransaction, Rollback, ListDocuments, Listen...)
-==============  ==========================================================================
+Clients are pointed at it with the emulator variable (``FIRESTORE_EMULATOR_HOST=<proxy.host>``, or the
+Spanner emulator's), so it serves an in-process store and handler subprocesses alike. Requests and
+responses are forwarded as raw bytes through grpcio's generic handlers, with the caller's invocation
+metadata and deadline; each call is named by the store's wire description (:class:`GrpcWire`, e.g.
+:data:`~scheduler_dedup.handler.stores.firestore_wire.FIRESTORE_WIRE`) with the step of the dedup protocol
+it belongs to (:mod:`scheduler_dedup.handler.stores.wire`: claim, takeover, renewal, completion, failure,
+release, read, query, other).
 
 Fault kinds (what a store sees on a bad network, after the Jepsen/FoundationDB practice of
 failing a call before it is sent, applying it and losing the answer, or delaying it):
@@ -32,7 +20,7 @@ failing a call before it is sent, applying it and losing the answer, or delaying
 
 Example::
 
-    with FaultProxy(upstream=emulator.host) as proxy:
+    with FaultProxy(upstream=emulator.host, wire=FIRESTORE_WIRE) as proxy:
         os.environ["FIRESTORE_EMULATOR_HOST"] = proxy.host
         proxy.add(Fault(step="renewal", kind="lose_answer"))
 """
@@ -50,16 +38,12 @@ from types import TracebackType
 from typing import Any
 
 import grpc
-from google.cloud.firestore_v1.types import firestore as fs_types
 
-STEPS = ("claim", "takeover", "renewal", "completion", "failure", "release", "read", "query", "other")
+from scheduler_dedup.handler.stores.wire import PROTOCOL_STEPS, STEPS, Call, GrpcWire
+
+__all__ = ["KINDS", "PROTOCOL_STEPS", "STEPS", "Call", "Fault", "FaultProxy", "GrpcWire"]
+
 KINDS = ("unavailable", "deadline", "lose_answer", "delay", "refuse")
-#: The steps that are store calls of the dedup protocol (what a campaign injects faults into).
-PROTOCOL_STEPS = ("claim", "read", "takeover", "renewal", "completion", "failure", "release")
-
-_SERVICE = "/google.firestore.v1.Firestore/"
-_UNARY_STREAM = frozenset({"BatchGetDocuments", "RunQuery", "RunAggregationQuery", "ExecutePipeline"})
-_STREAM_STREAM = frozenset({"Write", "Listen"})
 # Metadata gRPC sets itself and refuses from the application.
 _RESERVED_METADATA = ("user-agent", "te", "content-type", "grpc-")
 #: How long a forwarded call may take when the caller sent no deadline, seconds.
@@ -105,15 +89,6 @@ class Fault:
                 and (self.document is None or self.document == call.document))
 
 
-@dataclass(frozen=True)
-class Call:
-    """One intercepted RPC: its method (``"Commit"``), protocol step and document id ('' if none)."""
-
-    method: str
-    step: str
-    document: str
-
-
 @dataclass
 class _Armed:
     fault: Fault
@@ -137,70 +112,16 @@ class _Decision:
     code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION
 
 
-def classify(method: str, request: bytes) -> Call:
-    """Name the protocol step of one Firestore RPC from its method and serialised request.
-
-    Args:
-        method: the method name, e.g. ``"Commit"``.
-        request: the request message as sent on the wire.
-
-    Returns:
-        A :class:`Call`; undecodable requests are step ``other``.
-    """
-    try:
-        if method == "Commit":
-            return _classify_commit(fs_types.CommitRequest.pb().FromString(request))
-        if method == "BatchGetDocuments":
-            pb = fs_types.BatchGetDocumentsRequest.pb().FromString(request)
-            return Call(method, "read", _doc_id(pb.documents[0]) if pb.documents else "")
-        if method == "GetDocument":
-            return Call(method, "read", _doc_id(fs_types.GetDocumentRequest.pb().FromString(request).name))
-        if method in ("RunQuery", "RunAggregationQuery"):
-            return Call(method, "query", "")
-    except Exception:  # noqa: BLE001 - a request we cannot decode is still forwarded
-        pass
-    return Call(method, "other", "")
-
-
-def _doc_id(name: str) -> str:
-    return name.rsplit("/", 1)[-1]
-
-
-def _classify_commit(pb: Any) -> Call:
-    for write in pb.writes:
-        kind = write.WhichOneof("operation")
-        if kind == "delete":
-            return Call("Commit", "release", _doc_id(write.delete))
-        if kind != "update":
-            continue
-        doc = _doc_id(write.update.name)
-        if write.HasField("current_document") and write.current_document.WhichOneof("condition_type") == "exists" \
-                and not write.current_document.exists:
-            return Call("Commit", "claim", doc)
-        status = write.update.fields.get("status")
-        touched = set(write.update_mask.field_paths) if write.HasField("update_mask") else set(write.update.fields)
-        value = status.string_value if status is not None and "status" in touched else None
-        if value == "in_progress":
-            return Call("Commit", "takeover", doc)
-        if value == "completed":
-            return Call("Commit", "completion", doc)
-        if value == "failed":
-            return Call("Commit", "failure", doc)
-        if value is None and write.HasField("current_document"):
-            return Call("Commit", "renewal", doc)
-        return Call("Commit", "other", doc)
-    return Call("Commit", "other", "")
-
-
 class FaultProxy:
-    """A gRPC proxy on ``127.0.0.1:<free port>`` in front of a Firestore emulator, injecting faults.
+    """A gRPC proxy on ``127.0.0.1:<free port>`` in front of a store's emulator, injecting faults.
 
     Args:
         upstream: the emulator's ``host:port`` (``FirestoreEmulator.host``).
+        wire: the store's gRPC service and how its calls map to protocol steps (``FIRESTORE_WIRE``...).
         max_workers: server threads; each call in flight (a delayed one included) holds one.
 
     Attributes:
-        host: ``"127.0.0.1:PORT"``, the value for ``FIRESTORE_EMULATOR_HOST``.
+        host: ``"127.0.0.1:PORT"``, the value for the emulator variable (``FIRESTORE_EMULATOR_HOST``...).
         calls: every call seen, in order, as ``(step, method)``.
         injected: every fault injected, in order, as dicts with ``step``, ``kind``, ``method``,
             ``call_index`` (index into ``calls``), ``document`` and ``time`` (``time.monotonic()`` when
@@ -209,8 +130,9 @@ class FaultProxy:
     Use as a context manager, or call :meth:`start` and :meth:`stop`. Thread-safe.
     """
 
-    def __init__(self, upstream: str, max_workers: int = 64):
+    def __init__(self, upstream: str, wire: GrpcWire, max_workers: int = 64):
         self.upstream = upstream
+        self.wire = wire
         self.calls: list[tuple[str, str]] = []
         self.injected: list[dict[str, Any]] = []
         self._injected_by_document: dict[str, list[dict[str, Any]]] = {}
@@ -389,7 +311,7 @@ class FaultProxy:
         """Apply the call's fault decision and forward it upstream: the response bytes, or the list of a
         server-streaming call's responses (read whole, so a lost answer loses all of them)."""
         started = time.monotonic()
-        call = classify(method, request)
+        call = self.wire.classify(method, request)
         decision = self._decide(call)
         try:
             self._before(decision, context)
@@ -397,9 +319,9 @@ class FaultProxy:
             args = self._upstream_args(decision, context)
             try:
                 if streamed:
-                    response: Any = list(self._channel.unary_stream(_SERVICE + method)(request, **args))
+                    response: Any = list(self._channel.unary_stream(self.wire.service + method)(request, **args))
                 else:
-                    response = self._channel.unary_unary(_SERVICE + method)(request, **args)
+                    response = self._channel.unary_unary(self.wire.service + method)(request, **args)
             except grpc.RpcError as exc:
                 context.abort(exc.code(), exc.details() or "")
             if decision.kind == "lose_answer":
@@ -418,7 +340,7 @@ class FaultProxy:
     def stream_stream(self, method: str, requests: Iterable[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
         self._decide(Call(method, "other", ""))
         assert self._channel is not None
-        stub = self._channel.stream_stream(_SERVICE + method)
+        stub = self._channel.stream_stream(self.wire.service + method)
         responses = stub(iter(requests), metadata=self._upstream_args(_Decision(None), context)["metadata"])
         context.add_callback(responses.cancel)
         try:
@@ -429,18 +351,19 @@ class FaultProxy:
 
 
 class _Forwarder(grpc.GenericRpcHandler):
-    """Routes every Firestore method to the proxy as raw bytes (no (de)serialisers)."""
+    """Routes every method of the store's service to the proxy as raw bytes (no (de)serialisers)."""
 
     def __init__(self, proxy: FaultProxy):
         self.proxy = proxy
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         full = handler_call_details.method
-        if not full.startswith(_SERVICE):
+        wire = self.proxy.wire
+        if not full.startswith(wire.service):
             return None
-        method = full[len(_SERVICE):]
-        if method in _STREAM_STREAM:
+        method = full[len(wire.service):]
+        if method in wire.stream_stream:
             return grpc.stream_stream_rpc_method_handler(lambda it, ctx: self.proxy.stream_stream(method, it, ctx))
-        if method in _UNARY_STREAM:
+        if method in wire.unary_stream:
             return grpc.unary_stream_rpc_method_handler(lambda req, ctx: self.proxy.unary_stream(method, req, ctx))
         return grpc.unary_unary_rpc_method_handler(lambda req, ctx: self.proxy.unary_unary(method, req, ctx))

@@ -1,11 +1,11 @@
 """``scheduler-dedup run-local``: run your own job the way it runs in production, on this machine.
 
-It starts the real Firestore emulator, serves the dedup handler under functions-framework with
+It starts a real local store server (the Firestore emulator by default; ``store`` picks another), serves the dedup handler under functions-framework with
 ``DEDUP_JOB`` and a ``PYTHONPATH`` that makes your job importable (as Cloud Run does with the deploy
 archive), and lets the Cloud Scheduler simulator fire your schedule in your time zone: in real time,
 or the last ``--runs`` fire times replayed faster. Optional faults: the simulator's delivery faults
-(lost 2xx, concurrent duplicates, a SIGKILLed instance, a skipped fire time) and Firestore faults
-injected between the handler and the emulator by the gRPC fault proxy. Each run's row of the run
+(lost 2xx, concurrent duplicates, a SIGKILLed instance, a skipped fire time) and store faults
+injected between the handler and the store server by the fault proxy. Each run's row of the run
 history table is printed as it lands, and the expected-against-actual report at the end.
 """
 
@@ -22,19 +22,21 @@ from typing import Any
 
 from rich.console import Console
 
-from scheduler_dedup.handler.config import firestore_timeout_for
+from scheduler_dedup.handler.config import store_timeout_for
 from scheduler_dedup.handler.cron import fire_times, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.record import COMPLETED, FAILED
 from scheduler_dedup.handler.run_history import HistoryRun, Report, RunHistory, compare
 from scheduler_dedup.handler.run_key import RunKey
 from scheduler_dedup.local.console import make_console
-from scheduler_dedup.local.emulator import EmulatorNotFoundError, EmulatorStartError, FirestoreEmulator
+from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
 from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers import HandlerServer
 from scheduler_dedup.local.simulator import FAULT_TITLES, Delivery, RetryConfig, Scheduler, schedule_times
 
 #: Delivery faults that work with any job (the others of the demo need its scripted job).
 DELIVERY_FAULTS = ("clean", "lost_response", "concurrent", "crash", "skipped")
+#: The run records' collection.
+COLLECTION = "scheduler_runs"
 _SPEC_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -129,7 +131,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
               speed: float = 1.0, job_name: str | None = None, delivery_faults: Sequence[str] = (),
               store_faults: Sequence[str] = (), store_fault_rate: float = 0.0, seed: int = 1,
               lease_seconds: float = 10.0, attempt_deadline: float = 10.0, extra_env: Mapping[str, str] | None = None,
-              console: Console | None = None, status: Console | None = None) -> int:
+              console: Console | None = None, status: Console | None = None, store: str = "firestore") -> int:
     """Run ``job`` from ``source`` under the dedup handler with the Scheduler simulator firing ``schedule``.
 
     Args:
@@ -140,20 +142,21 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         speed: 1 for real time; N > 1 replays the last ``runs`` fire times N times faster.
         job_name: the Scheduler job id sent (default derived from ``job``).
         delivery_faults: simulator faults applied to runs in turn (:data:`DELIVERY_FAULTS`).
-        store_faults: planned Firestore faults as ``step:kind`` (fault proxy steps and kinds).
-        store_fault_rate: probability of a random Firestore fault per protocol call (seeded).
-        seed: seed of the random Firestore faults.
+        store_faults: planned store faults as ``step:kind`` (fault proxy steps and kinds).
+        store_fault_rate: probability of a random store fault per protocol call (seeded).
+        seed: seed of the random store faults.
         lease_seconds: ``DEDUP_LEASE_SECONDS`` of the handler.
         attempt_deadline: the simulated job's attempt deadline, seconds.
         extra_env: more environment for the handler (your job's own settings).
         console: where runs and the report are printed (default stdout).
-        status: where set-up lines (emulator, handler URL and log) are printed (default: ``console``).
+        status: where set-up lines (store server, handler URL and log) are printed (default: ``console``).
+        store: the run store (``DEDUP_STORE``) whose local server the handler uses.
 
     Returns:
         0 if nothing was missed, failed or stuck; 1 otherwise (a ``skipped`` fault makes a missed run).
 
     Raises:
-        LocalRunError: invalid input, or the emulator or the handler would not start.
+        LocalRunError: invalid input, or the store server or the handler would not start.
     """
     console = console or make_console()
     status = status or console
@@ -164,31 +167,29 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
     name = job_name or job_name_for(job)
     now = datetime.now(timezone.utc)
     try:
-        emulator = FirestoreEmulator().start()
+        server = store_server(store).start()
+        server.prepare(COLLECTION)
     except (EmulatorNotFoundError, EmulatorStartError) as exc:
         raise LocalRunError(str(exc)) from None
     proxy: Any = None
     instances: _Instances | None = None
-    host_before = os.environ.get("FIRESTORE_EMULATOR_HOST")
-    os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host  # this process reads the history without faults
     delivered: list[datetime] = []
     try:
-        store_host = emulator.host
+        store_host = server.host
         if store_faults or store_fault_rate:
-            proxy = _fault_proxy(emulator.host, store_faults, store_fault_rate, seed)
+            proxy = _fault_proxy(server, store_faults, store_fault_rate, seed)
             store_host = proxy.host
         pythonpath = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
-        env = {**(extra_env or {}), "FIRESTORE_EMULATOR_HOST": store_host, "GOOGLE_CLOUD_PROJECT": emulator.project,
+        env = {**(extra_env or {}), **server.endpoint_env(store_host), "DEDUP_COLLECTION": COLLECTION,
                "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
                "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
-               "DEDUP_FIRESTORE_TIMEOUT_SECONDS": str(firestore_timeout_for(int(attempt_deadline)))}
-        status.print(f"Firestore emulator on {emulator.host}" + (f", Firestore faults through {proxy.host}" if proxy
-                                                                 else "") + f"; starting the handler with {job} ...")
+               "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(int(attempt_deadline)))}
+        status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
+                                                                  else "") + f"; starting the handler with {job} ...")
         instances = _Instances(env)
-        history = RunHistory.connect(emulator.project)
+        history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
         status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell:\n"
-                      f"  FIRESTORE_EMULATOR_HOST={emulator.host} GOOGLE_CLOUD_PROJECT={emulator.project} "
-                      f"scheduler-dedup runs --job {name}")
+                      f"  {server.shell_env()} scheduler-dedup runs --job {name}")
         mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
         console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
                       + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
@@ -206,7 +207,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
                 if wait > 0:
                     time.sleep(wait)
                 fault = delivery_faults[n % len(delivery_faults)] if delivery_faults else "clean"
-                current["run_id"] = RunKey(emulator.project, "", name, when).run_id
+                current["run_id"] = RunKey(server.project, "", name, when).run_id
                 report = scheduler.play(when, fault)
                 delivered.append(when)
                 printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
@@ -218,22 +219,19 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         result = _report(console, history, name, schedule, time_zone, delivered)
         if proxy is not None and proxy.injected:
             kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
-            console.print("Firestore faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
+            console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
         return 0 if result.ok else 1
     finally:
         if instances is not None:
             instances.close()
         if proxy is not None:
             proxy.stop()
-        emulator.stop()
-        if host_before is None:
-            os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
-        else:
-            os.environ["FIRESTORE_EMULATOR_HOST"] = host_before
+        server.stop()
 
 
-def _fault_proxy(upstream: str, planned: Sequence[str], rate: float, seed: int) -> Any:
-    from scheduler_dedup.local.fault_proxy import KINDS, STEPS, Fault, FaultProxy
+def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed: int) -> Any:
+    from scheduler_dedup.local.fault_proxy import KINDS, STEPS, Fault
+
 
     faults = []
     for text in planned:
@@ -242,7 +240,10 @@ def _fault_proxy(upstream: str, planned: Sequence[str], rate: float, seed: int) 
             raise LocalRunError(f"--store-fault {text!r} is not step:kind: steps {', '.join(STEPS)}; "
                                 f"kinds {', '.join(KINDS)} (e.g. completion:lose_answer)")
         faults.append(Fault(kind=kind, step=step))
-    proxy = FaultProxy(upstream=upstream).start()
+    try:
+        proxy = server.fault_proxy()
+    except NotImplementedError as exc:
+        raise LocalRunError(f"--store-fault and --store-fault-rate: {exc}") from None
     for fault in faults:
         proxy.add(fault)
     if rate:

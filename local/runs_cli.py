@@ -1,9 +1,10 @@
 """``scheduler-dedup runs``: a job's run history from its run records, and expected against actual runs.
 
-Read-only. It talks to the Firestore emulator when ``FIRESTORE_EMULATOR_HOST`` is set, else to real
-Firestore with Application Default Credentials (``gcloud auth application-default login``);
-``roles/datastore.viewer`` on the project is all it needs. On real Firestore the query needs the
-composite index of :data:`scheduler_dedup.handler.record.RUN_HISTORY_INDEXES` (the component creates it).
+Read-only, on any run store (``--store``, default ``DEDUP_STORE`` else ``firestore``) through the store
+contract. On Firestore it talks to the emulator when ``FIRESTORE_EMULATOR_HOST`` is set, else to real Firestore
+with Application Default Credentials (``gcloud auth application-default login``); ``roles/datastore.viewer``
+on the project is all it needs, and the query needs the composite index of
+:data:`scheduler_dedup.handler.stores.firestore_schema.RUN_HISTORY_INDEXES` (the component creates it).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scheduler_dedup.handler.config import DEFAULT_COLLECTION, DEFAULT_DATABASE
+from scheduler_dedup.handler.config import DEFAULT_COLLECTION, DEFAULT_DATABASE, DEFAULT_STORE, STORE_KINDS
+from scheduler_dedup.handler.errors import ConfigError, StoreCallError, StoreUnavailableError
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.run_history import (
     DEFAULT_GRACE_SECONDS,
@@ -184,41 +186,52 @@ class _Output:
         self._rows = []
 
 
-def _history(project: str | None, database: str, collection: str) -> RunHistory:
-    """A reader; exits 2 with what to do when there is no project or no credentials."""
+def _history(store: str, project: str | None, database: str, collection: str) -> RunHistory:
+    """A reader on the run store; exits 2 with what to do when there is no project or no credentials."""
     import os
 
-    from google.auth.exceptions import DefaultCredentialsError
-    from google.cloud import firestore
+    from scheduler_dedup.handler.config import Settings
+    from scheduler_dedup.handler.stores import EMULATOR_VARIABLES, open_store
 
-    if project is None and os.environ.get("FIRESTORE_EMULATOR_HOST"):
+    emulator = EMULATOR_VARIABLES.get(store)
+    if project is None and emulator and os.environ.get(emulator):
         raise click.UsageError("give --project (or set GOOGLE_CLOUD_PROJECT): the emulator keeps each project's "
                                "records apart, e.g. --project demo-scheduler-dedup")
+    err = make_console(stderr=True)
     try:
-        return RunHistory(firestore.Client(project=project, database=database), collection)
+        settings = Settings.from_env({**os.environ, "GOOGLE_CLOUD_PROJECT": project or _default_project(),
+                                      "DEDUP_STORE": store, "DEDUP_DATABASE": database, "DEDUP_COLLECTION": collection})
+        return RunHistory(open_store(settings))
+    except ConfigError as exc:
+        err.print(f"[red]error:[/] {exc}")
+    except StoreCallError as exc:
+        err.print(f"[red]error:[/] {exc}" + (f"\n{exc.hint}" if exc.hint else ""))
+    sys.exit(_EXIT_ERROR)
+
+
+def _default_project() -> str:
+    """The project of Application Default Credentials, or "" (the settings then say what to set); exits 2
+    saying how to log in when there are no credentials."""
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        return google.auth.default()[1] or ""
     except DefaultCredentialsError:
         make_console(stderr=True).print(
-            "[red]error:[/] no Google credentials: run `gcloud auth application-default login` (an account with "
-            "roles/datastore.viewer is enough), or set FIRESTORE_EMULATOR_HOST to read an emulator")
+            "[red]error:[/] no Google credentials: run `gcloud auth application-default login` (on Firestore an "
+            "account with roles/datastore.viewer is enough), or give --project and set the store's emulator "
+            "variable (FIRESTORE_EMULATOR_HOST...) to read an emulator")
         sys.exit(_EXIT_ERROR)
 
 
-def _read_failed(err: Console, collection: str, exc: Exception) -> None:
-    """Print why reading failed and what to check: the endpoint and credentials when Firestore did not
-    answer, the composite index when the query needs it."""
-    import os
-
-    from google.api_core.exceptions import DeadlineExceeded, RetryError, ServiceUnavailable
-
+def _read_failed(err: Console, collection: str, exc: StoreCallError) -> None:
+    """Print why reading failed and what to check (the store's hint: the endpoint and credentials when it did
+    not answer, the composite index when the query needs it)."""
     err.print(f"[red]error:[/] reading {collection!r} failed: {exc}")
-    if "index" in str(exc).lower():
-        err.print("The query needs the composite index job_name ASC + schedule_time DESC (the component "
-                  "creates it; the message above has a link that creates it by hand).")
-    elif isinstance(exc, (RetryError, ServiceUnavailable, DeadlineExceeded)):
-        host = os.environ.get("FIRESTORE_EMULATOR_HOST")
-        err.print(f"Firestore did not answer: is the emulator running at FIRESTORE_EMULATOR_HOST={host}?" if host
-                  else "Firestore did not answer: check the network and your credentials (`gcloud auth "
-                       "application-default login`), or set FIRESTORE_EMULATOR_HOST to read an emulator.")
+    if exc.hint:
+        what = f"{exc.store} did not answer: " if isinstance(exc, StoreUnavailableError) else ""
+        err.print(what + exc.hint)
 
 
 def _progress(console: Console) -> Any:
@@ -229,8 +242,10 @@ def _progress(console: Console) -> Any:
 
 
 _COMMON = [
+    click.option("--store", envvar="DEDUP_STORE", default=DEFAULT_STORE, show_default=True,
+                 type=click.Choice(STORE_KINDS), help="the run store [env DEDUP_STORE]."),
     click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", default=None,
-                 help="project id of the Firestore database [env GOOGLE_CLOUD_PROJECT; else from ADC]."),
+                 help="project id of the run store [env GOOGLE_CLOUD_PROJECT; else from ADC]."),
     click.option("--database", default=DEFAULT_DATABASE, show_default=True, help="Firestore database id."),
     click.option("--collection", default=DEFAULT_COLLECTION, show_default=True, help="collection of run records."),
     click.option("--json", "as_json", is_flag=True, help="one JSON object per line (stable field names)."),
@@ -259,8 +274,8 @@ def _common(fn: Any) -> Any:
 @_common
 @click.pass_context
 def runs(ctx: click.Context, job: str | None, since: str, until: str | None, statuses: tuple[str, ...],
-         schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, project: str | None,
-         database: str, collection: str, as_json: bool) -> None:
+         schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, store: str,
+         project: str | None, database: str, collection: str, as_json: bool) -> None:
     """One job's runs, newest first, then expected against actual fire times.
 
     Each run shows its schedule time in the job's time zone and in UTC, status, attempts, takeover,
@@ -269,7 +284,7 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
     late, failed, stuck, repeated and unexpected runs are listed, and the command exits 1 if any run
     was missed, failed or is stuck (2 if it could not check). Without a schedule, failed and stuck
     runs still count (they are facts of the records) but missed runs cannot be checked: the summary
-    says so. Needs roles/datastore.viewer.
+    says so. On Firestore it needs roles/datastore.viewer.
 
     \b
     Examples:
@@ -287,22 +302,20 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
                                  param_hint="--time-zone")
     if schedule is not None and unix_cron_problem(schedule):
         raise click.BadParameter(str(unix_cron_problem(schedule)), param_hint="--schedule")
-    sys.exit(_list_and_check(job, since, until, statuses, schedule, time_zone, grace_seconds, no_report, project,
-                             database, collection, as_json))
+    sys.exit(_list_and_check(job, since, until, statuses, schedule, time_zone, grace_seconds, no_report, store,
+                             project, database, collection, as_json))
 
 
 def _list_and_check(job: str, since_text: str, until_text: str | None, statuses: tuple[str, ...],
-                    schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool,
+                    schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, store: str,
                     project: str | None, database: str, collection: str, as_json: bool) -> int:
-    from google.api_core.exceptions import GoogleAPICallError, RetryError
-
     console, err = make_console(), make_console(stderr=True)
     now = datetime.now(timezone.utc)
     run_states = {s for s in statuses if s in STATES}
     kinds = {s for s in statuses if s in KINDS}
     list_runs = bool(run_states) or not kinds
     try:
-        history = _history(project, database, collection)
+        history = _history(store, project, database, collection)
         latest = history.latest(job) if (schedule is None or time_zone is None) else None
         time_zone = time_zone or (latest.time_zone if latest else None) or DEFAULT_TIME_ZONE
         schedule = schedule or (latest.schedule if latest else None)
@@ -334,7 +347,7 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
                     pass
                 report = None
         out.flush()
-    except (GoogleAPICallError, RetryError) as exc:
+    except StoreCallError as exc:
         _read_failed(err, collection, exc)
         return _EXIT_ERROR
     except ValueError as exc:
@@ -380,21 +393,19 @@ def _by_run_id(history: RunHistory, run_id: str) -> list[HistoryRun]:
 @click.option("--job", default=None, help="job id; needed when RUN is a schedule time.")
 @click.option("--time-zone", default=None, help="time zone to show times in [default: the record's].")
 @_common
-def show(run: str, job: str | None, time_zone: str | None, project: str | None, database: str, collection: str,
-         as_json: bool) -> None:
+def show(run: str, job: str | None, time_zone: str | None, store: str, project: str | None, database: str,
+         collection: str, as_json: bool) -> None:
     """One run in full: every field of its record, and its stored result.
 
     RUN is a run id (64 hex characters, or a unique prefix of at least 4, such as the 12 the report
     prints) or a schedule time (RFC 3339) with --job; a schedule time can match a scheduled and a forced
     run, both are shown. Exits 1 if there is no such run, 2 if the prefix matches several.
     """
-    from google.api_core.exceptions import GoogleAPICallError, RetryError
-
-    history = _history(project, database, collection)
+    history = _history(store, project, database, collection)
     try:
         found = _find(history, run, job, time_zone)
         records = {item.run_id: history.record(item.run_id) for item in found}
-    except (GoogleAPICallError, RetryError) as exc:
+    except StoreCallError as exc:
         _read_failed(make_console(stderr=True), collection, exc)
         sys.exit(_EXIT_ERROR)
     console = make_console()

@@ -34,7 +34,7 @@ fi
 # Fail early, with the install command, when java or the emulator jar is missing.
 "$VENV/bin/python" -c '
 import sys
-from scheduler_dedup.local.emulator import EmulatorNotFoundError, find_emulator_jar, find_java
+from scheduler_dedup.local.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
 try:
     find_java(); find_emulator_jar()
 except EmulatorNotFoundError as exc:

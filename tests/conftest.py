@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 PROJECT = "demo-scheduler-dedup"
 

@@ -18,14 +18,14 @@ from scheduler_dedup.local.campaign import (
     run_campaign,
     tables,
 )
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 
 def test_short_campaign_holds_every_invariant(firestore_emulator: FirestoreEmulator) -> None:
     """60 seeded scenarios, 15 % of store calls faulted: zero violations (the soak runs the same with more seeds)."""
     console = Console(width=140, record=True)
     report = run_campaign(CampaignConfig(scenarios=60, seed=20261130, fault_rate=0.15), console,
-                          emulator=firestore_emulator)
+                          server=firestore_emulator)
     for table in tables(report):
         console.print(table)
     traces = ["\n".join([f"seed {r.scenario.seed}: {r.violations}", *r.trace()])
@@ -51,7 +51,7 @@ def test_the_invariants_catch_a_handler_without_dedup(firestore_emulator: Firest
     """The same campaign against the no-dedup baseline: double executions and unrecorded runs are reported."""
     report = run_campaign(CampaignConfig(scenarios=7, seed=15, fault_rate=0.0, baseline=True, max_deliveries=4),
                           Console(quiet=True),
-                          emulator=firestore_emulator)
+                          server=firestore_emulator)
     found = " ".join(v for _, v in report.violations)
     assert "neither killed nor released" in found  # concurrent duplicates ran the job twice
     assert "record is missing" in found

@@ -15,16 +15,17 @@ from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
 from scheduler_dedup.handler.idempotency import Idempotency
-from scheduler_dedup.handler.store import FirestoreRunStore
-from scheduler_dedup.local.emulator import FirestoreEmulator
-from scheduler_dedup.local.fault_proxy import Fault, FaultProxy, classify
+from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.stores.firestore_wire import FIRESTORE_WIRE, classify
+from scheduler_dedup.local.fault_proxy import Fault, FaultProxy
 
 COLLECTION = "proxy_runs"
 
 
 @pytest.fixture()
 def proxy(emulator: FirestoreEmulator) -> Iterator[FaultProxy]:
-    with FaultProxy(upstream=emulator.host) as p:
+    with FaultProxy(upstream=emulator.host, wire=FIRESTORE_WIRE) as p:
         yield p
 
 
@@ -229,7 +230,7 @@ def test_invocation_metadata_is_forwarded() -> None:
     port = upstream.add_insecure_port("127.0.0.1:0")
     upstream.start()
     try:
-        with FaultProxy(upstream=f"127.0.0.1:{port}") as p, grpc.insecure_channel(p.host) as channel:
+        with FaultProxy(upstream=f"127.0.0.1:{port}", wire=FIRESTORE_WIRE) as p, grpc.insecure_channel(p.host) as channel:
             call = channel.unary_unary("/google.firestore.v1.Firestore/GetDocument")
             answer = call(b"", metadata=[("x-goog-request-params", "database=projects/p/databases/d"),
                                          ("authorization", "Bearer owner")], timeout=10)
@@ -240,7 +241,7 @@ def test_invocation_metadata_is_forwarded() -> None:
 
 
 def test_stop_releases_delayed_calls(emulator: FirestoreEmulator, monkeypatch: pytest.MonkeyPatch) -> None:
-    proxy = FaultProxy(upstream=emulator.host).start()
+    proxy = FaultProxy(upstream=emulator.host, wire=FIRESTORE_WIRE).start()
     client = _client(proxy.host, emulator.project, monkeypatch)
     proxy.add(Fault(step="read", kind="delay", delay_seconds=600))
     errors: list[BaseException] = []

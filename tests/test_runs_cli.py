@@ -17,8 +17,8 @@ from scheduler_dedup.handler.idempotency import Idempotency
 from scheduler_dedup.handler.job import ScheduledRun
 from scheduler_dedup.handler.run_history import rfc3339
 from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.store import FirestoreRunStore
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 UTC = timezone.utc
 SCHEDULE = "*/15 * * * *"

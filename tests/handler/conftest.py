@@ -11,10 +11,8 @@ from typing import Any
 
 import pytest
 import requests
-from google.cloud import firestore
 
-from scheduler_dedup.handler.record import RunRecord
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.servers import HandlerServer
 
@@ -39,8 +37,7 @@ class Harness:
 
     def env(self, **overrides: str) -> dict[str, str]:
         return {
-            "FIRESTORE_EMULATOR_HOST": self.emulator.host,
-            "GOOGLE_CLOUD_PROJECT": self.emulator.project,
+            **self.emulator.endpoint_env(),
             "DEDUP_JOB": "scheduler_dedup.local.recording_job:run",
             "DEMO_EXECUTIONS_LOG": str(self.executions_log),
             "DEMO_JOB_PLAN": str(self.plan_file),
@@ -66,7 +63,7 @@ class Harness:
                 if e["event"] == "end" and (run_id is None or e["run_id"] == run_id)]
 
     def wait_for_lease_expiry(self, run_id: str, timeout: float = 60) -> None:
-        """Block until ``run_id``'s lease has expired by Firestore's clock, as a takeover decides it.
+        """Block until ``run_id``'s lease has expired by the store's clock, as a takeover decides it.
 
         The holder must be unable to renew (killed or stopped). Polls the record's
         :attr:`RunRecord.lease_remaining_seconds` (last write + lease - read time, both Firestore's) instead
@@ -76,12 +73,11 @@ class Harness:
         Raises:
             AssertionError: the run has no in_progress record, or its lease had not expired after ``timeout`` s.
         """
-        client = firestore.Client(project=self.emulator.project)
+        store = self.emulator.connect(COLLECTION)
         deadline = time.monotonic() + timeout
         while True:
-            snap = client.collection(COLLECTION).document(run_id).get()
-            assert snap.exists, f"run {run_id} has no record"
-            record = RunRecord.from_snapshot(snap)
+            record = store.get(run_id)
+            assert record is not None, f"run {run_id} has no record"
             assert record.status == "in_progress", record
             if record.lease_remaining_seconds <= 0:
                 return
@@ -89,6 +85,9 @@ class Harness:
             time.sleep(min(0.1, record.lease_remaining_seconds))
 
     def records(self) -> dict[str, dict[str, Any]]:
+        """Every record of the run records' collection by run id (the emulator's own listing: the test's view)."""
+        from google.cloud import firestore
+
         client = firestore.Client(project=self.emulator.project)
         return {d.id: d.to_dict() or {} for d in client.collection(COLLECTION).stream()}
 

@@ -221,7 +221,7 @@ def test_firestore_unreachable_answers_500_store_error_and_runs_nothing(harness:
     with socket.socket() as nothing_listens:
         nothing_listens.bind(("127.0.0.1", 0))
         store = f"127.0.0.1:{nothing_listens.getsockname()[1]}"
-        server = harness.server(FIRESTORE_EMULATOR_HOST=store, DEDUP_FIRESTORE_TIMEOUT_SECONDS="1")
+        server = harness.server(FIRESTORE_EMULATOR_HOST=store, DEDUP_STORE_TIMEOUT_SECONDS="1")
         response = deliver(server.url, scheduler_headers("no-store", T))
     assert response.status_code == 500
     assert response.json()["status"] == "store_error" and "retry later" in response.json()["error"]

@@ -21,7 +21,7 @@ from scheduler_dedup.handler import (
     record_id_for_key,
 )
 from scheduler_dedup.handler.decorator import default_scope
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 
 @pytest.fixture()

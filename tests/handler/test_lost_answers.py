@@ -20,9 +20,10 @@ import requests
 from google.cloud import firestore
 
 from scheduler_dedup.handler import RunKey
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome
-from scheduler_dedup.handler.store import FirestoreRunStore
+from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
+from scheduler_dedup.handler.stores.firestore_wire import FIRESTORE_WIRE
 from scheduler_dedup.local.fault_proxy import Call, Fault, FaultProxy
 
 from .conftest import COLLECTION, Harness, deliver, scheduler_headers
@@ -32,7 +33,7 @@ T = "2026-10-16T12:00:00Z"
 
 @pytest.fixture()
 def proxy(emulator: FirestoreEmulator) -> Iterator[FaultProxy]:
-    with FaultProxy(upstream=emulator.host) as p:
+    with FaultProxy(upstream=emulator.host, wire=FIRESTORE_WIRE) as p:
         yield p
 
 
@@ -122,7 +123,7 @@ def test_completion_refused_as_invalid_completes_the_run_without_its_result(harn
 
 def test_a_store_error_after_the_job_ran_says_so_and_what_the_next_delivery_does(harness: Harness,
                                                                                   proxy: FaultProxy) -> None:
-    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_FIRESTORE_TIMEOUT_SECONDS="1",
+    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_STORE_TIMEOUT_SECONDS="1",
                             DEDUP_LEASE_SECONDS="30")
     proxy.add(Fault(step="completion", kind="unavailable", count=1000))
     answer = deliver(server.url, scheduler_headers("unrecorded", T))
@@ -217,7 +218,7 @@ def test_a_claim_that_lands_after_its_attempt_gave_up_holds_nothing(harness: Har
         dead = {"status": "in_progress", "attempt_id": "d" * 32, "lease_seconds": 0.001, "job_name": "late",
                 "attempts": 1}
         firestore.Client(project=harness.emulator.project).collection(COLLECTION).document(run_id).set(dead)
-    env = {"FIRESTORE_EMULATOR_HOST": proxy.host, "DEDUP_FIRESTORE_TIMEOUT_SECONDS": "1", "DEDUP_LEASE_SECONDS": "300"}
+    env = {"FIRESTORE_EMULATOR_HOST": proxy.host, "DEDUP_STORE_TIMEOUT_SECONDS": "1", "DEDUP_LEASE_SECONDS": "300"}
     first_server, second_server = harness.server(**env), harness.server(**env)
     landing = landed(proxy, step)
     proxy.add(Fault(step=step, kind="delay", delay_seconds=5.0, count=1000))
@@ -250,7 +251,7 @@ def test_a_claim_that_lands_after_its_attempt_gave_up_holds_nothing(harness: Har
 def test_a_claim_applied_whose_answers_are_all_lost_runs_the_job_at_once(harness: Harness, proxy: FaultProxy) -> None:
     """The create is applied and its answer lost, and the client's retries fail until the store timeout runs out:
     the read that follows finds this attempt's own claim, so the delivery runs the job (no phantom claim)."""
-    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_FIRESTORE_TIMEOUT_SECONDS="1")
+    server = harness.server(FIRESTORE_EMULATOR_HOST=proxy.host, DEDUP_STORE_TIMEOUT_SECONDS="1")
     proxy.add(Fault(step="claim", kind="lose_answer"))
     proxy.add(Fault(step="claim", kind="unavailable", count=1000))
     answer = deliver(server.url, scheduler_headers("exhausted", T))

@@ -28,8 +28,8 @@ from scheduler_dedup.handler.run_history import (
     rfc3339,
 )
 from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.store import FirestoreRunStore
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 from .conftest import Harness, deliver, scheduler_headers
 
@@ -55,7 +55,7 @@ def _deliver_all(handler: SchedulerHandler, job: str, times: Iterable[datetime])
 
 
 def _history(emulator: FirestoreEmulator, **kwargs: Any) -> RunHistory:
-    return RunHistory.connect(emulator.project, **kwargs)
+    return RunHistory(emulator.connect(), **kwargs)
 
 
 # -- daylight saving time: Europe/Berlin, both transitions of 2026 ---------------------------------
@@ -159,7 +159,7 @@ def test_failed_stuck_repeated_and_unexpected_runs_from_real_deliveries(harness:
     body = deliver(survivor.url, scheduler_headers("mixed", rfc3339(forced) or "")).json()
     assert body["status"] == "processed"
 
-    history = RunHistory.connect(harness.emulator.project)
+    history = RunHistory(harness.emulator.connect())
     runs = list(history.runs("mixed"))
     assert [r.schedule_time for r in runs] == sorted([*t, odd, forced], reverse=True)
     assert all(r.schedule == schedule and r.time_zone == BERLIN for r in runs)

@@ -8,13 +8,9 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from scheduler_dedup.handler.stored_result import (
-    MAX_DOCUMENT_BYTES,
-    document_size,
-    json_form,
-    prepare_result,
-)
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.handler.stored_result import json_form, prepare_result
+from scheduler_dedup.handler.stores.firestore_values import MAX_DOCUMENT_BYTES, document_size, result_refusal
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 COLLECTION = "probe"
 
@@ -74,7 +70,8 @@ def test_the_check_and_the_emulator_agree(client: firestore.Client, name: str) -
     value = CASES[name]
     fields = {"status": "in_progress", "attempt_id": "a" * 32, "job_name": "j"}
     doc_id = f"case-{name}"
-    stored = prepare_result(value, collection=COLLECTION, document_id=doc_id, record_fields=fields)
+    stored = prepare_result(value, lambda form: result_refusal(form, collection=COLLECTION, document_id=doc_id,
+                                                                  record_fields=fields))
     accepted = firestore_accepts(client, doc_id, fields, value)
     assert (stored.dropped is None) == accepted, (name, stored.dropped, accepted)
     if stored.dropped is None:

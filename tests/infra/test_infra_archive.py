@@ -23,7 +23,7 @@ import requests
 
 from scheduler_dedup.infra.archive import HANDLER_IMPORTS, HANDLER_REQUIREMENTS, build_deploy_archive, handler_source_dir
 from scheduler_dedup.infra.errors import DeployArchiveError
-from scheduler_dedup.local.emulator import FirestoreEmulator
+from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "hello_job"

@@ -105,7 +105,7 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "DEDUP_MANUAL_TOLERANCE_SECONDS": "5", "DEDUP_TARGET_TYPE": "python", "DEDUP_OIDC_AUDIENCE": AUDIENCE,
         # the Scheduler job's own schedule and zone, stored on each run record for run history
         "DEDUP_SCHEDULE": job["schedule"], "DEDUP_TIME_ZONE": job["timeZone"],
-        "DEDUP_FIRESTORE_TIMEOUT_SECONDS": "20",  # attempt deadline 300 s: min(20, 300 // 4)
+        "DEDUP_STORE_TIMEOUT_SECONDS": "20",  # attempt deadline 300 s: min(20, 300 // 4)
         "DEDUP_TRUST_CLOUD_RUN_IAM": "true",  # the service enforces Cloud Run IAM, which strips verified signatures
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
     }
@@ -212,7 +212,7 @@ def test_proxy_targets_get_one_role_on_the_target_only(
     expected_target = next(iter(value.values())) if target != "http_target" else value["url"]
     assert env["DEDUP_TARGET"] == expected_target
     # default attempt deadline 180 s: downstream calls give up after 30 s, Firestore after 20 s
-    assert (env["DEDUP_TARGET_TIMEOUT_SECONDS"], env["DEDUP_FIRESTORE_TIMEOUT_SECONDS"]) == ("30", "20")
+    assert (env["DEDUP_TARGET_TIMEOUT_SECONDS"], env["DEDUP_STORE_TIMEOUT_SECONDS"]) == ("30", "20")
     runtime = "serviceAccount:etl-runtime@p1.iam.gserviceaccount.com"
     runtime_grants = {(role_, typ) for member, role_, typ in _grants(resources) if member == runtime}
     assert runtime_grants == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"), (role, grant_type)}

@@ -14,7 +14,8 @@ import pulumi
 import pytest
 import yaml
 
-from scheduler_dedup.handler.record import RUN_HISTORY_INDEXES, TTL_FIELD
+from scheduler_dedup.handler.record import TTL_FIELD
+from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
 from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
 from scheduler_dedup.infra.mock_run import STACK_REFERENCE, RegisteredResource, run_program, run_stack_config

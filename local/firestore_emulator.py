@@ -18,8 +18,17 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar
 
 import requests
+
+from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port
+
+if TYPE_CHECKING:
+    from scheduler_dedup.handler.stores.wire import GrpcWire
+
+__all__ = ["INSTALL_HINT", "EmulatorNotFoundError", "EmulatorStartError", "FirestoreEmulator", "find_emulator_jar",
+           "find_java"]
 
 INSTALL_HINT = (
     "install it with `gcloud components install cloud-firestore-emulator` "
@@ -29,14 +38,6 @@ INSTALL_HINT = (
 _MAIN_CLASS = "com.google.cloud.datastore.emulator.firestore.CloudFirestore"
 _READY_LINE = "Dev App Server is now running."
 _JAR_SUBPATH = "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
-
-
-class EmulatorNotFoundError(RuntimeError):
-    """Java or the Firestore emulator jar is missing; the message says what to install."""
-
-
-class EmulatorStartError(RuntimeError):
-    """The emulator process exited or did not become ready in time; the message holds its log tail."""
 
 
 def find_emulator_jar() -> Path:
@@ -97,24 +98,8 @@ def find_java() -> str:
     return found
 
 
-def reserve_port() -> socket.socket:
-    """Reserve a free TCP port on 127.0.0.1 for a server that binds it with ``SO_REUSEADDR``; close to release.
-
-    Returns:
-        A socket bound (``SO_REUSEADDR``) to ``127.0.0.1:<port>`` that never listens. While it is open the
-        kernel gives the port to no other socket, yet a server binding it with ``SO_REUSEADDR`` and
-        listening succeeds (Linux refuses a ``SO_REUSEADDR`` bind only next to an active listener; the
-        emulator's and gunicorn's servers set it). A port merely found free and closed can be taken by
-        another process before the server binds it (and a readiness check then talks to that process).
-    """
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
-class FirestoreEmulator:
-    """A running Firestore emulator on 127.0.0.1, as a context manager.
+class FirestoreEmulator(StoreServer):
+    """A running Firestore emulator on 127.0.0.1, as a context manager (a :class:`StoreServer`).
 
     Args:
         port: TCP port; when None, a free one reserved (:func:`reserve_port`) until :meth:`stop`.
@@ -124,6 +109,9 @@ class FirestoreEmulator:
     Attributes:
         host: ``"127.0.0.1:PORT"``, the value for ``FIRESTORE_EMULATOR_HOST``.
     """
+
+    kind: ClassVar[str] = "firestore"
+    display_name: ClassVar[str] = "Firestore emulator"
 
     def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup", start_timeout: float = 60.0):
         self._reservation: socket.socket | None = None
@@ -172,6 +160,21 @@ class FirestoreEmulator:
         if not self._log_path:
             return ""
         return Path(self._log_path).read_text(errors="replace")
+
+    @property
+    def wire(self) -> "GrpcWire":
+        """Firestore's gRPC service, for the fault proxy."""
+        from scheduler_dedup.handler.stores.firestore_wire import FIRESTORE_WIRE
+
+        return FIRESTORE_WIRE
+
+    def endpoint_env(self, host: str | None = None) -> dict[str, str]:
+        """``FIRESTORE_EMULATOR_HOST``, ``GOOGLE_CLOUD_PROJECT`` and ``DEDUP_STORE=firestore``."""
+        return {"DEDUP_STORE": self.kind, "FIRESTORE_EMULATOR_HOST": host or self.host,
+                "GOOGLE_CLOUD_PROJECT": self.project}
+
+    def prepare(self, collection: str) -> None:
+        """Nothing: a Firestore collection exists once a document is written to it."""
 
     def wipe(self) -> None:
         """Delete every document of ``self.project``'s default database."""

@@ -1,0 +1,42 @@
+"""Run stores behind one contract (:mod:`.base`): Firestore (:mod:`.firestore`).
+
+:func:`open_store` builds the store that ``DEDUP_STORE`` names. Each store's module is imported only when it
+is used, so a handler on one store never loads another store's client library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scheduler_dedup.handler.config import Settings
+    from scheduler_dedup.handler.stores.base import RunStore
+
+#: ``DEDUP_STORE`` value -> the environment variable that points its client at a local emulator instead.
+EMULATOR_VARIABLES = {
+    "firestore": "FIRESTORE_EMULATOR_HOST",
+}
+
+#: ``DEDUP_STORE`` value -> ``module:factory``; the factory takes ``(settings, collection)``.
+_FACTORIES = {
+    "firestore": "scheduler_dedup.handler.stores.firestore:from_settings",
+}
+
+
+def open_store(settings: "Settings", collection: str | None = None) -> "RunStore":
+    """The run store ``settings.store`` names, on ``collection`` (default ``settings.collection``).
+
+    Raises:
+        StoreRefusedError: the store's client cannot be created (no credentials, say).
+        ConfigError: ``settings.store`` names no store (the settings refuse that already).
+    """
+    from scheduler_dedup.handler.errors import ConfigError
+
+    target = _FACTORIES.get(settings.store)
+    if target is None:
+        raise ConfigError(f"DEDUP_STORE={settings.store!r} is not a run store: use one of {', '.join(_FACTORIES)}")
+    module, _, name = target.partition(":")
+    factory = getattr(importlib.import_module(module), name)
+    store: RunStore = factory(settings, collection or settings.collection)
+    return store
