@@ -22,3 +22,44 @@ def test_wheel_has_only_the_scheduler_dedup_package(tmp_path: Path) -> None:
                         "scheduler_dedup/local"}
     assert "scheduler_dedup/handler/main.py" in names  # what functions-framework serves
     assert not any(name.startswith(("handler/", "infra/", "policies/", "local/", "tests/")) for name in names)
+
+
+def test_every_package_is_in_the_wheel(tmp_path: Path) -> None:
+    """Each folder of Python modules under a package (``handler/stores``...) is listed in pyproject's packages."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp_path), str(ROOT)],
+                   check=True, capture_output=True, timeout=600)
+    (wheel,) = tmp_path.glob("scheduler_dedup-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for top in ("handler", "infra", "policies", "local"):
+        for module in (ROOT / top).rglob("*.py"):
+            rel = module.relative_to(ROOT).parts
+            if "__pycache__" in rel or "examples" in rel or rel[:2] == ("infra", "provider"):
+                continue  # examples are read as files; infra/provider is the Pulumi plugin host, run as a program
+            assert f"scheduler_dedup/{module.relative_to(ROOT).as_posix()}" in names, module
+
+
+#: Client libraries of the stores: only the store modules (and the component) may import them.
+_STORE_LIBRARIES = ("google.cloud.firestore", "google.cloud.spanner", "google.api_core", "google.cloud.firestore_v1",
+                    "google.cloud.spanner_v1", "redis")
+
+
+def test_only_the_store_modules_import_a_stores_client_library() -> None:
+    """The protocol, run history, the CLI, the demo and the campaign use the store contract only: outside
+    ``handler/stores/`` and ``infra/`` no module imports Firestore's, Spanner's or Redis' client (or
+    ``google.api_core``, whose exceptions are theirs)."""
+    import ast
+
+    offenders = []
+    for top in ("handler", "local", "policies"):
+        for module in (ROOT / top).rglob("*.py"):
+            if "stores" in module.relative_to(ROOT).parts:
+                continue
+            for node in ast.walk(ast.parse(module.read_text(), str(module))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                for name in names:
+                    if name == "google.cloud" and isinstance(node, ast.ImportFrom):
+                        names += [f"google.cloud.{a.name}" for a in node.names]
+                    if any(name == lib or name.startswith(lib + ".") for lib in _STORE_LIBRARIES):
+                        offenders.append(f"{module.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert not offenders, offenders

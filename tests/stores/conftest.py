@@ -1,0 +1,44 @@
+"""The contract suite's fixtures: every store of ``SERVER_KINDS`` on its real local server.
+
+A store passes only by passing every test of ``tests/stores`` on its own server; a new store joins by adding its
+server to :data:`scheduler_dedup.local.store_servers.SERVER_KINDS`, which parametrises these fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler_dedup.handler.stores.base import RunStore
+from scheduler_dedup.local.store_servers import SERVER_KINDS, StoreServer, store_server
+
+COLLECTION = "contract_runs"
+
+
+@pytest.fixture(scope="session", params=SERVER_KINDS)
+def store_server_session(request: pytest.FixtureRequest) -> Iterator[StoreServer]:
+    """One running server per store kind for the whole session (Firestore's is the session's emulator)."""
+    if request.param == "firestore":
+        emulator: StoreServer = request.getfixturevalue("firestore_emulator")
+        emulator.prepare(COLLECTION)
+        yield emulator
+        return
+    with store_server(request.param) as server:
+        server.prepare(COLLECTION)
+        yield server
+
+
+@pytest.fixture()
+def server(store_server_session: StoreServer) -> StoreServer:
+    """The store's server, wiped clean before the test."""
+    store_server_session.wipe()
+    return store_server_session
+
+
+@pytest.fixture()
+def store(server: StoreServer) -> Iterator[RunStore]:
+    """A client of the contract on the server's test collection (20 s store timeout)."""
+    client = server.connect(COLLECTION, timeout_seconds=20.0)
+    yield client
+    client.close()
