@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
@@ -58,6 +59,15 @@ class Settings:
             told the schedule.
         time_zone: the schedule's tz database time zone (``DEDUP_TIME_ZONE``, default ``Etc/UTC``,
             Cloud Scheduler's default), stored beside it.
+        schedule_since: when the Scheduler job got its current schedule (created, or its schedule or time
+            zone last changed), aware UTC (``DEDUP_SCHEDULE_SINCE``, RFC 3339; the component sets it). Stored
+            on every run record; no fire time before it is expected, so a fresh deploy reports nothing missed.
+            None when unknown: run history then bounds its windows by the job's earliest record.
+        key_local_time: key each scheduled run on its wall-clock time in ``time_zone`` instead of its UTC
+            instant (``DEDUP_KEY_LOCAL_TIME``, default false). On the day clocks go back, Scheduler may
+            deliver a time of the repeated hour at both instants (its cron page warns of "execution anomalies"
+            there); keyed on the wall clock, the second delivery is a duplicate. The trade-off: a schedule that
+            fires more than once an hour then runs each repeated wall-clock time once, not twice.
     """
 
     project: str
@@ -70,6 +80,8 @@ class Settings:
     store_timeout_seconds: float = DEFAULT_STORE_TIMEOUT_SECONDS
     schedule: str | None = None
     time_zone: str = DEFAULT_TIME_ZONE
+    schedule_since: datetime | None = None
+    key_local_time: bool = False
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -152,6 +164,8 @@ class Settings:
             store_timeout_seconds=_seconds(env, "DEDUP_STORE_TIMEOUT_SECONDS", DEFAULT_STORE_TIMEOUT_SECONDS),
             schedule=" ".join(env.get("DEDUP_SCHEDULE", "").split()) or None,
             time_zone=env.get("DEDUP_TIME_ZONE", "").strip() or DEFAULT_TIME_ZONE,
+            schedule_since=_instant(env, "DEDUP_SCHEDULE_SINCE"),
+            key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
         )
 
 
@@ -162,6 +176,29 @@ def store_timeout_for(attempt_deadline_seconds: int) -> int:
     released) while Scheduler still listens, and a cold instance's first call still has time.
     """
     return max(2, min(20, attempt_deadline_seconds // 4))
+
+
+def _instant(env: Mapping[str, str], name: str) -> datetime | None:
+    """An RFC 3339 date-time with an offset, as aware UTC; None when unset or empty."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        raise ConfigError(f"{name}={raw!r} is not an RFC 3339 date-time with an offset: use e.g. "
+                          f"{name}=2026-12-01T09:30:00Z (the component sets it)")
+    return value.astimezone(timezone.utc)
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """A boolean setting, ``true`` or ``false``; unset or empty is false."""
+    raw = env.get(name, "").strip().lower()
+    if raw not in ("", "true", "false"):
+        raise ConfigError(f"{name}={env.get(name)!r} is not true or false: use {name}=true or {name}=false")
+    return raw == "true"
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:

@@ -19,9 +19,13 @@ Responses (JSON):
 
 * 200 ``{"status": "ok" | "missed" | "stuck", "job_name", "since", "until", "now", "grace_seconds",
   "expected", "recorded", "missed": [RFC 3339 fire times], "stuck": [RFC 3339 schedule times],
+  "active_since", "active_since_source",
   "findings": [...]}``. ``stuck`` runs are in progress past their lease (the attempt died and no retry
   took them over), each also logged as one ``stuck_run`` ERROR line. ``findings`` are the run history's
-  (missed, late, failed, stuck, repeated, unexpected) for the window. 200 even when runs were missed:
+  (missed, late, failed, stuck, repeated, unexpected, skipped, dst_repeated) for the window. No fire time before
+  ``active_since`` is expected: the handler's ``DEDUP_SCHEDULE_SINCE`` (when the job got its schedule; the
+  component sets it), else the job's earliest record (``active_since_source`` says which), so a fresh deploy
+  reports nothing missed. 200 even when runs were missed:
   the alert comes from the log line, and a retry would only report them again.
 * 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
 * 500 ``{"status": "not_configured", "error"}``: ``DEDUP_SCHEDULE`` is not set.
@@ -145,7 +149,8 @@ class RunCheck:
         until = now - grace
         try:
             report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
-                           since=since, until=until, now=now, grace_seconds=request.grace_seconds)
+                           since=since, until=until, now=now, grace_seconds=request.grace_seconds,
+                           active_since=self.settings.schedule_since)
         except STORE_ERRORS as exc:
             return self._store_error(exc)
         missed = sorted(report.of(MISSED), key=lambda f: f.schedule_time)
@@ -175,6 +180,7 @@ class RunCheck:
             "recorded": report.recorded,
             "missed": [rfc3339(f.schedule_time) for f in missed],
             "stuck": [rfc3339(f.schedule_time) for f in stuck],
+            "active_since": summary["active_since"], "active_since_source": summary["active_since_source"],
             "findings": summary["findings"],
         }, 200, {}
 

@@ -17,6 +17,7 @@ the handler's own checks share them:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import zoneinfo
@@ -37,8 +38,20 @@ STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK)
 #: :attr:`Finding.kind` values. The first three are problems: a check exits non-zero on them.
 MISSED, FAILED_RUN, STUCK_RUN = "missed", "failed", "stuck"
 LATE, REPEATED, UNEXPECTED = "late", "repeated", "unexpected"
+#: A fire time Cloud Scheduler skipped on purpose: the previous run was still running or being retried
+#: ("the next scheduled execution time might be skipped if the retries continue through that time":
+#: https://cloud.google.com/scheduler/docs/configuring/retry-jobs). Not a problem.
+SKIPPED_BUSY = "skipped"
+#: A wall-clock time of the hour repeated when clocks go back, delivered (and run) at both of its instants
+#: (Scheduler's cron page warns of "execution anomalies" around DST changes). Not a problem of the handler:
+#: ``DEDUP_KEY_LOCAL_TIME=true`` makes the second delivery a duplicate.
+DST_REPEATED = "dst_repeated"
 PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
-KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED)
+KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED)
+
+#: :attr:`Report.active_since_source` values: what bounded the window's start.
+SINCE_SCHEDULE_CHANGE = "schedule_since"  #: the time the job got its schedule (DEDUP_SCHEDULE_SINCE)
+SINCE_EARLIEST_RECORD = "earliest_record"  #: nothing known: the job's earliest run record
 
 #: Default grace period, seconds: how long after a fire time its run may still be recorded before it
 #: counts as missed. A run is recorded when a delivery claims it; a run whose first deliveries failed
@@ -84,6 +97,7 @@ class HistoryRun:
         error: the recorded error of a failed run, or None.
         schedule: the job's unix-cron schedule as the handler knew it (``DEDUP_SCHEDULE``), or None.
         time_zone: the schedule's time zone (``DEDUP_TIME_ZONE``), or None.
+        schedule_since: when the job got that schedule (``DEDUP_SCHEDULE_SINCE``, aware UTC), or None.
         project: the project id the run is keyed on.
         location: the Scheduler region, or ``""``.
     """
@@ -107,6 +121,7 @@ class HistoryRun:
     time_zone: str | None
     project: str
     location: str
+    schedule_since: datetime | None = None
 
     @classmethod
     def from_record(cls, record: RunRecord) -> "HistoryRun":
@@ -149,6 +164,7 @@ class HistoryRun:
             time_zone=d.get("time_zone") or None,
             project=str(d.get("project", "")),
             location=str(d.get("location", "")),
+            schedule_since=_utc(d.get("schedule_since")),
         )
 
     @property
@@ -188,6 +204,7 @@ class HistoryRun:
             "result_dropped": self.result_dropped,
             "error": self.error,
             "schedule": self.schedule,
+            "schedule_since": rfc3339(self.schedule_since),
             "project": self.project,
             "location": self.location,
         }
@@ -303,6 +320,13 @@ class RunHistory:
                 continue  # not a scheduled run's record
         return found
 
+    def has_runs_before(self, job_name: str, until: datetime) -> bool:
+        """True if the job has a run record with a schedule time before ``until`` (one query of one record)."""
+        pages = self.store.job_run_pages(job_name, since=None, until=until, page_size=1, timeout_seconds=self._timeout)
+        first = next(iter(pages), [])
+        self._answered = True
+        return bool(first)
+
     def at(self, job_name: str, schedule_time: datetime) -> list[HistoryRun]:
         """The job's runs whose schedule time is ``schedule_time`` (a scheduled run, a forced run, or
         runs keyed on other projects or regions), newest first."""
@@ -317,7 +341,9 @@ class Finding:
         kind: :data:`KINDS`: ``missed`` (a fire time with no record once the grace period passed),
             ``late`` (no record yet, still within the grace period), ``failed`` (recorded failed),
             ``stuck`` (in progress past its lease), ``repeated`` (executed again after a takeover),
-            ``unexpected`` (a forced run, or a schedule time that is not a fire time).
+            ``unexpected`` (a forced run, or a schedule time that is not a fire time), ``skipped`` (no record
+            because Scheduler skipped the fire time while the previous run was still running or retried),
+            ``dst_repeated`` (a repeated wall-clock time run at both of its instants).
         schedule_time: the run's schedule time, or for missed/late the fire time's latest candidate
             instant; aware UTC.
         detail: why, in words, for a person reading the report.
@@ -358,6 +384,11 @@ class Report:
         recorded: of those, how many have a run record.
         runs: run records seen in the window.
         findings: everything found, newest first.
+        active_since: no fire time before this instant was expected (aware UTC), or None when nothing bounded
+            the window: the job got its schedule then (:data:`SINCE_SCHEDULE_CHANGE`), or its earliest run
+            record is that old (:data:`SINCE_EARLIEST_RECORD`).
+        active_since_source: what ``active_since`` comes from (:data:`SINCE_SCHEDULE_CHANGE`,
+            :data:`SINCE_EARLIEST_RECORD`), or None.
     """
 
     job_name: str
@@ -371,6 +402,8 @@ class Report:
     recorded: int
     runs: int
     findings: tuple[Finding, ...] = field(default_factory=tuple)
+    active_since: datetime | None = None
+    active_since_source: str | None = None
 
     @property
     def missed_checked(self) -> bool:
@@ -402,6 +435,7 @@ class Report:
             "since": rfc3339(self.since), "until": rfc3339(self.until), "now": rfc3339(self.now),
             "grace_seconds": self.grace_seconds, "expected": self.expected, "recorded": self.recorded,
             "runs": self.runs, "ok": self.ok, "missed_checked": self.missed_checked, "counts": self.counts(),
+            "active_since": rfc3339(self.active_since), "active_since_source": self.active_since_source,
             "findings": [f.to_json(self.time_zone) for f in self.findings],
         }
 
@@ -410,13 +444,13 @@ _PREFERENCE = {"": 0, "repeated": 1, "skipped": 2}  # a run counts for an ordina
 
 
 def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, time_zone: str, since: datetime,
-            until: datetime, now: datetime | None = None,
-            grace_seconds: float = DEFAULT_GRACE_SECONDS) -> Report:
+            until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
+            active_since: datetime | None = None, runs_before_window: bool | None = None) -> Report:
     """Compare a schedule's fire times in ``[since, until)`` with the runs recorded for them.
 
     Args:
-        runs: the job's runs (any order; a stream is consumed once, holding only findings). Runs
-            outside the window only serve to satisfy fire times at its edges.
+        runs: the job's runs (any order; a stream is consumed once). Runs outside the window only serve to
+            satisfy fire times at its edges, to bound the window and to tell skipped fire times.
         job_name: the job checked (for the report).
         schedule: the job's unix-cron schedule, or None if unknown: then no fire times are expected and
             only failed, stuck and repeated runs are found (they are facts of the records alone).
@@ -425,11 +459,18 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         now: the check's time, aware (default: this machine's clock). Fire times after it are not
             expected yet (a run recorded for one is not unexpected either).
         grace_seconds: how long after a fire time's last candidate instant a run may still appear.
+        active_since: when the job got its schedule (``DEDUP_SCHEDULE_SINCE``), aware; None: the newest run's
+            stored ``schedule_since``, else (unless ``runs_before_window``) the earliest run's schedule time.
+            No fire time before it is expected: a job is not missing runs from before it existed.
+        runs_before_window: True if the job has records older than every run given (its history starts before
+            the scan), so the earliest run given bounds nothing; None or False: the runs given reach back to
+            the job's first record.
 
     Returns:
         A :class:`Report`. A fire time that did not exist on the wall clock (clocks went forward) is
         never missed; one that occurred twice (clocks went back) is satisfied by a run at either
-        instant (:class:`~scheduler_dedup.handler.cron.FireTime`).
+        instant (:class:`~scheduler_dedup.handler.cron.FireTime`), and run at both is ``dst_repeated``. A fire
+        time without a record while the previous run was still running or retried is ``skipped``, not missed.
 
     Raises:
         ValueError: invalid schedule, time zone or naive bounds.
@@ -443,23 +484,33 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
             slots.setdefault(instant, []).append(i)
     for indices in slots.values():
         indices.sort(key=lambda i: _PREFERENCE[fires[i].dst])
-    recorded = [0] * len(fires)
+    recorded: list[set[datetime]] = [set() for _ in fires]
     findings: list[Finding] = []
+    unmatched: list[HistoryRun] = []  # not a fire time: unexpected, unless from before the job had its schedule
+    busy: list[tuple[datetime, datetime, datetime]] = []  # (schedule time, claimed, when it stopped occupying Scheduler)
+    newest: HistoryRun | None = None
+    earliest: datetime | None = None
     seen = 0
     for run in runs:
         in_window = since <= run.schedule_time < until
         seen += in_window
+        if not run.manual:
+            earliest = run.schedule_time if earliest is None else min(earliest, run.schedule_time)
+            if newest is None or run.schedule_time > newest.schedule_time:
+                newest = run
+            end = run.finished_at or (now if run.state == IN_PROGRESS else None)
+            if end is not None and run.claimed_at is not None:
+                busy.append((run.schedule_time, run.claimed_at, end))
         match = None if run.manual else next(iter(slots.get(run.schedule_time, ())), None)
         if match is not None:
-            recorded[match] += 1
+            recorded[match].add(run.schedule_time)
         elif not in_window:
             continue
         elif run.manual:
             findings.append(Finding(UNEXPECTED, run.schedule_time, "forced run (gcloud scheduler jobs run or "
                                     "'Force run'), keyed apart from the scheduled run", run=run))
         elif schedule is not None:  # without a schedule there are no fire times to hold the run against
-            findings.append(Finding(UNEXPECTED, run.schedule_time,
-                                    f"not a fire time of {schedule!r} in {time_zone}", run=run))
+            unmatched.append(run)
         matched = fires[match] if match is not None else None
         if run.status == FAILED:
             findings.append(Finding(FAILED_RUN, run.schedule_time, f"recorded failed: {run.error or 'no error text'}",
@@ -475,41 +526,87 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                                     f"attempt {run.attempt_id[:8]} took over from {previous} "
                                     "after its lease expired: the job ran again (twice, if the earlier attempt had "
                                     "started it)", matched, run))
-    expected = 0
-    for fire, count in zip(fires, recorded):
-        if not fire.required or fire.first > now:
+    bound, source = _active_since(active_since, newest, earliest, runs_before_window)
+    for run in unmatched:
+        if bound is None or run.schedule_time >= bound:
+            findings.append(Finding(UNEXPECTED, run.schedule_time,
+                                    f"not a fire time of {schedule!r} in {time_zone}", run=run))
+    busy.sort()
+    expected = hits = 0
+    for fire, instants in zip(fires, recorded):
+        if not fire.required or fire.first > now or (bound is not None and fire.due < bound):
             continue
         expected += 1
-        if count:
+        if instants:
+            hits += 1
+            if fire.dst == "repeated" and len(instants) > 1:
+                findings.append(Finding(DST_REPEATED, fire.due, "the wall-clock time occurred twice (clocks went "
+                                        "back) and Scheduler delivered both instants, so the job ran twice; "
+                                        "DEDUP_KEY_LOCAL_TIME=true keys runs on the wall clock and runs it once",
+                                        fire))
             continue
-        if now >= fire.due + timedelta(seconds=grace_seconds):
-            findings.append(Finding(MISSED, fire.due, _missed_detail(fire), fire))
+        busy_run = _running_at(busy, fire.first)
+        if busy_run is not None:
+            findings.append(Finding(SKIPPED_BUSY, fire.due, f"no record: Scheduler skipped it while the run of "
+                                    f"{rfc3339(busy_run[0])} was still running or retried (from "
+                                    f"{rfc3339(busy_run[1])} until {rfc3339(busy_run[2])}); Scheduler runs one "
+                                    "execution of a job at a time", fire))
+        elif now >= fire.due + timedelta(seconds=grace_seconds):
+            findings.append(Finding(MISSED, fire.due, _missed_detail(fire, bound is None and earliest is None), fire))
         else:
             findings.append(Finding(LATE, fire.due, f"no record yet; within the {grace_seconds:g} s grace period",
                                     fire))
     findings.sort(key=lambda f: (f.schedule_time, KINDS.index(f.kind)), reverse=True)
     return Report(job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until, now=now,
-                  grace_seconds=grace_seconds, expected=expected,
-                  recorded=sum(1 for f, c in zip(fires, recorded) if f.required and f.first <= now and c), runs=seen,
-                  findings=tuple(findings))
+                  grace_seconds=grace_seconds, expected=expected, recorded=hits, runs=seen,
+                  findings=tuple(findings), active_since=bound, active_since_source=source)
 
 
-def _missed_detail(fire: FireTime) -> str:
+def _active_since(given: datetime | None, newest: HistoryRun | None, earliest: datetime | None,
+                  runs_before_window: bool | None) -> tuple[datetime | None, str | None]:
+    """The start of the job's current schedule, and what says so (see :func:`compare`)."""
+    if given is not None:
+        return given.astimezone(timezone.utc), SINCE_SCHEDULE_CHANGE
+    if newest is not None and newest.schedule_since is not None:
+        return newest.schedule_since, SINCE_SCHEDULE_CHANGE
+    if earliest is not None and not runs_before_window:
+        return earliest, SINCE_EARLIEST_RECORD
+    return None, None
+
+
+def _running_at(busy: list[tuple[datetime, datetime, datetime]],
+                instant: datetime) -> tuple[datetime, datetime, datetime] | None:
+    """The run scheduled last before ``instant``, if it was claimed before ``instant`` and still running (or
+    recorded later, after retries) at it: Scheduler was busy with it then. A run taken over keeps only the
+    takeover's claim time, so its busy span is counted from there (erring towards "missed")."""
+    index = bisect.bisect_left(busy, (instant,)) - 1
+    if index >= 0 and busy[index][1] <= instant < busy[index][2]:
+        return busy[index]
+    return None
+
+
+def _missed_detail(fire: FireTime, no_records: bool) -> str:
     text = ("no record: Scheduler did not deliver it (job paused or deleted, handler down, caller refused) "
             "or every attempt failed before claiming or released its claim")
     if fire.dst == "repeated":
         text += "; the wall-clock time occurred twice (clocks went back) and neither instant has a record"
+    if no_records:
+        text += ("; the job has no run record at all, so when it was created is unknown (the component sets "
+                 "DEDUP_SCHEDULE_SINCE; give --since after its creation)")
     return text
 
 
 def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
           until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
-          on_page: Callable[[int], None] | None = None) -> Report:
+          active_since: datetime | None = None, on_page: Callable[[int], None] | None = None) -> Report:
     """Read the job's runs around ``[since, until)`` and :func:`compare` them with the schedule.
 
     The query reaches a day beyond both ends, so a fire time whose instants straddle an edge (a
-    repeated wall-clock hour) still finds its run.
+    repeated wall-clock hour) still finds its run. Without ``active_since``, one more query of one record tells
+    whether the job's history starts before that (then its earliest record bounds nothing).
     """
-    runs = history.runs(job_name, since=since - timedelta(days=1), until=until + timedelta(days=1), on_page=on_page)
+    start = since - timedelta(days=1)
+    older = None if active_since is not None else history.has_runs_before(job_name, start)
+    runs = history.runs(job_name, since=start, until=until + timedelta(days=1), on_page=on_page)
     return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
-                   now=now, grace_seconds=grace_seconds)
+                   now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import zoneinfo
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -67,6 +68,9 @@ class RunKey:
         schedule_time: the run's schedule time, an aware datetime in UTC.
         manual: True for a forced run (schedule time in the future): keyed apart from the
             scheduled run of the same time, so it cannot swallow that run later.
+        wall_clock: for a job keyed on local time (``DEDUP_KEY_LOCAL_TIME``), the scheduled run's
+            wall-clock time and zone, e.g. ``2026-11-01T01:30:00 America/New_York``; None: keyed on the
+            UTC instant (the default).
     """
 
     project: str
@@ -74,6 +78,7 @@ class RunKey:
     job_name: str
     schedule_time: datetime
     manual: bool = False
+    wall_clock: str | None = None
 
     @property
     def schedule_time_rfc3339(self) -> str:
@@ -86,11 +91,15 @@ class RunKey:
         """The run id: 64 lower-case hex characters, SHA-256 of the key's canonical form.
 
         The schedule time is normalised to a UTC instant first, so ``2026-10-16T12:00:00Z`` and
-        ``2026-10-16T05:00:00-07:00`` give the same run id.
+        ``2026-10-16T05:00:00-07:00`` give the same run id. A run keyed on its wall-clock time
+        (:attr:`wall_clock`) hashes that instead, under a kind of its own, so it never equals a run id of the
+        default keying.
         """
-        kind = "manual" if self.manual else "scheduled"
-        canonical = "\x1f".join(("scheduler-dedup/v1", kind, self.project, self.location, self.job_name,
-                                 self.schedule_time_rfc3339))
+        if self.wall_clock is not None and not self.manual:
+            kind, when = "scheduled-wall-clock", self.wall_clock
+        else:
+            kind, when = ("manual" if self.manual else "scheduled"), self.schedule_time_rfc3339
+        canonical = "\x1f".join(("scheduler-dedup/v1", kind, self.project, self.location, self.job_name, when))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -119,7 +128,7 @@ def parse_schedule_time(value: str) -> datetime:
 
 
 def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_now: datetime,
-                         manual_tolerance_seconds: float) -> RunKey:
+                         manual_tolerance_seconds: float, wall_clock_zone: str | None = None) -> RunKey:
     """Build the run key of a request from its headers (looked up case-insensitively).
 
     Args:
@@ -129,6 +138,8 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
         server_now: the current time (aware, UTC) by the clock the handler trusts.
         manual_tolerance_seconds: a schedule time later than ``server_now`` by more than this is
             a forced run.
+        wall_clock_zone: key scheduled runs on their wall-clock time in this tz database zone
+            (``DEDUP_KEY_LOCAL_TIME``); None keys them on the UTC instant.
 
     Raises:
         RequestHeaderError: a header is missing or malformed; ``.header`` names it.
@@ -173,7 +184,12 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
     if location and not _LOCATION_RE.match(location):
         raise RequestHeaderError(LOCATION_HEADER, f"is {location[:80]!r}, not a region such as us-central1")
     manual = (schedule_time - server_now).total_seconds() > manual_tolerance_seconds
-    return RunKey(project=project, location=location, job_name=job_name, schedule_time=schedule_time, manual=manual)
+    wall_clock = None
+    if wall_clock_zone is not None:
+        local = schedule_time.astimezone(zoneinfo.ZoneInfo(wall_clock_zone))
+        wall_clock = f"{local.replace(tzinfo=None).isoformat()} {wall_clock_zone}"
+    return RunKey(project=project, location=location, job_name=job_name, schedule_time=schedule_time, manual=manual,
+                  wall_clock=wall_clock)
 
 
 def _job_name_parts(name: str, full: re.Match[str], project: str | None, location: str | None) -> str:

@@ -6,7 +6,7 @@ Status codes and why:
   retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
   job's retry count.
 - 400: a missing or malformed Scheduler header; nothing is written.
-- 500: a retryable job failure, after the claim was released; or Firestore failed (``store_error``,
+- 500: a retryable job failure, after the claim was released; or the run store failed (``store_error``,
   which says whether the job ran and what the next delivery will do).
 
 The bodies are :mod:`scheduler_dedup.handler.answers`' JSON contract.
@@ -61,7 +61,7 @@ class SchedulerHandler:
             ``(body, status_code, extra_headers)``; body is a JSON object with ``status`` and
             ``run_id`` (except for 400, which has ``error`` and no run id).
 
-        A Firestore failure gives 500 ``store_error`` (Scheduler retries); its body says whether the
+        A store failure gives 500 ``store_error`` (Scheduler retries); its body says whether the
         job ran and what the next delivery will do.
         """
         started = time.monotonic()
@@ -71,6 +71,7 @@ class SchedulerHandler:
                 default_project=self.settings.project,
                 server_now=self.idempotency.store.server_now(),
                 manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
+                wall_clock_zone=self.settings.time_zone if self.settings.key_local_time else None,
             )
         except RequestHeaderError as exc:
             log.warning("rejected delivery: %s", exc, extra={
@@ -85,7 +86,7 @@ class SchedulerHandler:
             outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
         except StoreError as exc:
             body = store_error_body(exc, self.idempotency.lease_seconds)
-            log.error("Firestore failed: %s", exc.__cause__, extra={
+            log.error("%s failed: %s", self.idempotency.store.display_name, exc.__cause__, extra={
                 LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
                 LogField.ATTEMPT_ID: exc.attempt_id, LogField.OUTCOME: "store_error", LogField.STEP: exc.step,
                 LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: 500, LogField.ERROR: body["error"]})
@@ -105,6 +106,8 @@ def _record_fields(key: RunKey, settings: Settings) -> dict[str, Any]:
         "manual": key.manual,
         "schedule": settings.schedule,
         "time_zone": settings.time_zone,
+        # since when the job has had this schedule: run history expects no fire time before it
+        "schedule_since": settings.schedule_since,
     }
 
 

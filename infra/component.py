@@ -41,6 +41,7 @@ from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
+import pulumiverse_time
 
 
 from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
@@ -293,7 +294,17 @@ class DedupScheduledJob(pulumi.ComponentResource):
             self.archive_sha256 = None
 
         # --- Cloud Run service --------------------------------------------------------------------
-        environment = {**handler_environment(s), "DEDUP_DATABASE": database_id}
+        # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
+        # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
+        # nothing missed (DEDUP_SCHEDULE_SINCE).
+        schedule_since = pulumiverse_time.Static(
+            f"{name}-schedule-since",
+            pulumiverse_time.StaticArgs(triggers={"schedule": s.schedule, "time_zone": s.time_zone,
+                                                  "job": s.scheduler_job_name}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        environment = {**handler_environment(s), "DEDUP_DATABASE": database_id,
+                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339}
         envs = [
             gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
             for key, value in environment.items()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,14 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
         return job_id, state
     if typ == "gcp:firestore/database:Database":
         return f"projects/{project}/databases/{inputs.get('name')}", state
+    if typ == "time:index/static:Static":  # the time it was created (or, when given, the time asked for)
+        state.setdefault("rfc3339", MOCK_NOW)
+        return f"{name}-{state['rfc3339']}", state
     return f"{name}-id", state
+
+
+#: The time a mocked ``time.Static`` records: the moment this process first ran a program (RFC 3339, UTC).
+MOCK_NOW = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def stack_config_from_file(config_file: Path, project_file: Path | None = None) -> dict[str, str]:

@@ -30,6 +30,7 @@ from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, u
 from scheduler_dedup.handler.run_history import (
     DEFAULT_GRACE_SECONDS,
     KINDS,
+    SINCE_SCHEDULE_CHANGE,
     STATES,
     Finding,
     HistoryRun,
@@ -45,7 +46,7 @@ CHUNK_ROWS = 50
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _STYLE = {"completed": "green", "failed": "red", "stuck": "red", "in_progress": "yellow", "missed": "red",
-          "late": "yellow", "repeated": "yellow", "unexpected": "magenta"}
+          "late": "yellow", "repeated": "yellow", "unexpected": "magenta", "skipped": "cyan", "dst_repeated": "yellow"}
 _EXIT_PROBLEMS, _EXIT_ERROR = 1, 2
 
 
@@ -152,8 +153,13 @@ def report_summary(report: Report) -> str:
         return (f"{verdict} {report.job_name}: {report.runs} runs recorded"
                 f"{'; ' + counts if counts else '; nothing failed or stuck'}; missed runs not checked: the records "
                 "carry no schedule (set DEDUP_SCHEDULE on the handler) and --schedule was not given")
+    bound = ""
+    if report.active_since is not None and report.active_since > report.since:
+        why = ("the job got its schedule then" if report.active_since_source == SINCE_SCHEDULE_CHANGE
+               else "its earliest run record; the records do not say when the job was created")
+        bound = f"; fire times before {_utc_text(report.active_since)} not expected ({why})"
     return (f"{verdict} {report.job_name}: {report.recorded}/{report.expected} expected runs recorded"
-            f"{'; ' + counts if counts else '; nothing missed, failed or stuck'} "
+            f"{'; ' + counts if counts else '; nothing missed, failed or stuck'}{bound} "
             f"(grace {report.grace_seconds:g} s)")
 
 
@@ -340,8 +346,10 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
                     yield run
 
             if checking:
+                older = history.has_runs_before(job, since - margin)
                 report: Report | None = compare(stream(), job_name=job, schedule=schedule, time_zone=time_zone,
-                                                since=since, until=until, now=now, grace_seconds=grace_seconds)
+                                                since=since, until=until, now=now, grace_seconds=grace_seconds,
+                                                runs_before_window=older)
             else:
                 for _ in stream():
                     pass

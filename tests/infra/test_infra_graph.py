@@ -108,7 +108,12 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "DEDUP_STORE_TIMEOUT_SECONDS": "20",  # attempt deadline 300 s: min(20, 300 // 4)
         "DEDUP_TRUST_CLOUD_RUN_IAM": "true",  # the service enforces Cloud Run IAM, which strips verified signatures
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
+        # when the job got this schedule: the time.Static below, replaced when schedule, zone or job name change
+        "DEDUP_SCHEDULE_SINCE": env["DEDUP_SCHEDULE_SINCE"],
     }
+    since = _one(graph, "time:index/static:Static", "hello-dedup-schedule-since")
+    assert env["DEDUP_SCHEDULE_SINCE"] == since.state["rfc3339"]
+    assert since.inputs["triggers"] == {"schedule": job["schedule"], "time_zone": job["timeZone"], "job": job["name"]}
     assert service["template"]["serviceAccount"] == runtime_sa
     assert service["template"]["timeout"] == "315s"
     assert service["deletionProtection"] is False and service["invokerIamDisabled"] is False
