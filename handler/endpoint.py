@@ -21,7 +21,7 @@ id>`` and retries on the answers its status table calls retryable. This adapter 
 | 409 | ``fenced`` | another request took the key over from this one | releases; Scheduler retries |
 | 422 | ``failed`` (+ ``error``) | the function raised ``NonRetryableJobError``, now or before | records the run failed |
 | 500 | ``released`` (+ ``error``) | the function raised another exception; the key was released | releases; Scheduler retries |
-| 500 | ``store_error`` / ``internal_error`` | Firestore failed / an unexpected error | releases; Scheduler retries |
+| 500 | ``store_error`` / ``internal_error`` | the run store failed / an unexpected error | releases; Scheduler retries |
 | 400 | ``bad_request`` | no ``Idempotency-Key`` header | records the run failed |
 
 The function receives the Flask request and returns its result (stored and replayed in the JSON form of

@@ -117,7 +117,7 @@ class StoreError(DedupError):
         attempt_id: this attempt's id.
         step: what could not be done: ``claim`` (before the work ran), ``complete``, ``record_failure`` or
             ``release`` (after it ran).
-        executed: True if the work ran before Firestore failed. Its claim then stays ``in_progress`` until
+        executed: True if the work ran before the store failed. Its claim then stays ``in_progress`` until
             the lease expires (unless the write landed after all); the first delivery after that takes the
             run over and runs the work again.
     """

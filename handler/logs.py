@@ -52,7 +52,7 @@ class LogField(StrEnum):
     #: refused callers and errors: unauthorized | forbidden | auth_unavailable | internal_error ...
     OUTCOME = "outcome"
     EXECUTED = "executed"  #: true when this delivery ran the job
-    STEP = "step"  #: store_error: the step Firestore failed at (claim, complete, record_failure, release)
+    STEP = "step"  #: store_error: the step the store failed at (claim, complete, record_failure, release)
     TOOK_OVER = "took_over"  #: true when this attempt took the run over from an expired lease (a crashed holder)
     HTTP_STATUS = "http_status"
     ERROR = "error"

@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import tempfile
 import threading
 import time
@@ -344,10 +345,7 @@ class _Fleet:
         return True
 
     def _replace(self, index: int, victim: HandlerServer) -> None:
-        try:
-            os.unlink(victim.log_path)
-        except OSError:
-            pass
+        victim.remove_log()
         server = self._start()
         with self._lock:
             self.servers[index] = server
@@ -363,10 +361,7 @@ class _Fleet:
             servers, self.servers = [s for s in self.servers if s is not None], []
         for server in servers:
             server.stop()
-            try:
-                os.unlink(server.log_path)
-            except OSError:
-                pass
+            server.remove_log()
 
 
 class _FaultLog:
@@ -686,6 +681,7 @@ def _run(cfg: CampaignConfig, console: Console, server: StoreServer) -> Campaign
             for _, step, kind in fault_log.of(r.run_id):
                 faults[(step, kind)] += 1
             calls.update(fault_log.calls.get(r.run_id, Counter()))
+    shutil.rmtree(workdir, ignore_errors=True)
     results.sort(key=lambda r: r.scenario.seed)
     return CampaignReport(cfg, results, faults, calls, fleet.kills, time.monotonic() - started)
 

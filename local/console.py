@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
@@ -26,3 +29,19 @@ def make_console(file: TextIO | None = None, *, stderr: bool = False) -> Console
     columns = os.environ.get("COLUMNS", "")
     width = int(columns) if columns.isdigit() and int(columns) >= 40 else PIPE_WIDTH
     return Console(file=stream, width=width, no_color=True, highlight=False)
+
+
+def self_command() -> str:
+    """How to run this ``scheduler-dedup`` from another shell, as a printed command line.
+
+    ``scheduler-dedup`` when that name on PATH is this installation's script; else the script's absolute path
+    (``.venv/bin/scheduler-dedup`` when only the project's scripts put it on PATH); else
+    ``python -m scheduler_dedup.local.cli`` with this interpreter's absolute path.
+    """
+    script = Path(sys.executable).parent / "scheduler-dedup"
+    found = shutil.which("scheduler-dedup")
+    if found and script.is_file() and Path(found).resolve() == script.resolve():
+        return "scheduler-dedup"
+    if script.is_file():
+        return shlex.quote(str(script.absolute()))
+    return f"{shlex.quote(sys.executable)} -m scheduler_dedup.local.cli"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from collections import Counter
 import tempfile
 import threading
@@ -37,7 +38,7 @@ from scheduler_dedup.handler.run_history import (
     rfc3339,
 )
 from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.local.console import make_console
+from scheduler_dedup.local.console import make_console, self_command
 from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
@@ -84,6 +85,7 @@ class _Side:
         self.log = workdir / f"{name}-executions.jsonl"
         self.env = {**env, "DEMO_EXECUTIONS_LOG": str(self.log)}
         self.baseline = baseline
+        self.replaced: list[HandlerServer] = []  # crashed instances, whose logs go when the side closes
         self.servers = [self._start() for _ in range(2)]
         self.lock = threading.Lock()
 
@@ -110,11 +112,13 @@ class _Side:
             (victim,) = [s for s in self.servers if s.url == url]
             victim.kill()
             self.servers[self.servers.index(victim)] = self._start()
+            self.replaced.append(victim)
         victim.stop()
 
     def close(self) -> None:
-        for server in self.servers:
+        for server in self.servers + self.replaced:
             server.stop()
+            server.remove_log()
 
 
 def _tally(report: RunReport, events: list[dict[str, Any]], run_id: str) -> RunTally:
@@ -236,7 +240,7 @@ def runs_command(server: StoreServer, times: list[datetime], skipped: int) -> st
     ``--grace 0`` when that fire time is more recent than the default grace period."""
     since, until = rfc3339(times[0]), rfc3339(times[-1] + timedelta(seconds=1))
     recent = datetime.now(timezone.utc) - times[skipped] < timedelta(seconds=DEFAULT_GRACE_SECONDS)
-    return (f"{server.shell_env()} scheduler-dedup runs "
+    return (f"{server.shell_env()} {self_command()} runs "
             f"--job {JOB_NAME} --since {since} --until {until}{' --grace 0' if recent else ''}")
 
 
@@ -303,6 +307,7 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
     finally:
         for side in sides:
             side.close()
+        shutil.rmtree(workdir, ignore_errors=True)
         if not keep_emulator:
             server.stop()
     bad = [t for t in dedup if not t.exactly_once]

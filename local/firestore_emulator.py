@@ -17,7 +17,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar
 
 import requests
@@ -182,25 +181,18 @@ class FirestoreEmulator(StoreServer):
         requests.delete(url, timeout=60).raise_for_status()  # deletes every document: real work
 
     def stop(self) -> None:
-        """Stop the java process this object started (and only that PID)."""
+        """Stop the java process this object started (and only that PID), and delete its log file."""
         proc, self._proc = self._proc, None
         if self._reservation is not None:
             self._reservation.close()
             self._reservation = None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-    def __enter__(self) -> "FirestoreEmulator":
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-        if self._log_path and os.path.exists(self._log_path):
-            os.unlink(self._log_path)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        log_path, self._log_path = self._log_path, None
+        if log_path and os.path.exists(log_path):
+            os.unlink(log_path)

@@ -27,7 +27,7 @@ from scheduler_dedup.handler.cron import fire_times, is_iana_time_zone, unix_cro
 from scheduler_dedup.handler.record import COMPLETED, FAILED
 from scheduler_dedup.handler.run_history import HistoryRun, Report, RunHistory, compare
 from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.local.console import make_console
+from scheduler_dedup.local.console import make_console, self_command
 from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
 from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers import HandlerServer
@@ -73,15 +73,23 @@ def job_name_for(job: str) -> str:
 
 
 class _Instances:
-    """The handler's instances (one at a time): started, and replaced after a crash fault."""
+    """The handler's instances (one at a time): started, and replaced after a crash fault; their logs are
+    deleted when they are closed."""
 
     def __init__(self, env: Mapping[str, str]):
         self.env = dict(env)
+        self.started: list[HandlerServer] = []
+
+    def start(self) -> "_Instances":
+        """Start the first instance."""
         self.server = self._start()
+        return self
 
     def _start(self) -> HandlerServer:
+        server = HandlerServer(self.env, threads=8)
+        self.started.append(server)
         try:
-            return HandlerServer(self.env, threads=8).start()
+            return server.start()
         except RuntimeError as exc:
             raise LocalRunError(f"the handler did not start; its output:\n{exc}") from None
 
@@ -103,7 +111,9 @@ class _Instances:
         victim.stop()
 
     def close(self) -> None:
-        self.server.stop()
+        for server in self.started:
+            server.stop()
+            server.remove_log()
 
 
 def _fire_plan(schedule: str, time_zone: str, runs: int | None, speed: float,
@@ -131,7 +141,8 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
               speed: float = 1.0, job_name: str | None = None, delivery_faults: Sequence[str] = (),
               store_faults: Sequence[str] = (), store_fault_rate: float = 0.0, seed: int = 1,
               lease_seconds: float = 10.0, attempt_deadline: float = 10.0, extra_env: Mapping[str, str] | None = None,
-              console: Console | None = None, status: Console | None = None, store: str = "firestore") -> int:
+              console: Console | None = None, status: Console | None = None, store: str = "firestore",
+              keep_emulator: bool = False) -> int:
     """Run ``job`` from ``source`` under the dedup handler with the Scheduler simulator firing ``schedule``.
 
     Args:
@@ -151,6 +162,8 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         console: where runs and the report are printed (default stdout).
         status: where set-up lines (store server, handler URL and log) are printed (default: ``console``).
         store: the run store (``DEDUP_STORE``) whose local server the handler uses.
+        keep_emulator: leave the store server running afterwards, so the printed ``runs`` command keeps
+            working; the closing lines say its PID and how to stop it.
 
     Returns:
         0 if nothing was missed, failed or stuck; 1 otherwise (a ``skipped`` fault makes a missed run).
@@ -174,6 +187,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
     proxy: Any = None
     instances: _Instances | None = None
     delivered: list[datetime] = []
+    runs_command = ""
     try:
         store_host = server.host
         if store_faults or store_fault_rate:
@@ -187,9 +201,12 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
                                                                   else "") + f"; starting the handler with {job} ...")
         instances = _Instances(env)
+        instances.start()
         history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
-        status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell:\n"
-                      f"  {server.shell_env()} scheduler-dedup runs --job {name}")
+        runs_command = f"{server.shell_env()} {self_command()} runs --job {name}"
+        status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
+                     + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
+                     + f"\n  {runs_command}", soft_wrap=True)
         mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
         console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
                       + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
@@ -226,7 +243,12 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
             instances.close()
         if proxy is not None:
             proxy.stop()
-        server.stop()
+        if keep_emulator:
+            status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with "
+                         f"`kill {server.pid}`). Its run history, from another shell:\n  {runs_command}",
+                         soft_wrap=True)
+        else:
+            server.stop()
 
 
 def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed: int) -> Any:

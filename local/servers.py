@@ -128,10 +128,14 @@ class HandlerServer:
     def __enter__(self) -> "HandlerServer":
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
+    def remove_log(self) -> None:
+        """Delete the process's log file (after :meth:`stop`)."""
         try:
             os.unlink(self.log_path)
         except OSError:
             pass
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+        self.remove_log()

@@ -75,3 +75,64 @@ def test_the_crash_line_says_whether_the_kill_landed_mid_job(tmp_path: Path) -> 
     assert len(mid_job) == (int(repeated.group(1)) if repeated else 0), out.stdout
     after = [line for line in lines if "after the job had finished" in line]
     assert len(after) + len(mid_job) == 3 and sum(executions.values()) >= 3, lines
+
+
+def _start_run_local(tmp_path: Path, tmpdir: Path, *args: str) -> subprocess.Popen[str]:
+    (tmp_path / "mine").mkdir(exist_ok=True)
+    (tmp_path / "mine" / "nightly.py").write_text(JOB)
+    env = {k: v for k, v in os.environ.items() if k not in ("FIRESTORE_EMULATOR_HOST", "PYTHONPATH")}
+    env.update(TMPDIR=str(tmpdir), COLUMNS="400")
+    return subprocess.Popen([str(Path(sys.executable).parent / "scheduler-dedup"), "run-local",
+                             "--source", str(tmp_path / "mine"), "--job", "nightly:run", "--env",
+                             f"JOB_LOG={tmp_path / 'log'}", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def test_ctrl_c_leaves_no_files_behind(tmp_path: Path) -> None:
+    """Interrupted while it waits for the next fire time (real time): the handler's and the emulator's log
+    files go with it (before, every handler log stayed in the temp folder)."""
+    import signal
+    import time
+
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = _start_run_local(tmp_path, tmpdir, "--schedule", "0 0 1 1 *")  # next fire time: months away
+    assert proc.stderr is not None and proc.stdout is not None
+    deadline = time.monotonic() + 300
+    seen = ""
+    while "next fire time" not in seen:
+        assert time.monotonic() < deadline and proc.poll() is None, seen
+        seen += proc.stdout.readline()
+    assert list(tmpdir.iterdir()), "the handler and emulator logs are there while it runs"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, seen + out + err
+    assert "interrupted" in seen + out
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_keep_emulator_prints_a_runs_command_that_works_afterwards(tmp_path: Path) -> None:
+    """The printed command is runnable as printed (no bare name that is not on PATH) and still answers after
+    run-local exits, because --keep-emulator leaves the store server running; its PID is printed to stop it."""
+    import shlex
+
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = _start_run_local(tmp_path, tmpdir, "--schedule", "*/10 * * * *", "--speed", "600", "--runs", "2",
+                            "--keep-emulator")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out + err
+    match = re.search(r"keeps running \(pid (\d+);", out)
+    assert match, out
+    pid = int(match.group(1))
+    try:
+        command = next(line.strip() for line in reversed(out.splitlines()) if " runs --job " in line)
+        clean_env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}  # no venv on PATH
+        words = shlex.split(command)
+        env = {**clean_env, **dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("-"))}
+        argv = [w for w in words if not ("=" in w and not w.startswith("-"))]
+        answer = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert answer.returncode == 0, command + "\n" + answer.stdout + answer.stderr
+        assert "OK nightly-run: 2/2 expected runs recorded" in answer.stdout, answer.stdout
+    finally:
+        os.kill(pid, 15)
