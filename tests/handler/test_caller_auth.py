@@ -31,10 +31,20 @@ def fake(signer: LocalSigner) -> Iterator[FakeGoogle]:
     server.stop()
 
 
+SERVICE = "projects/p1/locations/us-central1/services/dedup-handler"
+
+
 def auth_env(fake: FakeGoogle) -> dict[str, str]:
     return {"DEDUP_OIDC_AUDIENCE": f"https://other.example, {AUDIENCE}",
             "DEDUP_ALLOWED_CALLERS": f"ops@p1.iam.gserviceaccount.com,{CALLER}",
             "DEDUP_OIDC_CERTS_URL": f"{fake.url}/certs"}
+
+
+def trust_env(fake: FakeGoogle) -> dict[str, str]:
+    """Trust mode on a service the fake Cloud Run Admin API reports private."""
+    fake.private_service(SERVICE)
+    return {**auth_env(fake), "DEDUP_TRUST_CLOUD_RUN_IAM": "true", "DEDUP_SERVICE": SERVICE,
+            "DEDUP_RUN_API": fake.url, "DEDUP_TARGET_AUTH": "none"}
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -138,7 +148,7 @@ def as_forwarded_by_cloud_run(token: str) -> str:
 def test_tokens_cloud_run_verified_are_checked_without_their_signature(harness: Harness, fake: FakeGoogle,
                                                                        signer: LocalSigner) -> None:
     """On a private service Cloud Run strips the signature; with DEDUP_TRUST_CLOUD_RUN_IAM the claims still decide."""
-    server = harness.server(**auth_env(fake), DEDUP_TRUST_CLOUD_RUN_IAM="true")
+    server = harness.server(**trust_env(fake))
     good = {"audience": AUDIENCE, "email": CALLER}
     refused = {
         "wrong audience": (signer.token(audience="https://evil.example", email=CALLER), 401),
@@ -168,7 +178,7 @@ def test_without_trust_a_stripped_token_is_refused_with_the_setting_to_change(ha
 
 
 def test_trust_setting_must_be_true_or_false() -> None:
-    base = {"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": CALLER}
+    base = {"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": CALLER, "DEDUP_SERVICE": SERVICE}
     assert CallerAuthSettings.from_env(base).trust_cloud_run_iam is False  # type: ignore[union-attr]
     assert CallerAuthSettings.from_env({**base, "DEDUP_TRUST_CLOUD_RUN_IAM": "TRUE"}).trust_cloud_run_iam is True  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="DEDUP_TRUST_CLOUD_RUN_IAM='yes'"):
