@@ -250,7 +250,7 @@ class SigningKeys:
         self._lock = threading.Lock()
         self._certs: dict[str, str] = {}
         self._expires = 0.0
-        self._last_fetch = float("-inf")
+        self._last_kid_refetch = float("-inf")
 
     def certs_for(self, kid: str) -> dict[str, str]:
         """The certificates, fresh per their ``max-age``, refetched (rate-limited) if ``kid`` is not among them.
@@ -260,14 +260,14 @@ class SigningKeys:
         """
         with self._lock:
             now = time.monotonic()
-            stale = now >= self._expires
-            unknown = kid not in self._certs and now - self._last_fetch >= KID_REFETCH_INTERVAL_SECONDS
-            if stale or unknown:
+            if now >= self._expires:
+                self._fetch(now)
+            elif kid not in self._certs and now - self._last_kid_refetch >= KID_REFETCH_INTERVAL_SECONDS:
+                self._last_kid_refetch = now
                 self._fetch(now)
             return self._certs
 
     def _fetch(self, now: float) -> None:
-        self._last_fetch = now
         response = self._request(self.certs_url, method="GET", timeout=self._timeout)
         if response.status != 200:
             raise google.auth.exceptions.TransportError(f"HTTP {response.status} from the certificate endpoint")

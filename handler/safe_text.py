@@ -26,10 +26,11 @@ _AUTH_SCHEME_RE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNOR
 _JWT_RE = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
 #: Google OAuth 2.0 access tokens (``ya29.`` prefix).
 _ACCESS_TOKEN_RE = re.compile(r"\bya29\.[A-Za-z0-9._-]+")
-#: ``key=value`` / ``"key": "value"`` where the key names a credential.
+#: ``key=value`` / ``"key": "value"`` where the key names a credential (prose such as "ID token: ..." is not a pair).
 _SECRET_PAIR_RE = re.compile(
-    r"""(?P<key>["']?\b(?:[A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|authorization|cookie|"""
-    r"""credentials?)[A-Za-z0-9_-]*)\b["']?\s*[:=]\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,;&}]+)""",
+    r"""(?P<key>(?:(?P<q>["'])[A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|authorization|cookie|"""
+    r"""credentials?)[A-Za-z0-9_-]*(?P=q)\s*:|\b[A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|"""
+    r"""credentials?)[A-Za-z0-9_-]*=)\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,;&}]+)""",
     re.IGNORECASE)
 REDACTED = "[redacted]"
 

@@ -204,3 +204,40 @@ def test_a_service_account_member_pasted_from_an_iam_binding_is_accepted(harness
     assert ok.status_code == 200 and ok.json()["status"] == "processed", ok.text
     other = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email="intruder@p1.iam.gserviceaccount.com")))
     assert other.status_code == 403
+
+
+def test_a_key_rotated_in_is_accepted_on_its_first_delivery(harness: Harness, fake: FakeGoogle,
+                                                            signer: LocalSigner) -> None:
+    """Certificates were cached for a fixed hour: a token signed with a newly published key got 401 on every
+    delivery until the hour ended (with default retries, the run was lost)."""
+    server = harness.server(**auth_env(fake))
+    first = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email=CALLER)))
+    assert first.status_code == 200, first.text
+    rotated = LocalSigner(kid="local-key-2")
+    fake.certs[rotated.kid] = rotated.cert_pem  # Google publishes the new key; the handler's cache predates it
+    second = deliver(server.url, scheduler_headers("guarded", "2026-10-16T13:00:00Z",
+                                                   Authorization=f"Bearer {rotated.token(audience=AUDIENCE, email=CALLER)}"))
+    assert second.status_code == 200 and second.json()["status"] == "processed", second.text
+    assert len(fake.gets("/certs")) == 2
+    # Unknown kids refetch at most once per interval, whatever a caller sends.
+    for n in range(5):
+        forged = LocalSigner(kid=f"unknown-{n}").token(audience=AUDIENCE, email=CALLER)
+        assert deliver(server.url, bearer(forged)).status_code == 401
+    assert len(fake.gets("/certs")) == 2
+
+
+def test_certificates_are_kept_as_long_as_cache_control_says(harness: Harness, fake: FakeGoogle,
+                                                             signer: LocalSigner) -> None:
+    import time
+
+    fake.certs_max_age = 1
+    server = harness.server(**auth_env(fake))
+    token = signer.token(audience=AUDIENCE, email=CALLER)
+    assert deliver(server.url, bearer(token)).status_code == 200
+    assert deliver(server.url, scheduler_headers("guarded", "2026-10-16T13:00:00Z",
+                                                 Authorization=f"Bearer {token}")).status_code == 200
+    assert len(fake.gets("/certs")) == 1, "reused within max-age"
+    time.sleep(1.5)
+    assert deliver(server.url, scheduler_headers("guarded", "2026-10-16T14:00:00Z",
+                                                 Authorization=f"Bearer {token}")).status_code == 200
+    assert len(fake.gets("/certs")) == 2, "fetched again once max-age passed"
