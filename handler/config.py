@@ -31,9 +31,9 @@ _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
 _DATABASE_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
 # Full resource names (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services and
 # https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
-_SERVICE_RE = re.compile(r"^projects/(?P<project>[a-z][a-z0-9.:-]*[a-z0-9])/locations/(?P<location>[a-z][a-z0-9-]*)/"
+_SERVICE_RE = re.compile(r"^projects/(?P<project>[a-z](?:[a-z0-9.:-]{0,98}[a-z0-9])?)/locations/(?P<location>[a-z][a-z0-9-]*)/"
                          r"services/(?P<name>[a-z][a-z0-9-]{0,62})$")
-SCHEDULER_JOB_RE = re.compile(r"^projects/(?P<project>[a-z][a-z0-9.:-]*[a-z0-9])/locations/(?P<location>[a-z][a-z0-9-]*)/"
+SCHEDULER_JOB_RE = re.compile(r"^projects/(?P<project>[a-z](?:[a-z0-9.:-]{0,98}[a-z0-9])?)/locations/(?P<location>[a-z][a-z0-9-]*)/"
                               r"jobs/(?P<job>[A-Za-z0-9_-]{1,500})$")
 
 
