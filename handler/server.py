@@ -131,7 +131,7 @@ class HeaderDeadlineWorker(ThreadWorker):
 def _bounded_application() -> type:
     from functions_framework._http.gunicorn import GunicornApplication
 
-    class BoundedGunicornApplication(GunicornApplication):  # type: ignore[misc, valid-type]
+    class BoundedGunicornApplication(GunicornApplication):
         """functions-framework's gunicorn application with :data:`SERVER_SETTINGS` applied last."""
 
         def load_config(self) -> None:
@@ -155,4 +155,4 @@ def bound_server() -> None:
         return
     bounded = _bounded_application()
     bounded._dedup_bounded = True  # type: ignore[attr-defined]
-    ff_gunicorn.GunicornApplication = bounded  # type: ignore[misc]
+    ff_gunicorn.GunicornApplication = bounded  # type: ignore[assignment, misc]
