@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,17 +17,9 @@ AUDIENCE = "https://dedup-handler-abc123-uc.a.run.app"
 CALLER = "scheduler@p1.iam.gserviceaccount.com"
 
 
-@pytest.fixture(scope="module")
-def signer() -> LocalSigner:
-    return LocalSigner()
-
-
 @pytest.fixture()
-def fake(signer: LocalSigner) -> Iterator[FakeGoogle]:
-    server = FakeGoogle().start()
-    server.certs = {signer.kid: signer.cert_pem}
-    yield server
-    server.stop()
+def fake(google: FakeGoogle) -> FakeGoogle:
+    return google
 
 
 SERVICE = "projects/p1/locations/us-central1/services/dedup-handler"

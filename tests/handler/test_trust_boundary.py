@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,17 +29,9 @@ SERVICE = "projects/p1/locations/us-central1/services/dedup-handler"
 JOB_A = "projects/demo-project/locations/us-central1/jobs/job-a"
 
 
-@pytest.fixture(scope="module")
-def signer() -> LocalSigner:
-    return LocalSigner()
-
-
 @pytest.fixture()
-def fake(signer: LocalSigner) -> Iterator[FakeGoogle]:
-    server = FakeGoogle().start()
-    server.certs = {signer.kid: signer.cert_pem}
-    yield server
-    server.stop()
+def fake(google: FakeGoogle) -> FakeGoogle:
+    return google
 
 
 def trust_env(fake: FakeGoogle, **extra: str) -> dict[str, str]:
