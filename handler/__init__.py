@@ -9,7 +9,8 @@ Public names:
 - :class:`Idempotency`, :class:`RunStore` (the store contract), :func:`open_store`,
   :class:`FirestoreRunStore`, :class:`Settings`: the machinery.
 - :class:`TargetSettings`, :func:`build_target`: proxy targets (Workflows, Cloud Run job, HTTP).
-- :class:`CallerAuthSettings`, :class:`CallerVerifier`: OIDC caller verification.
+- :class:`CallerAuthSettings`, :class:`CallerVerifier` (a verification mode), :class:`OidcVerifier`:
+  OIDC caller verification.
 
 Names are imported on first use (PEP 562), so that light modules such as
 ``scheduler_dedup.handler.config`` (which the Pulumi component uses to validate the handler's
@@ -22,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "CallerAuthSettings": "caller_auth", "CallerVerifier": "caller_auth",
+    "CallerAuthSettings": "caller_auth", "CallerVerifier": "caller_auth", "OidcVerifier": "caller_auth",
     "Settings": "config",
     "idempotent": "decorator", "record_id_for_key": "decorator", "idempotent_endpoint": "endpoint",
     "ConfigError": "errors", "DedupError": "errors", "LeaseLostError": "errors", "NonRetryableJobError": "errors",
@@ -38,7 +39,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
+    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier, OidcVerifier
     from scheduler_dedup.handler.config import Settings
     from scheduler_dedup.handler.decorator import idempotent, record_id_for_key
     from scheduler_dedup.handler.endpoint import idempotent_endpoint

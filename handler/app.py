@@ -8,17 +8,19 @@ from collections.abc import Callable, Mapping
 import flask
 
 from scheduler_dedup.handler.answers import json_errors, json_response
-from scheduler_dedup.handler.caller_auth import CallerVerifier
+from scheduler_dedup.handler.caller_auth import build_caller_verifier
 from scheduler_dedup.handler.idempotency import Idempotency
 from scheduler_dedup.handler.job import load_job
 from scheduler_dedup.handler.logs import configure_logging
 from scheduler_dedup.handler.paths import CHECK_PATH
+from scheduler_dedup.handler.request_limits import bounded_body, oversized
 from scheduler_dedup.handler.run_check import RunCheck
 from scheduler_dedup.handler.run_history import RunHistory
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.startup import read_startup_settings
 from scheduler_dedup.handler.stores import open_store
-from scheduler_dedup.handler.targets import build_target
+from scheduler_dedup.handler.targets import build_target, google_api_session
+from scheduler_dedup.handler.trust_premise import ServicePremise
 
 
 def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable[[flask.Request], flask.Response]:
@@ -28,8 +30,11 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``http`` with ``DEDUP_TARGET``;
     see :mod:`scheduler_dedup.handler.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
     ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before the store is touched
-    (:mod:`scheduler_dedup.handler.caller_auth`). ``POST`` to :data:`~scheduler_dedup.handler.paths.CHECK_PATH`
-    is the watchdog's run check (:mod:`scheduler_dedup.handler.run_check`), verified the same way.
+    (:mod:`scheduler_dedup.handler.caller_auth`); in trust mode (``DEDUP_TRUST_CLOUD_RUN_IAM=true``) the service's
+    own IAM policy is read first, at start-up and every few minutes (:mod:`scheduler_dedup.handler.trust_premise`).
+    ``POST`` to :data:`~scheduler_dedup.handler.paths.CHECK_PATH` is the watchdog's run check
+    (:mod:`scheduler_dedup.handler.run_check`), verified the same way. Oversized input is refused first
+    (:mod:`scheduler_dedup.handler.request_limits`: 431, 413).
     Every answer is JSON, an unexpected exception included (500 ``internal_error``;
     :mod:`scheduler_dedup.handler.answers`).
 
@@ -41,18 +46,26 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     startup = read_startup_settings(env)  # the checks the component and the policy pack make too
     settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth
     job = load_job(env.get("DEDUP_JOB")) if target.type == "python" else build_target(target)
-    verifier = CallerVerifier(auth_settings) if auth_settings is not None else None
+    premise = None
+    if auth_settings is not None and auth_settings.trust_cloud_run_iam:
+        assert settings.service is not None  # read_startup_settings refuses trust mode without DEDUP_SERVICE
+        premise = ServicePremise(settings.service, google_api_session(target.auth), target.run_api)
+        premise.check()  # at start-up: an ERROR line now if the service is public or its policy unreadable
+    verifier = build_caller_verifier(auth_settings, premise)
     store = open_store(settings)  # DEDUP_STORE: the run store behind the store contract
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
     run_check = RunCheck(settings, RunHistory(store, timeout_seconds=settings.store_timeout_seconds), store.server_now)
 
     @json_errors
     def view(request: flask.Request) -> flask.Response:
-        refusal = verifier.check(request.headers.get("Authorization")) if verifier is not None else None
+        refusal = oversized(request) or (verifier.check(request.headers) if verifier is not None else None)
         if refusal is not None:
             return json_response(refusal[0], refusal[1])
         if request.path.rstrip("/") == CHECK_PATH:  # the watchdog: reads records, never claims or runs
-            body, status, headers = run_check.handle(request.headers, request.get_data())
+            data = bounded_body(request)
+            if not isinstance(data, bytes):
+                return json_response(data[0], data[1])
+            body, status, headers = run_check.handle(request.headers, data)
         else:
             body, status, headers = handler.handle(request.headers)
         return json_response(body, status, headers)

@@ -30,6 +30,12 @@ DEFAULT_STORE = "firestore"
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
 # Database ids: https://cloud.google.com/firestore/docs/manage-databases#database_id
 _DATABASE_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
+# Full resource names (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services and
+# https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
+_SERVICE_RE = re.compile(r"^projects/(?P<project>[a-z](?:[a-z0-9.:-]{0,98}[a-z0-9])?)/locations/(?P<location>[a-z][a-z0-9-]*)/"
+                         r"services/(?P<name>[a-z][a-z0-9-]{0,62})$")
+SCHEDULER_JOB_RE = re.compile(r"^projects/(?P<project>[a-z](?:[a-z0-9.:-]{0,98}[a-z0-9])?)/locations/(?P<location>[a-z][a-z0-9-]*)/"
+                              r"jobs/(?P<job>[A-Za-z0-9_-]{1,500})$")
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,15 @@ class Settings:
             deliver a time of the repeated hour at both instants (its cron page warns of "execution anomalies"
             there); keyed on the wall clock, the second delivery is a duplicate. The trade-off: a schedule that
             fires more than once an hour then runs each repeated wall-clock time once, not twice.
+        scheduler_job: the one Cloud Scheduler job this handler serves, its full resource name
+            ``projects/P/locations/L/jobs/J`` (``DEDUP_SCHEDULER_JOB``, optional; the component sets it). With it,
+            a delivery naming another job is refused with 403, the run is keyed on this name (project, location
+            and job id) whatever the ``X-Dedup-*`` headers say, and the run check checks only this job. Without
+            it, the headers name the job, and every caller the handler admits can name any job of the store.
+        service: this Cloud Run service's full resource name ``projects/P/locations/L/services/S``
+            (``DEDUP_SERVICE``; the component sets it). Required with ``DEDUP_TRUST_CLOUD_RUN_IAM=true``: the handler
+            reads the service's IAM policy and ``invokerIamDisabled`` through the Cloud Run Admin API
+            (``DEDUP_RUN_API``) to prove that Cloud Run IAM guards it (:mod:`scheduler_dedup.handler.trust_premise`).
     """
 
     project: str
@@ -82,6 +97,8 @@ class Settings:
     time_zone: str = DEFAULT_TIME_ZONE
     schedule_since: datetime | None = None
     key_local_time: bool = False
+    scheduler_job: str | None = None
+    service: str | None = None
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -130,6 +147,16 @@ class Settings:
             problem = unix_cron_problem(self.schedule)
             if problem:
                 raise ConfigError(f"DEDUP_SCHEDULE is {problem}")
+        if self.scheduler_job is not None and not SCHEDULER_JOB_RE.match(self.scheduler_job):
+            raise ConfigError(
+                f"DEDUP_SCHEDULER_JOB={self.scheduler_job[:200]!r} is not a Scheduler job's full name: use "
+                "projects/PROJECT_ID/locations/REGION/jobs/JOB_ID (the job this handler serves)"
+            )
+        if self.service is not None and not _SERVICE_RE.match(self.service):
+            raise ConfigError(
+                f"DEDUP_SERVICE={self.service[:200]!r} is not a Cloud Run service's full name: use "
+                "projects/PROJECT_ID/locations/REGION/services/SERVICE (this service's own name)"
+            )
         if not is_iana_time_zone(self.time_zone):
             raise ConfigError(
                 f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
@@ -166,6 +193,8 @@ class Settings:
             time_zone=env.get("DEDUP_TIME_ZONE", "").strip() or DEFAULT_TIME_ZONE,
             schedule_since=_instant(env, "DEDUP_SCHEDULE_SINCE"),
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
+            scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
+            service=env.get("DEDUP_SERVICE", "").strip() or None,
         )
 
 

@@ -31,8 +31,16 @@ start call's own answer decides.
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from scheduler_dedup.handler.safe_text import scrub_secrets, utf8_safe
+
+#: Longest summary of a downstream's error body, characters.
+SUMMARY_CHARS = 120
 
 Outcome = Literal["completed", "retry", "failed"]
 TargetType = Literal["http", "workflows", "cloud_run_job"]
@@ -115,6 +123,34 @@ def existence_check_refused(status: int) -> bool:
     """True when a 4xx answer to the pre-start ``list`` call should skip the check instead of retrying
     the run: every 4xx except 408, 409 and 429 (which a retry can get past)."""
     return 400 <= status < 500 and status not in (408, 409, 429)
+
+
+def answer_summary(status: int, headers: Mapping[str, str], body: bytes) -> str:
+    """What of a downstream's error answer may be recorded, answered and logged: status, content type and a short
+    scrubbed summary, never the body itself.
+
+    A downstream's error body can quote what it was sent (our ``Authorization: Bearer <ID token>`` included) or
+    hold data of its own. The summary is the JSON error's ``error.message`` (Google APIs,
+    https://cloud.google.com/apis/design/errors#http_mapping) or ``message`` when there is one, else the body's
+    first characters; whitespace collapsed, credentials scrubbed
+    (:func:`~scheduler_dedup.handler.safe_text.scrub_secrets`), at most :data:`SUMMARY_CHARS` characters.
+    """
+    content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "") or "no content type"
+    text = body[:4096].decode("utf-8", "replace")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        message = error.get("message") if isinstance(error, dict) else data.get("message", error)
+        if isinstance(message, str):
+            text = message
+    summary = scrub_secrets(utf8_safe(re.sub(r"\s+", " ", text).strip()))
+    if len(summary) > SUMMARY_CHARS:
+        summary = summary[:SUMMARY_CHARS - 3] + "..."
+    return f"HTTP {status}, {content_type.split(';')[0].strip()[:60]}, {len(body)} bytes" + (
+        f": {summary}" if summary else "")
 
 
 def markdown_table(target_type: TargetType) -> str:

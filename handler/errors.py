@@ -23,6 +23,19 @@ class RequestHeaderError(DedupError, ValueError):
         self.header = header
 
 
+class OtherJobError(RequestHeaderError):
+    """A delivery names another Scheduler job than the one this handler serves (``DEDUP_SCHEDULER_JOB``): 403.
+
+    Attributes:
+        header: the header that names the other job (or its project or location).
+        own_job: the job this handler serves, ``projects/P/locations/L/jobs/J``.
+    """
+
+    def __init__(self, header: str, problem: str, own_job: str):
+        super().__init__(header, problem)
+        self.own_job = own_job
+
+
 class NonRetryableJobError(DedupError):
     """Raised by a job to say: record this run as failed and never run it again.
 

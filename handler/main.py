@@ -14,7 +14,9 @@ import flask  # noqa: E402  (after the warning filter)
 import functions_framework  # noqa: E402
 
 from scheduler_dedup.handler.app import build_handler_from_env  # noqa: E402
+from scheduler_dedup.handler.server import bound_server  # noqa: E402
 
+bound_server()  # before functions-framework builds its server: header deadline, keep-alive, request limits
 _handler = build_handler_from_env()
 
 

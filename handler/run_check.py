@@ -28,6 +28,8 @@ Responses (JSON):
   reports nothing missed. 200 even when runs were missed:
   the alert comes from the log line, and a retry would only report them again.
 * 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
+* 403 ``{"status": "forbidden", "error", "field", "job"}``: ``job_name`` is not the handler's own job
+  (``DEDUP_SCHEDULER_JOB``, when set): a handler reports only on its own job's runs.
 * 500 ``{"status": "not_configured", "error"}``: ``DEDUP_SCHEDULE`` is not set.
 * 500 ``{"status": "store_error", "error"}``: the run store failed (no heartbeat is logged).
 """
@@ -46,7 +48,7 @@ from scheduler_dedup.handler.errors import RequestHeaderError, store_failure
 from scheduler_dedup.handler.logs import LogEvent, LogField
 from scheduler_dedup.handler.paths import CHECK_PATH
 from scheduler_dedup.handler.run_history import MISSED, STUCK_RUN, RunHistory, check, rfc3339
-from scheduler_dedup.handler.run_key import SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
+from scheduler_dedup.handler.run_key import JOB_ID_RE, SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
 from scheduler_dedup.handler.stores.base import STORE_ERRORS
 
 log = logging.getLogger("scheduler_dedup")
@@ -102,7 +104,11 @@ class CheckRequest:
         job_name = data.get("job_name")
         if not isinstance(job_name, str) or not job_name.strip():
             raise CheckRequestError("job_name", "is required: the Scheduler job id whose runs are checked")
-        return cls(job_name.strip(), _seconds(data, "grace_seconds", 0), _seconds(data, "window_seconds", 60))
+        job_name = job_name.strip()
+        if not JOB_ID_RE.match(job_name):
+            raise CheckRequestError("job_name", f"is {job_name[:80]!r} ({len(job_name)} characters): a Scheduler job "
+                                                "id is 1-500 letters, digits, '-' or '_'")
+        return cls(job_name, _seconds(data, "grace_seconds", 0), _seconds(data, "window_seconds", 60))
 
 
 def _seconds(data: Mapping[str, Any], key: str, low: float) -> float:
@@ -144,6 +150,13 @@ class RunCheck:
             return {"status": "bad_request", "error": str(exc), "field": field}, 400, {}
         except STORE_ERRORS as exc:
             return self._store_error(exc)
+        own = self.settings.scheduler_job
+        if own is not None and request.job_name != own.rsplit("/", 1)[1]:
+            error = (f"job_name {request.job_name!r} is not this handler's job: it checks only {own} "
+                     "(DEDUP_SCHEDULER_JOB); ask that job's own handler")
+            log.warning("refused run check: %s", error, extra={LogField.OUTCOME: "forbidden",
+                                                              LogField.HEADER: "job_name", LogField.HTTP_STATUS: 403})
+            return {"status": "forbidden", "error": error, "field": "job_name", "job": own}, 403, {}
         grace = timedelta(seconds=request.grace_seconds)
         since = now - timedelta(seconds=request.window_seconds) - grace
         until = now - grace

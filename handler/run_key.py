@@ -8,14 +8,25 @@ id in two projects or regions gives two runs.
 
 **One run, one identity.** Google's pages describe ``X-CloudScheduler-JobName`` as the job's short id in
 some places and as its full resource name (``projects/P/locations/L/jobs/J``) in others, so both reach
-real handlers. Both key the same run: a full name is split into project, location and job id, and the
-run is keyed on those. When ``X-Dedup-Project`` / ``X-Dedup-Location`` are sent as well they must agree
-with the full name, or the request is refused (400) naming both headers; without them the full name's
-project and location are used.
+real handlers. A full name is split into project, location and job id, and the run is keyed on those. When
+``X-Dedup-Project`` / ``X-Dedup-Location`` are sent as well they must agree with the full name, or the
+request is refused (400) naming both headers; without them the full name's project and location are used.
+A short id is keyed on the project and location the request or the settings give: ``X-Dedup-*`` headers
+(the component sends them), else ``DEDUP_SCHEDULER_JOB``'s. So ``n-two`` and
+``projects/P/locations/L/jobs/n-two`` key the same run whenever the location is known; a short id with no
+location known at all (no header, no ``DEDUP_SCHEDULER_JOB``) is keyed without one, and then differs from the
+full name's run: set ``DEDUP_SCHEDULER_JOB`` (or send ``X-Dedup-Location``) where both forms may arrive.
+
+**The handler's own job.** With ``own_job`` (``DEDUP_SCHEDULER_JOB``), a delivery whose job id, project or
+location differs from it is refused with :class:`~scheduler_dedup.handler.errors.OtherJobError` (403, naming both),
+and the run is keyed on ``own_job``'s parts, never on the headers: run ids of two handlers serving two jobs
+cannot collide, whatever a caller sends.
 
 **Repeated headers.** A header sent twice with the same value is one value. WSGI servers (gunicorn,
-werkzeug) join repeated header lines with commas (PEP 3333, RFC 9110 section 5.3), so each value is
-split on commas: none of these headers can contain one (job ids, RFC 3339 times, project and region ids).
+werkzeug) join repeated header lines with commas (PEP 3333, RFC 9110 section 5.3), so a value is split on
+commas. Parts that are each a valid value and differ are "sent N times with different values"; a value whose
+parts are not each valid (``Tue, 01 Dec 2026 10:00:00 GMT``) was one value containing a comma, and is judged
+whole: here, not an RFC 3339 date-time.
 """
 
 from __future__ import annotations
@@ -23,12 +34,12 @@ from __future__ import annotations
 import hashlib
 import re
 import zoneinfo
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Protocol
 
-from scheduler_dedup.handler.errors import RequestHeaderError
+from scheduler_dedup.handler.errors import OtherJobError, RequestHeaderError
 
 JOB_NAME_HEADER = "X-CloudScheduler-JobName"
 SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
@@ -37,7 +48,7 @@ LOCATION_HEADER = "X-Dedup-Location"
 
 # Job ids: letters, digits, hyphens, underscores, at most 500 characters
 # (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
-_JOB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
 # The full resource name, projects/PROJECT_ID/locations/LOCATION_ID/jobs/JOB_ID (same page).
 _FULL_NAME_RE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/jobs/(?P<job>[^/]+)$")
 # Project ids: https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin
@@ -47,6 +58,7 @@ PROJECT_ID_RE = re.compile(r"^[a-z]([a-z0-9.:-]{0,98}[a-z0-9])?$")
 # timestamps (Firestore stores years 1 to 9999; expire_at adds the retention).
 MIN_YEAR, MAX_YEAR = 1970, 9000
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_RFC3339_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 
 
 class HeaderSource(Protocol):
@@ -110,10 +122,10 @@ def parse_schedule_time(value: str) -> datetime:
         RequestHeaderError: the value is not RFC 3339 date-time with an offset.
     """
     text = value.strip()
-    if not re.match(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$", text):
+    if not _RFC3339_RE.match(text):
         raise RequestHeaderError(
             SCHEDULE_TIME_HEADER,
-            f"is {value!r}, not an RFC 3339 date-time with an offset such as 2026-10-16T12:00:00Z",
+            f"is {value[:80]!r}, not an RFC 3339 date-time with an offset such as 2026-10-16T12:00:00Z",
         )
     # Python's fromisoformat takes at most 6 fractional digits; RFC 3339 allows more.
     text = re.sub(r"(\.\d{6})\d+", r"\1", text.replace("z", "Z").replace("t", "T"))
@@ -128,7 +140,8 @@ def parse_schedule_time(value: str) -> datetime:
 
 
 def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_now: datetime,
-                         manual_tolerance_seconds: float, wall_clock_zone: str | None = None) -> RunKey:
+                         manual_tolerance_seconds: float, wall_clock_zone: str | None = None,
+                         own_job: str | None = None) -> RunKey:
     """Build the run key of a request from its headers (looked up case-insensitively).
 
     Args:
@@ -140,36 +153,45 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
             a forced run.
         wall_clock_zone: key scheduled runs on their wall-clock time in this tz database zone
             (``DEDUP_KEY_LOCAL_TIME``); None keys them on the UTC instant.
+        own_job: the one job this handler serves, ``projects/P/locations/L/jobs/J`` (``DEDUP_SCHEDULER_JOB``), or
+            None to take the job from the headers.
 
     Raises:
+        OtherJobError: the headers name another job than ``own_job`` (its id, project or location).
         RequestHeaderError: a header is missing or malformed; ``.header`` names it.
     """
     lowered: dict[str, list[str]] = {}
     for name, value in headers.items():
         lowered.setdefault(name.lower(), []).append(value)
 
-    def header(name: str) -> str | None:
-        parts = [part.strip() for value in lowered.get(name.lower(), []) for part in value.split(",")]
+    def header(name: str, valid: Callable[[str], bool]) -> str | None:
+        sent = lowered.get(name.lower(), [])
+        parts = [part.strip() for value in sent for part in value.split(",")]
         values = {part for part in parts if part} if len(parts) > 1 else set(parts)
         if len(values) > 1:
+            if not all(valid(value) for value in values):
+                return ",".join(value.strip() for value in sent)  # one value with a comma in it: judged whole
             raise RequestHeaderError(name, f"is sent {len(values)} times with different values; send it once")
         return values.pop() if values else None
 
-    job_name = header(JOB_NAME_HEADER)
+    job_name = header(JOB_NAME_HEADER, lambda v: bool(JOB_ID_RE.match(v) or _FULL_NAME_RE.match(v)))
     if not job_name:
         raise RequestHeaderError(JOB_NAME_HEADER, "is missing or empty: the request did not come from a Cloud "
                                  "Scheduler HTTP job")
-    project, location = header(PROJECT_HEADER), header(LOCATION_HEADER)
+    project = header(PROJECT_HEADER, lambda v: bool(PROJECT_ID_RE.match(v)))
+    location = header(LOCATION_HEADER, lambda v: bool(_LOCATION_RE.match(v)))
     full = _FULL_NAME_RE.match(job_name)
     if full is not None:
         job_name = _job_name_parts(job_name, full, project, location)
         project, location = full["project"], full["location"]
-    if not _JOB_ID_RE.match(job_name):
+    if not JOB_ID_RE.match(job_name):
         raise RequestHeaderError(
             JOB_NAME_HEADER, f"is {job_name[:80]!r}: a job id is 1-500 letters, digits, '-' or '_' (or a full name "
                              "projects/P/locations/L/jobs/J)"
         )
-    raw_time = header(SCHEDULE_TIME_HEADER)
+    if own_job is not None:
+        project, location, job_name = _own_job_parts(own_job, project, location, job_name)
+    raw_time = header(SCHEDULE_TIME_HEADER, lambda v: bool(_RFC3339_RE.match(v)))
     if not raw_time:
         raise RequestHeaderError(
             SCHEDULE_TIME_HEADER,
@@ -190,6 +212,26 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
         wall_clock = f"{local.replace(tzinfo=None).isoformat()} {wall_clock_zone}"
     return RunKey(project=project, location=location, job_name=job_name, schedule_time=schedule_time, manual=manual,
                   wall_clock=wall_clock)
+
+
+def _own_job_parts(own_job: str, project: str | None, location: str | None, job_id: str) -> tuple[str, str, str]:
+    """``(project, location, job id)`` of ``own_job``, after checking that the delivery names that job.
+
+    ``project`` / ``location`` are what the headers (or the full job name) gave, None when nothing did.
+
+    Raises:
+        OtherJobError: the job id, project or location differs from ``own_job``'s (naming both).
+    """
+    own = _FULL_NAME_RE.match(own_job)
+    if own is None:
+        raise ValueError(f"own_job {own_job!r} is not projects/P/locations/L/jobs/J")
+    for header_name, sent, mine, what in ((JOB_NAME_HEADER, job_id, own["job"], "job"),
+                                           (PROJECT_HEADER, project, own["project"], "project"),
+                                           (LOCATION_HEADER, location, own["location"], "location")):
+        if sent is not None and sent != mine:
+            raise OtherJobError(header_name, f"names {what} {sent[:120]!r}, but this handler serves only {own_job} "
+                                "(DEDUP_SCHEDULER_JOB): send this job's deliveries to its own handler", own_job)
+    return own["project"], own["location"], own["job"]
 
 
 def _job_name_parts(name: str, full: re.Match[str], project: str | None, location: str | None) -> str:

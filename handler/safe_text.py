@@ -5,9 +5,46 @@ A Python ``str`` can hold characters UTF-8 cannot encode: lone surrogates, which
 stores UTF-8 strings only (https://firebase.google.com/docs/firestore/manage-data/data-types), and an
 exception's ``__str__`` is user code that may itself raise. Error text therefore goes through
 :func:`exception_text` before it is recorded, answered or logged.
+
+**Credentials.** Text that leaves the handler (an answer, a run record, a log line) can carry what a job, a
+downstream or a library put into it: an ``Authorization`` header echoed by a downstream, a token quoted by a
+parser's error message. :func:`scrub_secrets` is the one function that removes credential-shaped text
+(bearer and basic credentials, JWTs such as Google ID tokens, Google OAuth access tokens, ``key=value``
+pairs whose key names a secret); :func:`exception_text` and every refusal and downstream summary go
+through it. It recognises shapes, not meaning: a secret of no known shape in an exception message is not
+found, so a job should not put secrets into its exception messages.
 """
 
 from __future__ import annotations
+
+import re
+
+#: ``Bearer <credentials>`` / ``Basic <credentials>`` (RFC 6750, RFC 7617), any case.
+_AUTH_SCHEME_RE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+#: A JWS in compact form (RFC 7515 section 7.1): its header is a JSON object, so base64url-encoded it starts
+#: with ``eyJ`` (``{"``); the signature segment may be empty (``alg: none``) or Cloud Run's placeholder.
+_JWT_RE = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
+#: Google OAuth 2.0 access tokens (``ya29.`` prefix).
+_ACCESS_TOKEN_RE = re.compile(r"\bya29\.[A-Za-z0-9._-]+")
+#: ``key=value`` / ``"key": "value"`` where the key names a credential (prose such as "ID token: ..." is not a pair).
+_SECRET_PAIR_RE = re.compile(
+    r"""(?P<key>(?:(?P<q>["'])[A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|authorization|cookie|"""
+    r"""credentials?)[A-Za-z0-9_-]*(?P=q)\s*:|\b[A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|"""
+    r"""credentials?)[A-Za-z0-9_-]*=)\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,;&}]+)""",
+    re.IGNORECASE)
+REDACTED = "[redacted]"
+
+
+def scrub_secrets(text: str) -> str:
+    """``text`` with every credential-shaped part replaced by ``[redacted]`` (see the module docstring).
+
+    Idempotent: scrubbing scrubbed text changes nothing.
+    """
+    text = _AUTH_SCHEME_RE.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    text = _JWT_RE.sub(REDACTED, text)
+    text = _ACCESS_TOKEN_RE.sub(REDACTED, text)
+    return _SECRET_PAIR_RE.sub(lambda m: m.group("key") + (m.group("value") if REDACTED in m.group("value")
+                                                           else REDACTED), text)
 
 
 def utf8_safe(text: str) -> str:
@@ -32,7 +69,8 @@ def is_utf8(text: str) -> bool:
 
 
 def exception_text(exc: BaseException, limit: int) -> str:
-    """``"<ExceptionType>: <message>"`` for ``exc``, UTF-8 encodable, at most ``limit`` characters.
+    """``"<ExceptionType>: <message>"`` for ``exc``, UTF-8 encodable, credentials scrubbed
+    (:func:`scrub_secrets`), at most ``limit`` characters.
 
     Never raises: an exception whose ``__str__`` raises is described by its type and that failure.
     """
@@ -40,4 +78,4 @@ def exception_text(exc: BaseException, limit: int) -> str:
         message = str(exc)
     except Exception as failure:  # the exception's own __str__ is user code
         message = f"<its message could not be read: {type(failure).__name__}>"
-    return utf8_safe(f"{type(exc).__name__}: {message}")[:limit]
+    return scrub_secrets(utf8_safe(f"{type(exc).__name__}: {message}"))[:limit]

@@ -6,6 +6,8 @@ Status codes and why:
   retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
   job's retry count.
 - 400: a missing or malformed Scheduler header; nothing is written.
+- 403 ``forbidden``: the delivery names another job than the handler's own (``DEDUP_SCHEDULER_JOB``); nothing
+  is read or written.
 - 500: a retryable job failure, after the claim was released; or the run store failed (``store_error``,
   which says whether the job ran and what the next delivery will do).
 
@@ -20,7 +22,7 @@ from typing import Any
 
 from scheduler_dedup.handler.answers import outcome_answer, store_error_body
 from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import RequestHeaderError, StoreError
+from scheduler_dedup.handler.errors import OtherJobError, RequestHeaderError, StoreError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.job import Job, ScheduledRun
 from scheduler_dedup.handler.logs import LogEvent, LogField
@@ -72,7 +74,13 @@ class SchedulerHandler:
                 server_now=self.idempotency.store.server_now(),
                 manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
                 wall_clock_zone=self.settings.time_zone if self.settings.key_local_time else None,
+                own_job=self.settings.scheduler_job,
             )
+        except OtherJobError as exc:
+            log.warning("refused delivery for another job: %s", exc, extra={
+                LogField.EVENT: LogEvent.DELIVERY, LogField.OUTCOME: "forbidden", LogField.HEADER: exc.header,
+                LogField.HTTP_STATUS: 403})
+            return {"status": "forbidden", "error": str(exc), "header": exc.header, "job": exc.own_job}, 403, {}
         except RequestHeaderError as exc:
             log.warning("rejected delivery: %s", exc, extra={
                 LogField.EVENT: LogEvent.DELIVERY, LogField.OUTCOME: "bad_request", LogField.HEADER: exc.header,

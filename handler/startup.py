@@ -42,9 +42,18 @@ def _job_spec(env: Mapping[str, str]) -> None:
         check_job_spec(env.get("DEDUP_JOB"))
 
 
+def _trust_premise(env: Mapping[str, str]) -> None:
+    """Trust mode must be able to prove its premise: it needs ``DEDUP_SERVICE`` (:mod:`~scheduler_dedup.handler.trust_premise`)."""
+    auth = CallerAuthSettings.from_env(env)
+    if auth is not None and auth.trust_cloud_run_iam and not env.get("DEDUP_SERVICE", "").strip():
+        raise ConfigError("DEDUP_TRUST_CLOUD_RUN_IAM=true needs DEDUP_SERVICE=projects/P/locations/L/services/S (this "
+                          "service's own name), so the handler can check that Cloud Run IAM guards it before it "
+                          "trusts tokens without their signature; or set DEDUP_TRUST_CLOUD_RUN_IAM=false")
+
+
 #: The start-up checks, each reading the environment on its own (so one refusal does not hide another).
 _CHECKS: tuple[Callable[[Mapping[str, str]], Any], ...] = (
-    Settings.from_env, TargetSettings.from_env, _job_spec, CallerAuthSettings.from_env,
+    Settings.from_env, TargetSettings.from_env, _job_spec, CallerAuthSettings.from_env, _trust_premise,
 )
 
 
@@ -53,7 +62,8 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
 
     Runs every check the handler makes before serving that needs no import of the job module, no
     credentials and no Firestore: the settings' ranges and formats, the target's type and name, the
-    ``DEDUP_JOB`` format (``module:function``) and the ``DEDUP_OIDC_AUDIENCE`` / ``DEDUP_ALLOWED_CALLERS`` pair.
+    ``DEDUP_JOB`` format (``module:function``), the ``DEDUP_OIDC_AUDIENCE`` / ``DEDUP_ALLOWED_CALLERS`` pair and
+    trust mode's ``DEDUP_SERVICE``.
 
     Raises:
         ConfigError: the first refused variable; the message names it and the fix.
@@ -61,6 +71,7 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
     settings = Settings.from_env(env)
     target = TargetSettings.from_env(env)
     _job_spec(env)
+    _trust_premise(env)
     return StartupSettings(settings, target, CallerAuthSettings.from_env(env))
 
 

@@ -68,10 +68,11 @@ from urllib.parse import urlparse
 import requests
 
 from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
-from scheduler_dedup.handler.downstream import TargetType, classify, existence_check_refused
+from scheduler_dedup.handler.downstream import TargetType, answer_summary, classify, existence_check_refused
 from scheduler_dedup.handler.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.job import Job, ScheduledRun
 from scheduler_dedup.handler.logs import LogField
+from scheduler_dedup.handler.safe_text import scrub_secrets
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -225,10 +226,10 @@ def _call(session: HttpSession, method: str, url: str, timeout: float, what: str
         # run would be recorded done though the target never got it. A 3xx is a failure instead.
         response = session.request(method, url, timeout=timeout, allow_redirects=False, **kwargs)
     except requests.Timeout as exc:
-        raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({exc}); the downstream may have "
-                                   "started; a retry checks where the target can tell") from exc
+        raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({type(exc).__name__}); the downstream "
+                                   "may have started; a retry checks where the target can tell") from exc
     except requests.ConnectionError as exc:
-        raise TargetRetryableError(f"{what}: connection failed ({exc})") from exc
+        raise TargetRetryableError(f"{what}: connection failed ({scrub_secrets(str(exc))[:200]})") from exc
     status = response.status_code
     answer = classify(target_type, status)
     if answer.outcome == "completed":
@@ -236,11 +237,14 @@ def _call(session: HttpSession, method: str, url: str, timeout: float, what: str
     if existence_check and existence_check_refused(status):
         raise _CheckRefused(f"{what}: HTTP {status}")
     if 300 <= status < 400:
-        message = (f"{what}: HTTP {status} redirect to {response.headers.get('Location', '?')!r} (not followed, "
-                   "not retried): point DEDUP_TARGET at the final URL")
+        location = scrub_secrets(response.headers.get("Location", "?"))[:200]
+        message = (f"{what}: HTTP {status} redirect to {location!r} (not followed, not retried): point "
+                   "DEDUP_TARGET at the final URL")
     else:
         verdict = "released for a retry" if answer.outcome == "retry" else "recorded failed"
-        message = f"{what}: HTTP {status} ({verdict}: {answer.reason}): {response.text[:500]}"
+        # Never the body itself: it may quote our ID token or the downstream's own data.
+        message = (f"{what}: {answer_summary(status, response.headers, response.content)} ({verdict}: "
+                   f"{answer.reason})")
     if answer.outcome == "retry":
         raise TargetRetryableError(message)
     raise NonRetryableJobError(message)
@@ -428,14 +432,23 @@ class HttpTarget:
             try:
                 headers["Authorization"] = f"Bearer {self.token()}"
             except Exception as exc:  # metadata server hiccup: retry later, do not record failed
-                raise TargetRetryableError(f"could not mint an ID token for the HTTP target: {exc!r}") from exc
+                raise TargetRetryableError("could not mint an ID token for the HTTP target: "
+                                           f"{scrub_secrets(repr(exc))[:200]}") from exc
         body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
         response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.url}", "http", json=body,
                          headers=headers)
         return {"target": "http", "url": self.url, "status_code": response.status_code}
 
 
-def _google_session() -> HttpSession:
+def google_api_session(auth: str = "google") -> HttpSession:
+    """The session Google APIs are called through: an ``AuthorizedSession`` on Application Default Credentials
+    (cloud-platform scope), or a plain one with ``DEDUP_TARGET_AUTH=none`` (tests: no credentials looked up).
+
+    Raises:
+        google.auth.exceptions.DefaultCredentialsError: no Application Default Credentials.
+    """
+    if auth == "none":
+        return requests.Session()
     import google.auth
     from google.auth.transport.requests import AuthorizedSession
 
@@ -461,7 +474,7 @@ def build_target(settings: TargetSettings, session: HttpSession | None = None) -
         token = None if settings.auth == "none" else IdTokenSource(audience).token
         return HttpTarget(settings.target, session or requests.Session(), token, settings.timeout_seconds)
     if session is None:
-        session = requests.Session() if settings.auth == "none" else _google_session()
+        session = google_api_session(settings.auth)
     if settings.type == "workflows":
         return WorkflowsTarget(settings.target, session, settings.workflows_api, settings.timeout_seconds)
     if settings.type == "cloud_run_job":

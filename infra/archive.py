@@ -35,6 +35,7 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "functions-framework==3.10.2",
     "google-auth==2.63.0",
     "google-cloud-firestore==2.27.0",
+    "gunicorn==27.0.1",  # handler/server.py: its gthread worker, with a header-read deadline
     "python-json-logger==4.2.0",  # handler/logs.py
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
@@ -45,6 +46,7 @@ HANDLER_IMPORTS: dict[str, str] = {
     "croniter": "croniter",
     "functions_framework": "functions-framework",
     "flask": "functions-framework",
+    "gunicorn": "gunicorn",
     "werkzeug": "functions-framework",
     "google": "google-cloud-firestore",
     "pythonjsonlogger": "python-json-logger",

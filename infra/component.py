@@ -48,6 +48,8 @@ from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
 from .archive import FUNCTION_TARGET, build_deploy_archive
 from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
+from scheduler_dedup.handler.server import SERVER_THREADS
+
 from .settings import DedupSettings, handler_environment, resolve_settings
 from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firestore_children
 
@@ -79,9 +81,18 @@ TARGET_ROLES = {
 #: The setting is written explicitly because pulumi-gcp's ``cpu_idle`` defaults to true once ``resources`` is set.
 STARTUP_CPU_BOOST = True
 
+#: Role the runtime identity gets on its own service only: trust mode reads the service's IAM policy and
+#: ``invokerIamDisabled`` (run.services.getIamPolicy, run.services.get). roles/run.viewer is the narrowest
+#: predefined role with both and can be granted on one service (https://cloud.google.com/run/docs/reference/iam/roles);
+#: a custom role would be narrower still (on one service, run.viewer's other permissions only read that service,
+#: its revisions' and its IAM policy) but is a project-level resource the component would have to own.
+SELF_CHECK_ROLE = "roles/run.viewer"
+
 GRANTS_DOC = """\
 scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM).
-runtime SA   : roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
+runtime SA   : roles/run.viewer on this Cloud Run service only (the handler reads its own IAM policy and
+               invokerIamDisabled to prove that Cloud Run IAM guards it before trusting verified tokens).
+               roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
                (Firestore has no per-database IAM resource; the condition is Firestore's documented way to
                limit a role to one database:
                https://cloud.google.com/firestore/docs/manage-databases#configure_per-database_access_permissions).
@@ -323,6 +334,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 template=gcp.cloudrunv2.ServiceTemplateArgs(
                     service_account=runtime_sa.email,
                     timeout=f"{s.request_timeout_seconds}s",
+                    # As many requests per instance as the handler's server has threads (THREADS): none waits
+                    # unseen inside the container (https://cloud.google.com/run/docs/about-concurrency).
+                    max_instance_request_concurrency=SERVER_THREADS,
                     scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(max_instance_count=s.max_instance_count),
                     containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                         image=image, envs=envs,
@@ -332,6 +346,14 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*service_depends, *([database] if database else [])]),
+        )
+        gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-runtime-self-viewer",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service.name,
+                role=SELF_CHECK_ROLE, member=runtime_sa.member,
+            ),
+            opts=child,
         )
         invoker = gcp.cloudrunv2.ServiceIamMember(
             f"{name}-scheduler-invoker",

@@ -46,6 +46,7 @@ from scheduler_dedup.handler.config import (
     store_timeout_for,
 )
 from scheduler_dedup.handler.record import TTL_OWNER_ENV
+from scheduler_dedup.handler.server import SERVER_THREADS
 from scheduler_dedup.handler.startup import startup_problems
 
 from .errors import DedupConfigError
@@ -430,6 +431,7 @@ _ENV_TO_FIELD = {
     "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds", "DEDUP_SCHEDULE": "schedule",
     "DEDUP_TIME_ZONE": "time_zone", "DEDUP_JOB": "job", "DEDUP_OIDC_AUDIENCE": "oidc_audience",
     "DEDUP_ALLOWED_CALLERS": "scheduler_service_account_email", "DEDUP_TARGET_AUDIENCE": "http_target.audience",
+    "DEDUP_SERVICE": "name", "DEDUP_SCHEDULER_JOB": "name",
 }
 
 
@@ -588,6 +590,16 @@ def _retry_policy(retry: Any, lease_seconds: int) -> RetryPolicy:
     return RetryPolicy(count, duration, min_backoff, max_backoff, doublings)
 
 
+def service_resource_name(s: DedupSettings) -> str:
+    """``projects/P/locations/R/services/S``: the handler's Cloud Run service (``DEDUP_SERVICE``)."""
+    return f"projects/{s.project}/locations/{s.region}/services/{s.service_name}"
+
+
+def scheduler_job_resource_name(s: DedupSettings) -> str:
+    """``projects/P/locations/R/jobs/J``: the Scheduler job the handler serves (``DEDUP_SCHEDULER_JOB``)."""
+    return f"projects/{s.project}/locations/{s.region}/jobs/{s.scheduler_job_name}"
+
+
 def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
     """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service.
 
@@ -610,8 +622,14 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         "DEDUP_TARGET_TYPE": s.target_type,
         "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
         # Cloud Run IAM is enforced (no public invoker, invoker check on), so Cloud Run verifies the
-        # token and forwards it with its signature removed; the handler then checks its claims.
+        # token and forwards it with its signature removed; the handler then checks its claims, after
+        # reading its own service's IAM policy to prove the premise (roles/run.viewer on this service).
         "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
+        "DEDUP_SERVICE": service_resource_name(s),
+        # One job per handler: deliveries naming another job are refused (403), the run check checks this one.
+        "DEDUP_SCHEDULER_JOB": scheduler_job_resource_name(s),
+        # gunicorn threads = Cloud Run request concurrency (the component sets both from SERVER_THREADS).
+        "THREADS": str(SERVER_THREADS),
     }
     if s.store is not None and s.store.ttl_owner is not None:
         # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).

@@ -16,6 +16,8 @@ from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.servers import HandlerServer
 
+from .fake_google import FakeGoogle, LocalSigner
+
 COLLECTION = "scheduler_runs"
 
 
@@ -98,6 +100,21 @@ def harness(emulator: FirestoreEmulator, tmp_path: Path) -> Iterator[Harness]:
     yield h
     for server in h.servers:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def signer() -> LocalSigner:
+    """A local OIDC signing key (what Google's would be)."""
+    return LocalSigner()
+
+
+@pytest.fixture()
+def google(signer: LocalSigner) -> Iterator[FakeGoogle]:
+    """The fake Google server publishing ``signer``'s certificate at ``/certs``."""
+    server = FakeGoogle().start()
+    server.certs = {signer.kid: signer.cert_pem}
+    yield server
+    server.stop()
 
 
 def scheduler_headers(job: str, schedule_time: str, **extra: str) -> dict[str, str]:

@@ -6,7 +6,12 @@ One :class:`FakeGoogle` is a stdlib ``ThreadingHTTPServer`` in a thread serving:
   (Workflows Executions API),
 - ``POST /v2/{job}:run`` and ``GET /v2/{job}/executions`` (Cloud Run Admin API v2),
 - ``POST /hook`` (an HTTP target that deduplicates on ``Idempotency-Key``),
-- ``GET /certs`` (``{kid: PEM certificate}``, as https://www.googleapis.com/oauth2/v1/certs).
+- ``POST /echo`` (an HTTP target answering 400 with :attr:`FakeGoogle.echo`, e.g. a body that quotes a token),
+- ``GET /certs`` (``{kid: PEM certificate}``, as https://www.googleapis.com/oauth2/v1/certs), with
+  ``Cache-Control: public, max-age=<certs_max_age>`` when that is set,
+- ``GET /v2/{service}`` and ``GET /v2/{service}:getIamPolicy`` (Cloud Run Admin API v2): the service's
+  ``invokerIamDisabled`` and IAM bindings from :attr:`FakeGoogle.services`; a service not there answers 404, and
+  :attr:`FakeGoogle.policy_status` answers getIamPolicy with that status instead (403: no permission).
 
 Every request is recorded. :meth:`FakeGoogle.fail_next` queues faults for the next POSTs:
 an HTTP status (500, 429, 400...), ``"hang"`` (answer nothing until the server stops) or
@@ -50,6 +55,12 @@ class FakeGoogle:
     job_executions: list[dict[str, Any]] = field(default_factory=list)
     hook_executions: dict[str, dict[str, Any]] = field(default_factory=dict)
     certs: dict[str, str] = field(default_factory=dict)
+    certs_max_age: int | None = None
+    #: Cloud Run services: name -> {"invokerIamDisabled": bool, "bindings": [{"role", "members"}]}.
+    services: dict[str, dict[str, Any]] = field(default_factory=dict)
+    policy_status: int | None = None
+    #: What ``POST /echo`` answers, with status 400: a downstream whose error body quotes what it was sent.
+    echo: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     release: threading.Event = field(default_factory=threading.Event)
 
@@ -114,11 +125,21 @@ class FakeGoogle:
         if fault == "drop":
             h.close_connection = True  # the execution started; the caller never hears of it
             return
-        self._answer(h, status, answer)
+        extra = ({"Cache-Control": f"public, max-age={self.certs_max_age}, must-revalidate, no-transform"}
+                 if url.path == "/certs" and self.certs_max_age is not None else None)
+        self._answer(h, status, answer, extra)
 
-    def _answer(self, h: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+    def private_service(self, name: str, invoker: str = "serviceAccount:sched@p1.iam.gserviceaccount.com") -> None:
+        """Publish a Cloud Run service that enforces IAM and grants run.invoker to ``invoker`` only."""
+        with self.lock:
+            self.services[name] = {"invokerIamDisabled": False,
+                                   "bindings": [{"role": "roles/run.invoker", "members": [invoker]}]}
+
+    def _answer(self, h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
         h.send_response(status)
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
         if 300 <= status < 400 and isinstance(body, dict) and "location" in body:
             h.send_header("Location", body["location"])
         h.send_header("Content-Type", "application/json")
@@ -130,7 +151,18 @@ class FakeGoogle:
                body: Any) -> tuple[int, Any]:
         with self.lock:
             if path == "/certs" and method == "GET":
-                return 200, self.certs
+                return 200, dict(self.certs)
+            m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/services/[^/:]+)(:getIamPolicy)?", path)
+            if m and method == "GET":
+                service = self.services.get(m.group(1))
+                if service is None:
+                    return 404, {"error": {"code": 404, "status": "NOT_FOUND", "message": f"{m.group(1)} not found"}}
+                if m.group(2) is None:
+                    return 200, {"name": m.group(1), "invokerIamDisabled": service["invokerIamDisabled"]}
+                if self.policy_status is not None:
+                    return self.policy_status, {"error": {"code": self.policy_status, "message": "Permission "
+                                                          "'run.services.getIamPolicy' denied"}}
+                return 200, {"version": 1, "etag": "BwY=", "bindings": service["bindings"]}
             m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/workflows/[^/]+)/executions", path)
             if m and method == "POST":
                 execution = {"name": f"{m.group(1)}/executions/{uuid.uuid4()}", "state": "ACTIVE",
@@ -158,6 +190,8 @@ class FakeGoogle:
                 return 302, {"location": "/landing"}
             if path == "/landing":
                 return 200, {"landed": method}
+            if path == "/echo" and method == "POST":
+                return 400, self.echo
             if path == "/hook" and method == "POST":
                 key = headers.get("Idempotency-Key", "")
                 if key not in self.hook_executions:
@@ -186,8 +220,10 @@ class LocalSigner:
         self.signer = crypt.RSASigner.from_string(pem, key_id=kid)
 
     def token(self, *, audience: str, email: str, email_verified: bool = True, lifetime_seconds: int = 3600,
-              issued_ago_seconds: int = 0, issuer: str = "https://accounts.google.com") -> str:
+              issued_ago_seconds: int = 0, issuer: str = "https://accounts.google.com", **extra: Any) -> str:
+        """A signed ID token; ``extra`` claims are added (or, with value None, removed)."""
         now = int(dt.datetime.now(dt.timezone.utc).timestamp()) - issued_ago_seconds
-        claims = {"iss": issuer, "aud": audience, "sub": "1234567890", "email": email,
-                  "email_verified": email_verified, "iat": now, "exp": now + lifetime_seconds}
-        return jwt.encode(self.signer, claims).decode()
+        claims: dict[str, Any] = {"iss": issuer, "aud": audience, "sub": "1234567890", "email": email,
+                                  "email_verified": email_verified, "iat": now, "exp": now + lifetime_seconds}
+        claims.update(extra)
+        return jwt.encode(self.signer, {k: v for k, v in claims.items() if v is not None}).decode()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,23 +17,25 @@ AUDIENCE = "https://dedup-handler-abc123-uc.a.run.app"
 CALLER = "scheduler@p1.iam.gserviceaccount.com"
 
 
-@pytest.fixture(scope="module")
-def signer() -> LocalSigner:
-    return LocalSigner()
-
-
 @pytest.fixture()
-def fake(signer: LocalSigner) -> Iterator[FakeGoogle]:
-    server = FakeGoogle().start()
-    server.certs = {signer.kid: signer.cert_pem}
-    yield server
-    server.stop()
+def fake(google: FakeGoogle) -> FakeGoogle:
+    return google
+
+
+SERVICE = "projects/p1/locations/us-central1/services/dedup-handler"
 
 
 def auth_env(fake: FakeGoogle) -> dict[str, str]:
     return {"DEDUP_OIDC_AUDIENCE": f"https://other.example, {AUDIENCE}",
             "DEDUP_ALLOWED_CALLERS": f"ops@p1.iam.gserviceaccount.com,{CALLER}",
             "DEDUP_OIDC_CERTS_URL": f"{fake.url}/certs"}
+
+
+def trust_env(fake: FakeGoogle) -> dict[str, str]:
+    """Trust mode on a service the fake Cloud Run Admin API reports private."""
+    fake.private_service(SERVICE)
+    return {**auth_env(fake), "DEDUP_TRUST_CLOUD_RUN_IAM": "true", "DEDUP_SERVICE": SERVICE,
+            "DEDUP_RUN_API": fake.url, "DEDUP_TARGET_AUTH": "none"}
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -138,7 +139,7 @@ def as_forwarded_by_cloud_run(token: str) -> str:
 def test_tokens_cloud_run_verified_are_checked_without_their_signature(harness: Harness, fake: FakeGoogle,
                                                                        signer: LocalSigner) -> None:
     """On a private service Cloud Run strips the signature; with DEDUP_TRUST_CLOUD_RUN_IAM the claims still decide."""
-    server = harness.server(**auth_env(fake), DEDUP_TRUST_CLOUD_RUN_IAM="true")
+    server = harness.server(**trust_env(fake))
     good = {"audience": AUDIENCE, "email": CALLER}
     refused = {
         "wrong audience": (signer.token(audience="https://evil.example", email=CALLER), 401),
@@ -168,7 +169,7 @@ def test_without_trust_a_stripped_token_is_refused_with_the_setting_to_change(ha
 
 
 def test_trust_setting_must_be_true_or_false() -> None:
-    base = {"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": CALLER}
+    base = {"DEDUP_OIDC_AUDIENCE": AUDIENCE, "DEDUP_ALLOWED_CALLERS": CALLER, "DEDUP_SERVICE": SERVICE}
     assert CallerAuthSettings.from_env(base).trust_cloud_run_iam is False  # type: ignore[union-attr]
     assert CallerAuthSettings.from_env({**base, "DEDUP_TRUST_CLOUD_RUN_IAM": "TRUE"}).trust_cloud_run_iam is True  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="DEDUP_TRUST_CLOUD_RUN_IAM='yes'"):
@@ -194,3 +195,40 @@ def test_a_service_account_member_pasted_from_an_iam_binding_is_accepted(harness
     assert ok.status_code == 200 and ok.json()["status"] == "processed", ok.text
     other = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email="intruder@p1.iam.gserviceaccount.com")))
     assert other.status_code == 403
+
+
+def test_a_key_rotated_in_is_accepted_on_its_first_delivery(harness: Harness, fake: FakeGoogle,
+                                                            signer: LocalSigner) -> None:
+    """Certificates were cached for a fixed hour: a token signed with a newly published key got 401 on every
+    delivery until the hour ended (with default retries, the run was lost)."""
+    server = harness.server(**auth_env(fake))
+    first = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email=CALLER)))
+    assert first.status_code == 200, first.text
+    rotated = LocalSigner(kid="local-key-2")
+    fake.certs[rotated.kid] = rotated.cert_pem  # Google publishes the new key; the handler's cache predates it
+    second = deliver(server.url, scheduler_headers("guarded", "2026-10-16T13:00:00Z",
+                                                   Authorization=f"Bearer {rotated.token(audience=AUDIENCE, email=CALLER)}"))
+    assert second.status_code == 200 and second.json()["status"] == "processed", second.text
+    assert len(fake.gets("/certs")) == 2
+    # Unknown kids refetch at most once per interval, whatever a caller sends.
+    for n in range(5):
+        forged = LocalSigner(kid=f"unknown-{n}").token(audience=AUDIENCE, email=CALLER)
+        assert deliver(server.url, bearer(forged)).status_code == 401
+    assert len(fake.gets("/certs")) == 2
+
+
+def test_certificates_are_kept_as_long_as_cache_control_says(harness: Harness, fake: FakeGoogle,
+                                                             signer: LocalSigner) -> None:
+    import time
+
+    fake.certs_max_age = 1
+    server = harness.server(**auth_env(fake))
+    token = signer.token(audience=AUDIENCE, email=CALLER)
+    assert deliver(server.url, bearer(token)).status_code == 200
+    assert deliver(server.url, scheduler_headers("guarded", "2026-10-16T13:00:00Z",
+                                                 Authorization=f"Bearer {token}")).status_code == 200
+    assert len(fake.gets("/certs")) == 1, "reused within max-age"
+    time.sleep(1.5)
+    assert deliver(server.url, scheduler_headers("guarded", "2026-10-16T14:00:00Z",
+                                                 Authorization=f"Bearer {token}")).status_code == 200
+    assert len(fake.gets("/certs")) == 2, "fetched again once max-age passed"

@@ -107,6 +107,10 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "DEDUP_SCHEDULE": job["schedule"], "DEDUP_TIME_ZONE": job["timeZone"],
         "DEDUP_STORE_TIMEOUT_SECONDS": "20",  # attempt deadline 300 s: min(20, 300 // 4)
         "DEDUP_TRUST_CLOUD_RUN_IAM": "true",  # the service enforces Cloud Run IAM, which strips verified signatures
+        # trust mode reads this service's own IAM policy; the handler serves this one job only
+        "DEDUP_SERVICE": "projects/my-project-id/locations/europe-west1/services/hello-dedup",
+        "DEDUP_SCHEDULER_JOB": "projects/my-project-id/locations/europe-west1/jobs/hello-dedup",
+        "THREADS": "8",
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
         # when the job got this schedule: the time.Static below, replaced when schedule, zone or job name change
         "DEDUP_SCHEDULE_SINCE": env["DEDUP_SCHEDULE_SINCE"],
@@ -116,6 +120,11 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
     assert since.inputs["triggers"] == {"schedule": job["schedule"], "time_zone": job["timeZone"], "job": job["name"]}
     assert service["template"]["serviceAccount"] == runtime_sa
     assert service["template"]["timeout"] == "315s"
+    assert service["template"]["maxInstanceRequestConcurrency"] == int(env["THREADS"])
+    self_viewer = [r for r in graph if r.type == "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
+                   and r.inputs["role"] == "roles/run.viewer"]
+    assert len(self_viewer) == 1 and self_viewer[0].inputs["member"] == f"serviceAccount:{runtime_sa}"
+    assert self_viewer[0].inputs["name"] == service["name"]
     assert service["deletionProtection"] is False and service["invokerIamDisabled"] is False
     build = service["buildConfig"]
     obj = _one(graph, "gcp:storage/bucketObject:BucketObject").inputs
@@ -151,7 +160,8 @@ def test_exact_role_set_per_account_and_no_public_or_primitive_grant(graph: list
     by_account = {n: {(role, typ) for member, role, typ in grants if member == f"serviceAccount:{e}"}
                   for n, e in email.items()}
     assert by_account["sched"] == {("roles/run.invoker", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")}
-    assert by_account["runtime"] == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember")}
+    assert by_account["runtime"] == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"),
+                                     ("roles/run.viewer", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")}
     assert by_account["build"] == {
         ("roles/storage.objectViewer", "gcp:storage/bucketIAMMember:BucketIAMMember"),
         ("roles/artifactregistry.writer", "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"),
@@ -161,7 +171,7 @@ def test_exact_role_set_per_account_and_no_public_or_primitive_grant(graph: list
     members = {member for member, _, _ in grants}
     assert not members & {"allUsers", "allAuthenticatedUsers"}
     assert not {role for _, role, _ in grants} & {"roles/owner", "roles/editor", "roles/viewer"}
-    invoker = _one(graph, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember").inputs
+    invoker = next(r for r in graph if r.name == "hello-dedup-scheduler-invoker").inputs
     assert invoker["name"] == _one(graph, "gcp:cloudrunv2/service:Service").inputs["name"]
     datastore = next(r for r in graph if r.name == "hello-dedup-runtime-datastore-user").inputs
     assert datastore["condition"]["expression"] == 'resource.name == "projects/my-project-id/databases/hello-dedup-runs"'
@@ -220,7 +230,8 @@ def test_proxy_targets_get_one_role_on_the_target_only(
     assert (env["DEDUP_TARGET_TIMEOUT_SECONDS"], env["DEDUP_STORE_TIMEOUT_SECONDS"]) == ("30", "20")
     runtime = "serviceAccount:etl-runtime@p1.iam.gserviceaccount.com"
     runtime_grants = {(role_, typ) for member, role_, typ in _grants(resources) if member == runtime}
-    assert runtime_grants == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"), (role, grant_type)}
+    assert runtime_grants == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"), (role, grant_type),
+                              ("roles/run.viewer", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")}
     grant = next(r for r in resources if r.type == grant_type and r.inputs["member"] == runtime and r.inputs["role"] == role)
     if target == "workflow_target":
         assert grant.inputs["condition"]["expression"].startswith(f'resource.name == "{value["workflow"]}"')
@@ -234,7 +245,8 @@ def test_http_target_without_cloud_run_service_grants_nothing_extra() -> None:
     resources, _ = _component("ping", {"schedule": "0 1 * * *", "region": "us-east1",
                                        "http_target": {"url": "https://example.com/hook"}})
     runtime = "serviceAccount:ping-runtime@p1.iam.gserviceaccount.com"
-    assert {role for member, role, _ in _grants(resources) if member == runtime} == {"roles/datastore.user"}
+    assert {role for member, role, _ in _grants(resources) if member == runtime} == {"roles/datastore.user", "roles/run.viewer"}, \
+        "beyond its own service's policy and its database, nothing"
 
 
 def test_prebuilt_image_and_existing_database() -> None:

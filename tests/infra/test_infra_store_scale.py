@@ -150,6 +150,8 @@ def test_no_grant_reaches_wider_than_one_job_needs(stack: list[RegisteredResourc
             else:
                 workflow = f"projects/{PROJECT}/locations/us-central1/workflows/{job}"
                 assert i["role"] == "roles/workflows.invoker" and expression.startswith(f'resource.name == "{workflow}"')
+        elif grant.type == "gcp:cloudrunv2/serviceIamMember:ServiceIamMember" and i["role"] == "roles/run.viewer":
+            assert (i["member"], i["name"]) == (runtime, job), "each runtime account reads its own service's policy only"
         elif grant.type == "gcp:cloudrunv2/serviceIamMember:ServiceIamMember":
             assert (i["role"], i["member"], i["name"]) == ("roles/run.invoker", f"serviceAccount:{SCHED}", job), \
                 "the shared Scheduler account may invoke each job's own service, nothing else"

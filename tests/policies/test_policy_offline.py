@@ -255,7 +255,7 @@ def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
     import base64
     import time
 
-    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
+    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, OidcVerifier
 
     settings = CallerAuthSettings.from_env({k: str(v) for k, v in env.items() if isinstance(v, str)})
     if settings is None:
@@ -265,8 +265,9 @@ def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
         return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
 
     claims = {"aud": audience, "email": email, "email_verified": True, "iss": "https://accounts.google.com",
-              "exp": time.time() + 600, "iat": time.time()}
-    return CallerVerifier(settings).check(f"Bearer {b64({'alg': 'RS256'})}.{b64(claims)}.SIGNATURE_REMOVED_BY_GOOGLE") is None
+              "exp": int(time.time()) + 600, "iat": int(time.time())}
+    token = f"{b64({'alg': 'RS256', 'kid': 'k'})}.{b64(claims)}.SIGNATURE_REMOVED_BY_GOOGLE"
+    return OidcVerifier(settings).check({"Authorization": f"Bearer {token}"}) is None
 
 
 @pytest.mark.parametrize("overrides", [

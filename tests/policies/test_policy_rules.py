@@ -424,7 +424,7 @@ def test_the_handler_and_the_pack_decide_the_same_audiences() -> None:
     import json
     import time
 
-    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier
+    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, OidcVerifier
 
     def b64(data: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
@@ -436,12 +436,12 @@ def test_the_handler_and_the_pack_decide_the_same_audiences() -> None:
         env = {"DEDUP_OIDC_AUDIENCE": accepted, "DEDUP_ALLOWED_CALLERS": email, "DEDUP_TRUST_CLOUD_RUN_IAM": "true"}
         settings = CallerAuthSettings.from_env(env)
         assert settings is not None
-        verifier = CallerVerifier(settings)
+        verifier = OidcVerifier(settings)  # trust mode's premise is not this test's subject
         for audience in urls:
             claims = {"aud": audience, "email": email, "email_verified": True, "iss": "https://accounts.google.com",
-                      "exp": time.time() + 600, "iat": time.time()}
-            token = f"{b64({'alg': 'RS256'})}.{b64(claims)}.SIGNATURE_REMOVED_BY_GOOGLE"
-            handler_admits = verifier.check(f"Bearer {token}") is None
+                      "exp": int(time.time()) + 600, "iat": int(time.time())}
+            token = f"{b64({'alg': 'RS256', 'kid': 'k'})}.{b64(claims)}.SIGNATURE_REMOVED_BY_GOOGLE"
+            handler_admits = verifier.check({"Authorization": f"Bearer {token}"}) is None
             scheduled = job(httpTarget={"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": email, "audience": audience}})
             findings = run("scheduler-job-oidc-auth", [scheduled, service(env=env)], {"allowedAudiences": urls})
             pack_admits = not any("DEDUP_OIDC_AUDIENCE" in f.message for f in findings)

@@ -1,0 +1,89 @@
+"""Slow clients over real sockets: connections that trickle their headers must not block other requests.
+
+Under functions-framework's gunicorn defaults, 8 connections sending one header byte at a time held all 8 threads
+of the handler, and every other request waited as long as they went on (40 s in the review).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import requests
+
+from scheduler_dedup.handler.server import HEADER_TIMEOUT_SECONDS
+
+from .conftest import Harness, deliver, scheduler_headers
+
+#: How long the slow clients go on trickling, seconds: well past the header deadline.
+ATTACK_SECONDS = HEADER_TIMEOUT_SECONDS * 3
+
+
+def _trickle(port: int, stop: threading.Event, closed: list[bytes]) -> None:
+    """Open a connection, send a request line, then one header byte per second until stopped or closed."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n")
+        while not stop.is_set():
+            try:
+                sock.sendall(b"X")
+                sock.settimeout(1.0)
+                data = sock.recv(4096)
+                if data == b"" or data:
+                    closed.append(data)
+                    return
+            except socket.timeout:
+                continue
+            except OSError:
+                closed.append(b"")
+                return
+    finally:
+        sock.close()
+
+
+def test_eight_slow_header_connections_do_not_block_other_requests(harness: Harness) -> None:
+    server = harness.server(threads=8)
+    port = int(server.url.rstrip("/").rsplit(":", 1)[1])
+    stop = threading.Event()
+    closed: list[bytes] = []
+    slow = [threading.Thread(target=_trickle, args=(port, stop, closed), daemon=True) for _ in range(8)]
+    for thread in slow:
+        thread.start()
+    time.sleep(1.5)  # every thread of the server is now reading a slow client's headers
+    started = time.monotonic()
+    try:
+        # Answered while the slow clients still trickle: before the fix, not until they stop.
+        response = deliver(server.url, scheduler_headers("busy", "2026-10-16T12:00:00Z"),
+                           timeout=ATTACK_SECONDS - 2)
+    finally:
+        waited = time.monotonic() - started
+        stop.set()
+        for thread in slow:
+            thread.join(timeout=10)
+    assert response.status_code == 200 and response.json()["status"] == "processed", response.text
+    assert waited < ATTACK_SECONDS - 2
+    assert len(closed) == 8, closed
+    assert all(data.startswith(b"HTTP/1.1 408") for data in closed), closed
+    assert "request headers took longer" in server.log()
+
+
+def test_an_idle_kept_alive_connection_is_closed(harness: Harness) -> None:
+    from scheduler_dedup.handler.server import KEEPALIVE_SECONDS
+
+    server = harness.server()
+    with requests.Session() as session:
+        first = session.post(server.url, headers=scheduler_headers("ka", "2026-10-16T12:00:00Z"), timeout=30)
+        assert first.status_code == 200
+        sock = socket.create_connection(("127.0.0.1", int(server.url.rstrip("/").rsplit(":", 1)[1])), timeout=30)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-CloudScheduler-JobName: ka\r\n"
+                     b"X-CloudScheduler-ScheduleTime: 2026-10-16T12:00:00Z\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(4096)
+        idle_since = time.monotonic()
+        sock.settimeout(KEEPALIVE_SECONDS + 20)
+        while sock.recv(4096):
+            pass
+        assert time.monotonic() - idle_since < KEEPALIVE_SECONDS + 10
+        sock.close()
