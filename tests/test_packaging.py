@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -21,6 +22,16 @@ def test_wheel_has_only_the_scheduler_dedup_package(tmp_path: Path) -> None:
     assert packages == {"scheduler_dedup/handler", "scheduler_dedup/infra", "scheduler_dedup/policies",
                         "scheduler_dedup/local"}
     assert "scheduler_dedup/handler/main.py" in names  # what functions-framework serves
+    # A package folder missing from [tool.setuptools] packages still lands in the wheel today, with only a
+    # "Package would be ignored" warning from setuptools: check the list itself, and the rules package's modules.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = [(package, ROOT / folder) for package, folder in config["package-dir"].items()]
+    while folders:
+        package, folder = folders.pop()
+        assert package in config["packages"], f"{package} ({folder.relative_to(ROOT)}) is not in [tool.setuptools] packages"
+        folders += [(f"{package}.{sub.name}", sub) for sub in folder.iterdir() if (sub / "__init__.py").is_file()]
+    rules = [f"scheduler_dedup/policies/rules/{module.name}" for module in (ROOT / "policies" / "rules").glob("*.py")]
+    assert "scheduler_dedup/policies/rules/__init__.py" in rules and set(rules) <= set(names)
     assert not any(name.startswith(("handler/", "infra/", "policies/", "local/", "tests/")) for name in names)
 
 

@@ -1,0 +1,219 @@
+"""The policy pack's rules: one function per rule, in one module per domain, registered in :data:`RULES`.
+
+- :mod:`.scheduler`: the Cloud Scheduler job (schedule, OIDC token, attempt deadline, retry config, direct
+  Google API targets);
+- :mod:`.handler_service`: the service running the dedup handler (its settings, proxy audience, lease, crash
+  recovery, CPU allocation);
+- :mod:`.iam`: IAM grants (public invoker, basic roles);
+- :mod:`.store`: the Firestore run-record store (TTL policy and its owner, record retention);
+- :mod:`.alerting`: the missed-run watchdog and its alert;
+- :mod:`.base`: what they share (:class:`Rule`, its types, readings several domains compare).
+
+Each rule reads resource properties in the Pulumi engine's names (camelCase inputs of pulumi-gcp, e.g.
+``httpTarget.oidcToken.serviceAccountEmail``), treats missing values as the provider/API default and
+unknown values (:data:`~scheduler_dedup.policies.model.UNKNOWN`, during preview) as "cannot tell yet,
+no violation", and returns messages that say what to change.
+
+Resource rules have the signature ``(resource: Resource, config: Mapping[str, Any]) -> list[str]``;
+stack rules ``(resources: Sequence[Resource], config) -> list[tuple[Resource | None, str]]``. ``config``
+is the rule's configuration with its schema defaults filled in (see :meth:`Rule.resolve_config`).
+
+This package imports neither pulumi nor pulumi_policy: the offline check and the tests call the rule
+functions directly, and :mod:`scheduler_dedup.policies.pack` adapts them to CrossGuard policies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_dedup.infra.schedule import REQUEST_TIMEOUT_MARGIN_SECONDS
+
+from scheduler_dedup.policies import limits
+from scheduler_dedup.policies.model import Resource
+from scheduler_dedup.policies.rules.alerting import dedup_job_alerting
+from scheduler_dedup.policies.rules.base import Check, Level, ResourceCheck, Rule, StackCheck  # re-exported
+from scheduler_dedup.policies.rules.handler_service import (
+    dedup_cpu_always_allocated,
+    dedup_handler_settings,
+    dedup_lease_covers_deadline,
+    dedup_retries_outlast_lease,
+    dedup_target_audience,
+)
+from scheduler_dedup.policies.rules.iam import cloud_run_no_public_invoker, no_primitive_roles
+from scheduler_dedup.policies.rules.scheduler import (
+    scheduler_attempt_deadline,
+    scheduler_attempt_deadline_margin,
+    scheduler_job_oidc_auth,
+    scheduler_job_unix_cron,
+    scheduler_retry_config,
+    scheduler_target_not_google_api,
+)
+from scheduler_dedup.policies.rules.store import (
+    dedup_firestore_ttl,
+    dedup_retention_covers_retries,
+    dedup_ttl_owner_declared,
+    firestore_ttl_single_owner,
+    job_retry_window_seconds,  # re-exported
+)
+
+
+# ---------------------------------------------------------------- the list
+# Each rule function of the domain modules, registered once, in report order.
+
+RULES: list[Rule] = [
+    Rule("scheduler-job-unix-cron",
+         "A Cloud Scheduler job's schedule is a 5-field unix-cron expression (not groc) and its timeZone an IANA name.",
+         "mandatory", scheduler_job_unix_cron, "resource"),
+    Rule("scheduler-job-oidc-auth",
+         "An HTTP target that is not a *.googleapis.com API carries an OIDC token with a service account email, and "
+         "its audience (or the URI it defaults to) passes Google's gate in front of the target and the handler's exact "
+         "DEDUP_OIDC_AUDIENCE / DEDUP_ALLOWED_CALLERS check.",
+         "mandatory", scheduler_job_oidc_auth, "stack",
+         {"allowedAudiences": {"type": "array", "items": {"type": "string"}, "default": [],
+                               "description": "extra audiences to accept (e.g. for a non-Cloud-Run receiver)"}}),
+    Rule("dedup-target-audience",
+         "The ID-token audience the handler sends to its HTTP proxy target (DEDUP_TARGET_AUDIENCE or its default) is "
+         "one the target's host accepts (the full function URL on *.cloudfunctions.net).",
+         "mandatory", dedup_target_audience, "stack"),
+    Rule("scheduler-attempt-deadline",
+         "A job with an HTTP target has an attemptDeadline within 15 s to 30 min (Cloud Scheduler's limits).",
+         "mandatory", scheduler_attempt_deadline, "resource",
+         {"minSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MIN_S, "minimum": 0,
+                         "maximum": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
+                         "description": "lowest accepted attempt deadline in seconds (not below 15)"},
+          "maxSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
+                         "minimum": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
+                         "description": "highest accepted attempt deadline in seconds (not above 1800)"}},
+         ordered_settings=(("minSeconds", "maxSeconds"),)),
+    Rule("scheduler-attempt-deadline-margin",
+         "Advisory part of scheduler-attempt-deadline: the attempt deadline is not within a margin of the Cloud Run "
+         "request timeout of the service the job calls.",
+         "advisory", scheduler_attempt_deadline_margin, "stack",
+         {"minMarginSeconds": {"type": "number", "default": REQUEST_TIMEOUT_MARGIN_SECONDS, "minimum": 0,
+                               "description": "least seconds between attempt deadline and request timeout"}}),
+    Rule("scheduler-retry-config",
+         "A job's retryConfig has retryCount within 0 to 5 and consistent backoff values.",
+         "advisory", scheduler_retry_config, "resource",
+         {"maxRetryCount": {"type": "integer", "default": limits.SCHEDULER_RETRY_COUNT_MAX, "minimum": 0,
+                            "description": "highest accepted retryCount (not above 5)"}}),
+    Rule("scheduler-target-not-google-api",
+         "A job that calls a *.googleapis.com endpoint directly is not deduplicated; route it through the handler's proxy.",
+         "advisory", scheduler_target_not_google_api, "resource",
+         {"allowedHosts": {"type": "array", "items": {"type": "string"}, "default": [],
+                           "description": "googleapis.com hosts a job may call directly"}}),
+    Rule("cloud-run-no-public-invoker",
+         "No allUsers or allAuthenticatedUsers on a Cloud Run service or its IAM resources, and no disabled invoker check.",
+         "mandatory", cloud_run_no_public_invoker, "resource"),
+    Rule("no-primitive-roles",
+         "No roles/owner, roles/editor or roles/viewer granted to any member by the stack.",
+         "mandatory", no_primitive_roles, "resource",
+         {"forbiddenRoles": {"type": "array", "items": {"type": "string"}, "default": list(limits.PRIMITIVE_ROLES),
+                             "description": "roles no IAM resource of the stack may grant"}}),
+    Rule("dedup-firestore-ttl",
+         "Every dedup collection (DEDUP_COLLECTION/DEDUP_DATABASE of a dedup Cloud Run service) has a Firestore TTL "
+         "policy on its expiry field.",
+         "mandatory", dedup_firestore_ttl, "stack",
+         {"expiryField": {"type": "string", "default": limits.EXPIRY_FIELD,
+                          "description": "the run records' expiry timestamp field"}}),
+    Rule("firestore-ttl-single-owner",
+         "At most one Firestore TTL Field per project, database, collection group and field in a stack: two owners of "
+         "one TTL policy remove it for each other on destroy.",
+         "mandatory", firestore_ttl_single_owner, "stack"),
+    Rule("dedup-ttl-owner-declared",
+         "A dedup service whose TTL policy lives in another stack (env DEDUP_TTL_OWNER) names a known owner and is not "
+         "also given a TTL Field in this stack.",
+         "advisory", dedup_ttl_owner_declared, "stack",
+         {"expiryField": {"type": "string", "default": limits.EXPIRY_FIELD,
+                          "description": "the run records' expiry timestamp field"},
+          "knownOwners": {"type": "array", "items": {"type": "string"}, "default": [],
+                          "description": "accepted DEDUP_TTL_OWNER values, e.g. the store stacks' names (empty: any)"}}),
+    Rule("dedup-handler-settings",
+         "A service running the dedup handler sets a DEDUP_* / GOOGLE_CLOUD_PROJECT environment that passes the "
+         "handler's own start-up checks (the ones the DedupScheduledJob component runs), so it does not refuse to start.",
+         "mandatory", dedup_handler_settings, "stack"),
+    Rule("dedup-lease-covers-deadline",
+         "The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at least the "
+         "job's attempt deadline.",
+         "mandatory", dedup_lease_covers_deadline, "stack",
+         {"leaseMarginSeconds": {"type": "number", "default": 0, "minimum": 0,
+                                 "description": "extra seconds the lease must exceed the request timeout by"}}),
+    Rule("dedup-retries-outlast-lease",
+         "A crashed attempt's run is retried after its lease expires: the waits before the job's retries add up to at "
+         "least DEDUP_LEASE_SECONDS.",
+         "mandatory", dedup_retries_outlast_lease, "stack"),
+    Rule("dedup-retention-covers-retries",
+         "Run record retention (DEDUP_RETENTION_SECONDS) outlasts the job's retry window.",
+         "mandatory", dedup_retention_covers_retries, "stack",
+         {"marginSeconds": {"type": "number", "default": 0, "minimum": 0,
+                            "description": "extra seconds retention must exceed the retry window by"}}),
+    Rule("dedup-job-alerting",
+         "A job calling the dedup handler has a watchdog job calling the handler's run check and an alert policy on "
+         "its missed_run log lines, so a paused job or a broken handler does not go unnoticed.",
+         "advisory", dedup_job_alerting, "stack"),
+    Rule("dedup-cpu-always-allocated",
+         "A Cloud Run service running the dedup handler has CPU always allocated (cpuIdle: false), so lease renewals "
+         "keep running after Scheduler hangs up.",
+         "advisory", dedup_cpu_always_allocated, "stack"),
+]
+"""Every rule of the pack, in report order."""
+
+RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
+
+
+# ---------------------------------------------------------------- evaluation without the engine
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation: which rule, at which level, on which resource (None: the stack), and what to change."""
+
+    rule: str
+    level: Level
+    resource: Resource | None
+    message: str
+
+    @property
+    def resource_label(self) -> str:
+        """``name (type)`` of the resource, or ``(stack)``."""
+        return f"{self.resource.name} ({self.resource.type})" if self.resource else "(stack)"
+
+
+def enforcement_levels(policy_config: Mapping[str, Any] | None) -> dict[str, Level]:
+    """Each rule's level after a Pulumi policy config (``{"all": "advisory", "rule": {"enforcementLevel": ...}}``)."""
+    config = policy_config or {}
+    levels: dict[str, Level] = {}
+    for rule in RULES:
+        level: Any = rule.enforcement_level
+        for key in ("all", rule.name):
+            value = config.get(key)
+            candidate = value.get("enforcementLevel") if isinstance(value, Mapping) else value
+            if candidate in ("mandatory", "advisory", "disabled", "remediate"):
+                level = "mandatory" if candidate == "remediate" else candidate
+        levels[rule.name] = level
+    return levels
+
+
+def evaluate(resources: Sequence[Resource], policy_config: Mapping[str, Any] | None = None,
+             rules: Iterable[Rule] = RULES) -> list[Finding]:
+    """Run ``rules`` over ``resources`` the way the policy engine would and return every violation.
+
+    ``policy_config`` has the format of ``pulumi preview --policy-pack-config`` files: rule name (or
+    ``all``) -> enforcement level string, or -> object with ``enforcementLevel`` and config properties.
+    """
+    levels = enforcement_levels(policy_config)
+    findings: list[Finding] = []
+    for rule in rules:
+        level = levels.get(rule.name, rule.enforcement_level)
+        if level == "disabled":
+            continue
+        given = (policy_config or {}).get(rule.name)
+        config = rule.resolve_config(given if isinstance(given, Mapping) else None)
+        if rule.scope == "resource":
+            for resource in resources:
+                for message in rule.check(resource, config):
+                    findings.append(Finding(rule.name, level, resource, str(message)))
+        else:
+            for subject, message in rule.check(resources, config):
+                findings.append(Finding(rule.name, level, subject, message))
+    return findings

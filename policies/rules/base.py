@@ -1,0 +1,115 @@
+"""What every domain module of the rules shares: the :class:`Rule` record and its types, the config and message
+helpers, and the readings that rules of several domains compare (a service's request timeout, a job's attempt
+deadline, a handler's env seconds, whether a job is the handler's watchdog)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from scheduler_dedup.handler.paths import CHECK_PATH
+
+from scheduler_dedup.policies import limits
+from scheduler_dedup.policies.readings import Seconds, read_seconds
+from scheduler_dedup.policies.model import Resource, get, is_unknown, number
+from scheduler_dedup.policies.topology import (
+    Pairing,
+    env_value,
+    service_env,
+    service_timeout,
+    service_timeout_field,
+)
+
+
+Level = Literal["mandatory", "advisory", "disabled"]
+ResourceCheck = Callable[[Resource, Mapping[str, Any]], list[str]]
+StackCheck = Callable[[Sequence[Resource], Mapping[str, Any]], list[tuple[Resource | None, str]]]
+Check = Callable[[Any, Mapping[str, Any]], list[Any]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the pack.
+
+    Attributes:
+        name: the policy name (stable; used in config files and reports).
+        description: one sentence on what the rule checks and why.
+        enforcement_level: default level, ``"mandatory"`` or ``"advisory"``.
+        check: the rule function, a ``ResourceCheck`` or a ``StackCheck`` according to ``scope``.
+        scope: ``"resource"`` (called per resource) or ``"stack"`` (called once with every resource).
+        config_schema: JSON-schema ``properties`` of the rule's configuration, each with a ``default`` (and, for
+            numbers, the ``minimum``/``maximum`` that make sense; Pulumi and the offline check refuse others).
+        ordered_settings: pairs ``(low, high)`` of settings where ``low`` must not exceed ``high``.
+    """
+
+    name: str
+    description: str
+    enforcement_level: Level
+    check: Check
+    scope: Literal["resource", "stack"]
+    config_schema: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ordered_settings: tuple[tuple[str, str], ...] = ()
+
+    def resolve_config(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The schema defaults overlaid with ``given`` (keys outside the schema and ``enforcementLevel`` dropped)."""
+        config = {key: spec.get("default") for key, spec in self.config_schema.items()}
+        for key, value in (given or {}).items():
+            if key in self.config_schema:
+                config[key] = value
+        return config
+
+
+def _seconds_cfg(config: Mapping[str, Any], key: str) -> float:
+    value = number(config.get(key))
+    return float(value) if isinstance(value, float) else 0.0
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+# ---------------------------------------------------------------- readings shared by several domains
+
+def _deadline_and_timeout(pairing: Pairing) -> tuple[Seconds, Seconds]:
+    return (read_seconds(pairing.job.props, "attemptDeadline", limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S, "Scheduler's"),
+            _timeout(pairing.service))
+
+
+def _timeout(service: Resource) -> Seconds:
+    """The service's request timeout (``template.timeout`` and its equivalents, see :func:`service_timeout`)."""
+    path, default = service_timeout_field(service)
+    raw = get(service.props, path)
+    reading = read_seconds({"t": service_timeout(service)}, "t", default, "Cloud Run's")
+    if reading.unknown or reading.problem:
+        return Seconds(None, path, reading.problem and f"{path} {reading.problem[2:]}", reading.unknown)
+    shown = f"{_fmt(default)} (the platform's default)" if raw is None else reading.shown
+    return Seconds(reading.value, shown)
+
+
+def _env_seconds(service: Resource, name: str, default: float) -> tuple[Any, str | None]:
+    raw = env_value(service_env(service), name, None)
+    if raw is None:
+        return default, None
+    if is_unknown(raw):
+        return raw, None
+    value = number(raw)
+    if not isinstance(value, float) or value != value or value in (float("inf"), float("-inf")):
+        return None, (f"service {service.name}: env {name}={raw!r} is not a number of seconds: set it to e.g. "
+                      f"{default:g}")
+    return value, None
+
+
+def _env_shown(service: Resource, name: str, value: float) -> str:
+    """``value`` of env ``name`` as a message quotes it: as written, or marked as the handler's default."""
+    written = env_value(service_env(service), name, None) is not None
+    return f"{value:g}" if written else f"{value:g} (the handler's default)"
+
+
+def _calls_run_check(job_resource: Resource) -> bool | None:
+    """True when the job calls the handler's run check (a watchdog), None when its URI is not known yet."""
+    uri = get(job_resource.props, "httpTarget.uri")
+    if is_unknown(uri):
+        return None
+    return isinstance(uri, str) and urlsplit(uri.strip()).path.rstrip("/") == CHECK_PATH

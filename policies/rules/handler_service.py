@@ -1,0 +1,231 @@
+"""Rules on the service that runs the dedup handler (a Cloud Run v2 or v1 service, or a gen2 function): its
+``DEDUP_*`` settings and the handler's start-up checks, the audience it sends its proxy target, a lease that
+covers the request timeout and attempt deadline, retries that outlast a crashed attempt's lease, and CPU always
+allocated."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
+from scheduler_dedup.handler.startup import startup_problems
+from scheduler_dedup.infra.schedule import (
+    RetryPolicy,
+    crash_recovery_seconds,
+    min_backoff_to_recover,
+    recovers_crash,
+)
+
+from scheduler_dedup.policies import limits
+from scheduler_dedup.policies.readings import read_retry
+from scheduler_dedup.policies.model import Resource, get, is_unknown
+from scheduler_dedup.policies.rules.base import (
+    _calls_run_check,
+    _deadline_and_timeout,
+    _env_seconds,
+    _env_shown,
+    _fmt,
+    _seconds_cfg,
+    _timeout,
+)
+from scheduler_dedup.policies.topology import (
+    CLOUD_RUN_SERVICE,
+    Topology,
+    env_value,
+    is_dedup_service,
+    service_env,
+)
+
+
+# ---------------------------------------------------------------- dedup-target-audience
+
+def dedup_target_audience(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """The ID-token audience the handler sends to its HTTP proxy target is one the target's host accepts.
+
+    ``DEDUP_TARGET_AUDIENCE`` (or, unset, the handler's default for ``DEDUP_TARGET``) is judged by
+    :func:`~scheduler_dedup.handler.audience.misspelt_target_audience` and
+    :func:`~scheduler_dedup.handler.audience.target_audience`, the functions the handler runs at start-up:
+    on ``*.cloudfunctions.net`` only the full function URL works. Unknown values pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).dedup_services():
+        env = service_env(service)
+        kind, url = env_value(env, "DEDUP_TARGET_TYPE", None), env_value(env, "DEDUP_TARGET", None)
+        audience = env_value(env, "DEDUP_TARGET_AUDIENCE", None)
+        if kind != "http" or not isinstance(url, str) or is_unknown(url) or is_unknown(audience):
+            continue
+        if isinstance(audience, str) and audience.strip():
+            problem = misspelt_target_audience(audience.strip(), url)
+            if problem:
+                findings.append((service, f"service {service.name}: env DEDUP_TARGET_AUDIENCE={problem}"))
+            continue
+        try:
+            target_audience(url)
+        except ValueError as error:
+            findings.append((service, f"service {service.name}: env DEDUP_TARGET={error}; the handler refuses it at "
+                                      "start-up"))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-lease-covers-deadline
+def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """``DEDUP_LEASE_SECONDS`` >= the service's request timeout (``template.timeout``) >= each calling job's ``attemptDeadline``.
+
+    A lease shorter than the request timeout lets a second delivery take over a run that is still
+    executing; a request timeout shorter than the attempt deadline makes Cloud Run cut attempts that
+    Scheduler still waits for. Defaults: lease 300 s (handler), timeout 300 s (Cloud Run), deadline 180 s
+    (Scheduler). Config ``leaseMarginSeconds`` (default 0) demands extra lease beyond the timeout.
+    """
+    margin = _seconds_cfg(config, "leaseMarginSeconds")
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        lease, error = _env_seconds(service, limits.ENV_LEASE, limits.DEFAULT_LEASE_S)
+        if error:
+            findings.append((service, error))
+        timeout_reading = _timeout(service)
+        if timeout_reading.problem:
+            findings.append((service, f"service {service.name}: {timeout_reading.problem}"))
+        timeout = timeout_reading.value
+        if isinstance(lease, float) and isinstance(timeout, float) and lease < timeout + margin:
+            findings.append((service, f"env {limits.ENV_LEASE}={_env_shown(service, limits.ENV_LEASE, lease)} is shorter "
+                                      f"than the request timeout {timeout_reading.shown}"
+                                      + (f" plus {_fmt(margin)}" if margin else "") +
+                                      f" of service {service.name}: a retry could take over a run that is still "
+                                      f"executing. Set {limits.ENV_LEASE} to at least {timeout + margin:g} or lower "
+                                      "template.timeout"))
+        for pairing in topology.jobs_of(service):
+            deadline_reading, _ = _deadline_and_timeout(pairing)
+            if deadline_reading.problem:
+                findings.append((pairing.job, f"job {pairing.job.name}: {deadline_reading.problem}, so the lease and "
+                                              "request timeout cannot be checked against it" + pairing.note))
+            deadline = deadline_reading.value
+            if isinstance(deadline, float) and isinstance(timeout, float) and timeout < deadline:
+                findings.append((pairing.job, f"attemptDeadline {deadline_reading.shown} of job {pairing.job.name} is longer "
+                                              f"than service {service.name}'s request timeout {timeout_reading.shown}: set the "
+                                              "service's "
+                                              f"template.timeout to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
+                                              "with it) or lower attemptDeadline" + pairing.note))
+            # With a known timeout, lease < deadline is already reported above (lease < timeout, or
+            # timeout < deadline "and DEDUP_LEASE_SECONDS with it").
+            if (isinstance(deadline, float) and isinstance(lease, float) and lease < deadline
+                    and not isinstance(timeout, float)):
+                findings.append((pairing.job, f"env {limits.ENV_LEASE}={_env_shown(service, limits.ENV_LEASE, lease)} of "
+                                              f"service {service.name} is shorter than "
+                                              f"job {pairing.job.name}'s attemptDeadline {deadline_reading.shown}: set "
+                                              f"{limits.ENV_LEASE} to at least {deadline:g}" + pairing.note))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-retries-outlast-lease
+
+def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A crashed attempt's run is retried after its lease expires: the job's retries span ``DEDUP_LEASE_SECONDS``.
+
+    An attempt that dies holding the claim (instance killed, Firestore down at completion) blocks the run
+    with 409 until its lease expires, up to ``DEDUP_LEASE_SECONDS`` (default 300) after the crash. Only a
+    retry that comes later takes the run over: the waits before retries 1..``retryCount`` must add up to
+    at least the lease (:func:`~scheduler_dedup.infra.schedule.crash_recovery_seconds`, the condition the
+    component enforces). ``retryCount`` 0 (Scheduler's default) never recovers. Unreadable retry settings
+    are findings; unknown values pass.
+    """
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        lease, _ = _env_seconds(service, limits.ENV_LEASE, limits.DEFAULT_LEASE_S)  # unreadable: the lease rule's
+        if not isinstance(lease, float):
+            continue
+        lease_shown = _env_shown(service, limits.ENV_LEASE, lease)
+        for pairing in topology.jobs_of(service):
+            if _calls_run_check(pairing.job):
+                continue  # the watchdog's run check claims nothing, so no crashed claim waits for a retry
+            reading = read_retry(pairing.job.props)
+            retry_problems = [p for p in reading.problems if p.startswith("retryConfig.")]
+            if retry_problems:
+                findings += [(pairing.job, f"job {pairing.job.name}: {problem}; whether a retry outlasts a crashed "
+                                           "attempt's lease cannot be checked" + pairing.note)
+                             for problem in retry_problems]
+                continue
+            policy = reading.policy
+            if policy is None or recovers_crash(policy, lease):
+                continue
+            written = get(pairing.job.props, "retryConfig.retryCount") is not None
+            count = f"retryCount {policy.retry_count}" + ("" if written else " (Scheduler's default)")
+            waits = ", ".join(f"{policy.backoff_seconds(i):g}" for i in range(policy.retry_count))
+            span = f"retries {waits} s apart ({_fmt(crash_recovery_seconds(policy))} in all)" if waits else "no retry"
+            hint = min_backoff_to_recover(RetryPolicy(max(policy.retry_count, 1), policy.max_retry_duration_seconds,
+                                                      policy.min_backoff_seconds, policy.max_backoff_seconds,
+                                                      policy.max_doublings), lease)
+            fix = (f"Set retryConfig.minBackoffDuration to at least \"{hint}s\""
+                   + (" and retryCount to at least 1" if policy.retry_count == 0 else "")
+                   if hint is not None else "Raise retryCount and maxBackoffDuration")
+            findings.append((pairing.job, f"job {pairing.job.name} has {count}: {span}, but a crashed attempt holds the "
+                                          f"run for up to {limits.ENV_LEASE}={lease_shown} of service {service.name}; "
+                                          "every retry would get 409 and the run would never complete. "
+                                          f"{fix}, or lower {limits.ENV_LEASE}" + pairing.note))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-cpu-always-allocated
+
+def _cpu_throttled(service: Resource) -> bool | None:
+    """True when no container of the service has CPU always allocated (``resources.cpuIdle`` true or unset: Cloud
+    Run's default is request-based billing), None when that is not known yet (preview)."""
+    containers = get(service.props, "template.containers")
+    if is_unknown(containers):
+        return None
+    values = [get(c, "resources.cpuIdle") for c in containers] if isinstance(containers, list) else []
+    if any(is_unknown(v) for v in values):
+        return None
+    return not any(v is False for v in values)
+
+
+def dedup_cpu_always_allocated(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A Cloud Run (v2) service running the dedup handler has CPU always allocated (``cpuIdle: false``).
+
+    The handler renews the lease from a background thread while the job runs, also after Scheduler hung up at
+    its attempt deadline. With request-based billing Cloud Run throttles CPU outside request processing
+    (https://cloud.google.com/run/docs/configuring/billing-settings,
+    https://cloud.google.com/run/docs/tips/general#avoid_background_activities): the renewals can stall, the
+    lease expire under a live job, and a retry run the job a second time. Advisory: request-based billing is
+    cheaper for sparse jobs, and safe while every job finishes well within its attempt deadline. Cloud Run v1
+    services and Cloud Functions are not checked. Unknown values (preview) pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).dedup_services():
+        if service.type != CLOUD_RUN_SERVICE or not _cpu_throttled(service):
+            continue
+        findings.append((service, f"service {service.name} runs the dedup handler with CPU allocated only during "
+                                  "requests (template.containers[].resources.cpuIdle is true or unset): lease renewals "
+                                  "can stall once Scheduler hangs up, and a job outliving its attempt deadline can run "
+                                  "twice. Set cpuIdle: false (DedupScheduledJob cpu_always_allocated=True, stack config "
+                                  "scheduler-dedup:cpuAlwaysAllocated: true, the default), or accept the risk for jobs "
+                                  "that always finish well within their attempt deadline"))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-handler-settings
+
+def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """The environment of a service running the dedup handler passes the handler's own start-up checks.
+
+    The handler refuses to start (every request then fails) on a ``DEDUP_*`` / ``GOOGLE_CLOUD_PROJECT``
+    environment it cannot work with: a missing project, a lease or retention out of range, a malformed
+    ``DEDUP_JOB`` or ``DEDUP_TARGET``, ``DEDUP_ALLOWED_CALLERS`` without ``DEDUP_OIDC_AUDIENCE`` or the reverse.
+    The checks are the handler's (:func:`scheduler_dedup.handler.startup.startup_problems`, which the
+    ``DedupScheduledJob`` component runs too), on the variables the service sets: Cloud Run sets none of them.
+    Services with a ``DEDUP_*`` variable are checked; unknown values (preview, Secret Manager) pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).services:
+        if not is_dedup_service(service):
+            continue
+        env = service_env(service)
+        if "*" in env:
+            continue  # the whole list is not known yet
+        unknown = [name for name, value in env.items() if is_unknown(value)]
+        plain = {name: str(value) for name, value in env.items() if value is not None and not is_unknown(value)}
+        for problem in startup_problems(plain, unknown):
+            findings.append((service, f"the dedup handler on service {service.name} would refuse to start: {problem}"))
+    return findings

@@ -1,0 +1,325 @@
+"""Rules on the Cloud Scheduler job itself: its schedule and time zone, its OIDC token (audience and caller
+account, as the target and the handler judge them), its attempt deadline, its retry config, and targets that call
+a Google API directly."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler_dedup.handler.audience import (
+    HOST_KINDS,
+    handler_accepts,
+    host_kind,
+    platform_accepts,
+    split_audiences,
+    target_audience,
+)
+from scheduler_dedup.handler.callers import parse_allowed_callers
+from scheduler_dedup.handler.cron import is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.errors import ConfigError
+
+from scheduler_dedup.policies import limits
+from scheduler_dedup.policies.readings import read_seconds
+from scheduler_dedup.policies.model import (
+    InvalidDuration,
+    Resource,
+    duration_seconds,
+    get,
+    host,
+    is_unknown,
+    number,
+)
+from scheduler_dedup.policies.rules.base import _deadline_and_timeout, _fmt, _seconds_cfg
+from scheduler_dedup.policies.topology import (
+    SCHEDULER_JOB,
+    Pairing,
+    Topology,
+    env_value,
+    service_env,
+    service_urls,
+)
+
+
+# ---------------------------------------------------------------- scheduler-job-unix-cron
+
+def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A Scheduler job's ``schedule`` is a five-field unix-cron expression and its ``timeZone`` an IANA name.
+
+    Cloud Scheduler only accepts unix-cron (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules)
+    and sends the ``X-CloudScheduler-ScheduleTime`` header the handler keys runs on only for unix-cron
+    schedules; groc forms (``every 5 minutes``) are App Engine cron. Validated with croniter, restricted to
+    5 fields without croniter's extensions (seconds field, ``L``, ``W``, ``#``, ``?``, ``H``). A missing or
+    unknown schedule is not checked; a missing time zone is Scheduler's default (``Etc/UTC``).
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    messages: list[str] = []
+    schedule = get(resource.props, "schedule")
+    if isinstance(schedule, str) and not is_unknown(schedule):
+        problem = unix_cron_problem(schedule)
+        if problem:
+            messages.append(f"schedule {problem}")
+    time_zone = get(resource.props, "timeZone")
+    if isinstance(time_zone, str) and not is_unknown(time_zone) and not is_iana_time_zone(time_zone):
+        messages.append(f"timeZone {time_zone!r} is not an IANA time zone name: use e.g. 'Etc/UTC' or 'Europe/Paris'")
+    return messages
+
+
+# ---------------------------------------------------------------- scheduler-job-oidc-auth
+
+def _is_google_api(uri: Any) -> bool:
+    h = host(uri) if isinstance(uri, str) else None
+    return bool(h) and (h == "googleapis.com" or str(h).endswith(".googleapis.com"))
+
+
+def _custom_audiences(service: Resource) -> list[str]:
+    values = get(service.props, "customAudiences")
+    return [v for v in values if isinstance(v, str) and not is_unknown(v)] if isinstance(values, list) else []
+
+
+def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """An HTTP target that is not a ``*.googleapis.com`` API carries an OIDC token whose audience passes every gate.
+
+    Scheduler sends a Google-signed ID token only with ``httpTarget.oidcToken`` (``oauthToken`` is for
+    ``*.googleapis.com`` only); its audience is ``oidcToken.audience``, or the target URI when unset
+    (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#OidcToken). The audience
+    must pass Google's gate in front of the target and, when the handler verifies callers, the handler's own
+    exact comparison; both decisions are :mod:`scheduler_dedup.handler.audience`'s (``platform_accepts``,
+    ``handler_accepts``), which cite their sources. The gate is judged against the paired service's URL and
+    ``customAudiences`` or, without a paired service, the target URI; config ``allowedAudiences`` exempts
+    values. Unknown values pass.
+    """
+    topology = Topology.of(resources)
+    allowed = [a for a in config.get("allowedAudiences") or [] if isinstance(a, str)]
+    findings: list[tuple[Resource | None, str]] = []
+    for job in topology.jobs:
+        target = get(job.props, "httpTarget")
+        if target is None or is_unknown(target):
+            continue
+        uri = get(target, "uri")
+        if _is_google_api(uri):
+            continue
+        shown = uri if isinstance(uri, str) else "the target"
+        oidc = get(target, "oidcToken")
+        if is_unknown(oidc):
+            continue
+        if oidc is None:
+            extra = " and remove oauthToken (OAuth tokens are only for *.googleapis.com)" if get(target, "oauthToken") else ""
+            findings.append((job, f"httpTarget to {shown} has no oidcToken: add httpTarget.oidcToken with "
+                                  "serviceAccountEmail (an account holding roles/run.invoker on the service) and "
+                                  f"audience = the service URL or one of its customAudiences{extra}"))
+            continue
+        email = get(oidc, "serviceAccountEmail")
+        if not is_unknown(email) and not (isinstance(email, str) and "@" in email):
+            findings.append((job, "httpTarget.oidcToken has no serviceAccountEmail: set it to the email of a service "
+                                  "account that holds roles/run.invoker on the target service"))
+        audience = get(oidc, "audience")
+        if audience == "":
+            audience = None  # an empty audience is unset: Scheduler uses the target URI
+        effective = uri if audience is None else audience
+        named = "httpTarget.oidcToken.audience" if audience is not None else "the default audience (httpTarget.uri)"
+        pairing = topology.service_of(job)
+        note = pairing.note if pairing else ""
+        if pairing is not None:
+            findings += [(job, m + note) for m in _caller_check_mismatch(pairing.service, effective, named, email)]
+        if not isinstance(effective, str) or is_unknown(effective) or effective in allowed:
+            continue
+        gate = _platform_gate(pairing, uri)
+        if gate is None:
+            continue  # the URL the token goes to is not known yet: cannot tell during preview
+        url, custom = gate
+        where = f" of service {pairing.service.name}" if pairing else ""
+        if url is None:  # a paired service whose URL is not known yet: only its custom audiences are
+            if effective in custom or host_kind(effective) == "cloud_run":
+                continue
+            findings.append((job, f"{named} {effective!r} is neither a *.run.app URL nor one of the customAudiences"
+                                  f"{where}: Cloud Run would refuse the token (401). Set httpTarget.oidcToken.audience "
+                                  f"to the service URL or add {effective!r} to customAudiences{where}" + note))
+            continue
+        if platform_accepts(effective, url, custom):
+            continue
+        accepted = ", ".join(repr(a) for a in _accepted_spellings(url, custom))
+        findings.append((job, f"{named} {effective!r} is not an audience {url} accepts ({HOST_KINDS[host_kind(url)]}): "
+                              f"every delivery would be refused (401). Set httpTarget.oidcToken.audience to {accepted}, "
+                              f"or add {effective!r} to customAudiences{where}" + note))
+    return findings
+
+
+def _platform_gate(pairing: Pairing | None, uri: Any) -> tuple[str | None, list[str]] | None:
+    """(URL of the gate or None if not known yet, its custom audiences) the job's token must pass; None when
+    nothing can be judged."""
+    known_uri = uri if isinstance(uri, str) and not is_unknown(uri) else None
+    if pairing is not None:
+        if is_unknown(get(pairing.service.props, "customAudiences")):
+            return None
+        urls = service_urls(pairing.service)
+        return (urls[0] if urls else known_uri), _custom_audiences(pairing.service)
+    return (known_uri, []) if known_uri else None
+
+
+def _accepted_spellings(url: str, custom: Sequence[str]) -> list[str]:
+    """The values to suggest for ``url``'s gate: the one spelling the handler's default uses, then custom audiences."""
+    try:
+        first = [target_audience(url)]
+    except ValueError:
+        first = []
+    return [*first, *custom] or [url]
+
+
+def _caller_check_mismatch(service: Resource, audience: Any, named: str, email: Any) -> list[str]:
+    """Messages where the job's token would fail the handler's own caller verification (401/403 on every run).
+
+    The handler verifies the token only when both ``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS``
+    are set (comma-separated lists); the comparison is the handler's (exact audience,
+    :func:`~scheduler_dedup.handler.audience.handler_accepts`; callers normalised or refused by
+    :func:`~scheduler_dedup.handler.callers.normalise_caller`). Unknown values pass.
+    """
+    env = service_env(service)
+    audiences, callers = env_value(env, "DEDUP_OIDC_AUDIENCE", None), env_value(env, "DEDUP_ALLOWED_CALLERS", None)
+    if not (isinstance(audiences, str) and audiences and isinstance(callers, str) and callers):
+        return []
+    messages = []
+    if isinstance(audience, str) and not is_unknown(audience) and not handler_accepts(audience, split_audiences(audiences)):
+        messages.append(f"{named} {audience!r} is not one of the handler's DEDUP_OIDC_AUDIENCE values ({audiences!r}) "
+                        f"on service {service.name}, which the handler compares exactly: it would answer 401 to every "
+                        "delivery; write the same string in both")
+    try:
+        allowed = parse_allowed_callers(callers)
+    except ConfigError as refused:
+        messages.append(f"service {service.name}: {refused}")
+        return messages
+    if isinstance(email, str) and not is_unknown(email) and email.strip().lower() not in allowed:
+        messages.append(f"httpTarget.oidcToken.serviceAccountEmail {email!r} is not in the handler's "
+                        f"DEDUP_ALLOWED_CALLERS ({callers!r}) on service {service.name}: the handler would answer 403 "
+                        "to every delivery; add it there or use an allowed account")
+    return messages
+
+
+# ---------------------------------------------------------------- scheduler-attempt-deadline
+
+def _http_kind(resource: Resource) -> str | None:
+    if get(resource.props, "httpTarget") is not None:
+        return "http"
+    if get(resource.props, "appEngineHttpTarget") is not None:
+        return "appengine"
+    return None
+
+
+def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """``attemptDeadline`` of a job with an HTTP target is a duration within 15 s to 30 min (1800 s).
+
+    Source: Cloud Scheduler REST reference, ``Job.attemptDeadline``: "For HTTP targets ... The deadline must
+    be in the interval [15 seconds, 30 minutes]"; unset means 180 s. Config ``minSeconds``/``maxSeconds``
+    narrow the range. Pub/Sub targets ignore the deadline; App Engine targets (15 s to 24 h) are not checked.
+    """
+    if resource.type != SCHEDULER_JOB or _http_kind(resource) != "http":
+        return []
+    raw = get(resource.props, "attemptDeadline")
+    if isinstance(raw, str) and not is_unknown(raw) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", raw):
+        # The API takes a protobuf Duration: seconds "terminated by 's'" (Job.attemptDeadline).
+        return [f"attemptDeadline {raw!r} has no unit: write it as seconds ending in 's', e.g. \"{raw.strip()}s\""]
+    try:
+        deadline = duration_seconds(raw)
+    except InvalidDuration as error:
+        return [f"attemptDeadline {error}"]
+    if not isinstance(deadline, float):
+        return []
+    low = max(limits.SCHEDULER_HTTP_DEADLINE_MIN_S, _seconds_cfg(config, "minSeconds"))
+    high = min(limits.SCHEDULER_HTTP_DEADLINE_MAX_S, _seconds_cfg(config, "maxSeconds") or limits.SCHEDULER_HTTP_DEADLINE_MAX_S)
+    if low <= deadline <= high:
+        return []
+    return [f"attemptDeadline {_fmt(deadline)} is outside {_fmt(low)} to {_fmt(high)} for an HTTP target: set "
+            f"attemptDeadline to a value in that range, e.g. \"{_fmt(min(max(deadline, low), high))}\" "
+            "(and the Cloud Run request timeout and DEDUP_LEASE_SECONDS at least as long)"]
+
+
+def scheduler_attempt_deadline_margin(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Advisory half of ``scheduler-attempt-deadline``: the attempt deadline is not close to the service's request timeout.
+
+    When ``template.timeout - attemptDeadline`` is below config ``minMarginSeconds`` (default 15 s, the margin
+    the component leaves by default), Scheduler's cut-off and Cloud Run's race: an attempt that runs to the
+    limit is reported as a timeout by either side. A deadline above the timeout is
+    ``dedup-lease-covers-deadline``'s (mandatory) concern and not repeated here; unreadable values are the
+    mandatory rules' findings.
+    """
+    margin = _seconds_cfg(config, "minMarginSeconds")
+    findings: list[tuple[Resource | None, str]] = []
+    for pairing in Topology.of(resources).pairings:
+        deadline, timeout = _deadline_and_timeout(pairing)
+        if deadline.value is None or timeout.value is None or timeout.value < deadline.value:
+            continue
+        if timeout.value - deadline.value < margin:
+            findings.append((pairing.job, f"attemptDeadline {deadline.shown} is within {_fmt(margin)} of service "
+                                          f"{pairing.service.name}'s request timeout {timeout.shown}: raise template.timeout "
+                                          f"to at least {_fmt(deadline.value + margin)} (and DEDUP_LEASE_SECONDS with it) or "
+                                          f"lower attemptDeadline to "
+                                          f"{_fmt(max(timeout.value - margin, limits.SCHEDULER_HTTP_DEADLINE_MIN_S))}"
+                                          + pairing.note))
+    return findings
+
+
+# ---------------------------------------------------------------- scheduler-retry-config
+
+_RETRY_DURATIONS = ("minBackoffDuration", "maxBackoffDuration", "maxRetryDuration")
+
+
+def scheduler_retry_config(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """``retryConfig``: retry count within 0 to 5, durations parse and are non-negative, min backoff <= max backoff, max doublings >= 0.
+
+    Source: Cloud Scheduler REST reference, ``RetryConfig``: retryCount "Values greater than 5 and negative
+    values are not allowed"; defaults minBackoff 5 s, maxBackoff 1 h, maxDoublings 5. Config
+    ``maxRetryCount`` lowers the allowed count.
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    retry = get(resource.props, "retryConfig")
+    if retry is None or is_unknown(retry):
+        return []
+    messages: list[str] = []
+    configured = number(config.get("maxRetryCount"))
+    max_count = min(limits.SCHEDULER_RETRY_COUNT_MAX, int(configured)) if isinstance(configured, float) else limits.SCHEDULER_RETRY_COUNT_MAX
+    count = number(get(retry, "retryCount"))
+    if isinstance(count, float) and not (0 <= count <= max_count and count == int(count)):
+        messages.append(f"retryConfig.retryCount {count:g} is outside 0 to {max_count}: set retryCount to an integer in "
+                        "that range (Scheduler refuses more than 5; use maxRetryDuration for longer retry windows)")
+    seconds: dict[str, Any] = {}
+    for key in _RETRY_DURATIONS:
+        try:
+            seconds[key] = duration_seconds(get(retry, key))
+        except InvalidDuration as error:
+            messages.append(f"retryConfig.{key} {error}")
+            continue
+        if isinstance(seconds[key], float) and seconds[key] < 0:
+            messages.append(f"retryConfig.{key} {_fmt(seconds[key])} is negative: use 0s or more")
+    low = read_seconds(retry, "minBackoffDuration", limits.SCHEDULER_MIN_BACKOFF_DEFAULT_S, "Scheduler's")
+    high = read_seconds(retry, "maxBackoffDuration", limits.SCHEDULER_MAX_BACKOFF_DEFAULT_S, "Scheduler's")
+    if low.value is not None and high.value is not None and low.value > high.value:
+        messages.append(f"retryConfig.minBackoffDuration {low.shown} is above maxBackoffDuration {high.shown}: make "
+                        "minBackoffDuration <= maxBackoffDuration")
+    doublings = number(get(retry, "maxDoublings"))
+    if isinstance(doublings, float) and (doublings < 0 or doublings != int(doublings)):
+        messages.append(f"retryConfig.maxDoublings {doublings:g} is not a non-negative integer: use e.g. 5 (the default)")
+    return messages
+
+
+# ---------------------------------------------------------------- scheduler-target-not-google-api
+
+def scheduler_target_not_google_api(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A job whose HTTP target is a ``*.googleapis.com`` endpoint calls Google directly, so it is not deduplicated.
+
+    Scheduler delivers each run at least once; a direct API call may run twice. Route it through the dedup
+    handler's proxy target (the Cloud Run service), which makes the call once per run. Hosts listed in
+    config ``allowedHosts`` are exempt.
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    uri = get(resource.props, "httpTarget.uri")
+    if not _is_google_api(uri):
+        return []
+    if host(uri) in {str(h).lower() for h in config.get("allowedHosts") or []}:
+        return []
+    return [f"httpTarget.uri {uri!r} calls a Google API directly, which Scheduler may deliver more than once: point "
+            "the job at the dedup handler's Cloud Run service and let its proxy target make the call once per run "
+            "(or list the host in this rule's allowedHosts if duplicates are harmless)"]

@@ -1,0 +1,208 @@
+"""Rules on the run-record store in Firestore: a TTL policy on every dedup collection's expiry field, one owner per
+TTL policy (in this stack, or declared in another), and record retention that outlasts the job's retries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler_dedup.policies import limits
+from scheduler_dedup.policies.readings import read_retry
+from scheduler_dedup.policies.model import Resource, get, is_unknown
+from scheduler_dedup.policies.rules.base import _env_seconds, _env_shown, _fmt, _seconds_cfg
+from scheduler_dedup.policies.topology import (
+    FIRESTORE_FIELD,
+    Topology,
+    env_value,
+    service_env,
+)
+
+
+# ---------------------------------------------------------------- dedup-firestore-ttl
+
+def _database_id(value: Any) -> Any:
+    if isinstance(value, str) and not is_unknown(value) and "databases/" in value:
+        return value.rsplit("databases/", 1)[1].split("/")[0]
+    return value
+
+
+def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Every dedup collection has a Firestore TTL policy on its expiry field.
+
+    The collection and database come from each dedup service's env ``DEDUP_COLLECTION`` (default
+    ``scheduler_runs``) and ``DEDUP_DATABASE`` (default ``(default)``); the expiry field is config
+    ``expiryField`` (default ``expire_at``, the field the handler writes). Required: a
+    ``gcp:firestore/field:Field`` with that ``collection``, ``field`` and ``database`` and ``ttlConfig`` set
+    (https://cloud.google.com/firestore/docs/ttl). Without it, run records are never deleted. Unknown
+    values in a Field count as a match. A service that has no such Field in this stack but declares where its
+    TTL policy lives (env ``DEDUP_TTL_OWNER``, set by the component given a shared store) is
+    ``dedup-ttl-owner-declared``'s concern instead.
+    """
+    expiry = str(config.get("expiryField") or limits.EXPIRY_FIELD)
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        collection, database, candidates = _ttl_fields_of(service, topology, expiry)
+        if any(get(f.props, "ttlConfig") is not None for f in candidates):
+            continue
+        owner = env_value(service_env(service), limits.ENV_TTL_OWNER, None)
+        if not candidates and isinstance(owner, str) and not is_unknown(owner) and owner.strip():
+            continue  # declared, known and non-empty: the TTL policy lives in another stack
+        where = f"collection {collection!r}" if not is_unknown(collection) else "its collection"
+        db = f"database {database!r}" if not is_unknown(database) else "its database"
+        if candidates:
+            findings.append((candidates[0], f"Field {expiry} of {where} in {db} has no ttlConfig: set ttlConfig={{}} so "
+                                             f"Firestore deletes run records after {expiry} (service {service.name})"))
+        else:
+            findings.append((service, f"service {service.name} keeps run records in {where} of {db}, but no "
+                                      f"gcp:firestore/field:Field gives {expiry} a TTL policy: add a Field with "
+                                      f"collection={collection if not is_unknown(collection) else '<DEDUP_COLLECTION>'!r}, "
+                                      f"field={expiry!r}, database={database if not is_unknown(database) else '<DEDUP_DATABASE>'!r}, "
+                                      "ttlConfig={} (and indexConfig={} to skip its single-field indexes); or, "
+                                      f"if a shared store in another stack owns it, say so with env "
+                                      f"{limits.ENV_TTL_OWNER} (the component sets it when given store=)"))
+    return findings
+
+
+def _ttl_fields_of(service: Resource, topology: Topology, expiry: str) -> tuple[Any, Any, list[Resource]]:
+    """``(collection, database id, Fields of this stack that may be its expiry field)`` of a dedup service."""
+    env = service_env(service)
+    collection = env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)
+    database = _database_id(env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE))
+    project = env_value(env, "GOOGLE_CLOUD_PROJECT", None)
+    candidates = [f for f in topology.fields if _matches(f, collection, expiry, database) and _same_project(f, project)]
+    return collection, database, candidates
+
+
+# ---------------------------------------------------------------- firestore-ttl-single-owner
+
+def firestore_ttl_single_owner(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """At most one ``gcp:firestore/field:Field`` with ``ttlConfig`` per project, database, collection group and field.
+
+    A TTL policy is one setting of one collection group's field (https://cloud.google.com/firestore/docs/ttl).
+    Two Field resources for it are two owners of one setting: ``pulumi destroy`` (or a replacement) of either
+    removes the policy, and the field's index exemption, for both, and nothing reports it: run records then
+    live forever. Projects compare as written (a Field without ``project`` only with others without one, since
+    the provider's project is not in the stack's resources); unknown values are not compared.
+    """
+    owners: dict[tuple[Any, ...], Resource] = {}
+    findings: list[tuple[Resource | None, str]] = []
+    for resource in resources:
+        if resource.type != FIRESTORE_FIELD or get(resource.props, "ttlConfig") is None:
+            continue
+        key = (get(resource.props, "project"), _database_id(get(resource.props, "database")) or limits.DEFAULT_DATABASE,
+               get(resource.props, "collection"), get(resource.props, "field"))
+        if any(is_unknown(part) for part in key):
+            continue
+        first = owners.setdefault(key, resource)
+        if first is not resource:
+            _, database, collection, field_name = key
+            findings.append((resource, f"Field {resource.name} and Field {first.name} both manage the TTL policy of "
+                                       f"{field_name!r} in collection group {collection!r} of database {database!r}: "
+                                       "destroying either removes it for both. Keep one owner: a DedupStore (one per "
+                                       "database) and store= on every job that uses it"))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-ttl-owner-declared
+
+def dedup_ttl_owner_declared(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A dedup service whose TTL policy is not in this stack says where it lives, and it is not also here.
+
+    The pack sees one stack; a shared store's TTL policy is in another. A service without a TTL Field in the stack
+    declares the owner in env ``DEDUP_TTL_OWNER`` (the component sets ``DedupStore <name>`` or the store stack's
+    name); without it, ``dedup-firestore-ttl`` fails. This rule checks the declaration: it is not empty; when config
+    ``knownOwners`` lists the store stacks of the organisation, it is one of them; and the stack does not own the
+    same TTL policy as well (two owners: destroying this stack would remove the store's policy).
+    """
+    expiry = str(config.get("expiryField") or limits.EXPIRY_FIELD)
+    known = [o for o in config.get("knownOwners") or [] if isinstance(o, str)]
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        owner = env_value(service_env(service), limits.ENV_TTL_OWNER, None)
+        if owner is None or is_unknown(owner):
+            continue
+        collection, database, candidates = _ttl_fields_of(service, topology, expiry)
+        here = [f for f in candidates if get(f.props, "ttlConfig") is not None]
+        if not str(owner).strip():
+            findings.append((service, f"service {service.name}: env {limits.ENV_TTL_OWNER} is empty: name where the TTL "
+                                      f"policy of its run records lives, e.g. 'stack acme/scheduler-dedup/store'"))
+        elif known and owner not in known:
+            findings.append((service, f"service {service.name} says its TTL policy lives in {owner!r}, which is not one "
+                                      f"of the known owners ({', '.join(known)}): point the job at one of those stores, "
+                                      "or add it to this rule's knownOwners"))
+        if here:
+            findings.append((here[0], f"service {service.name} says its TTL policy lives in {owner!r}, but this stack "
+                                      f"also manages it (Field {here[0].name}): two owners of one TTL policy. Remove the "
+                                      f"Field from this stack, or {limits.ENV_TTL_OWNER} from the service"))
+    return findings
+
+
+def _same_project(field_resource: Resource, project: Any) -> bool:
+    """False only when both the Field's ``project`` and the handler's ``GOOGLE_CLOUD_PROJECT`` are known and differ
+    (a Field without ``project`` uses the provider's project, which the handler's usually is)."""
+    f_project = get(field_resource.props, "project")
+    if not isinstance(f_project, str) or is_unknown(f_project) or not isinstance(project, str) or is_unknown(project):
+        return True
+    return f_project == project
+
+
+def _matches(field_resource: Resource, collection: Any, expiry: str, database: Any) -> bool:
+    f_collection = get(field_resource.props, "collection")
+    f_field = get(field_resource.props, "field")
+    f_database = _database_id(get(field_resource.props, "database"))
+    if f_database is None:
+        f_database = limits.DEFAULT_DATABASE
+    return (_same(f_collection, collection) and _same(f_field, expiry) and _same(f_database, database))
+
+
+def _same(a: Any, b: Any) -> bool:
+    return is_unknown(a) or is_unknown(b) or a == b
+
+
+# ---------------------------------------------------------------- dedup-retention-covers-retries
+
+def job_retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
+    """The longest time, in seconds, from a run's first attempt until Scheduler stops retrying it; None if a value
+    is unknown or unreadable (see :func:`~scheduler_dedup.policies.readings.read_retry`).
+
+    The arithmetic is :func:`scheduler_dedup.infra.schedule.retry_window_seconds`, the one the component uses.
+    """
+    reading = read_retry(job_props)
+    return None if reading.problems else reading.window_at_least()
+
+
+def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """``DEDUP_RETENTION_SECONDS`` (default 604800 = 7 days) outlasts the retry window of each job calling the service.
+
+    A run record deleted by the TTL policy before Scheduler's last retry lets that retry run the job a
+    second time. The window is :func:`~scheduler_dedup.infra.schedule.retry_window_seconds` of the job's
+    retry settings (:func:`~scheduler_dedup.policies.readings.read_retry`); a setting that cannot be read is
+    a finding of its own, and the window is still checked with it counted at its lowest (0 s), so what can
+    be read is checked. Config ``marginSeconds`` (default 0) adds slack.
+    """
+    margin = _seconds_cfg(config, "marginSeconds")
+    topology = Topology.of(resources)
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        retention, error = _env_seconds(service, limits.ENV_RETENTION, limits.DEFAULT_RETENTION_S)
+        if error:
+            findings.append((service, error))
+        for pairing in topology.jobs_of(service):
+            reading = read_retry(pairing.job.props)
+            findings += [(pairing.job, f"job {pairing.job.name}: {problem}; the retry window cannot be known, so "
+                                       "record retention cannot be checked against it" + pairing.note)
+                         for problem in reading.problems]
+            window = reading.window_at_least()
+            if window is None or not isinstance(retention, float) or retention >= window + margin:
+                continue
+            span = f"at least {_fmt(window)} (counting unreadable settings as 0s)" if reading.problems else _fmt(window)
+            shown = _env_shown(service, limits.ENV_RETENTION, retention)
+            findings.append((pairing.job, f"env {limits.ENV_RETENTION}={shown} of service {service.name} is "
+                                          f"shorter than job {pairing.job.name}'s retry window {span}"
+                                          + (f" plus {_fmt(margin)}" if margin else "") + ": a late retry would find "
+                                          f"no record and run again. Set {limits.ENV_RETENTION} to at least "
+                                          f"{window + margin:g} (604800 = 7 days is usual) or shorten retryConfig"
+                                          + pairing.note))
+    return findings

@@ -1,0 +1,91 @@
+"""The Firestore store's rules (policies/rules/store.py) on engine-shaped (camelCase) properties: compliant,
+violating, missing/unknown, and config override."""
+
+from __future__ import annotations
+
+from scheduler_dedup.policies.model import UNKNOWN
+from scheduler_dedup.policies.rules import job_retry_window_seconds
+
+from .conftest import FIELD, JOB, good_stack, job, public_config_job, res, run, service, ttl_field
+
+
+# ------------------------------------------------------------------ dedup-firestore-ttl
+
+def test_firestore_ttl_compliant() -> None:
+    named = service(env={"DEDUP_COLLECTION": "runs", "DEDUP_DATABASE": "dedup-db"})
+    assert run("dedup-firestore-ttl", good_stack()) == []
+    assert run("dedup-firestore-ttl", [job(), named, ttl_field(collection="runs", database="projects/p/databases/dedup-db")]) == []
+
+
+def test_firestore_ttl_violations() -> None:
+    missing = run("dedup-firestore-ttl", [job(), service()])
+    assert len(missing) == 1 and "collection='scheduler_runs'" in missing[0].message and "ttlConfig={}" in missing[0].message
+    wrong_db = run("dedup-firestore-ttl", [job(), service(env={"DEDUP_DATABASE": "dedup-db"}), ttl_field()])
+    assert len(wrong_db) == 1 and "database='dedup-db'" in wrong_db[0].message
+    no_ttl = {k: v for k, v in ttl_field().props.items() if k != "ttlConfig"}
+    findings = run("dedup-firestore-ttl", [job(), service(), res(FIELD, "ttl", no_ttl)])
+    assert len(findings) == 1 and findings[0].resource and findings[0].resource.type == FIELD
+
+
+def test_firestore_ttl_service_without_dedup_env_but_called_by_a_job_counts() -> None:
+    assert run("dedup-firestore-ttl", [job(), service(env={})])
+    assert run("dedup-firestore-ttl", [service(env={})]) == [], "an unrelated service needs no TTL"
+
+
+def test_firestore_ttl_unknown_values() -> None:
+    assert run("dedup-firestore-ttl", [job(), service(env={"DEDUP_DATABASE": UNKNOWN}),  # type: ignore[dict-item]
+                                       ttl_field(database="db")]) == []
+    assert run("dedup-firestore-ttl", [job(), service(), ttl_field(database=UNKNOWN)]) == []
+
+
+def test_firestore_ttl_config_expiry_field() -> None:
+    assert run("dedup-firestore-ttl", good_stack(), {"expiryField": "expires"})
+    assert run("dedup-firestore-ttl", [job(), service(), ttl_field(field="expires")], {"expiryField": "expires"}) == []
+
+
+def test_a_ttl_field_in_another_project_does_not_count() -> None:
+    svc = service(env={"DEDUP_COLLECTION": "scheduler_runs", "GOOGLE_CLOUD_PROJECT": "p1"})
+    assert run("dedup-firestore-ttl", [job(), svc, ttl_field(project="some-other-project")])
+    assert run("dedup-firestore-ttl", [job(), svc, ttl_field(project="p1")]) == []
+    assert run("dedup-firestore-ttl", [job(), svc, ttl_field()]) == []  # provider's project
+
+
+# ------------------------------------------------------------------ dedup-retention-covers-retries
+
+def test_retry_window_arithmetic() -> None:
+    # Cloud Tasks/Scheduler example: min 10 s, max 300 s, 3 doublings -> 10, 20, 40, 80, 160, 240, 300 ...
+    props = {"attemptDeadline": "60s", "retryConfig": {"retryCount": 5.0, "minBackoffDuration": "10s",
+                                                       "maxBackoffDuration": "300s", "maxDoublings": 3.0}}
+    assert job_retry_window_seconds(props) == (10 + 20 + 40 + 80 + 160) + 6 * 60
+    assert job_retry_window_seconds({}) == 180  # one attempt, default deadline, no retries
+    with_duration = {"attemptDeadline": "60s", "retryConfig": {"retryCount": 1.0, "maxRetryDuration": "7200s"}}
+    assert job_retry_window_seconds(with_duration) == 7200 + 60
+    assert job_retry_window_seconds({"retryConfig": {"retryCount": UNKNOWN}}) is None
+
+
+def test_retention_covers_retries() -> None:
+    retrying = job(retryConfig={"retryCount": 5.0, "maxBackoffDuration": "3600s"})
+    assert run("dedup-retention-covers-retries", [retrying, service(), ttl_field()]) == []
+    short = run("dedup-retention-covers-retries", [retrying, service(env={"DEDUP_RETENTION_SECONDS": "900"})])
+    assert len(short) == 1 and "DEDUP_RETENTION_SECONDS to at least" in short[0].message
+    assert short[0].resource and short[0].resource.type == JOB
+
+
+def test_retention_unknowns_and_override() -> None:
+    assert run("dedup-retention-covers-retries", [job(retryConfig=UNKNOWN), service(env={"DEDUP_RETENTION_SECONDS": "1"})]) == []
+    assert run("dedup-retention-covers-retries", [job(), service(env={"DEDUP_RETENTION_SECONDS": UNKNOWN})]) == []  # type: ignore[dict-item]
+    assert run("dedup-retention-covers-retries", good_stack(), {"marginSeconds": 10 ** 7})
+
+
+def test_an_unreadable_duration_is_a_mandatory_finding_and_the_rest_is_still_checked() -> None:
+    """'1m' is not a duration Scheduler accepts ("seconds ending in 's'"): the mandatory rule says so, and still finds
+    that a 600 s retention cannot cover maxRetryDuration 3600 s."""
+    stack = [public_config_job("1m"), service(env={"DEDUP_RETENTION_SECONDS": "600"})]
+    messages = [f.message for f in run("dedup-retention-covers-retries", stack)]
+    assert all(f.level == "mandatory" for f in run("dedup-retention-covers-retries", stack))
+    assert any("retryConfig.minBackoffDuration '1m' is not a duration in seconds" in m and '"180s"' in m
+               for m in messages), messages
+    assert any("DEDUP_RETENTION_SECONDS=600" in m and "at least 3780s" in m for m in messages), messages
+    readable = [f.message for f in run("dedup-retention-covers-retries",
+                                       [public_config_job("60s"), service(env={"DEDUP_RETENTION_SECONDS": "600"})])]
+    assert len(readable) == 1 and "retry window 3780s" in readable[0]
