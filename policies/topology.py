@@ -30,6 +30,7 @@ SERVICE_TYPES = (CLOUD_RUN_SERVICE, CLOUD_RUN_SERVICE_V1, CLOUD_FUNCTION_V2)
 #: (https://cloud.google.com/functions/docs/configuring/timeout).
 CLOUD_FUNCTION_TIMEOUT_DEFAULT_S = 60
 FIRESTORE_FIELD = "gcp:firestore/field:Field"
+SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
 
 
 def service_env(service: Resource) -> dict[str, Any]:
@@ -171,6 +172,61 @@ class Topology:
         """Services running the dedup handler: ``DEDUP_*`` env, or called by a Scheduler job of the stack."""
         paired = {p.service.urn for p in self.pairings}
         return [s for s in self.services if s.urn in paired or is_dedup_service(s)]
+
+
+@dataclass(frozen=True)
+class Identities:
+    """The service accounts a dedup job runs as: each dedup service's runtime and build accounts, and the
+    account its Scheduler jobs send OIDC tokens as.
+
+    Attributes:
+        emails: ``email -> what it is`` (``runtime``, ``build`` or ``Scheduler``), for emails known now.
+        accounts: ``URN of a gcp:serviceaccount/account:Account of the stack -> what it is``, found through
+            property dependencies, so accounts created in this stack are known at preview, before their email is.
+    """
+
+    emails: dict[str, str]
+    accounts: dict[str, str]
+
+    @classmethod
+    def of(cls, resources: Sequence[Resource]) -> "Identities":
+        """The dedup identities of a stack."""
+        topology = Topology.of(resources)
+        account_urns = {r.urn for r in resources if r.type == SERVICE_ACCOUNT}
+        emails: dict[str, str] = {}
+        accounts: dict[str, str] = {}
+
+        def note(what: str, resource: Resource, prop: str, value: Any) -> None:
+            if isinstance(value, str) and not is_unknown(value):
+                emails.setdefault(value.rsplit("/", 1)[-1].removeprefix("serviceAccount:"), what)
+            for urn in resource.dependencies.get(prop, ()):
+                if urn in account_urns:
+                    accounts.setdefault(urn, what)
+
+        for service in topology.dedup_services():
+            for path in ("template.serviceAccount", "template.spec.serviceAccountName", "serviceConfig.serviceAccountEmail"):
+                note("runtime", service, path.split(".")[0], get(service.props, path))
+            for path in ("buildConfig.serviceAccount", "buildConfig.serviceAccountEmail"):
+                note("build", service, "buildConfig", get(service.props, path))
+        dedup = {s.urn for s in topology.dedup_services()}
+        for pairing in topology.pairings:
+            if pairing.service.urn in dedup:
+                note("Scheduler", pairing.job, "httpTarget", get(pairing.job.props, "httpTarget.oidcToken.serviceAccountEmail"))
+        return cls(emails, accounts)
+
+    def in_grant(self, resource: Resource, members: Sequence[str]) -> list[tuple[str, str]]:
+        """``(member, what)`` for each dedup identity an IAM resource grants to: its known ``members`` matched by
+        email, and accounts of the stack its ``member``/``members`` properties depend on (unknown at preview)."""
+        found: dict[str, str] = {}
+        for member in members:
+            email = member.removeprefix("serviceAccount:")
+            if member.startswith("serviceAccount:") and email in self.emails:
+                found[member] = self.emails[email]
+        for prop in ("member", "members"):
+            for urn in resource.dependencies.get(prop, ()):
+                if urn in self.accounts and not found:
+                    found[f"the {self.accounts[urn]} account ({urn.rsplit('::', 1)[-1]})"] = self.accounts[urn]
+        return sorted(found.items())
 
 
 def _pair(job: Resource, services: Sequence[Resource]) -> Pairing | None:

@@ -32,7 +32,8 @@ def _service(name: str, *, env: dict[str, str], timeout: str, public: bool = Fal
 
 def program() -> None:
     """Every mistake: groc schedule, bad time zone, 10 s deadline, 9 retries, wrong audience, a direct Google
-    API target, public invoker, a basic role, no TTL policy, lease < timeout, retention < retry window."""
+    API target, public invoker, a basic role, broad grants to the dedup identities, no TTL policy, lease < timeout,
+    retention < retry window."""
     service = _service("handler", env={"DEDUP_LEASE_SECONDS": "60", "DEDUP_RETENTION_SECONDS": "600"},
                        timeout="300s", public=True)
     gcp.cloudscheduler.Job(
@@ -56,6 +57,13 @@ def program() -> None:
     gcp.projects.IAMMember("editor", project="p", role="roles/editor", member="serviceAccount:run@p.iam.gserviceaccount.com")
     gcp.projects.IAMPolicy("policy", project="p", policy_data=json.dumps(
         {"bindings": [{"role": "roles/owner", "members": ["user:admin@example.com"]}]}))
+    # the dedup identities' own broad grants: the Scheduler account may act as any account of the project, and
+    # a group may mint the Scheduler account's OIDC tokens (and so call the handler as Scheduler)
+    gcp.projects.IAMMember("sched-acts-as-all", project="p", role="roles/iam.serviceAccountUser",
+                           member="serviceAccount:sched@p.iam.gserviceaccount.com")
+    gcp.serviceaccount.IAMMember("ops-mint-sched-tokens", service_account_id="projects/p/serviceAccounts/"
+                                 "sched@p.iam.gserviceaccount.com", role="roles/iam.serviceAccountOpenIdTokenCreator",
+                                 member="group:ops@example.com")
 
 
 #: The handler's environment in :func:`good_program`: Cloud Run sets none of it, so the project and the job's entry

@@ -41,7 +41,12 @@ from scheduler_dedup.policies.rules.handler_service import (
     dedup_retries_outlast_lease,
     dedup_target_audience,
 )
-from scheduler_dedup.policies.rules.iam import cloud_run_no_public_invoker, no_primitive_roles
+from scheduler_dedup.policies.rules.iam import (
+    BROAD_ROLES,
+    cloud_run_no_public_invoker,
+    dedup_identity_no_broad_grants,
+    no_primitive_roles,
+)
 from scheduler_dedup.policies.rules.scheduler import (
     scheduler_attempt_deadline,
     scheduler_attempt_deadline_margin,
@@ -111,6 +116,14 @@ RULES: list[Rule] = [
          "mandatory", no_primitive_roles, "resource",
          {"forbiddenRoles": {"type": "array", "items": {"type": "string"}, "default": list(limits.PRIMITIVE_ROLES),
                              "description": "roles no IAM resource of the stack may grant"}}),
+    Rule("dedup-identity-no-broad-grants",
+         "No dedup job's runtime, build or Scheduler account holds a broad role (run.admin, serviceAccountUser, "
+         "datastore.user...) on a whole project, folder or organization without a condition, and only Cloud "
+         "Scheduler's service agent may mint tokens as its Scheduler account.",
+         "mandatory", dedup_identity_no_broad_grants, "stack",
+         {"broadRoles": {"type": "array", "items": {"type": "string"}, "default": list(BROAD_ROLES),
+                         "description": "roles a dedup identity may not hold on a whole project, folder or "
+                                        "organization without an IAM condition"}}),
     Rule("dedup-firestore-ttl",
          "Every dedup collection (DEDUP_COLLECTION/DEDUP_DATABASE of a dedup Cloud Run service) has a Firestore TTL "
          "policy on its expiry field.",

@@ -1,13 +1,14 @@
 """Rules on IAM grants in the stack: no public invoker (or disabled invoker check) on a Cloud Run service or gen2
-function, and no basic (primitive) role granted to anyone."""
+function, no basic (primitive) role granted to anyone, and no broad grant to a dedup job's own identities."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import Resource, get, is_unknown, policy_bindings
+from scheduler_dedup.policies.topology import Identities
 
 
 # ---------------------------------------------------------------- cloud-run-no-public-invoker
@@ -116,3 +117,82 @@ def no_primitive_roles(resource: Resource, config: Mapping[str, Any]) -> list[st
     if role in forbidden and not any(r == role for r, _ in seen):
         messages.append(f"this resource grants the basic role {role}: grant a narrower predefined role instead")
     return messages
+
+
+# ---------------------------------------------------------------- dedup-identity-no-broad-grants
+
+#: Roles that, granted on a whole project, folder or organization without an IAM condition, give a dedup identity
+#: far more than its job: administer or deploy every Cloud Run service (run.admin, run.developer), act as every
+#: service account (iam.serviceAccountUser, TokenCreator, OpenIdTokenCreator), or read and write every
+#: Firestore database and Spanner database of the project (datastore.user/owner, spanner.databaseUser/Admin).
+#: Sources: https://cloud.google.com/run/docs/reference/iam/roles, https://cloud.google.com/iam/docs/service-account-permissions,
+#: https://cloud.google.com/firestore/docs/security/iam, https://cloud.google.com/spanner/docs/iam.
+BROAD_ROLES = ("roles/run.admin", "roles/run.developer", "roles/iam.serviceAccountUser",
+               "roles/iam.serviceAccountTokenCreator", "roles/iam.serviceAccountOpenIdTokenCreator",
+               "roles/datastore.user", "roles/datastore.owner", "roles/spanner.databaseUser",
+               "roles/spanner.databaseAdmin", "roles/cloudscheduler.admin")
+
+#: Roles that let a principal mint tokens as (or act as) a service account
+#: (https://cloud.google.com/iam/docs/service-account-permissions#token-creator-role).
+TOKEN_ROLES = ("roles/iam.serviceAccountOpenIdTokenCreator", "roles/iam.serviceAccountTokenCreator",
+               "roles/iam.serviceAccountUser", "roles/iam.workloadIdentityUser")
+
+#: The Cloud Scheduler service agent's domain: the one principal that needs to mint the Scheduler account's
+#: OIDC tokens (https://cloud.google.com/scheduler/docs/http-target-auth#add).
+SCHEDULER_AGENT_DOMAIN = "@gcp-sa-cloudscheduler.iam.gserviceaccount.com"
+
+_SERVICE_ACCOUNT_IAM = frozenset({"gcp:serviceaccount/iAMMember:IAMMember", "gcp:serviceaccount/iAMBinding:IAMBinding",
+                                  "gcp:serviceaccount/iAMPolicy:IAMPolicy"})
+
+
+def _scope(resource_type: str) -> str:
+    return {"projects": "project", "folder": "folder"}.get(resource_type.split(":")[1].split("/")[0], "organization")
+
+
+def dedup_identity_no_broad_grants(resources: Sequence[Resource],
+                                   config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """No dedup identity (a dedup job's runtime, build or Scheduler account) holds a broad role on a whole project,
+    folder or organization without an IAM condition, and nobody but Cloud Scheduler's service agent may mint tokens
+    as a dedup job's Scheduler account.
+
+    A principal that can mint the Scheduler account's OIDC tokens can call the handler as Scheduler; one with
+    project-wide run.admin or datastore.user can rewrite the service or every run record. Grants made outside the
+    stack are invisible to any policy pack. Config ``broadRoles`` replaces :data:`BROAD_ROLES`.
+    """
+    identities = Identities.of(resources)
+    broad = [r for r in config.get("broadRoles") or BROAD_ROLES if isinstance(r, str)]
+    found: list[tuple[Resource | None, str]] = []
+    for resource in resources:
+        if _is_container_level_iam(resource.type):
+            if get(resource.props, "condition") not in (None, {}) and not is_unknown(get(resource.props, "condition")):
+                continue  # a conditional grant (e.g. datastore.user on one database) is narrowed on purpose
+            by_role: dict[str | None, list[str]] = {}
+            for role, member in _members(resource.props):
+                by_role.setdefault(role, []).append(member)
+            role = get(resource.props, "role")
+            if isinstance(role, str) and role not in by_role:
+                by_role[role] = []
+            for role_name, members in by_role.items():
+                if role_name not in broad:
+                    continue
+                for member, what in identities.in_grant(resource, members):
+                    found.append((resource, f"{member}, the dedup job's {what} account, is granted {role_name} on the "
+                                            f"whole {_scope(resource.type)} without a condition: grant it on the one "
+                                            "resource it needs (the component's own grants are scoped: run.invoker "
+                                            "on its service, datastore.user with a condition on its database), or "
+                                            "add an IAM condition"))
+        elif resource.type in _SERVICE_ACCOUNT_IAM:
+            target = get(resource.props, "serviceAccountId")
+            account = Resource(resource.type, resource.name, resource.urn, {}, dependencies={
+                "member": list(resource.dependencies.get("serviceAccountId", ()))})
+            holders = identities.in_grant(account, [f"serviceAccount:{target.rsplit('/', 1)[-1]}"]
+                                          if isinstance(target, str) and not is_unknown(target) else [])
+            if not any(kind == "Scheduler" for _, kind in holders):
+                continue
+            for role, member in _members(resource.props):
+                if role in TOKEN_ROLES and not member.endswith(SCHEDULER_AGENT_DOMAIN):
+                    found.append((resource, f"{member} is granted {role} on the dedup job's Scheduler account, so it "
+                                            "can mint that account's OIDC tokens and call the handler as Cloud "
+                                            "Scheduler: remove the grant (only Cloud Scheduler's service agent, "
+                                            f"service-PROJECT_NUMBER{SCHEDULER_AGENT_DOMAIN}, needs it)"))
+    return found
