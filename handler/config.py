@@ -23,8 +23,10 @@ DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
 DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
 DEFAULT_STORE_TIMEOUT_SECONDS = 20
 #: ``DEDUP_STORE`` values: the run stores of :mod:`scheduler_dedup.handler.stores`.
-STORE_KINDS = ("firestore",)
+STORE_KINDS = ("firestore", "spanner")
 DEFAULT_STORE = "firestore"
+#: The settings that name a Spanner store's database (``DEDUP_STORE=spanner``).
+SPANNER_SETTINGS = ("DEDUP_SPANNER_INSTANCE", "DEDUP_SPANNER_DATABASE")
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
@@ -44,9 +46,12 @@ class Settings:
 
     Attributes:
         project: Google Cloud project id of the run store (``GOOGLE_CLOUD_PROJECT``).
-        store: the run store (``DEDUP_STORE``): ``firestore`` (default).
-        database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``).
-        collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``).
+        store: the run store (``DEDUP_STORE``): ``firestore`` (default) or ``spanner``.
+        database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``; Firestore only).
+        collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``); on Spanner the
+            table's name.
+        spanner_instance: Spanner instance id (``DEDUP_SPANNER_INSTANCE``; required with ``DEDUP_STORE=spanner``).
+        spanner_database: Spanner database id (``DEDUP_SPANNER_DATABASE``; required with ``DEDUP_STORE=spanner``).
         lease_seconds: how long a claim stays live without renewal (``DEDUP_LEASE_SECONDS``,
             default 300, the Cloud Run request timeout's default). The lease is renewed every
             ``lease_seconds / 3`` while the job runs; a crashed attempt's lease expires this long
@@ -99,6 +104,8 @@ class Settings:
     key_local_time: bool = False
     scheduler_job: str | None = None
     service: str | None = None
+    spanner_instance: str = ""
+    spanner_database: str = ""
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -115,6 +122,12 @@ class Settings:
                 f"DEDUP_DATABASE={self.database!r} is not a Firestore database id: use (default) or 4-63 "
                 "characters of lower-case letters, digits and '-', starting with a letter"
             )
+        if self.store == "spanner":
+            self._check_spanner()
+        elif self.spanner_instance or self.spanner_database:
+            names = [n for n, v in zip(SPANNER_SETTINGS, (self.spanner_instance, self.spanner_database)) if v]
+            raise ConfigError(f"{' and '.join(names)} set, but DEDUP_STORE={self.store}: set DEDUP_STORE=spanner to use "
+                              f"that Spanner database, or remove {' and '.join(names)}")
         if not _COLLECTION_RE.match(self.collection) or self.collection.startswith("__"):
             raise ConfigError(
                 f"DEDUP_COLLECTION={self.collection!r} is not a top-level collection id: use a name without '/' "
@@ -163,6 +176,23 @@ class Settings:
                 f"zone, e.g. {DEFAULT_TIME_ZONE} or Europe/Berlin"
             )
 
+    def _check_spanner(self) -> None:
+        from scheduler_dedup.handler.stores import spanner_schema
+
+        missing = [n for n, v in zip(SPANNER_SETTINGS, (self.spanner_instance, self.spanner_database)) if not v]
+        if missing:
+            raise ConfigError(f"DEDUP_STORE=spanner needs {' and '.join(missing)}: set the Spanner instance and database "
+                              "ids that hold the run records' table (`scheduler-dedup store init --store spanner` "
+                              "creates the table)")
+        if self.database != DEFAULT_DATABASE:
+            raise ConfigError(f"DEDUP_DATABASE={self.database!r} names a Firestore database, but DEDUP_STORE=spanner: "
+                              "name the Spanner database in DEDUP_SPANNER_DATABASE and remove DEDUP_DATABASE")
+        problem = (spanner_schema.instance_id_problem(self.spanner_instance)
+                   or spanner_schema.database_id_problem(self.spanner_database)
+                   or spanner_schema.table_name_problem(self.collection))
+        if problem:
+            raise ConfigError(problem)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """Read settings from ``environ`` (default ``os.environ``).
@@ -195,6 +225,8 @@ class Settings:
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
             scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
             service=env.get("DEDUP_SERVICE", "").strip() or None,
+            spanner_instance=env.get("DEDUP_SPANNER_INSTANCE", "").strip(),
+            spanner_database=env.get("DEDUP_SPANNER_DATABASE", "").strip(),
         )
 
 

@@ -1,7 +1,7 @@
 """Real local store servers behind one interface, for tests, the demo, ``run-local`` and the campaign.
 
 Each store of :mod:`scheduler_dedup.handler.stores` has a local server here (the Firestore emulator,
-:mod:`scheduler_dedup.local.firestore_emulator`): started on a free loopback port, stopped by its own PID only,
+:mod:`scheduler_dedup.local.firestore_emulator`; the Spanner emulator, :mod:`scheduler_dedup.local.spanner_emulator`): started on a free loopback port, stopped by its own PID only,
 and failing with the install command when it is missing. A :class:`StoreServer` also knows how a handler
 process and an in-process client reach it, directly or through the fault proxy.
 
@@ -180,6 +180,7 @@ class StoreServer(abc.ABC):
 #: ``DEDUP_STORE`` value -> ``module:class`` of its local server.
 _SERVERS = {
     "firestore": "scheduler_dedup.local.firestore_emulator:FirestoreEmulator",
+    "spanner": "scheduler_dedup.local.spanner_emulator:SpannerEmulator",
 }
 #: The stores that have a local server, in the order tests and commands list them.
 SERVER_KINDS: tuple[str, ...] = tuple(_SERVERS)

@@ -1,4 +1,4 @@
-"""Run stores behind one contract (:mod:`.base`): Firestore (:mod:`.firestore`).
+"""Run stores behind one contract (:mod:`.base`): Firestore (:mod:`.firestore`), Spanner (:mod:`.spanner`).
 
 :func:`open_store` builds the store that ``DEDUP_STORE`` names. Each store's module is imported only when it
 is used, so a handler on one store never loads another store's client library.
@@ -16,11 +16,13 @@ if TYPE_CHECKING:
 #: ``DEDUP_STORE`` value -> the environment variable that points its client at a local emulator instead.
 EMULATOR_VARIABLES = {
     "firestore": "FIRESTORE_EMULATOR_HOST",
+    "spanner": "SPANNER_EMULATOR_HOST",
 }
 
 #: ``DEDUP_STORE`` value -> ``module:factory``; the factory takes ``(settings, collection)``.
 _FACTORIES = {
     "firestore": "scheduler_dedup.handler.stores.firestore:from_settings",
+    "spanner": "scheduler_dedup.handler.stores.spanner:from_settings",
 }
 
 
@@ -29,7 +31,8 @@ def open_store(settings: "Settings", collection: str | None = None) -> "RunStore
 
     Raises:
         StoreRefusedError: the store's client cannot be created (no credentials, say).
-        ConfigError: ``settings.store`` names no store (the settings refuse that already).
+        ConfigError: ``settings.store`` names no store (the settings refuse that already), or its client library
+            is not installed (the message names the extra to install, e.g. ``scheduler-dedup[spanner]``).
     """
     from scheduler_dedup.handler.errors import ConfigError
 
@@ -37,6 +40,12 @@ def open_store(settings: "Settings", collection: str | None = None) -> "RunStore
     if target is None:
         raise ConfigError(f"DEDUP_STORE={settings.store!r} is not a run store: use one of {', '.join(_FACTORIES)}")
     module, _, name = target.partition(":")
-    factory = getattr(importlib.import_module(module), name)
+    try:
+        factory = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("scheduler_dedup"):
+            raise
+        raise ConfigError(f"DEDUP_STORE={settings.store} needs its client library, which is not installed "
+                          f"({exc.name}): pip install 'scheduler-dedup[{settings.store}]'") from exc
     store: RunStore = factory(settings, collection or settings.collection)
     return store

@@ -102,7 +102,7 @@ def test_every_time_is_the_stores_and_versions_only_grow(store: RunStore) -> Non
     assert abs((first.data["claimed_at"] - v1).total_seconds()) < 1  # SERVER_TIME: the store's time of the write
     versions = [v1]
     for n in range(5):
-        v = store.update_if_unchanged(run_id, {"heartbeat_at": SERVER_TIME, "n": n}, versions[-1])
+        v = store.update_if_unchanged(run_id, {"heartbeat_at": SERVER_TIME, "attempts": n}, versions[-1])
         assert v is not None
         versions.append(v)
     assert versions == sorted(set(versions)), "each write's commit time is later than the one before"
@@ -135,13 +135,19 @@ def test_a_lease_is_judged_by_the_stores_clock(store: RunStore) -> None:
 
 
 def test_increment_adds_to_a_number_and_counts_an_absent_field_as_zero(store: RunStore) -> None:
-    run_id = uuid.uuid4().hex
-    v = store.create(run_id, {"status": "in_progress", "attempt_id": "a" * 32, "attempts": Increment(1)})
+    """On the record's own fields (a store with a schema holds only those: Spanner's columns)."""
+    counted, fresh = uuid.uuid4().hex, uuid.uuid4().hex
+    v = store.create(counted, {"status": "in_progress", "attempt_id": "a" * 32, "attempts": Increment(1)})
     assert v is not None
-    v = store.update_if_unchanged(run_id, {"attempts": Increment(1), "other": Increment(3)}, v)
+    v = store.update_if_unchanged(counted, {"attempts": Increment(1)}, v)
     assert v is not None
-    record = store.get(run_id)
-    assert record is not None and record.data["attempts"] == 2 and record.data["other"] == 3
+    w = store.create(fresh, {"status": "in_progress", "attempt_id": "b" * 32})
+    assert w is not None
+    w = store.update_if_unchanged(fresh, {"attempts": Increment(3)}, w)
+    assert w is not None
+    first, second = store.get(counted), store.get(fresh)
+    assert first is not None and first.data["attempts"] == 2
+    assert second is not None and second.data["attempts"] == 3
 
 
 def test_record_fields_come_back_as_written(store: RunStore) -> None:
@@ -176,7 +182,7 @@ def test_an_unreachable_store_raises_the_contracts_error_within_its_timeout(serv
         store = server.connect(COLLECTION, timeout_seconds=2.0, host=host)
         for call in (lambda: store.create(uuid.uuid4().hex, _claim_fields("a" * 32)),
                      lambda: store.get("x"),
-                     lambda: store.update_if_unchanged("x", {"n": 1}, datetime.now(timezone.utc)),
+                     lambda: store.update_if_unchanged("x", {"attempts": 1}, datetime.now(timezone.utc)),
                      lambda: store.delete_if_unchanged("x", datetime.now(timezone.utc)),
                      lambda: next(iter(store.job_run_pages("j", since=None, until=None, page_size=5)))):
             started = time.monotonic()
