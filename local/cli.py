@@ -1,5 +1,6 @@
 """The ``scheduler-dedup`` command: ``demo`` (local end-to-end demo), ``campaign`` (seeded store-fault
-campaign), ``check`` (offline policy check) and ``runs`` (run history and missed runs)."""
+campaign), ``check`` (offline policy check), ``runs`` (run history and missed runs) and ``store init`` (a Spanner
+store's table)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from scheduler_dedup.handler.logs import ignore_python_version_warning
 ignore_python_version_warning()  # before anything imports google.api_core
 
 from scheduler_dedup.local.runs_cli import runs  # noqa: E402  (after the warning filter)
+from scheduler_dedup.local.store_cli import store  # noqa: E402
 from scheduler_dedup.local.store_servers import SERVER_KINDS  # noqa: E402
 
 
@@ -22,6 +24,7 @@ def main() -> None:
 
 
 main.add_command(runs)
+main.add_command(store)
 
 _STORE_OPTION = click.option("--store", default="firestore", show_default=True, type=click.Choice(SERVER_KINDS),
                              help="the run store (DEDUP_STORE) whose real local server is started.")

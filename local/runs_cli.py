@@ -192,8 +192,12 @@ class _Output:
         self._rows = []
 
 
-def _history(store: str, project: str | None, database: str, collection: str) -> RunHistory:
-    """A reader on the run store; exits 2 with what to do when there is no project or no credentials."""
+def _history(store: str, project: str | None, database: str | None, instance: str | None,
+             collection: str) -> RunHistory:
+    """A reader on the run store; exits 2 with what to do when there is no project or no credentials.
+
+    ``database`` is the Firestore database id (default ``(default)``) or, with ``instance``, the Spanner database id.
+    """
     import os
 
     from scheduler_dedup.handler.config import Settings
@@ -205,8 +209,13 @@ def _history(store: str, project: str | None, database: str, collection: str) ->
                                "records apart, e.g. --project demo-scheduler-dedup")
     err = make_console(stderr=True)
     try:
+        spanner_database = database or os.environ.get("DEDUP_SPANNER_DATABASE", "")
+        where = ({"DEDUP_SPANNER_INSTANCE": instance or "", "DEDUP_SPANNER_DATABASE": spanner_database,
+                  "DEDUP_DATABASE": DEFAULT_DATABASE} if store == "spanner" else
+                 {"DEDUP_DATABASE": database or DEFAULT_DATABASE, "DEDUP_SPANNER_INSTANCE": "",
+                  "DEDUP_SPANNER_DATABASE": ""})
         settings = Settings.from_env({**os.environ, "GOOGLE_CLOUD_PROJECT": project or _default_project(),
-                                      "DEDUP_STORE": store, "DEDUP_DATABASE": database, "DEDUP_COLLECTION": collection})
+                                      "DEDUP_STORE": store, **where, "DEDUP_COLLECTION": collection})
         return RunHistory(open_store(settings))
     except ConfigError as exc:
         err.print(f"[red]error:[/] {exc}")
@@ -252,8 +261,13 @@ _COMMON = [
                  type=click.Choice(STORE_KINDS), help="the run store [env DEDUP_STORE]."),
     click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", default=None,
                  help="project id of the run store [env GOOGLE_CLOUD_PROJECT; else from ADC]."),
-    click.option("--database", default=DEFAULT_DATABASE, show_default=True, help="Firestore database id."),
-    click.option("--collection", default=DEFAULT_COLLECTION, show_default=True, help="collection of run records."),
+    click.option("--database", default=None,
+                 help="the store's database: the Firestore database id [default: (default)], or the Spanner "
+                      "database id [env DEDUP_SPANNER_DATABASE]."),
+    click.option("--instance", envvar="DEDUP_SPANNER_INSTANCE", default=None,
+                 help="the Spanner instance id, with --store spanner [env DEDUP_SPANNER_INSTANCE]."),
+    click.option("--collection", default=DEFAULT_COLLECTION, show_default=True,
+                 help="collection (on Spanner: table) of run records."),
     click.option("--json", "as_json", is_flag=True, help="one JSON object per line (stable field names)."),
 ]
 
@@ -281,7 +295,7 @@ def _common(fn: Any) -> Any:
 @click.pass_context
 def runs(ctx: click.Context, job: str | None, since: str, until: str | None, statuses: tuple[str, ...],
          schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, store: str,
-         project: str | None, database: str, collection: str, as_json: bool) -> None:
+         project: str | None, database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
     """One job's runs, newest first, then expected against actual fire times.
 
     Each run shows its schedule time in the job's time zone and in UTC, status, attempts, takeover,
@@ -290,7 +304,7 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
     late, failed, stuck, repeated and unexpected runs are listed, and the command exits 1 if any run
     was missed, failed or is stuck (2 if it could not check). Without a schedule, failed and stuck
     runs still count (they are facts of the records) but missed runs cannot be checked: the summary
-    says so. On Firestore it needs roles/datastore.viewer.
+    says so. On Firestore it needs roles/datastore.viewer, on Spanner roles/spanner.databaseReader.
 
     \b
     Examples:
@@ -298,6 +312,7 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
       scheduler-dedup runs --job nightly-report --since 7d --status missed
       scheduler-dedup runs --job nightly-report --json | jq .
       scheduler-dedup runs show 2026-11-30T02:30:00Z --job nightly-report
+      scheduler-dedup runs --job nightly-report --store spanner --instance I --database D
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -309,19 +324,20 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
     if schedule is not None and unix_cron_problem(schedule):
         raise click.BadParameter(str(unix_cron_problem(schedule)), param_hint="--schedule")
     sys.exit(_list_and_check(job, since, until, statuses, schedule, time_zone, grace_seconds, no_report, store,
-                             project, database, collection, as_json))
+                             project, database, instance, collection, as_json))
 
 
 def _list_and_check(job: str, since_text: str, until_text: str | None, statuses: tuple[str, ...],
                     schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, store: str,
-                    project: str | None, database: str, collection: str, as_json: bool) -> int:
+                    project: str | None, database: str | None, instance: str | None, collection: str,
+                    as_json: bool) -> int:
     console, err = make_console(), make_console(stderr=True)
     now = datetime.now(timezone.utc)
     run_states = {s for s in statuses if s in STATES}
     kinds = {s for s in statuses if s in KINDS}
     list_runs = bool(run_states) or not kinds
     try:
-        history = _history(store, project, database, collection)
+        history = _history(store, project, database, instance, collection)
         latest = history.latest(job) if (schedule is None or time_zone is None) else None
         time_zone = time_zone or (latest.time_zone if latest else None) or DEFAULT_TIME_ZONE
         schedule = schedule or (latest.schedule if latest else None)
@@ -401,15 +417,15 @@ def _by_run_id(history: RunHistory, run_id: str) -> list[HistoryRun]:
 @click.option("--job", default=None, help="job id; needed when RUN is a schedule time.")
 @click.option("--time-zone", default=None, help="time zone to show times in [default: the record's].")
 @_common
-def show(run: str, job: str | None, time_zone: str | None, store: str, project: str | None, database: str,
-         collection: str, as_json: bool) -> None:
+def show(run: str, job: str | None, time_zone: str | None, store: str, project: str | None, database: str | None,
+         instance: str | None, collection: str, as_json: bool) -> None:
     """One run in full: every field of its record, and its stored result.
 
     RUN is a run id (64 hex characters, or a unique prefix of at least 4, such as the 12 the report
     prints) or a schedule time (RFC 3339) with --job; a schedule time can match a scheduled and a forced
     run, both are shown. Exits 1 if there is no such run, 2 if the prefix matches several.
     """
-    history = _history(store, project, database, collection)
+    history = _history(store, project, database, instance, collection)
     try:
         found = _find(history, run, job, time_zone)
         records = {item.run_id: history.record(item.run_id) for item in found}
