@@ -9,8 +9,10 @@ https://cloud.google.com/functions/docs/writing#directory-structure):
 * ``scheduler_dedup/handler/**.py`` — every ``.py`` of the handler package. ``scheduler_dedup/`` has
   no ``__init__.py``: it is a namespace package, as in the installed distribution.
 * the files of the user's job source directory, at the root, so ``DEDUP_JOB=jobs:run`` imports.
-* ``requirements.txt`` — only the handler's runtime dependencies, pinned (:data:`HANDLER_REQUIREMENTS`),
-  followed by the lines of the job source's own ``requirements.txt`` if it has one.
+* ``requirements.txt`` — only the handler's runtime dependencies, pinned (:data:`HANDLER_REQUIREMENTS`) plus the
+  client library of the one store the service uses (:data:`STORE_REQUIREMENTS`: a Firestore handler does not install
+  the Spanner client, nor the other way round), followed by the lines of the job source's own
+  ``requirements.txt`` if it has one.
 
 The zip is deterministic: entries sorted, fixed timestamps (1980-01-01 00:00:00) and modes, so its
 SHA-256 only changes when content changes. The component names the uploaded object after the
@@ -29,17 +31,22 @@ from pathlib import Path
 
 from .errors import DeployArchiveError
 
-#: Runtime dependencies of ``scheduler_dedup.handler``, pinned to the versions this project is tested with.
+#: Runtime dependencies of ``scheduler_dedup.handler`` on every store, pinned to the versions this project is tested
+#: with.
 HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "croniter==7.0.0",  # handler/cron.py: fire times of the schedule
     "functions-framework==3.10.2",
     "google-auth==2.63.0",
-    "google-cloud-firestore==2.27.0",
     "gunicorn==27.0.1",  # handler/server.py: its gthread worker, with a header-read deadline
     "python-json-logger==4.2.0",  # handler/logs.py
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
 )
+#: Each store's client library (``DEDUP_STORE`` -> pins), imported only by its module under ``handler/stores/``.
+STORE_REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    "firestore": ("google-cloud-firestore==2.27.0",),
+    "spanner": ("google-cloud-spanner==3.68.0",),
+}
 #: Top-level modules the handler may import, and the pinned distribution that provides each
 #: (flask comes with functions-framework). A test keeps this in step with ``handler/*.py``.
 HANDLER_IMPORTS: dict[str, str] = {
@@ -48,7 +55,8 @@ HANDLER_IMPORTS: dict[str, str] = {
     "flask": "functions-framework",
     "gunicorn": "gunicorn",
     "werkzeug": "functions-framework",
-    "google": "google-cloud-firestore",
+    "google": "google-auth",  # google.auth; google.api_core and google.cloud.* come with the store's client
+    "grpc": "grpcio",  # the Spanner store's emulator channel; every store's client requires grpcio
     "pythonjsonlogger": "python-json-logger",
     "requests": "requests",
     "scheduler_dedup": "",
@@ -103,11 +111,24 @@ def _walk(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def archive_files(job_source: Path | None, *, handler_dir: Path | None = None) -> dict[str, bytes]:
+def requirements_for(store: str) -> tuple[str, ...]:
+    """The pinned requirements of a handler on ``store`` (``DEDUP_STORE``).
+
+    Raises:
+        DeployArchiveError: field ``store``: no such store.
+    """
+    if store not in STORE_REQUIREMENTS:
+        raise DeployArchiveError("store", f"{store!r} is not a run store: use one of {', '.join(STORE_REQUIREMENTS)}")
+    return (*HANDLER_REQUIREMENTS, *STORE_REQUIREMENTS[store])
+
+
+def archive_files(job_source: Path | None, *, store: str = "firestore",
+                  handler_dir: Path | None = None) -> dict[str, bytes]:
     """Return ``{archive path: content}`` of the deploy archive, before zipping.
 
     Args:
         job_source: the user's job directory, or None for proxy targets (no user code).
+        store: the run store the handler uses (``DEDUP_STORE``): its client is pinned.
         handler_dir: the handler package folder; default :func:`handler_source_dir`.
 
     Raises:
@@ -135,18 +156,21 @@ def archive_files(job_source: Path | None, *, handler_dir: Path | None = None) -
                     f"{path} would replace the handler's {rel.split('/')[0]}; rename it (the job module is set by 'job')",
                 )
             files[rel] = path.read_bytes()
-    requirements = "# handler runtime dependencies (scheduler-dedup), pinned\n" + "\n".join(HANDLER_REQUIREMENTS) + "\n"
+    requirements = (f"# handler runtime dependencies (scheduler-dedup, store {store}), pinned\n"
+                    + "\n".join(requirements_for(store)) + "\n")
     if extra_requirements:
         requirements += "# from the job source's requirements.txt\n" + extra_requirements.decode() + "\n"
     files["requirements.txt"] = requirements.encode()
     return files
 
 
-def build_deploy_archive(job_source: Path | str | None, *, handler_dir: Path | None = None) -> DeployArchive:
+def build_deploy_archive(job_source: Path | str | None, *, store: str = "firestore",
+                         handler_dir: Path | None = None) -> DeployArchive:
     """Build the deterministic deploy zip for a job source directory (or none, for proxy targets).
 
     Args:
         job_source: directory whose files go to the archive root, or None.
+        store: the run store the handler uses (``DEDUP_STORE``): only its client is pinned.
         handler_dir: the handler package folder; default :func:`handler_source_dir`.
 
     Returns:
@@ -158,7 +182,7 @@ def build_deploy_archive(job_source: Path | str | None, *, handler_dir: Path | N
     source = Path(job_source).resolve() if job_source is not None else None
     if source is not None and not source.is_dir():
         raise DeployArchiveError("job_source", f"{job_source} is not a directory")
-    files = archive_files(source, handler_dir=handler_dir)
+    files = archive_files(source, store=store, handler_dir=handler_dir)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(files):

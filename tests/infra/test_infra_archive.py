@@ -1,8 +1,8 @@
 """The deploy archive: deterministic layout, and the package Cloud Run would build actually works.
 
 The end-to-end test installs the archive's requirements.txt from PyPI into a fresh virtual
-environment, starts functions-framework from the unpacked archive against the Firestore emulator
-and sends one Scheduler delivery twice: the job runs once.
+environment, starts functions-framework from the unpacked archive against each store's emulator (the
+archive pins that store's client only) and sends one Scheduler delivery twice: the job runs once.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from scheduler_dedup.infra.archive import HANDLER_IMPORTS, HANDLER_REQUIREMENTS, build_deploy_archive, handler_source_dir
+from scheduler_dedup.infra.archive import (HANDLER_IMPORTS, HANDLER_REQUIREMENTS, STORE_REQUIREMENTS,
+                                           build_deploy_archive, handler_source_dir, requirements_for)
 from scheduler_dedup.infra.errors import DeployArchiveError
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.store_servers import SERVER_KINDS, StoreServer, store_server
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "hello_job"
@@ -40,10 +41,21 @@ def test_layout_main_handler_package_job_and_pinned_requirements() -> None:
     with zipfile.ZipFile(io.BytesIO(archive.content)) as zf:
         assert zf.read("main.py") == (handler_source_dir() / "main.py").read_bytes()
         requirements = zf.read("requirements.txt").decode().splitlines()
-        assert {line for line in requirements if line and not line.startswith("#")} == set(HANDLER_REQUIREMENTS)
-        assert all("==" in r for r in HANDLER_REQUIREMENTS)
+        assert {line for line in requirements if line and not line.startswith("#")} == set(requirements_for("firestore"))
+        assert all("==" in r for r in requirements_for("firestore"))
         assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
         assert [i.filename for i in zf.infolist()] == sorted(archive.entries)
+
+
+def test_an_archive_pins_the_client_of_its_own_store_only() -> None:
+    for store, pins in STORE_REQUIREMENTS.items():
+        with zipfile.ZipFile(io.BytesIO(build_deploy_archive(HELLO, store=store).content)) as zf:
+            lines = {line for line in zf.read("requirements.txt").decode().splitlines() if line and line[0] != "#"}
+        assert lines == {*HANDLER_REQUIREMENTS, *pins}, store
+        others = {p for other, p_ in STORE_REQUIREMENTS.items() if other != store for p in p_}
+        assert not lines & others, store
+    with pytest.raises(DeployArchiveError, match="store"):
+        build_deploy_archive(HELLO, store="sqlite")
 
 
 def test_every_third_party_import_of_the_handler_is_pinned() -> None:
@@ -59,8 +71,14 @@ def test_every_third_party_import_of_the_handler_is_pinned() -> None:
     third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "__future__"}
     unknown = third_party - set(HANDLER_IMPORTS)
     assert not unknown, f"handler imports {unknown}: add them to HANDLER_IMPORTS and HANDLER_REQUIREMENTS"
-    pinned = {r.split("==")[0] for r in HANDLER_REQUIREMENTS}
-    assert {HANDLER_IMPORTS[m] for m in third_party} - {""} <= pinned
+    pinned = {r.split("==")[0] for r in HANDLER_REQUIREMENTS}  # what every store's archive holds
+    from importlib.metadata import requires
+    for pins in STORE_REQUIREMENTS.values():  # and what every store's client brings (grpcio)
+        client = pins[0].split("==")[0]
+        pinned_by_client = {r.split(";")[0].split("<")[0].split(">")[0].split("=")[0].split("!")[0].strip()
+                            for r in requires(client) or [] if "extra ==" not in r}
+        assert "grpcio" in pinned_by_client or "google-api-core[grpc]" in pinned_by_client, client
+    assert {HANDLER_IMPORTS[m] for m in third_party} - {""} <= pinned | {"grpcio"}
 
 
 def test_archive_is_deterministic_and_changes_with_content(tmp_path: Path) -> None:
@@ -104,11 +122,25 @@ def reserved_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+@pytest.fixture(params=SERVER_KINDS)
+def archive_store(request: pytest.FixtureRequest) -> Iterator[StoreServer]:
+    """Each store's real local server (Firestore's is the session's emulator, wiped)."""
+    if request.param == "firestore":
+        server: StoreServer = request.getfixturevalue("emulator")
+        server.prepare("scheduler_runs")
+        yield server
+        return
+    with store_server(request.param) as server:
+        server.prepare("scheduler_runs")
+        yield server
+
+
 @pytest.fixture()
-def installed_archive(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """The archive unpacked into ``app/`` and its requirements installed into a fresh venv ``venv/``."""
+def installed_archive(tmp_path: Path, archive_store: StoreServer) -> Iterator[tuple[Path, Path]]:
+    """The archive of the store's handler unpacked into ``app/`` and its requirements installed into a fresh venv
+    ``venv/``."""
     app = tmp_path / "app"
-    with zipfile.ZipFile(io.BytesIO(build_deploy_archive(HELLO).content)) as zf:
+    with zipfile.ZipFile(io.BytesIO(build_deploy_archive(HELLO, store=archive_store.kind).content)) as zf:
         zf.extractall(app)
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
@@ -123,7 +155,7 @@ def installed_archive(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 @pytest.mark.timeout(900)
 def test_unpacked_archive_serves_one_run_and_skips_its_duplicate(
-    installed_archive: tuple[Path, Path], emulator: FirestoreEmulator, tmp_path: Path, reserved_port: int
+    installed_archive: tuple[Path, Path], archive_store: StoreServer, tmp_path: Path, reserved_port: int
 ) -> None:
     app, env_dir = installed_archive
     port = reserved_port
@@ -131,8 +163,7 @@ def test_unpacked_archive_serves_one_run_and_skips_its_duplicate(
     env = {
         "PATH": f"{env_dir / 'bin'}:/usr/bin:/bin",
         "HOME": str(tmp_path),
-        "FIRESTORE_EMULATOR_HOST": emulator.host,
-        "GOOGLE_CLOUD_PROJECT": os.environ["GOOGLE_CLOUD_PROJECT"],
+        **archive_store.endpoint_env(),
         "DEDUP_JOB": "jobs:run",
         "HELLO_JOB_LOG": str(log),
     }
