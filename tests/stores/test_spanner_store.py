@@ -1,0 +1,181 @@
+"""What only the Spanner store promises, on the real emulator: its RPC floor counted on the wire, its schema (written
+once, applied alike by ``store init`` and the emulator's set-up, migrated where an older table lacks something),
+refusals before anything is sent, and the contract's races again on an emulator that aborts a running transaction
+whenever another begins.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from scheduler_dedup.handler.config import Settings
+from scheduler_dedup.handler.errors import InvalidWriteError
+from scheduler_dedup.handler.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.run_key import RunKey
+from scheduler_dedup.handler.scheduler import _record_fields
+from scheduler_dedup.handler.stores import spanner_schema
+from scheduler_dedup.handler.stores.base import SERVER_TIME, RunStore
+from scheduler_dedup.handler.stores.spanner_admin import init_table
+from scheduler_dedup.local.spanner_emulator import SpannerEmulator
+
+# The contract's races, collected again in this module, where ``store`` is a client of the aborting emulator.
+from .test_contract_writes import (  # noqa: F401
+    test_a_fenced_write_has_exactly_one_winner_among_20_concurrent_takers as test_aborting_takeover_race,
+    test_put_if_absent_has_exactly_one_winner_among_20_concurrent_creators as test_aborting_claim_race,
+)
+
+TABLE = "spanner_runs"
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[SpannerEmulator]:
+    """A Spanner emulator of this module's own, aborting the running read-write transaction every time another
+    begins (``--abort_current_transaction_probability=100``; its default is 20): every conflict is an abort."""
+    with SpannerEmulator(abort_probability=100) as server:
+        server.prepare(TABLE)
+        yield server
+
+
+@pytest.fixture()
+def server(emulator: SpannerEmulator) -> SpannerEmulator:
+    emulator.wipe()
+    return emulator
+
+
+@pytest.fixture()
+def store(server: SpannerEmulator) -> Iterator[RunStore]:
+    client = server.connect(TABLE, timeout_seconds=20.0)
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def proxy(server: SpannerEmulator) -> Iterator[Any]:
+    p = server.fault_proxy()
+    yield p
+    p.stop()
+
+
+def _calls(proxy: Any) -> list[tuple[str, str]]:
+    return list(proxy.calls)
+
+
+def test_the_rpc_floor_per_first_delivery_and_per_duplicate(server: SpannerEmulator, proxy: Any) -> None:
+    """A first delivery: 3 RPCs (claim Commit; completion: the read that begins its transaction, Commit). A duplicate
+    on another instance: 2 (the claim's ALREADY_EXISTS, a strong read); on the instance that ran it: 0."""
+    ran = server.connect(TABLE, host=proxy.host)
+    other = server.connect(TABLE, host=proxy.host)
+    for client in (ran, other):  # sessions are created once per process, not per delivery
+        assert client.get(uuid.uuid4().hex) is None
+    first, duplicate = Idempotency(ran, lease_seconds=30), Idempotency(other, lease_seconds=30)
+    run_id = uuid.uuid4().hex
+    proxy.clear()
+    assert first.execute(run_id, lambda a: {"ok": 1}, {"job_name": "floor"}).outcome is Outcome.PROCESSED
+    assert _calls(proxy) == [("claim", "Commit"), ("other", "StreamingRead"), ("completion", "Commit")]
+    proxy.clear()
+    assert duplicate.execute(run_id, lambda a: None).outcome is Outcome.DUPLICATE
+    assert _calls(proxy) == [("claim", "Commit"), ("read", "StreamingRead")]
+    proxy.clear()
+    assert first.execute(run_id, lambda a: None).outcome is Outcome.DUPLICATE
+    assert _calls(proxy) == []
+    ran.close()
+    other.close()
+
+
+def test_a_renewal_costs_two_rpcs_and_a_lost_race_one_more(server: SpannerEmulator, proxy: Any) -> None:
+    """A fenced write is a read that begins the transaction and a Commit; when the version moved on, a Rollback
+    releases the read's lock at once instead of the Commit."""
+    client = server.connect(TABLE, host=proxy.host)
+    run_id = uuid.uuid4().hex
+    version = client.create(run_id, {"status": "in_progress", "attempt_id": "a" * 32, "heartbeat_at": SERVER_TIME})
+    assert version is not None
+    proxy.clear()
+    assert client.update_if_unchanged(run_id, {"heartbeat_at": SERVER_TIME}, version) is not None
+    assert _calls(proxy) == [("other", "StreamingRead"), ("renewal", "Commit")]
+    proxy.clear()
+    assert client.update_if_unchanged(run_id, {"heartbeat_at": SERVER_TIME}, version) is None
+    assert _calls(proxy) == [("other", "StreamingRead"), ("other", "Rollback")]
+    client.close()
+
+
+def test_a_field_without_a_column_or_of_the_wrong_type_is_refused_before_sending(server: SpannerEmulator,
+                                                                                 proxy: Any) -> None:
+    client = server.connect(TABLE, host=proxy.host)
+    assert client.get("warm") is None
+    proxy.clear()
+    for fields in ({"status": "in_progress", "colour": "red"}, {"attempts": "3"}, {"manual": 1},
+                   {"schedule_time": datetime(2026, 1, 1)}, {"expire_at": SERVER_TIME}, {"result": 2**64}):
+        with pytest.raises(InvalidWriteError) as caught:
+            client.create(uuid.uuid4().hex, fields)
+        assert caught.value.sent is False, fields
+    assert _calls(proxy) == []
+    client.close()
+
+
+def test_every_field_the_handler_writes_has_a_column() -> None:
+    """The table is typed: a record field the protocol or the Scheduler handler starts writing needs a column here
+    (and ``store init`` adds it to older tables), or every claim on Spanner would be refused."""
+    settings = Settings(project="p", store="spanner", spanner_instance="i1", spanner_database="d1")
+    key = RunKey(project="p", location="us-central1", job_name="j",
+                 schedule_time=datetime(2026, 11, 30, 2, 30, tzinfo=timezone.utc), wall_clock="x")
+    idem = Idempotency(_NoStore())  # type: ignore[arg-type]
+    written = {**idem._in_progress_fields("a" * 32, _record_fields(key, settings)),
+               **idem._finish_fields("completed", {"error": None}),
+               "previous_attempt_id": "b", "result": None, "result_dropped": None}
+    missing = sorted(set(written) - set(spanner_schema.COLUMNS_BY_NAME))
+    assert not missing, f"add columns for {missing} to spanner_schema.COLUMNS"
+
+
+class _NoStore:
+    """Just enough of a store for building the protocol's field sets (no call is made)."""
+
+    timeout_seconds = 20.0
+    display_name = "none"
+
+    def server_now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+def test_store_init_adds_what_an_older_table_lacks_and_then_nothing(server: SpannerEmulator) -> None:
+    """A table made before a record field, the row deletion policy and the index existed: ``store init`` adds each,
+    and a second run sends no statement."""
+    table = f"old_{uuid.uuid4().hex[:8]}"
+    old = spanner_schema.create_table_ddl(table).replace(",\n  " + spanner_schema.row_deletion_policy(), "")
+    old = old.replace("  schedule_since TIMESTAMP,\n", "")
+    client = server._admin()
+    database = client.instance(server.instance).database(server.database)  # type: ignore[attr-defined]
+    database.update_ddl([old]).result(120)
+    lines: list[str] = []
+    sent = init_table(server.project, server.instance, server.database, table, say=lines.append, client=client,
+                      emulator=True)
+    assert sent == [spanner_schema.add_column_ddl(table, "schedule_since"),
+                    f"ALTER TABLE {table} ADD {spanner_schema.row_deletion_policy()}",
+                    spanner_schema.create_index_ddl(table)], sent
+    assert len(lines) == 3
+    again: list[str] = []
+    assert init_table(server.project, server.instance, server.database, table, say=again.append, client=client,
+                      emulator=True) == []
+    assert "nothing to do" in again[0]
+    with database.snapshot() as snap:
+        policy = list(snap.execute_sql("SELECT ROW_DELETION_POLICY_EXPRESSION FROM INFORMATION_SCHEMA.TABLES "
+                                       f"WHERE TABLE_NAME = '{table}'"))
+    assert policy and "OLDER_THAN" in policy[0][0] and "expire_at" in policy[0][0] and "INTERVAL 0 DAY" in policy[0][0]
+
+
+def test_the_emulators_table_is_the_schema_ddl(server: SpannerEmulator) -> None:
+    """The emulator's set-up applied :func:`spanner_schema.ddl_statements`: the database's DDL holds them."""
+    client = server._admin()
+    database = client.instance(server.instance).database(server.database)  # type: ignore[attr-defined]
+    database.reload()
+    statements = " ".join(database.ddl_statements)
+    for column in spanner_schema.COLUMNS:
+        assert column.name in statements
+    assert spanner_schema.index_name(TABLE) in statements
+    assert "ROW DELETION POLICY" in statements.upper()
+    policies = spanner_schema.deletion_policies(list(database.ddl_statements))
+    assert policies[TABLE.lower()] == spanner_schema.DeletionPolicy("expire_at", 0)
