@@ -68,10 +68,14 @@ class HttpTargetArgs(TypedDict):
 class DedupStoreRefArgs(TypedDict):
     """A DedupStore as plain values: its outputs, read in the same program or from its stack with a ``StackReference``."""
 
+    kind: NotRequired[str]
+    """The store kind, ``firestore`` or ``spanner`` (store output ``kind``), a plain string known at preview: it decides what the job creates. Default ``firestore``."""
     project: pulumi.Input[str]
     """Project id of the store's database (store output ``project``)."""
+    instance_id: NotRequired[pulumi.Input[str]]
+    """Spanner instance id (store output ``instance_id``); required for a Spanner store."""
     database_id: pulumi.Input[str]
-    """Firestore database id (store output ``database_id``)."""
+    """Firestore or Spanner database id (store output ``database_id``)."""
     collections: pulumi.Input[list[str]]
     """Collections whose TTL policy the store owns (store output ``collections``); the job's ``collection`` must be one of them."""
     ttl_owner: NotRequired[str]
@@ -125,9 +129,9 @@ class DedupScheduledJobArgs(TypedDict):
     retry: NotRequired[RetryConfigArgs]
     """Scheduler retry policy. Default: 5 retries spanning 1.5 x the lease (see RetryConfigArgs)."""
     collection: NotRequired[str]
-    """Firestore collection of run records (DEDUP_COLLECTION). Default ``scheduler_runs``."""
+    """Firestore collection (Spanner: table) of run records (DEDUP_COLLECTION). Default ``scheduler_runs``."""
     database_id: NotRequired[str]
-    """Firestore database id. Default: ``<component name>-dedup`` (created), or ``(default)`` when ``create_database`` is false and no id is given."""
+    """Firestore database id. Default: ``<component name>-dedup`` (created), or ``(default)`` when ``create_database`` is false and no id is given. Spanner (``store_kind="spanner"``): the job's database id, 2 to 30 characters, default ``<name, cut to 24>-dedup``."""
     create_database: NotRequired[bool]
     """Create the Firestore database (native mode). False: use an existing one named by ``database_id``. Default true."""
     database_location: NotRequired[str]
@@ -142,6 +146,10 @@ class DedupScheduledJobArgs(TypedDict):
     """Upper bound of Cloud Run instances. Default 3."""
     oidc_audience: NotRequired[str]
     """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""
+    store_kind: NotRequired[str]
+    """The run store without ``store``: ``firestore`` (a Firestore database of the job's own) or ``spanner`` (a Spanner database of the job's own with its table and row deletion policy, in ``spanner_instance``; DEDUP_STORE). With ``store``, the store's kind (giving another is refused). Default ``firestore``."""
+    spanner_instance: NotRequired[str]
+    """With ``store_kind="spanner"`` and no ``store``: an existing Spanner instance id to create the job's database in. Default: an instance of the job's own, ``<name>-dedup``, 100 processing units in ``regional-<region>`` (the smallest; it costs by the hour, see docs/stores.md)."""
     store: NotRequired[DedupStoreRefArgs]
     """A shared store (a ``DedupStore``, or its outputs, e.g. read from its stack with a ``StackReference``). The job then creates no database, no TTL policy and no index, only its own runtime identity's grant on that database; ``database_id``, ``create_database`` and ``database_location`` must not be given. Default: the job has a store of its own (today's behaviour)."""
     scheduler_service_account_email: NotRequired[pulumi.Input[str]]
@@ -153,17 +161,27 @@ class DedupScheduledJobArgs(TypedDict):
 
 
 class DedupStoreArgs(TypedDict):
-    """Inputs of DedupStore: one Firestore database (created or adopted) and the single TTL policy and run history indexes of each collection it owns."""
+    """Inputs of DedupStore: one Firestore database (created or adopted) and the single TTL policy and run history indexes of each collection it owns; or, with ``kind="spanner"``, a Spanner database (in a created or adopted instance) with one table per collection, its row deletion policy and history index."""
 
+    kind: NotRequired[str]
+    """``firestore`` or ``spanner``. Default ``firestore``."""
     location: str
-    """Firestore location id of a created database, e.g. ``nam5``, ``eur3`` or ``us-central1`` (https://cloud.google.com/firestore/docs/locations)."""
+    """Firestore location id of a created database, e.g. ``nam5``, ``eur3`` or ``us-central1`` (https://cloud.google.com/firestore/docs/locations). Spanner: the region of a created instance's regional config (``regional-<location>``), e.g. ``us-central1``."""
     project: NotRequired[str]
     """Google Cloud project id. Default: the provider's ``gcp:project`` config."""
     database_id: NotRequired[str]
-    """Firestore database id. Default ``scheduler-dedup`` (created), or ``(default)`` when ``create_database`` is false."""
+    """Firestore or Spanner database id. Default ``scheduler-dedup`` (created), or ``(default)`` when a Firestore store's ``create_database`` is false."""
     create_database: NotRequired[bool]
-    """Create the database (native mode). False: adopt an existing one named by ``database_id``; the store then owns only the TTL policies and indexes. Default true."""
+    """Create the database (Firestore native mode). False: adopt an existing one named by ``database_id``; the store then owns only the TTL policies and indexes. A Spanner store always creates its database (its DDL holds the tables). Default true."""
     collections: NotRequired[list[str]]
-    """Collections of run records this store owns the TTL policy of; jobs pick one with their ``collection``. Default ``["scheduler_runs"]``."""
+    """Collections (Spanner: tables) of run records this store owns the TTL policy of; jobs pick one with their ``collection``. Default ``["scheduler_runs"]``."""
     deletion_protection: NotRequired[bool]
-    """Firestore delete protection of a created database. Default false."""
+    """Firestore delete protection of a created database (default false); Spanner drop protection of the database (default true: the policy pack's advisory ``spanner-store-drop-protection`` flags a Spanner store without it)."""
+    instance_id: NotRequired[str]
+    """Spanner: the instance id. Default ``scheduler-dedup``."""
+    create_instance: NotRequired[bool]
+    """Spanner: create the instance. False: adopt an existing one named by ``instance_id`` (the store then creates only the database). Default true."""
+    instance_config: NotRequired[str]
+    """Spanner: instance config of a created instance (https://cloud.google.com/spanner/docs/instance-configurations). Default ``regional-<location>``."""
+    processing_units: NotRequired[int]
+    """Spanner: compute capacity of a created instance, 100 to 1000 in steps of 100, then multiples of 1000. Default 100 (the smallest)."""

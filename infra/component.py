@@ -51,7 +51,8 @@ from .errors import DedupConfigError
 from scheduler_dedup.handler.server import SERVER_THREADS
 
 from .settings import DedupSettings, handler_environment, resolve_settings
-from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firestore_children
+from . import spanner_store
+from .store import STORE_API, StoreSettings, check_firestore_ids, check_spanner_ids, claim_ttl_policy, firestore_children
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
 
@@ -97,6 +98,8 @@ runtime SA   : roles/run.viewer on this Cloud Run service only (the handler read
                limit a role to one database:
                https://cloud.google.com/firestore/docs/manage-databases#configure_per-database_access_permissions).
                Firestore IAM stops at the database: no condition narrows it to one collection.
+               On a Spanner store instead: roles/spanner.databaseUser on that one database (a database-level
+               IAM member: data read/write, no schema change), never on the instance or the project.
                Plus the role of the proxy target, on that target only (TARGET_ROLES).
 build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
                repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
@@ -152,7 +155,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
         """
         settings = resolve_settings(name, args, default_project=gcp.config.project)
         own_store: Optional[StoreSettings] = None
-        if settings.store is None:
+        if settings.spanner is not None:
+            sp = settings.spanner
+            claim_ttl_policy(sp.project, f"{sp.instance_id}/{sp.database_id}", settings.collection.lower(),
+                             f"DedupScheduledJob {name}")
+        elif settings.store is None:
             assert isinstance(settings.database_id, str)
             own_store = StoreSettings(
                 project=settings.project, location=settings.database_location, database_id=settings.database_id,
@@ -163,7 +170,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         alerts = resolve_alerts(args.get("alerts"), settings)
         archive = None
         if settings.image is None:
-            archive = build_deploy_archive(settings.job_source)
+            archive = build_deploy_archive(settings.job_source, store=settings.store_kind)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings = settings
         child = pulumi.ResourceOptions(parent=self)
@@ -171,7 +178,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
 
         # --- APIs -------------------------------------------------------------------------------
         # A shared store enables every API its jobs need, alerting's included (store.store_apis()).
-        apis = [] if s.store else list(BASE_APIS) + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
+        base = [STORE_API[s.store_kind] if api == STORE_API["firestore"] else api for api in BASE_APIS]
+        apis = [] if s.store else base + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
         apis += list(ALERT_APIS) if alerts is not None and not s.store else []
         enabled: list[pulumi.Resource] = [
             gcp.projects.Service(
@@ -202,33 +210,36 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service."))
         runtime_sa = service_account(
             "runtime", "handler runtime",
-            "Runtime identity of the dedup handler: Firestore on its database, its proxy target.")
+            "Runtime identity of the dedup handler: its store's database, its proxy target.")
 
-        # --- Firestore: the job's own store, or only a grant on the shared one --------------------
-        database: Optional[gcp.firestore.Database] = None
-        if own_store is not None:
-            database = firestore_children(
-                own_store, opts=after_apis, database_name=f"{name}-db", ttl_name=lambda _: f"{name}-ttl",
-                index_name=lambda _, n: f"{name}-history-index-{n}",
-            ).database
-            database_id: pulumi.Input[str] = s.database_id
+        # --- the store: the job's own, or only a grant on the shared one --------------------------
+        database: Optional[gcp.firestore.Database | gcp.spanner.Database] = None
+        if s.store_kind == "spanner":
+            database, database_id = self._spanner_store(name, s, runtime_sa, after_apis, enabled)
         else:
-            assert s.store is not None
-            database_id = _checked_store_database(s)
-        db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
-        database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
-        gcp.projects.IAMMember(
-            f"{name}-runtime-datastore-user",
-            gcp.projects.IAMMemberArgs(
-                project=s.project, role="roles/datastore.user", member=runtime_sa.member,
-                condition=gcp.projects.IAMMemberConditionArgs(
-                    title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
-                    description="scheduler-dedup: Firestore access limited to the dedup database",
-                    expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
+            if own_store is not None:
+                database = firestore_children(
+                    own_store, opts=after_apis, database_name=f"{name}-db", ttl_name=lambda _: f"{name}-ttl",
+                    index_name=lambda _, n: f"{name}-history-index-{n}",
+                ).database
+                database_id = s.database_id
+            else:
+                assert s.store is not None
+                database_id = _checked_store_database(s)
+            db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
+            database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
+            gcp.projects.IAMMember(
+                f"{name}-runtime-datastore-user",
+                gcp.projects.IAMMemberArgs(
+                    project=s.project, role="roles/datastore.user", member=runtime_sa.member,
+                    condition=gcp.projects.IAMMemberConditionArgs(
+                        title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
+                        description="scheduler-dedup: Firestore access limited to the dedup database",
+                        expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
+                    ),
                 ),
-            ),
-            opts=db_opts,
-        )
+                opts=db_opts,
+            )
 
         # --- proxy target grants (issue 5) ------------------------------------------------------
         self._grant_target(name, s, runtime_sa)
@@ -314,7 +325,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
                                                   "job": s.scheduler_job_name}),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        environment = {**handler_environment(s), "DEDUP_DATABASE": database_id,
+        database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
+        environment = {**handler_environment(s), database_env: database_id,
                        "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339}
         envs = [
             gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
@@ -412,6 +424,28 @@ class DedupScheduledJob(pulumi.ComponentResource):
             }
         )
 
+    def _spanner_store(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account,
+                       after_apis: pulumi.ResourceOptions, enabled: list[pulumi.Resource],
+                       ) -> tuple[Optional[gcp.spanner.Database], pulumi.Input[str]]:
+        """The job's own Spanner database (in an adopted or created instance), or the shared store's checked;
+        either way ``roles/spanner.databaseUser`` on that database only. Returns ``(database or None, its id)``."""
+        database: Optional[gcp.spanner.Database] = None
+        if s.spanner is not None:
+            children = spanner_store.spanner_children(s.spanner, opts=after_apis, instance_name=f"{name}-spanner",
+                                                      database_name=f"{name}-db")
+            database = children.database
+            database_id: pulumi.Input[str] = children.database.name
+            instance: pulumi.Input[str] = children.instance.name if children.instance else s.spanner.instance_id
+        else:
+            database_id = _checked_store_database(s)
+            assert s.spanner_instance is not None
+            instance = s.spanner_instance
+        spanner_store.grant_database_user(
+            f"{name}-runtime-spanner-database-user", project=s.project, instance=instance, database=database_id,
+            member=runtime_sa.member,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]))
+        return database, database_id
+
     @staticmethod
     def _identity(
         shared_email: Optional[pulumi.Input[str]], create: "Callable[[], gcp.serviceaccount.Account]"
@@ -484,7 +518,10 @@ def _checked_store_database(s: DedupSettings) -> pulumi.Output[str]:
         if s.collection not in (collections or []):
             raise DedupConfigError("collection", f"{s.collection!r} is not a collection of the store "
                                                  f"({', '.join(collections or [])}): use one of them, or add it to the store")
-        check_firestore_ids(s.project, database_id, s.collection)
+        if s.store_kind == "spanner":
+            check_spanner_ids(None, database_id, s.collection)
+        else:
+            check_firestore_ids(s.project, database_id, s.collection)
         return str(database_id)
 
     return pulumi.Output.all(store.project, store.database_id, store.collections).apply(check)

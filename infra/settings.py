@@ -50,7 +50,8 @@ from scheduler_dedup.handler.server import SERVER_THREADS
 from scheduler_dedup.handler.startup import startup_problems
 
 from .errors import DedupConfigError
-from .store import StoreRef, check_firestore_ids, resolve_store_ref
+from .spanner_store import SpannerStoreSettings, resolve_spanner_settings
+from .store import StoreRef, check_firestore_ids, check_spanner_ids, resolve_store_ref, store_kind
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
 ATTEMPT_DEADLINE_MAX_SECONDS = 1800
@@ -74,7 +75,7 @@ _ALLOWED_KEYS = frozenset(
         "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
         "retry", "collection", "database_id", "create_database", "database_location",
         "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "oidc_audience",
-        "store", "scheduler_service_account_email", "build_service_account_email",
+        "store", "store_kind", "spanner_instance", "scheduler_service_account_email", "build_service_account_email",
         "alerts",  # resolved by scheduler_dedup.infra.alerts.resolve_alerts
     }
 )
@@ -123,6 +124,9 @@ class DedupSettings:
     store: StoreRef | None = None
     scheduler_service_account_email: pulumi.Input[str] | None = None
     build_service_account_email: pulumi.Input[str] | None = None
+    store_kind: str = "firestore"  # the handler's DEDUP_STORE
+    spanner_instance: pulumi.Input[str] | None = None  # the Spanner instance of the database (Spanner only)
+    spanner: SpannerStoreSettings | None = None  # the job's own Spanner store (no store=)
 
     @property
     def retry_window_seconds(self) -> int:
@@ -334,9 +338,22 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     if tolerance < 0:
         raise DedupConfigError("manual_tolerance_seconds", "must be >= 0")
 
-    # --- Firestore: a store of its own, or a shared one (store=) ---
+    # --- the run store: one of its own, or a shared one (store=) ---
     store = resolve_store_ref(args["store"]) if args.get("store") is not None else None
+    kind = store_kind(args, "store_kind")
+    spanner: SpannerStoreSettings | None = None
+    spanner_instance: pulumi.Input[str] | None = _str(args, "spanner_instance")
+    if store is not None and args.get("store_kind") is not None and kind != store.kind:
+        raise DedupConfigError("store_kind", f"is {kind!r}, but the store is a {store.kind} store: remove store_kind "
+                                             "(the store decides) or pass a store of that kind")
+    if kind != "spanner" and store is None and spanner_instance is not None:
+        raise DedupConfigError("spanner_instance", "applies to a Spanner store only: set store_kind to 'spanner', or "
+                                                   "remove it")
     if store is not None:
+        kind = store.kind
+        if spanner_instance is not None:
+            raise DedupConfigError("spanner_instance", "the instance is the store's when store= is given: remove it")
+        spanner_instance = store.instance_id
         for key in ("database_id", "create_database", "database_location"):
             if args.get(key) is not None:
                 raise DedupConfigError(key, "the database is the store's when store= is given: remove "
@@ -353,7 +370,26 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         create_database = False
         database_id: pulumi.Input[str] = store.database_id
         database_location = region
-        check_firestore_ids(project, database_id, collection)
+        if kind == "spanner":
+            check_spanner_ids(spanner_instance, database_id, collection)
+        else:
+            check_firestore_ids(project, database_id, collection)
+    elif kind == "spanner":
+        collection = _str(args, "collection") or DEFAULT_COLLECTION
+        for key in ("create_database", "database_location"):
+            if args.get(key) is not None:
+                raise DedupConfigError(key, "a job's own Spanner store always creates its database (its DDL holds "
+                                            f"the table), in spanner_instance or an instance of its own: remove {key}")
+        protect = args.get("deletion_protection", False)
+        spanner = resolve_spanner_settings(
+            {"instance_id": spanner_instance, "create_instance": spanner_instance is None,
+             "database_id": _str(args, "database_id"), "deletion_protection": protect},
+            project=project, region=region, default_instance=f"{prefix[:55].rstrip('-')}-dedup",
+            default_database=f"{prefix[:24].rstrip('-')}-dedup", tables=[collection])
+        spanner_instance = spanner.instance_id
+        create_database = True
+        database_id = spanner.database_id
+        database_location = spanner.instance_config
     else:
         collection = _str(args, "collection") or DEFAULT_COLLECTION  # checked by _check_handler_settings
         create_database = args.get("create_database", True)
@@ -399,6 +435,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         deletion_protection=deletion_protection, cpu_always_allocated=cpu_always_allocated, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
+        store_kind=kind, spanner_instance=spanner_instance, spanner=spanner,
     )
     _check_handler_settings(settings)
     if crash_problem is not None:
@@ -432,6 +469,7 @@ _ENV_TO_FIELD = {
     "DEDUP_TIME_ZONE": "time_zone", "DEDUP_JOB": "job", "DEDUP_OIDC_AUDIENCE": "oidc_audience",
     "DEDUP_ALLOWED_CALLERS": "scheduler_service_account_email", "DEDUP_TARGET_AUDIENCE": "http_target.audience",
     "DEDUP_SERVICE": "name", "DEDUP_SCHEDULER_JOB": "name",
+    "DEDUP_STORE": "store_kind", "DEDUP_SPANNER_INSTANCE": "spanner_instance", "DEDUP_SPANNER_DATABASE": "database_id",
 }
 
 
@@ -600,6 +638,16 @@ def scheduler_job_resource_name(s: DedupSettings) -> str:
     return f"projects/{s.project}/locations/{s.region}/jobs/{s.scheduler_job_name}"
 
 
+def store_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
+    """Where the handler's run store is: ``DEDUP_DATABASE`` (Firestore), or ``DEDUP_STORE=spanner`` with
+    ``DEDUP_SPANNER_INSTANCE`` and ``DEDUP_SPANNER_DATABASE``."""
+    if s.store_kind == "spanner":
+        assert s.spanner_instance is not None
+        return {"DEDUP_STORE": "spanner", "DEDUP_SPANNER_INSTANCE": s.spanner_instance,
+                "DEDUP_SPANNER_DATABASE": s.database_id}
+    return {"DEDUP_DATABASE": s.database_id}
+
+
 def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
     """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service.
 
@@ -609,7 +657,7 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
     env: dict[str, pulumi.Input[str]] = {
         "GOOGLE_CLOUD_PROJECT": s.project,
         "DEDUP_COLLECTION": s.collection,
-        "DEDUP_DATABASE": s.database_id,
+        **store_environment(s),
         "DEDUP_LEASE_SECONDS": str(s.lease_seconds),
         "DEDUP_RETENTION_SECONDS": str(s.retention_seconds),
         "DEDUP_MANUAL_TOLERANCE_SECONDS": str(s.manual_tolerance_seconds),

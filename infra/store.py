@@ -1,4 +1,9 @@
-"""``DedupStore``: one Firestore database shared by many deduplicated jobs, and the single owner of its TTL policies.
+"""``DedupStore``: one run store (a Firestore database, or a Spanner database) shared by many deduplicated jobs, and
+the single owner of its TTL policies.
+
+``kind`` picks the store (:data:`STORE_KINDS`, default ``firestore``); each kind's children live in a module of
+their own (Firestore here, Spanner in :mod:`scheduler_dedup.infra.spanner_store`), and :class:`DedupStore` only
+dispatches.
 
 Type token ``scheduler-dedup:index:DedupStore``. Children (all ``parent=self``, logical names ``<name>-<part>``):
 
@@ -37,6 +42,7 @@ from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
+from . import spanner_store
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
@@ -50,15 +56,39 @@ JOB_APIS = (
 
 
 
-def store_apis() -> tuple[str, ...]:
-    """Every API a store enables, so that jobs using it enable none: :data:`JOB_APIS` and alerting's."""
+#: ``DedupStore`` kinds (``kind`` input, stack key ``storeKind``); the handler's ``DEDUP_STORE`` of its jobs.
+STORE_KINDS = ("firestore", "spanner")
+DEFAULT_KIND = "firestore"
+#: The API of each kind's store (:data:`JOB_APIS` holds Firestore's).
+STORE_API = {"firestore": "firestore.googleapis.com", "spanner": spanner_store.SPANNER_API}
+
+
+def store_kind(args: Mapping[str, Any], key: str = "kind", field: Optional[str] = None) -> str:
+    """The store kind ``args[key]`` names (default ``firestore``), a plain string known at preview.
+
+    Raises:
+        DedupConfigError: field ``field`` (default ``key``): an output, or not one of :data:`STORE_KINDS`.
+    """
+    kind = args.get(key) or DEFAULT_KIND
+    if isinstance(kind, pulumi.Output):
+        raise DedupConfigError(field or key, "must be known at preview (it decides what is created): pass a plain "
+                                             f"string, one of {', '.join(STORE_KINDS)}")
+    if kind not in STORE_KINDS:
+        raise DedupConfigError(field or key, f"{kind!r} is not a store kind: use one of {', '.join(STORE_KINDS)}")
+    return str(kind)
+
+
+def store_apis(kind: str = DEFAULT_KIND) -> tuple[str, ...]:
+    """Every API a store of ``kind`` enables, so that jobs using it enable none: :data:`JOB_APIS` (with the kind's
+    store API instead of Firestore's) and alerting's."""
     from .alerts import ALERT_APIS  # imported here: alerts imports settings, which imports this module
 
-    return (*JOB_APIS, *ALERT_APIS)
+    return (*[STORE_API[kind] if api == STORE_API["firestore"] else api for api in JOB_APIS], *ALERT_APIS)
 
 
-_ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection"})
-_REF_KEYS = frozenset({"project", "database_id", "collections", "ttl_owner"})
+_ALLOWED_KEYS = frozenset({"kind", "location", "project", "database_id", "create_database", "collections",
+                           "deletion_protection"})
+_REF_KEYS = frozenset({"kind", "project", "instance_id", "database_id", "collections", "ttl_owner"})
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
 
 
@@ -85,6 +115,9 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
     """
     unknown = sorted(set(args) - _ALLOWED_KEYS)
     if unknown:
+        spanner = sorted(set(unknown) & spanner_store.SPANNER_KEYS)
+        if spanner:
+            raise DedupConfigError(spanner[0], "is an input of a Spanner store: set kind to 'spanner', or remove it")
         raise DedupConfigError(unknown[0], f"unknown input of DedupStore; valid inputs are {', '.join(sorted(_ALLOWED_KEYS))}")
     location = args.get("location")
     if not isinstance(location, str) or not _LOCATION_RE.match(location):
@@ -130,6 +163,22 @@ def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None
         field = "database_id" if str(exc).startswith("DEDUP_DATABASE") else (
             "collection" if str(exc).startswith("DEDUP_COLLECTION") else "project")
         raise DedupConfigError(field, f"the handler would refuse it: {exc}") from None
+
+
+def check_spanner_ids(instance_id: Any, database_id: Any, table: Any) -> None:
+    """Check plain Spanner instance, database and table ids with the handler's rules (outputs pass).
+
+    Raises:
+        DedupConfigError: field ``store.instance_id``, ``store.database_id`` or ``collection``.
+    """
+    from scheduler_dedup.handler.stores import spanner_schema
+
+    for field, value, check in (("store.instance_id", instance_id, spanner_schema.instance_id_problem),
+                                ("store.database_id", database_id, spanner_schema.database_id_problem),
+                                ("collection", table, spanner_schema.table_name_problem)):
+        problem = check(value) if isinstance(value, str) else None
+        if problem:
+            raise DedupConfigError(field, f"the handler would refuse it: {problem}")
 
 
 # --------------------------------------------------------------------------- one TTL owner per program
@@ -235,20 +284,24 @@ def firestore_children(
 # --------------------------------------------------------------------------- the component
 
 class DedupStore(pulumi.ComponentResource):
-    """One Firestore database for many deduplicated jobs, and the single owner of each collection's TTL policy and run history indexes."""
+    """One run store for many deduplicated jobs (a Firestore database, or a Spanner database with ``kind="spanner"``), and the single owner of each collection's TTL policy and run history index."""
 
+    kind: pulumi.Output[str]
+    """The store kind: ``firestore`` or ``spanner`` (the jobs' ``DEDUP_STORE``)."""
     project: pulumi.Output[str]
     """Project id of the database."""
+    instance_id: pulumi.Output[str]
+    """Spanner instance id of the database (empty for Firestore)."""
     database_id: pulumi.Output[str]
-    """Firestore database id."""
+    """Firestore or Spanner database id."""
     database_resource_name: pulumi.Output[str]
-    """``projects/P/databases/D``: the name an IAM condition on the database compares ``resource.name`` with."""
+    """``projects/P/databases/D`` (Firestore: what an IAM condition compares ``resource.name`` with) or ``projects/P/instances/I/databases/D`` (Spanner)."""
     location: pulumi.Output[str]
-    """Firestore location id of the database."""
+    """Firestore location id, or the Spanner instance config (e.g. ``regional-us-central1``; empty for an adopted instance)."""
     collections: pulumi.Output[list[str]]
-    """Collections whose TTL policy and indexes the store owns."""
+    """Collections (Spanner: tables) whose TTL policy and indexes the store owns."""
     ttl_field: pulumi.Output[str]
-    """The field the TTL policies delete records by (``expire_at``)."""
+    """The field (Spanner: column) the TTL policies delete records by (``expire_at``)."""
 
     def __init__(self, name: str, args: DedupStoreArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         """Validate ``args`` and create the children.
@@ -262,45 +315,93 @@ class DedupStore(pulumi.ComponentResource):
             DedupConfigError: an invalid input, or a TTL policy another component of this program owns,
                 before any child is created (so ``pulumi preview`` fails).
         """
+        self.store_kind = store_kind(args)
+        self.store_name = name
+        if self.store_kind == "spanner":
+            self._spanner(name, args, opts)
+            return
         s = resolve_store_settings(args, default_project=gcp.config.project)
         for collection in s.collections:  # before any child exists, so a second owner fails cleanly
             claim_ttl_policy(s.project, s.database_id, collection, f"DedupStore {name}")
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings = s
-        self.store_name = name
-        child = pulumi.ResourceOptions(parent=self)
-        apis = [
-            gcp.projects.Service(
-                f"{name}-api-{api.split('.')[0]}",
-                gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
-                opts=child,
-            )
-            for api in store_apis()
-        ]
+        apis = self._apis(name, s.project)
         children = firestore_children(
             s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)),
             database_name=f"{name}-db", ttl_name=lambda c: f"{name}-ttl-{c}",
             index_name=lambda c, n: f"{name}-history-{c}-{n}",
         )
         database_id = children.database.name if children.database else pulumi.Output.from_input(s.database_id)
-        self.project = pulumi.Output.from_input(s.project)
         # Readers of database_id (jobs in this program) wait until the TTL policies and indexes exist.
-        self.database_id = pulumi.Output.all(database_id, *[r.urn for r in children.ready]).apply(lambda v: str(v[0]))
-        self.database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", self.database_id)
-        self.location = pulumi.Output.from_input(s.location)
-        self.collections = pulumi.Output.from_input(list(s.collections))
+        self._finish(project=s.project, instance_id="",
+                     database_id=pulumi.Output.all(database_id, *[r.urn for r in children.ready]).apply(
+                         lambda v: str(v[0])),
+                     resource_prefix=pulumi.Output.concat("projects/", s.project, "/databases/"),
+                     location=s.location, collections=s.collections)
+
+    def _apis(self, name: str, project: str) -> list[gcp.projects.Service]:
+        return [
+            gcp.projects.Service(
+                f"{name}-api-{api.split('.')[0]}",
+                gcp.projects.ServiceArgs(service=api, project=project, disable_on_destroy=False),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for api in store_apis(self.store_kind)
+        ]
+
+    def _spanner(self, name: str, args: DedupStoreArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
+        """A Spanner store (:mod:`scheduler_dedup.infra.spanner_store`): instance, database with the DDL."""
+        unknown = sorted(set(args) - _ALLOWED_KEYS - spanner_store.SPANNER_KEYS - {"create_database"})
+        if unknown:
+            raise DedupConfigError(unknown[0], "unknown input of a Spanner DedupStore; valid inputs are "
+                                               f"{', '.join(sorted(_ALLOWED_KEYS | spanner_store.SPANNER_KEYS))}")
+        if args.get("create_database", True) is not True:
+            raise DedupConfigError("create_database", "a Spanner store always creates its database (its DDL holds "
+                                                      "the tables); adopt an instance with create_instance=false")
+        project = args.get("project") or gcp.config.project
+        if not isinstance(project, str) or not project:
+            raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+        location = args.get("location")
+        s = spanner_store.resolve_spanner_settings(args, project=project,
+                                                   region=location if isinstance(location, str) else None)
+        for table in s.tables:
+            claim_ttl_policy(s.project, f"{s.instance_id}/{s.database_id}", table.lower(), f"DedupStore {name}")
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.spanner_settings = s
+        apis = self._apis(name, s.project)
+        children = spanner_store.spanner_children(
+            s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)),
+            instance_name=f"{name}-instance", database_name=f"{name}-db")
+        self._finish(project=s.project, instance_id=s.instance_id, database_id=children.database.name,
+                     resource_prefix=pulumi.Output.concat("projects/", s.project, "/instances/", s.instance_id,
+                                                          "/databases/"),
+                     location=s.instance_config if s.create_instance else "", collections=s.tables)
+
+    def _finish(self, *, project: str, instance_id: str, database_id: pulumi.Input[str],
+                resource_prefix: pulumi.Output[str], location: str, collections: Sequence[str]) -> None:
+        self.kind = pulumi.Output.from_input(self.store_kind)
+        self.project = pulumi.Output.from_input(project)
+        self.instance_id = pulumi.Output.from_input(instance_id)
+        self.database_id = pulumi.Output.from_input(database_id)
+        self.database_resource_name = pulumi.Output.concat(resource_prefix, self.database_id)
+        self.location = pulumi.Output.from_input(location)
+        self.collections = pulumi.Output.from_input(list(collections))
         self.ttl_field = pulumi.Output.from_input(TTL_FIELD)
         self.register_outputs({
-            "project": self.project, "database_id": self.database_id,
-            "database_resource_name": self.database_resource_name, "location": self.location,
-            "collections": self.collections, "ttl_field": self.ttl_field,
+            "kind": self.kind, "project": self.project, "instance_id": self.instance_id,
+            "database_id": self.database_id, "database_resource_name": self.database_resource_name,
+            "location": self.location, "collections": self.collections, "ttl_field": self.ttl_field,
         })
 
     @property
     def ref(self) -> DedupStoreRefArgs:
         """This store as plain values known at preview (what its stack exports). In the same program, pass the
         DedupStore itself as ``store=``: the job then also waits for it, and declares no TTL owner elsewhere."""
-        return {"project": self.settings.project, "database_id": self.settings.database_id,
+        if self.store_kind == "spanner":
+            sp = self.spanner_settings
+            return {"kind": "spanner", "project": sp.project, "instance_id": sp.instance_id,
+                    "database_id": sp.database_id, "collections": list(sp.tables)}
+        return {"kind": "firestore", "project": self.settings.project, "database_id": self.settings.database_id,
                 "collections": list(self.settings.collections)}
 
 
@@ -308,7 +409,8 @@ class DedupStore(pulumi.ComponentResource):
 
 @dataclass(frozen=True)
 class StoreRef:
-    """A job's ``store`` input, checked: values may be outputs (a ``StackReference``) until they resolve."""
+    """A job's ``store`` input, checked: values may be outputs (a ``StackReference``) until they resolve, except the
+    kind, which decides what the job creates and so is known at preview."""
 
     project: pulumi.Input[str]
     database_id: pulumi.Input[str]
@@ -316,6 +418,9 @@ class StoreRef:
     ttl_owner: Optional[str]
     """Where the TTL policy lives when not in this program (``DEDUP_TTL_OWNER``); None for a DedupStore given as is."""
     component: Optional[DedupStore] = None
+    kind: str = DEFAULT_KIND
+    instance_id: Optional[pulumi.Input[str]] = None
+    """The Spanner instance of the database (Spanner stores only)."""
 
 
 def resolve_store_ref(store: Any) -> StoreRef:
@@ -332,7 +437,8 @@ def resolve_store_ref(store: Any) -> StoreRef:
     unknown = sorted(set(store) - _REF_KEYS)
     if unknown:
         raise DedupConfigError(f"store.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_REF_KEYS))}")
-    for key in ("project", "database_id", "collections"):
+    kind = store_kind(store, "kind", "store.kind")
+    for key in ("project", "database_id", "collections", *(("instance_id",) if kind == "spanner" else ())):
         if store.get(key) is None:
             raise DedupConfigError(f"store.{key}", "is required: pass the DedupStore itself, or its stack's outputs "
                                                    "project, database_id and collections")
@@ -346,4 +452,4 @@ def resolve_store_ref(store: Any) -> StoreRef:
             collections = [str(c) for c in collections]
     owner = None if component is not None else str(store.get("ttl_owner") or "DedupStore (another stack)")
     return StoreRef(project=store["project"], database_id=store["database_id"], collections=collections,
-                    ttl_owner=owner, component=component)
+                    ttl_owner=owner, component=component, kind=kind, instance_id=store.get("instance_id"))

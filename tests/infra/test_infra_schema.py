@@ -58,10 +58,12 @@ def test_analyzer_schema_has_the_store_and_the_jobs_store_input() -> None:
     spec = _schema()
     store = spec["resources"][STORE_TYPE_TOKEN]
     assert store["isComponent"] is True and store["requiredInputs"] == ["location"]
-    assert set(store["inputProperties"]) == {"location", "project", "databaseId", "createDatabase", "collections",
-                                             "deletionProtection"}
+    assert set(store["inputProperties"]) == {"kind", "location", "project", "databaseId", "createDatabase",
+                                             "collections", "deletionProtection", "instanceId", "createInstance",
+                                             "instanceConfig", "processingUnits"}
     assert store["inputProperties"]["collections"]["items"]["type"] == "string"
-    outputs = {"project", "databaseId", "databaseResourceName", "location", "collections", "ttlField"}
+    outputs = {"kind", "project", "instanceId", "databaseId", "databaseResourceName", "location", "collections",
+               "ttlField"}
     assert set(store["properties"]) == outputs == set(store["required"])
     job_inputs = spec["resources"][TYPE_TOKEN]["inputProperties"]
     assert job_inputs["store"]["$ref"] == f"#/types/{PACKAGE_NAME}:index:DedupStoreRefArgs"
