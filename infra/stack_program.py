@@ -32,10 +32,16 @@ PROJECT_NAME = "scheduler-dedup"
 DEFAULT_COMPONENT_NAME = "scheduled-job"
 DEFAULT_STORE_NAME = "dedup-store"
 #: What a store stack exports; a job stack's ``storeStack`` reads these names.
-STORE_OUTPUTS = ("project", "database_id", "database_resource_name", "location", "collections", "ttl_field")
+STORE_OUTPUTS = ("kind", "project", "instance_id", "database_id", "database_resource_name", "location", "collections",
+                 "ttl_field")
 #: Stack config keys a store stack uses, and the DedupStore input each sets.
-STORE_KEYS = {"databaseId": "database_id", "createDatabase": "create_database", "collection": "collections",
-              "databaseLocation": "location", "deletionProtection": "deletion_protection"}
+STORE_KEYS = {"storeKind": "kind", "databaseId": "database_id", "createDatabase": "create_database",
+              "collection": "collections", "databaseLocation": "location", "deletionProtection": "deletion_protection",
+              "spannerInstance": "instance_id", "createSpannerInstance": "create_instance",
+              "spannerInstanceConfig": "instance_config", "spannerProcessingUnits": "processing_units"}
+#: Store stack keys of each type other than string.
+_STORE_KEY_TYPES = {"createDatabase": "boolean", "deletionProtection": "boolean", "createSpannerInstance": "boolean",
+                    "spannerProcessingUnits": "integer"}
 _STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
 
 
@@ -91,6 +97,17 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("alertReleasedThreshold", "integer", "alerts.released_threshold",
               "releases within the retry window before the released alert fires"),
     ConfigKey("storeStack", "string", "store", "a store stack (org/project/stack): use its database and TTL policy"),
+    ConfigKey("storeKind", "string", "store_kind",
+              "run store: firestore (default) or spanner; with storeStack, the kind of that store stack"),
+    ConfigKey("spannerInstance", "string", "spanner_instance",
+              "Spanner: existing instance id for the database (default: an instance of its own, 100 processing "
+              "units)"),
+    ConfigKey("createSpannerInstance", "boolean", "",
+              "store stack on Spanner: create the instance (default true; false: adopt spannerInstance)"),
+    ConfigKey("spannerInstanceConfig", "string", "",
+              "store stack on Spanner: instance config of a created instance (default regional-<region>)"),
+    ConfigKey("spannerProcessingUnits", "integer", "",
+              "store stack on Spanner: processing units of a created instance (default 100, the smallest)"),
     ConfigKey("schedulerServiceAccountEmail", "string", "scheduler_service_account_email",
               "shared Scheduler OIDC account instead of <name>-sched"),
     ConfigKey("buildServiceAccountEmail", "string", "build_service_account_email",
@@ -152,7 +169,10 @@ def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> 
         if entry.key == "name":
             name = value
             continue
-        if entry.key == "deploy":
+        if not entry.arg:  # deploy, and the keys only a store stack reads
+            if entry.key != "deploy":
+                raise DedupConfigError(entry.key, f"stack config {PROJECT_NAME}:{entry.key} is a setting of a store "
+                                                  f"stack (deploy: store): remove it from this job stack")
             continue
         if entry.key == "jobSource":
             path = Path(value)
@@ -175,7 +195,7 @@ def deploy_from_config(*, base_dir: Path | None = None) -> DedupScheduledJob:
     try:
         store_stack = args.get("store")
         if isinstance(store_stack, str):
-            args["store"] = store_from_stack(store_stack)
+            args["store"] = store_from_stack(store_stack, str(args.get("store_kind") or "firestore"))
         return DedupScheduledJob(name, args)
     except DedupConfigError as exc:
         key = stack_key_for(exc.field)
@@ -200,11 +220,14 @@ def in_stack_config_terms(message: str) -> str:
     return message
 
 
-def store_from_stack(stack: str) -> DedupStoreRefArgs:
+def store_from_stack(stack: str, kind: str = "firestore") -> DedupStoreRefArgs:
     """A job's ``store`` input from a store stack's outputs (:data:`STORE_OUTPUTS`), read with a ``StackReference``.
 
     Args:
         stack: the store stack's name, ``org/project/stack`` (or ``stack`` in this project and organization).
+        kind: the store stack's kind (the job stack's ``storeKind``): it decides what the job creates, so it is
+            stack config, known at preview, not the store stack's output; a store stack of another kind is refused
+            once its ``kind`` output resolves.
 
     Raises:
         DedupConfigError: field ``store``: not a stack name.
@@ -213,15 +236,30 @@ def store_from_stack(stack: str) -> DedupStoreRefArgs:
         raise DedupConfigError("store", f"{stack!r} is not a stack name: use org/project/stack, e.g. "
                                         "acme/scheduler-dedup/store")
     reference = pulumi.StackReference(stack)
-    return {"project": reference.require_output("project"), "database_id": reference.require_output("database_id"),
-            "collections": reference.require_output("collections"), "ttl_owner": f"stack {stack}"}
+
+    def same_kind(values: list[Any]) -> Any:
+        actual, database_id = values
+        if actual is not None and actual != kind:
+            raise DedupConfigError("store_kind", f"the store stack {stack} is a {actual} store, but this stack's "
+                                                 f"storeKind is {kind}: set {PROJECT_NAME}:storeKind to {actual}")
+        return database_id
+
+    database_id = pulumi.Output.all(reference.get_output("kind"), reference.require_output("database_id")).apply(
+        same_kind)
+    ref: DedupStoreRefArgs = {"kind": kind, "project": reference.require_output("project"), "database_id": database_id,
+                              "collections": reference.require_output("collections"), "ttl_owner": f"stack {stack}"}
+    if kind == "spanner":
+        ref["instance_id"] = reference.require_output("instance_id")
+    return ref
 
 
 def store_from_config(config: pulumi.Config) -> DedupStore:
     """Create the :class:`DedupStore` of a store stack (``deploy: store``) from its config.
 
-    Uses ``name`` (default ``dedup-store``), ``region`` or ``databaseLocation`` (its location), ``databaseId``,
-    ``createDatabase``, ``collection`` and ``deletionProtection``; ``gcp:project`` is the project.
+    Uses ``name`` (default ``dedup-store``), ``region`` or ``databaseLocation`` (its location), and the keys of
+    :data:`STORE_KEYS` (``storeKind``, ``databaseId``, ``createDatabase``, ``collection``, ``deletionProtection``; on
+    Spanner ``spannerInstance``, ``createSpannerInstance``, ``spannerInstanceConfig``, ``spannerProcessingUnits``);
+    ``gcp:project`` is the project.
 
     Raises:
         DedupConfigError: a job setting in a store stack, or an invalid store input (naming the stack key).
@@ -234,7 +272,9 @@ def store_from_config(config: pulumi.Config) -> DedupStore:
                                               f"storeStack names this one")
     args: dict[str, Any] = {"location": config.get("databaseLocation") or config.get("region") or "us-central1"}
     for key, arg in STORE_KEYS.items():
-        value: Any = config.get_bool(key) if key in ("createDatabase", "deletionProtection") else config.get(key)
+        kind = _STORE_KEY_TYPES.get(key, "string")
+        value: Any = config.get_bool(key) if kind == "boolean" else config.get_int(key) if kind == "integer" \
+            else config.get(key)
         if value is not None:
             args[arg] = [value] if arg == "collections" else value
     try:

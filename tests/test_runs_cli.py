@@ -46,14 +46,8 @@ def _fill(emulator: FirestoreEmulator, start: datetime, count: int, skip: set[in
 
 
 def _cli(emulator: FirestoreEmulator, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    scripts = Path(sys.executable).parent
-    full_env = {**os.environ, "FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
-                **(env or {})}
-    full_env.pop("COLUMNS", None)
-    for key in [k for k, v in full_env.items() if v == ""]:
-        full_env.pop(key)  # an empty override removes the variable
-    return subprocess.run([str(scripts / "scheduler-dedup"), "runs", *args], capture_output=True, text=True,
-                          env=full_env, timeout=120, check=False)
+    return _cli_env({"FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project, **(env or {})},
+                    *args)
 
 
 @pytest.fixture()
@@ -202,3 +196,45 @@ def test_an_unreachable_firestore_fails_fast_naming_the_endpoint(emulator: Fires
         out = subprocess.run([str(scripts / "scheduler-dedup"), "runs", *args], capture_output=True, text=True,
                              env=env, timeout=45, check=False)
         assert out.returncode == 2 and f"FIRESTORE_EMULATOR_HOST={host}" in out.stderr, out.stderr
+
+
+def test_runs_reads_a_spanner_store_as_it_reads_firestore() -> None:
+    """The same handler records on the Spanner emulator: ``runs --store spanner`` (instance and database from
+    DEDUP_SPANNER_INSTANCE / DEDUP_SPANNER_DATABASE, as the demo prints them) lists them and finds the missed run."""
+    from scheduler_dedup.local.spanner_emulator import SpannerEmulator
+
+    with SpannerEmulator() as server:
+        server.prepare("scheduler_runs")
+        settings = Settings.from_env({**server.endpoint_env(), "DEDUP_SCHEDULE": SCHEDULE, "DEDUP_TIME_ZONE": ZONE})
+        store = server.connect("scheduler_runs")
+        handler = SchedulerHandler(settings, Idempotency(store), _job)
+        start = datetime(2026, 11, 2, 1, 0, tzinfo=UTC)
+        for i in range(8):
+            if i != 5:
+                t = start + timedelta(minutes=15 * i)
+                handler.handle({"X-CloudScheduler-JobName": "nightly", "X-CloudScheduler-ScheduleTime": rfc3339(t) or ""})
+        store.close()
+        env = {**server.endpoint_env(), "FIRESTORE_EMULATOR_HOST": "", "DEDUP_STORE": ""}
+        window = ("--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z")
+        out = _cli_env(env, "--store", "spanner", "--job", "nightly", *window, "--json")
+        objects = [json.loads(line) for line in out.stdout.splitlines()]
+        runs = [o for o in objects if o["record"] == "run"]
+        assert len(runs) == 7 and runs[0]["schedule_time"] == "2026-11-02T02:45:00Z", out.stdout + out.stderr
+        findings = {(f["kind"], f["schedule_time"]) for f in objects if f["record"] == "finding"}
+        assert findings == {("missed", "2026-11-02T02:15:00Z"), ("failed", "2026-11-02T01:30:00Z")}
+        assert out.returncode == 1
+        shown = _cli_env(env, "show", runs[0]["run_id"][:12], "--store", "spanner", "--json")
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        assert runs[0]["run_id"] in shown.stdout
+        no_instance = _cli_env({**env, "DEDUP_SPANNER_INSTANCE": ""}, "--store", "spanner", "--job", "nightly")
+        assert no_instance.returncode == 2 and "DEDUP_SPANNER_INSTANCE" in no_instance.stderr
+
+
+def _cli_env(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    scripts = Path(sys.executable).parent
+    full_env = {**os.environ, **env}
+    full_env.pop("COLUMNS", None)
+    for key in [k for k, v in full_env.items() if v == ""]:
+        full_env.pop(key)  # an empty override removes the variable
+    return subprocess.run([str(scripts / "scheduler-dedup"), "runs", *args], capture_output=True, text=True,
+                          env=full_env, timeout=120, check=False)

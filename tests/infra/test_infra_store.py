@@ -225,6 +225,7 @@ def test_root_program_store_stack_then_a_job_stack_that_names_it() -> None:
     """The README's flow: `pulumi up` the store stack once, then a job stack whose config names it (two lines)."""
     store = run_stack_config(ROOT / "Pulumi.example-store.yaml")
     assert store.exports == {
+        "kind": "firestore", "instance_id": "",
         "project": "my-project-id", "database_id": "scheduler-dedup", "location": "eur3",
         "database_resource_name": "projects/my-project-id/databases/scheduler-dedup",
         "collections": ["scheduler_runs"], "ttl_field": TTL_FIELD,
