@@ -5,7 +5,8 @@
 - :mod:`.handler_service`: the service running the dedup handler (its settings, proxy audience, lease, crash
   recovery, CPU allocation);
 - :mod:`.iam`: IAM grants (public invoker, basic roles);
-- :mod:`.store`: the Firestore run-record store (TTL policy and its owner, record retention);
+- :mod:`.store`: the run-record store (Firestore: TTL policy and its owner; Spanner: row deletion policy, its
+  retention from the DDL, database-scoped data role, drop protection; both: record retention);
 - :mod:`.alerting`: the missed-run watchdog and its alert;
 - :mod:`.base`: what they share (:class:`Rule`, its types, readings several domains compare).
 
@@ -61,6 +62,10 @@ from scheduler_dedup.policies.rules.store import (
     dedup_ttl_owner_declared,
     firestore_ttl_single_owner,
     job_retry_window_seconds,  # re-exported
+    spanner_data_role_database_scoped,
+    spanner_retention_covers_retries,
+    spanner_row_deletion_policy,
+    spanner_store_drop_protection,
 )
 
 
@@ -142,6 +147,23 @@ RULES: list[Rule] = [
                           "description": "the run records' expiry timestamp field"},
           "knownOwners": {"type": "array", "items": {"type": "string"}, "default": [],
                           "description": "accepted DEDUP_TTL_OWNER values, e.g. the store stacks' names (empty: any)"}}),
+    Rule("spanner-row-deletion-policy",
+         "Every Spanner table of run records (in a Spanner database of the stack, or named by a dedup service with "
+         "DEDUP_STORE=spanner) has a ROW DELETION POLICY, so records are deleted.",
+         "mandatory", spanner_row_deletion_policy, "stack"),
+    Rule("spanner-retention-covers-retries",
+         "A Spanner run records' table keeps records, by its row deletion policy's column and interval (read from the "
+         "DDL), for longer than the job's retry window.",
+         "mandatory", spanner_retention_covers_retries, "stack",
+         {"marginSeconds": {"type": "number", "default": 0, "minimum": 0,
+                            "description": "extra seconds retention must exceed the retry window by"}}),
+    Rule("spanner-data-role-database-scoped",
+         "A dedup job's accounts hold Spanner roles on the store's database only, never on an instance or a whole "
+         "project without a condition.",
+         "mandatory", spanner_data_role_database_scoped, "stack"),
+    Rule("spanner-store-drop-protection",
+         "A Spanner database holding run records has drop protection (enableDropProtection).",
+         "advisory", spanner_store_drop_protection, "stack"),
     Rule("dedup-handler-settings",
          "A service running the dedup handler sets a DEDUP_* / GOOGLE_CLOUD_PROJECT environment that passes the "
          "handler's own start-up checks (the ones the DedupScheduledJob component runs), so it does not refuse to start.",
