@@ -1,18 +1,22 @@
-"""Benchmark: Firestore RPCs per delivery, a duplicate storm, and added latency, side by side.
+"""Benchmark, one table per store: RPCs per delivery and added latency side by side with the transactional pattern,
+and (Firestore) a duplicate storm.
 
 Three handlers serve real HTTP in this process, each on a thread pool of 8 (Cloud Run's
-concurrency on a small instance), against the real Firestore emulator:
+concurrency on a small instance), against each store's real emulator:
 
-- ``scheduler-dedup``: this project's claim (``create()``), lease and fenced completion;
-- ``transactional``: Google's sample pattern, a transaction to claim (begin, get, commit) and
-  another to complete (begin, get, commit), written per call (no shared transactional object);
+- ``scheduler-dedup``: this project's claim (put-if-absent), lease and fenced completion;
+- ``transactional``: the transactional pattern, a transaction to claim (read, then write if absent) and another
+  to complete. Firestore: Google's sample (begin, get, commit twice), written per call; Spanner: the same with
+  ``database.run_in_transaction`` (``transactional_sample_spanner.py``);
 - ``no dedup``: the job alone, as the baseline for added latency.
 
-Every Firestore RPC is counted by a gRPC interceptor on the client's channel.
+Every Firestore RPC is counted by a gRPC interceptor on the client's channel; every Spanner RPC by a fault proxy
+(no faults) in front of the emulator, which also names each call's protocol step.
 
-Run: ``python bench/dedup_bench.py`` (starts the emulator itself). Prints tables; exits 1 if
-scheduler-dedup misses its targets (<= 2 RPCs per first delivery and per duplicate; in the storm
-no 5xx, p95 < 1 s, exactly one execution per run).
+Run: ``python bench/dedup_bench.py`` (starts the emulators itself). Prints tables; exits 1 if
+scheduler-dedup misses its targets (Firestore: <= 2 RPCs per first delivery and per duplicate; Spanner: the floor
+of handler/stores/spanner.py, 3 per first delivery and 2 per duplicate on another instance, 0 on its own; in the
+Firestore storm no 5xx, p95 < 1 s, exactly one execution per run).
 """
 
 from __future__ import annotations
@@ -46,11 +50,14 @@ from scheduler_dedup.handler.run_key import run_key_from_headers
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
 from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.spanner_emulator import SpannerEmulator
+from scheduler_dedup.local.store_servers import environment
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.servers import HandlerServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transactional_sample import make_view as transactional_view  # noqa: E402
+from transactional_sample_spanner import make_view as spanner_transactional_view  # noqa: E402
 
 SERVER_THREADS = 8
 
@@ -147,7 +154,7 @@ def ours_view(client: firestore.Client, collection: str, job: Job, project: str)
     return view
 
 
-def no_dedup_view(client: firestore.Client, collection: str, job: Job, project: str) -> Callable[[flask.Request], Any]:
+def no_dedup_view(client: Any, collection: str, job: Job, project: str) -> Callable[[flask.Request], Any]:
     def view(request: flask.Request) -> Any:
         key = run_key_from_headers(request.headers, default_project=project,
                                    server_now=datetime.now(timezone.utc), manual_tolerance_seconds=5)
@@ -158,16 +165,15 @@ def no_dedup_view(client: firestore.Client, collection: str, job: Job, project: 
 
 
 class Served:
-    """One handler variant on its own port with its own counted client and job."""
+    """One handler variant on its own port with its own job, and a count of the store RPCs it sent."""
 
-    def __init__(self, name: str, factory: Callable[..., Callable[[flask.Request], Any]], project: str,
-                 job_seconds: float, collection: str | None = None):
+    def __init__(self, name: str, make_view: Callable[[Job], Callable[[flask.Request], Any]],
+                 count: Callable[[], int], job_seconds: float = 0.0):
         self.name = name
-        self.counter = RpcCounter()
-        self.client = CountingClient(self.counter, project=project)
+        self.count = count
         self.job = Job(job_seconds)
         app = flask.Flask(name)
-        view = factory(self.client, collection or f"bench_{name.replace(' ', '_')}", self.job, project)
+        view = make_view(self.job)
         app.add_url_rule("/", name, lambda: view(flask.request), methods=["POST"])
         self.server = PooledServer(0, app, SERVER_THREADS)  # port 0: the kernel picks a free one, bound at once
         self.port = self.server.server_port
@@ -200,9 +206,9 @@ def rpc_costs(served: Served, other: Served, samples: int = 5) -> tuple[float, f
     for _ in range(samples):
         when = next_time()
         for sink, target in ((firsts, served), (same, served), (elsewhere, other)):
-            before = target.counter.total()
+            before = target.count()
             deliver(target.url, when)
-            sink.append(target.counter.total() - before)
+            sink.append(target.count() - before)
     return statistics.mean(firsts), statistics.mean(same), statistics.mean(elsewhere)
 
 
@@ -235,16 +241,103 @@ def latency(served: Served, samples: int = 40) -> tuple[float, float]:
     return statistics.median(values), values[int(0.95 * (len(values) - 1))]
 
 
+def firestore_served(name: str, factory: Callable[..., Callable[[flask.Request], Any]], project: str,
+                     collection: str) -> Served:
+    """A variant on its own Firestore client, whose channel counts RPCs."""
+    counter = RpcCounter()
+    client = CountingClient(counter, project=project)
+    return Served(name, lambda job: factory(client, collection, job, project), counter.total)
+
+
+def spanner_served(name: str, kind: str, emulator: SpannerEmulator, table: str) -> tuple[Served, Callable[[], None]]:
+    """A variant reaching the Spanner emulator through a fault proxy of its own (no faults) that counts its RPCs;
+    returns it with what closes its proxy and client."""
+    proxy = emulator.fault_proxy()
+    if kind == "scheduler-dedup":
+        store = emulator.connect(table, host=proxy.host)
+        settings = Settings(project=emulator.project, collection=table, store="spanner",
+                            spanner_instance=emulator.instance, spanner_database=emulator.database)
+
+        def ours(job: Job) -> Callable[[flask.Request], Any]:
+            handler = SchedulerHandler(settings, Idempotency(store), job)
+            return lambda request: _answer(handler.handle(request.headers))
+        make, close = ours, store.close
+    else:
+        from scheduler_dedup.handler.stores.spanner_admin import admin_client
+
+        with environment({"SPANNER_EMULATOR_HOST": proxy.host}):
+            database = admin_client(emulator.project).instance(emulator.instance).database(emulator.database)
+        make = (lambda job: spanner_transactional_view(database, table, job, emulator.project)) \
+            if kind == "transactional" else (lambda job: no_dedup_view(None, table, job, emulator.project))
+        # not database.close(): it joins the library's multiplexed-session maintenance thread, which sleeps 10 min
+        close = (lambda: None)
+
+    def stop() -> None:
+        close()
+        proxy.stop()
+
+    return Served(name, make, lambda: len(proxy.calls)), stop
+
+
+def _answer(result: tuple[Any, int, Any]) -> Any:
+    body, status, headers = result
+    return flask.jsonify(body), status, headers
+
+
+def spanner_tables(console: Console) -> tuple[float, float, float]:
+    """The Spanner store's RPC and latency tables; returns scheduler-dedup's RPC costs."""
+    with SpannerEmulator() as emulator:
+        for table in ("bench_ours", "bench_tx", "bench_none"):
+            emulator.prepare(table)
+        kinds = {"scheduler-dedup": "bench_ours", "transactional": "bench_tx", "no dedup": "bench_none"}
+        made = {name: spanner_served(name, name, emulator, table) for name, table in kinds.items()}
+        others = {name: spanner_served(f"{name} #2", name, emulator, kinds[name]) for name in kinds if name != "no dedup"}
+        try:
+            for served, _ in [*made.values(), *others.values()]:
+                deliver(served.url, next_time())  # warm up: sessions, connections
+            rpcs = {name: rpc_costs(made[name][0], others[name][0]) for name in others}
+            lat = {name: latency(served) for name, (served, _) in made.items()}
+        finally:
+            for served, stop in [*made.values(), *others.values()]:
+                served.close()
+                stop()
+    print_rpcs(console, "Spanner RPCs per delivery (emulator)", rpcs)
+    print_latency(console, "Spanner: latency of a first delivery (job does nothing), 40 sequential runs", lat)
+    return rpcs["scheduler-dedup"]
+
+
+def print_rpcs(console: Console, title: str, rpcs: dict[str, tuple[float, float, float]]) -> None:
+    table = Table(title=title)
+    table.add_column("handler")
+    table.add_column("first delivery", justify="right")
+    table.add_column("duplicate of a completed run, same instance", justify="right")
+    table.add_column("duplicate, another instance", justify="right")
+    for name, (first, same, elsewhere) in rpcs.items():
+        table.add_row(name, f"{first:g}", f"{same:g}", f"{elsewhere:g}")
+    console.print(table)
+
+
+def print_latency(console: Console, title: str, lat: dict[str, tuple[float, float]]) -> None:
+    base50, base95 = lat["no dedup"]
+    table = Table(title=title)
+    for column in ("handler", "p50 ms", "p95 ms", "added p50 ms", "added p95 ms"):
+        table.add_column(column, justify="right")
+    for name, (p50, p95) in lat.items():
+        table.add_row(name, f"{p50 * 1000:.1f}", f"{p95 * 1000:.1f}", f"{(p50 - base50) * 1000:+.1f}",
+                      f"{(p95 - base95) * 1000:+.1f}")
+    console.print(table)
+
+
 def main() -> int:
     console = Console()
     with FirestoreEmulator() as emulator:
         os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host
         project = emulator.project
         factories = {"scheduler-dedup": ours_view, "transactional": transactional_view, "no dedup": no_dedup_view}
-        variants = {name: Served(name, f, project, 0.0, collection=f"bench_{i}") for i, (name, f) in
+        variants = {name: firestore_served(name, f, project, f"bench_{i}") for i, (name, f) in
                     enumerate(factories.items())}
         # A second instance of each dedup handler on the same collection, with its own process state.
-        others = {name: Served(f"{name} #2", factories[name], project, 0.0, collection=f"bench_{i}")
+        others = {name: firestore_served(f"{name} #2", factories[name], project, f"bench_{i}")
                   for i, name in enumerate(factories) if name != "no dedup"}
         try:
             for served in [*variants.values(), *others.values()]:  # warm up connections
@@ -270,14 +363,7 @@ def main() -> int:
                     log.unlink(missing_ok=True)
                     storms[name] = storm(server.url, log)
 
-    table = Table(title="Firestore RPCs per delivery")
-    table.add_column("handler")
-    table.add_column("first delivery", justify="right")
-    table.add_column("duplicate of a completed run, same instance", justify="right")
-    table.add_column("duplicate, another instance", justify="right")
-    for name, (first, same, elsewhere) in rpcs.items():
-        table.add_row(name, f"{first:g}", f"{same:g}", f"{elsewhere:g}")
-    console.print(table)
+    print_rpcs(console, "Firestore RPCs per delivery", rpcs)
 
     table = Table(title=f"Storm: 10 runs x 20 concurrent deliveries, 0.5 s job, {SERVER_THREADS} server threads")
     for column in ("handler", "deliveries", "5xx", "409", "p50 s", "p95 s", "executions", "runs executed"):
@@ -287,19 +373,15 @@ def main() -> int:
                       f"{s['p50']:.3f}", f"{s['p95']:.3f}", str(s["executions"]), str(s["runs executed"]))
     console.print(table)
 
-    base50, base95 = lat["no dedup"]
-    table = Table(title="Latency of a first delivery (job does nothing), 40 sequential runs")
-    for column in ("handler", "p50 ms", "p95 ms", "added p50 ms", "added p95 ms"):
-        table.add_column(column, justify="right")
-    for name, (p50, p95) in lat.items():
-        table.add_row(name, f"{p50 * 1000:.1f}", f"{p95 * 1000:.1f}", f"{(p50 - base50) * 1000:+.1f}",
-                      f"{(p95 - base95) * 1000:+.1f}")
-    console.print(table)
+    print_latency(console, "Firestore: latency of a first delivery (job does nothing), 40 sequential runs", lat)
+    spanner = spanner_tables(console)
 
     ours, ours_storm = rpcs["scheduler-dedup"], storms["scheduler-dedup"]
     misses = []
     if max(ours) > 2:
-        misses.append(f"RPCs per delivery {ours} exceed 2")
+        misses.append(f"Firestore RPCs per delivery {ours} exceed 2")
+    if spanner != (3, 0, 2):
+        misses.append(f"Spanner RPCs per delivery {spanner} are not the floor (3, 0, 2)")
     if ours_storm["5xx"] or ours_storm["p95"] >= 1.0 or ours_storm["executions"] != 10:
         misses.append(f"storm: {ours_storm}")
     for miss in misses:

@@ -11,17 +11,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import requests
 
-from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port
+from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, ProcessStoreServer
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.stores.wire import GrpcWire
@@ -97,7 +93,7 @@ def find_java() -> str:
     return found
 
 
-class FirestoreEmulator(StoreServer):
+class FirestoreEmulator(ProcessStoreServer):
     """A running Firestore emulator on 127.0.0.1, as a context manager (a :class:`StoreServer`).
 
     Args:
@@ -113,16 +109,8 @@ class FirestoreEmulator(StoreServer):
     display_name: ClassVar[str] = "Firestore emulator"
 
     def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup", start_timeout: float = 60.0):
-        self._reservation: socket.socket | None = None
-        if port is None:
-            self._reservation = reserve_port()
-            port = int(self._reservation.getsockname()[1])
-        self.port = port
+        super().__init__(port, start_timeout)
         self.project = project
-        self.host = f"127.0.0.1:{self.port}"
-        self._start_timeout = start_timeout
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log_path: str | None = None
 
     def start(self) -> "FirestoreEmulator":
         """Start java and block until the emulator is ready.
@@ -132,33 +120,9 @@ class FirestoreEmulator(StoreServer):
             EmulatorStartError: the process died or was not ready within ``start_timeout`` seconds.
         """
         java, jar = find_java(), find_emulator_jar()
-        fd, self._log_path = tempfile.mkstemp(prefix="firestore-emulator-", suffix=".log")
-        with os.fdopen(fd, "wb") as log:
-            self._proc = subprocess.Popen(
-                [java, "-cp", str(jar), _MAIN_CLASS, "start", "--host=127.0.0.1", f"--port={self.port}"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-        deadline = time.monotonic() + self._start_timeout
-        while time.monotonic() < deadline:
-            if _READY_LINE in self.log():
-                return self
-            if self._proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        tail = self.log()[-2000:]
-        self.stop()
-        raise EmulatorStartError(f"Firestore emulator did not start on port {self.port}; its log ends:\n{tail}")
-
-    @property
-    def pid(self) -> int | None:
-        """PID of the java process while it runs, else None."""
-        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
-
-    def log(self) -> str:
-        """Return the emulator's log so far (stdout and stderr)."""
-        if not self._log_path:
-            return ""
-        return Path(self._log_path).read_text(errors="replace")
+        self._spawn([java, "-cp", str(jar), _MAIN_CLASS, "start", "--host=127.0.0.1", f"--port={self.port}"],
+                    lambda: _READY_LINE in self.log())
+        return self
 
     @property
     def wire(self) -> "GrpcWire":
@@ -179,20 +143,3 @@ class FirestoreEmulator(StoreServer):
         """Delete every document of ``self.project``'s default database."""
         url = f"http://{self.host}/emulator/v1/projects/{self.project}/databases/(default)/documents"
         requests.delete(url, timeout=60).raise_for_status()  # deletes every document: real work
-
-    def stop(self) -> None:
-        """Stop the java process this object started (and only that PID), and delete its log file."""
-        proc, self._proc = self._proc, None
-        if self._reservation is not None:
-            self._reservation.close()
-            self._reservation = None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        log_path, self._log_path = self._log_path, None
-        if log_path and os.path.exists(log_path):
-            os.unlink(log_path)

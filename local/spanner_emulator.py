@@ -18,16 +18,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar
 
-from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port
+from scheduler_dedup.local.store_servers import EmulatorNotFoundError, ProcessStoreServer
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.stores.wire import GrpcWire
@@ -80,7 +77,7 @@ def find_emulator() -> Path:
     raise EmulatorNotFoundError(f"the Cloud Spanner emulator (emulator_main) was not found; {INSTALL_HINT}")
 
 
-class SpannerEmulator(StoreServer):
+class SpannerEmulator(ProcessStoreServer):
     """A running Spanner emulator on 127.0.0.1, as a context manager (a :class:`StoreServer`).
 
     Its clients use one instance and one database, created on first :meth:`prepare`; each collection is a table.
@@ -105,21 +102,13 @@ class SpannerEmulator(StoreServer):
     def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup",
                  instance: str = "scheduler-dedup", database: str = "scheduler-dedup",
                  abort_probability: int | None = None, start_timeout: float = 60.0):
-        self._reservation: socket.socket | None = None
-        if port is None:
-            self._reservation = reserve_port()
-            port = int(self._reservation.getsockname()[1])
         if abort_probability is not None and not 0 <= abort_probability <= 100:
             raise ValueError(f"abort_probability={abort_probability} is not a percentage: use 0 to 100")
-        self.port = port
+        super().__init__(port, start_timeout)
         self.project = project
         self.instance = instance
         self.database = database
         self.abort_probability = abort_probability
-        self.host = f"127.0.0.1:{self.port}"
-        self._start_timeout = start_timeout
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log_path: str | None = None
         self._prepared: set[str] = set()
         self._admin_client: object | None = None
 
@@ -134,31 +123,8 @@ class SpannerEmulator(StoreServer):
         args = [str(binary), f"--host_port={self.host}"]
         if self.abort_probability is not None:
             args.append(f"--abort_current_transaction_probability={self.abort_probability}")
-        fd, self._log_path = tempfile.mkstemp(prefix="spanner-emulator-", suffix=".log")
-        with os.fdopen(fd, "wb") as log:
-            self._proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          start_new_session=True)
-        deadline = time.monotonic() + self._start_timeout
-        while time.monotonic() < deadline:
-            if _READY_LINE in self.log() and _accepts(self.port):
-                return self
-            if self._proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        tail = self.log()[-2000:]
-        self.stop()
-        raise EmulatorStartError(f"Spanner emulator did not start on port {self.port}; its log ends:\n{tail}")
-
-    @property
-    def pid(self) -> int | None:
-        """PID of ``emulator_main`` while it runs, else None."""
-        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
-
-    def log(self) -> str:
-        """Return the emulator's log so far (stdout and stderr)."""
-        if not self._log_path:
-            return ""
-        return Path(self._log_path).read_text(errors="replace")
+        self._spawn(args, lambda: _READY_LINE in self.log() and _accepts(self.port))
+        return self
 
     @property
     def wire(self) -> "GrpcWire":
@@ -199,30 +165,6 @@ class SpannerEmulator(StoreServer):
 
         if self._prepared:
             delete_all_rows(self._admin(), self.instance, self.database)
-
-    def stop(self) -> None:
-        """Stop the ``emulator_main`` process this object started (and only that PID)."""
-        proc, self._proc = self._proc, None
-        if self._reservation is not None:
-            self._reservation.close()
-            self._reservation = None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-    def __enter__(self) -> "SpannerEmulator":
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-        if self._log_path and os.path.exists(self._log_path):
-            os.unlink(self._log_path)
 
 
 def _accepts(port: int) -> bool:

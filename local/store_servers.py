@@ -14,12 +14,14 @@ import abc
 import importlib
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
+    import subprocess
+
     from scheduler_dedup.handler.config import Settings
     from scheduler_dedup.handler.stores.base import RunStore
     from scheduler_dedup.handler.stores.wire import GrpcWire
@@ -175,6 +177,96 @@ class StoreServer(abc.ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+class ProcessStoreServer(StoreServer):
+    """A :class:`StoreServer` that is one child process on a reserved loopback port: its start, readiness wait,
+    log, PID and stop, shared by the emulators.
+
+    Args:
+        port: TCP port; when None, a free one reserved (:func:`reserve_port`) until :meth:`stop`.
+        start_timeout: seconds to wait for the server to be ready.
+
+    Attributes:
+        port: the TCP port; host: ``127.0.0.1:PORT``.
+    """
+
+    def __init__(self, port: int | None = None, start_timeout: float = 60.0):
+        self._reservation: socket.socket | None = None
+        if port is None:
+            self._reservation = reserve_port()
+            port = int(self._reservation.getsockname()[1])
+        self.port = port
+        self.host = f"127.0.0.1:{self.port}"
+        self._start_timeout = start_timeout
+        self._proc: "subprocess.Popen[bytes] | None" = None
+        self._log_path: str | None = None
+
+    def _spawn(self, argv: list[str], ready: "Callable[[], bool]") -> None:
+        """Start ``argv`` in a session of its own, its output to a log file, and wait until ``ready()``.
+
+        Raises:
+            EmulatorStartError: the process exited or was not ready within the start timeout (its log tail in the
+                message); it is stopped first.
+        """
+        import os
+        import subprocess
+        import tempfile
+        import time
+
+        fd, self._log_path = tempfile.mkstemp(prefix=f"{self.kind}-emulator-", suffix=".log")
+        with os.fdopen(fd, "wb") as log:
+            self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
+        deadline = time.monotonic() + self._start_timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            if self._proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        tail = self.log()[-2000:]
+        self.stop()
+        raise EmulatorStartError(f"{self.display_name} did not start on port {self.port}; its log ends:\n{tail}")
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the server process while it runs, else None."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def log(self) -> str:
+        """Return the server's log so far (stdout and stderr)."""
+        from pathlib import Path
+
+        if not self._log_path:
+            return ""
+        return Path(self._log_path).read_text(errors="replace")
+
+    def stop(self) -> None:
+        """Stop the process this object started (and only that PID): SIGTERM, then SIGKILL after 10 s."""
+        import signal
+        import subprocess
+
+        proc, self._proc = self._proc, None
+        if self._reservation is not None:
+            self._reservation.close()
+            self._reservation = None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        import os
+
+        self.stop()
+        if self._log_path and os.path.exists(self._log_path):
+            os.unlink(self._log_path)
 
 
 #: ``DEDUP_STORE`` value -> ``module:class`` of its local server.

@@ -31,12 +31,13 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   fi
   echo "$WANT" > "$STAMP"
 fi
-# Fail early, with the install command, when java or the emulator jar is missing.
+# Fail early, with the install command, when java, the Firestore emulator jar or the Spanner emulator is missing.
 "$VENV/bin/python" -c '
 import sys
 from scheduler_dedup.local.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
+from scheduler_dedup.local.spanner_emulator import find_emulator
 try:
-    find_java(); find_emulator_jar()
+    find_java(); find_emulator_jar(); find_emulator()
 except EmulatorNotFoundError as exc:
     sys.exit(f"error: {exc}")
 '
