@@ -243,7 +243,9 @@ class ProcessStoreServer(StoreServer):
         return Path(self._log_path).read_text(errors="replace")
 
     def stop(self) -> None:
-        """Stop the process this object started (and only that PID): SIGTERM, then SIGKILL after 10 s."""
+        """Stop the process this object started (and only that PID): SIGTERM, then SIGKILL after 10 s; and delete
+        its log file."""
+        import os
         import signal
         import subprocess
 
@@ -251,22 +253,16 @@ class ProcessStoreServer(StoreServer):
         if self._reservation is not None:
             self._reservation.close()
             self._reservation = None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        import os
-
-        self.stop()
-        if self._log_path and os.path.exists(self._log_path):
-            os.unlink(self._log_path)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        log_path, self._log_path = self._log_path, None
+        if log_path and os.path.exists(log_path):
+            os.unlink(log_path)
 
 
 #: ``DEDUP_STORE`` value -> ``module:class`` of its local server.
