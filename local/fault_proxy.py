@@ -46,6 +46,8 @@ __all__ = ["KINDS", "PROTOCOL_STEPS", "STEPS", "Call", "Fault", "FaultProxy", "G
 KINDS = ("unavailable", "deadline", "lose_answer", "delay", "refuse")
 # Metadata gRPC sets itself and refuses from the application.
 _RESERVED_METADATA = ("user-agent", "te", "content-type", "grpc-")
+#: Messages of any size both ways (gRPC's default receive limit is 4 MiB; a Spanner result may be 10 MB).
+_UNLIMITED = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 #: How long a forwarded call may take when the caller sent no deadline, seconds.
 _DEFAULT_UPSTREAM_TIMEOUT = 60.0
 
@@ -156,10 +158,10 @@ class FaultProxy:
         Raises:
             RuntimeError: no port could be bound.
         """
-        self._channel = grpc.insecure_channel(self.upstream)
+        self._channel = grpc.insecure_channel(self.upstream, options=_UNLIMITED)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers,
                                                               thread_name_prefix="fault-proxy"),
-                                   handlers=[_Forwarder(self)])
+                                   handlers=[_Forwarder(self)], options=_UNLIMITED)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
         if not self.port:
             raise RuntimeError("fault proxy could not bind a port on 127.0.0.1")

@@ -179,3 +179,16 @@ def test_the_emulators_table_is_the_schema_ddl(server: SpannerEmulator) -> None:
     assert "ROW DELETION POLICY" in statements.upper()
     policies = spanner_schema.deletion_policies(list(database.ddl_statements))
     assert policies[TABLE.lower()] == spanner_schema.DeletionPolicy("expire_at", 0)
+
+
+def test_a_result_of_several_megabytes_passes_the_fault_proxy(server: SpannerEmulator, proxy: Any) -> None:
+    """Spanner takes 10 MB of JSON: the proxy forwards messages beyond gRPC's 4 MiB default both ways."""
+    client = server.connect(TABLE, host=proxy.host)
+    run_id = uuid.uuid4().hex
+    version = client.create(run_id, {"status": "in_progress", "attempt_id": "a" * 32})
+    assert version is not None
+    big = "x" * 6_000_000
+    assert client.update_if_unchanged(run_id, {"status": "completed", "result": big}, version) is not None
+    record = client.get(run_id)
+    assert record is not None and record.result == big
+    client.close()
