@@ -31,9 +31,10 @@ import pulumi
 from .schedule import (
     REQUEST_TIMEOUT_MARGIN_SECONDS,
     RetryPolicy,
-    crash_recovery_seconds,
+    max_retry_duration_to_recover,
     min_backoff_to_recover,
     recovers_crash,
+    retries_described,
     retry_window_seconds,
 )
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
@@ -320,7 +321,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             f"({attempt_deadline} s): a retry could take over a claim whose job is still running; "
             f"raise it to at least {longest}",
         )
-    retry = _retry_policy(args.get("retry") or {}, lease)
+    retry = _retry_policy(args.get("retry") or {}, lease, attempt_deadline)
     window = int(retry_window_seconds(retry, attempt_deadline))
     retention = _int(args, "retention_seconds", DEFAULT_RETENTION_SECONDS)
     if retention < window:
@@ -380,8 +381,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
 
     # Crash recovery (checked after the handler's own checks, below): a retry must still come once a crashed
     # attempt's lease has expired.
-    crash_problem = None if recovers_crash(retry, lease) else (_crash_recovery_field(args.get("retry") or {}),
-                                                               _crash_recovery_fix(retry, lease))
+    crash_problem = None if recovers_crash(retry, lease, attempt_deadline) else (
+        _crash_recovery_field(args.get("retry") or {}), _crash_recovery_fix(retry, lease, attempt_deadline))
 
     # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
     service_name = prefix[:49].rstrip("-")
@@ -529,31 +530,30 @@ def _target_name(target: Mapping[str, Any], key: str, field: str, collection: st
 def _crash_recovery_field(retry: Any) -> str:
     """The input to name when the retries end before a crashed attempt's lease: the one the user wrote."""
     given = retry if isinstance(retry, Mapping) else {}
-    for key in ("retry_count", "min_backoff_seconds", "max_backoff_seconds", "max_doublings"):
+    for key in ("retry_count", "max_retry_duration_seconds", "min_backoff_seconds", "max_backoff_seconds",
+                "max_doublings"):
         if key in given:
             return f"retry.{key}"
     return "lease_seconds"
 
 
-def _crash_recovery_fix(retry: RetryPolicy, lease: int) -> str:
-    recovery = crash_recovery_seconds(retry)
-    if retry.retry_count == 0:
-        why = "retry_count 0 means no retry ever comes"
-    else:
-        waits = ", ".join(f"{retry.backoff_seconds(i):g}" for i in range(retry.retry_count))
-        why = f"the {retry.retry_count} retries come {waits} s apart, {recovery:g} s in all"
-    hint = min_backoff_to_recover(RetryPolicy(max(retry.retry_count, 1), retry.max_retry_duration_seconds,
-                                              retry.min_backoff_seconds, retry.max_backoff_seconds,
-                                              retry.max_doublings), lease)
-    fix = (f"Set retry.min_backoff_seconds to at least {hint}" + (" and retry.retry_count to at least 1"
-                                                                  if retry.retry_count == 0 else "")
-           if hint is not None else "Raise retry.retry_count and retry.max_backoff_seconds")
-    return (f"a crashed attempt holds its run for up to lease_seconds ({lease} s), but {why}: every retry would get "
-            f"409 and the run would never complete. {fix}, or lower lease_seconds (the retries must span at least "
-            "the lease)")
+def _crash_recovery_fix(retry: RetryPolicy, lease: int, attempt_deadline: int) -> str:
+    """Why the retries end before a crashed attempt's lease, saying what Scheduler will do, and the fixes."""
+    counted = RetryPolicy(max(retry.retry_count, 1), retry.max_retry_duration_seconds, retry.min_backoff_seconds,
+                          retry.max_backoff_seconds, retry.max_doublings)
+    hint = min_backoff_to_recover(counted, lease, attempt_deadline)
+    fixes = [f"set retry.min_backoff_seconds to at least {hint}" + (" and retry.retry_count to at least 1"
+                                                                    if retry.retry_count == 0 else "")
+             if hint is not None else "raise retry.retry_count and retry.max_backoff_seconds"]
+    duration = max_retry_duration_to_recover(retry, lease, attempt_deadline)
+    if duration is not None:
+        fixes.append(f"set retry.max_retry_duration_seconds to at least {duration}")
+    return (f"a crashed attempt holds its run for up to lease_seconds ({lease} s), but "
+            f"{retries_described(retry, attempt_deadline)}: every retry would get 409 and the run would never "
+            f"complete. To fix it, {'; or '.join(fixes)}; or lower lease_seconds (the retries must come until at "
+            "least the lease has passed)")
 
-
-def _retry_policy(retry: Any, lease_seconds: int) -> RetryPolicy:
+def _retry_policy(retry: Any, lease_seconds: int, attempt_deadline_seconds: int) -> RetryPolicy:
     """Resolve ``retry`` with the component's defaults and check RetryConfig's limits.
 
     https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig:
@@ -575,7 +575,7 @@ def _retry_policy(retry: Any, lease_seconds: int) -> RetryPolicy:
     max_backoff = _int(retry, "max_backoff_seconds", DEFAULT_MAX_BACKOFF_SECONDS, field="retry.max_backoff_seconds")
     doublings = _int(retry, "max_doublings", DEFAULT_MAX_DOUBLINGS, field="retry.max_doublings")
     spanning = min_backoff_to_recover(RetryPolicy(count, duration, 0, max_backoff, doublings),
-                                      CRASH_RECOVERY_FACTOR * lease_seconds)
+                                      CRASH_RECOVERY_FACTOR * lease_seconds, attempt_deadline_seconds)
     default_min = max(DEFAULT_MIN_BACKOFF_SECONDS, spanning or 0) if spanning is not None else DEFAULT_MIN_BACKOFF_SECONDS
     min_backoff = _int(retry, "min_backoff_seconds", min(default_min, max(max_backoff, 0)),
                        field="retry.min_backoff_seconds")

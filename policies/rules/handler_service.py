@@ -12,9 +12,10 @@ from scheduler_dedup.handler.audience import misspelt_target_audience, target_au
 from scheduler_dedup.handler.startup import startup_problems
 from scheduler_dedup.infra.schedule import (
     RetryPolicy,
-    crash_recovery_seconds,
+    max_retry_duration_to_recover,
     min_backoff_to_recover,
     recovers_crash,
+    retries_described,
 )
 
 from scheduler_dedup.policies import limits
@@ -148,22 +149,27 @@ def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[s
                              for problem in retry_problems]
                 continue
             policy = reading.policy
-            if policy is None or recovers_crash(policy, lease):
+            deadline = reading.deadline.value or limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S
+            if policy is None or recovers_crash(policy, lease, deadline):
                 continue
             written = get(pairing.job.props, "retryConfig.retryCount") is not None
             count = f"retryCount {policy.retry_count}" + ("" if written else " (Scheduler's default)")
-            waits = ", ".join(f"{policy.backoff_seconds(i):g}" for i in range(policy.retry_count))
-            span = f"retries {waits} s apart ({_fmt(crash_recovery_seconds(policy))} in all)" if waits else "no retry"
+            duration = f", maxRetryDuration {_fmt(policy.max_retry_duration_seconds)}"
             hint = min_backoff_to_recover(RetryPolicy(max(policy.retry_count, 1), policy.max_retry_duration_seconds,
                                                       policy.min_backoff_seconds, policy.max_backoff_seconds,
-                                                      policy.max_doublings), lease)
-            fix = (f"Set retryConfig.minBackoffDuration to at least \"{hint}s\""
-                   + (" and retryCount to at least 1" if policy.retry_count == 0 else "")
-                   if hint is not None else "Raise retryCount and maxBackoffDuration")
-            findings.append((pairing.job, f"job {pairing.job.name} has {count}: {span}, but a crashed attempt holds the "
+                                                      policy.max_doublings), lease, deadline)
+            fixes = [f"set retryConfig.minBackoffDuration to at least \"{hint}s\""
+                     + (" and retryCount to at least 1" if policy.retry_count == 0 else "")
+                     if hint is not None else "raise retryCount and maxBackoffDuration"]
+            longer = max_retry_duration_to_recover(policy, lease, deadline)
+            if longer is not None:
+                fixes.append(f"set retryConfig.maxRetryDuration to at least \"{longer}s\"")
+            findings.append((pairing.job, f"job {pairing.job.name} has {count}{duration}: "
+                                          f"{retries_described(policy, deadline)}, but a crashed attempt holds the "
                                           f"run for up to {limits.ENV_LEASE}={lease_shown} of service {service.name}; "
                                           "every retry would get 409 and the run would never complete. "
-                                          f"{fix}, or lower {limits.ENV_LEASE}" + pairing.note))
+                                          f"To fix it, {'; or '.join(fixes)}; or lower {limits.ENV_LEASE}"
+                                          + pairing.note))
     return findings
 
 

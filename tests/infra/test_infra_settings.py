@@ -195,19 +195,38 @@ def test_defaults_recover_a_crashed_attempt() -> None:
     for overrides in ({}, {"attempt_deadline_seconds": 1800}, {"request_timeout_seconds": 3600},
                       {"retry": {"retry_count": 2}}, {"retry": {"max_doublings": 0}}):
         s = resolve_settings("nightly", _args(**overrides), default_project="p1")
-        assert recovers_crash(s.retry, s.lease_seconds), overrides
-        assert crash_recovery_seconds(s.retry) >= 1.5 * s.lease_seconds - s.retry.min_backoff_seconds, overrides
+        assert recovers_crash(s.retry, s.lease_seconds, s.attempt_deadline_seconds), overrides
+        assert (crash_recovery_seconds(s.retry, s.attempt_deadline_seconds)
+                >= 1.5 * s.lease_seconds - s.retry.min_backoff_seconds), overrides
 
 
 @pytest.mark.parametrize(("retry", "field", "fix"), [
     # the field case: retries at +5, +10, +20 s against a 300 s lease
     ({"retry_count": 3, "min_backoff_seconds": 5}, "retry.retry_count", "retry.min_backoff_seconds to at least 43"),
     ({"retry_count": 0}, "retry.retry_count", "retry.retry_count to at least 1"),
-    ({"retry_count": 2, "max_backoff_seconds": 100}, "retry.retry_count", "Raise retry.retry_count"),
+    ({"retry_count": 2, "max_backoff_seconds": 100}, "retry.retry_count", "raise retry.retry_count"),
+    # retries kept by the duration alone: 5, 10, 20, 40 s apart within 255 s of a 180 s attempt, the last at 75 s
+    ({"retry_count": 0, "max_retry_duration_seconds": 255}, "retry.retry_count",
+     "retry.max_retry_duration_seconds to at least 495"),
 ])
 def test_retries_that_end_before_the_lease_fail_at_preview(retry: dict[str, int], field: str, fix: str) -> None:
     err = _fails(field, fix, retry=retry)
     assert "409" in str(err) and "lease_seconds (300 s)" in str(err)
+
+
+def test_retry_count_0_with_a_max_retry_duration_retries_until_both_limits_are_reached() -> None:
+    """Retry jobs page: a job is not retried only when retryCount is 0 *and* maxRetryDuration is 0; with both set it is
+    "retried until both limits are reached". An hour of retries outlasts the 300 s lease of a crashed attempt."""
+    from scheduler_dedup.infra.schedule import crash_recovery_seconds, retries_described, surely_sent_retries
+
+    s = resolve_settings("nightly", _args(retry={"retry_count": 0, "max_retry_duration_seconds": 3600}),
+                         default_project="p1")
+    starts = surely_sent_retries(s.retry, s.attempt_deadline_seconds)
+    assert len(starts) > 5 and starts[-1] + s.attempt_deadline_seconds <= 3600
+    assert crash_recovery_seconds(s.retry, s.attempt_deadline_seconds) == starts[-1] >= s.lease_seconds
+    assert "until both limits are reached" in retries_described(s.retry, s.attempt_deadline_seconds)
+    err = _fails("retry.retry_count", "never retries a failed attempt", retry={"retry_count": 0})
+    assert "maxRetryDuration is also 0" in str(err)
 
 
 def test_a_job_entry_point_missing_from_job_source_fails_at_preview(tmp_path: Path) -> None:

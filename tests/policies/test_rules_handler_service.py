@@ -148,11 +148,18 @@ def test_retries_that_end_before_a_crashed_attempts_lease_are_a_mandatory_findin
     crashed = job(retryConfig={"retryCount": 3})
     [finding] = run("dedup-retries-outlast-lease", [crashed, service()])
     assert finding.level == "mandatory"
-    assert "retries 5, 10, 20 s apart (35s in all)" in finding.message
+    assert "Scheduler sends 3 retries, 5, 10, 20 s apart: the last starts 35 s after a failed attempt" in finding.message
     assert "DEDUP_LEASE_SECONDS=300 (the handler's default)" in finding.message and "409" in finding.message
     assert 'minBackoffDuration to at least "43s"' in finding.message
     [none] = run("dedup-retries-outlast-lease", [job(), service()])
-    assert "retryCount 0 (Scheduler's default): no retry" in none.message
+    assert "retryCount 0 (Scheduler's default), maxRetryDuration 0s" in none.message
+    assert "Scheduler never retries a failed attempt" in none.message
+    # retryCount 0 with a retry duration: retried "until both limits are reached" (Retry jobs page), past the lease
+    kept = job(retryConfig={"retryCount": 0, "maxRetryDuration": "3600s"})
+    assert run("dedup-retries-outlast-lease", [kept, service()]) == []
+    [short] = run("dedup-retries-outlast-lease", [job(retryConfig={"retryCount": 0, "maxRetryDuration": "255s"}),
+                                                  service()])
+    assert "until both limits are reached" in short.message and 'maxRetryDuration to at least "495s"' in short.message
     spanning = job(retryConfig={"retryCount": 5, "minBackoffDuration": "15s"})
     assert run("dedup-retries-outlast-lease", [spanning, service()]) == []
     unreadable = job(retryConfig={"retryCount": 5, "minBackoffDuration": "15 seconds"})
