@@ -253,3 +253,19 @@ def test_a_schedule_that_never_fires_fails_at_preview(schedule: str) -> None:
 @pytest.mark.parametrize("schedule", ["0 0 29 2 *", "0 0 31 2 1", "0 0 31 * *"])
 def test_rare_schedules_that_do_fire_pass(schedule: str) -> None:
     assert resolve_settings("nightly", _args(schedule=schedule), default_project="p1").schedule == schedule
+
+
+def test_every_mistake_of_a_config_is_reported_at_once() -> None:
+    """Four mistakes used to take four rounds of preview: each problem now comes in the first, naming its field."""
+    from scheduler_dedup.infra.errors import DedupConfigErrors
+
+    with pytest.raises(DedupConfigErrors) as info:
+        resolve_settings("nightly", _args(schedule="every 5 minutes", time_zone="Mars/Olympus",
+                                          attempt_deadline_seconds=10, max_instance_count=0), default_project="p1")
+    assert [e.field for e in info.value.errors] == ["schedule", "time_zone", "attempt_deadline_seconds",
+                                                    "max_instance_count"]
+    assert str(info.value).startswith("4 problems:") and "'*/5 * * * *'" in str(info.value)
+    # a check that needs an invalid input is skipped, not reported against a default
+    with pytest.raises(DedupConfigError) as one:
+        resolve_settings("nightly", _args(attempt_deadline_seconds=10, request_timeout_seconds=20), default_project="p")
+    assert not isinstance(one.value, DedupConfigErrors) and one.value.field == "attempt_deadline_seconds"
