@@ -486,3 +486,110 @@ def is_fire_time(schedule: str, time_zone: str, instant: datetime) -> bool:
     """True if ``instant`` (aware) is a candidate instant of a fire time of ``schedule`` in ``time_zone``."""
     window = list(fire_times(schedule, time_zone, instant, instant + timedelta(microseconds=1)))
     return any(instant == c for f in window for c in f.candidates)
+
+
+@dataclass(frozen=True)
+class FireGaps:
+    """The shortest and longest time between consecutive fire times of a schedule, seconds.
+
+    Attributes:
+        smallest_seconds: over every fire time any reading of the schedule has (:func:`cron_readings`).
+        largest_seconds: over the fire times every reading has (a gap no reading can make longer).
+    """
+
+    smallest_seconds: float
+    largest_seconds: float
+
+
+#: Days searched by :func:`fire_gaps`: past a year, so yearly patterns and both clock changes are in it.
+GAP_HORIZON_DAYS = 400
+
+
+def _times_of_day(reading: CronReading) -> tuple[int, ...]:
+    minutes, hours = reading.expression.split()[:2]
+    minute_set = range(60) if minutes == "*" else [int(m) for m in minutes.split(",")]
+    hour_set = range(24) if hours == "*" else [int(h) for h in hours.split(",")]
+    return tuple(sorted(h * 60 + m for h in hour_set for m in minute_set))
+
+
+def _fire_days(reading: CronReading, first: datetime, last: datetime) -> set[datetime]:
+    fields = reading.expression.split()
+    it = croniter(" ".join(["0", "0", *fields[2:]]), first - timedelta(microseconds=1), day_or=reading.day_or)
+    days = set()
+    while (day := it.get_next(datetime)) < last:
+        days.add(day)
+    return days
+
+
+@lru_cache(maxsize=64)
+def _within_day_gaps(minutes: tuple[int, ...]) -> tuple[float, float] | None:
+    """(smallest, largest) gap in seconds between consecutive times of day (minutes after midnight), or None."""
+    steps = [(b - a) * 60.0 for a, b in zip(minutes, minutes[1:])]
+    return (min(steps), max(steps)) if steps else None
+
+
+def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
+              horizon_days: int = GAP_HORIZON_DAYS) -> FireGaps:
+    """The shortest and longest gap between consecutive fire times of ``schedule`` in ``time_zone`` (seconds).
+
+    Searches ``horizon_days`` from ``start`` (default: today, UTC midnight) on the job's wall clock, so
+    daylight-saving days count with their real length. A wall-clock time that occurs twice (clocks go back)
+    counts once, at its first instant: Cloud Scheduler's docs do not say whether it fires once or twice, and once
+    gives the longer, safer largest gap. Work is per day, not per fire time: the times of day are the same on
+    every day a reading fires, except on daylight-saving days, which are walked fire by fire.
+
+    Raises:
+        ValueError: ``schedule`` or ``time_zone`` is invalid, or every reading of the schedule together does not
+            fire twice within the horizon (e.g. ``0 0 30 2 *``; the message says "does not fire").
+    """
+    problem = unix_cron_problem(schedule)
+    if problem:
+        raise ValueError(f"schedule {problem}")
+    if not is_iana_time_zone(time_zone):
+        raise ValueError(f"time zone {time_zone!r} is not a tz database name: use e.g. 'Etc/UTC' or 'Europe/Berlin'")
+    tz = zoneinfo.ZoneInfo(time_zone)
+    today = (start or datetime.now(timezone.utc)).astimezone(tz).replace(tzinfo=None)
+    first_day = datetime.combine(today.date(), datetime.min.time())
+    last_day = first_day + timedelta(days=horizon_days)
+    readings = [r for r in cron_readings(schedule) if r.expression]
+    total = len(cron_readings(schedule))
+    days = [_fire_days(r, first_day, last_day) for r in readings]
+    times = [_times_of_day(r) for r in readings]
+    smallest, largest = float("inf"), 0.0
+    previous: dict[str, datetime | None] = {"any": None, "all": None}
+    day = first_day
+    while day < last_day:
+        following = day + timedelta(days=1)
+        firing = [i for i, d in enumerate(days) if day in d]
+        plain = _utc(day, tz, 0).utcoffset() == _utc(following, tz, 0).utcoffset() and \
+            day.replace(tzinfo=tz).utcoffset() == following.replace(tzinfo=tz).utcoffset()
+        if firing:
+            union = tuple(sorted(set().union(*(times[i] for i in firing))))
+            shared = tuple(sorted(set(times[firing[0]]).intersection(*(times[i] for i in firing))
+                                  if len(firing) == total else ()))
+            for kind, minutes in (("any", union), ("all", shared)):
+                if not minutes:
+                    continue
+                if plain:
+                    first, last = (_utc(day + timedelta(minutes=m), tz, 0) for m in (minutes[0], minutes[-1]))
+                    within = _within_day_gaps(minutes)
+                else:
+                    instants: list[datetime] = []
+                    for minute in minutes:
+                        instant = fire_time_at(day + timedelta(minutes=minute), tz).first
+                        if not instants or instant > instants[-1]:
+                            instants.append(instant)  # a repeated wall-clock time: its first instant only
+                    first, last = instants[0], instants[-1]
+                    steps = [(b - a).total_seconds() for a, b in zip(instants, instants[1:])]
+                    within = (min(steps), max(steps)) if steps else None
+                before = previous[kind]
+                gaps = [*(within or ()), *([(first - before).total_seconds()] if before is not None else [])]
+                if gaps and kind == "any":
+                    smallest = min(smallest, *gaps)
+                if gaps and kind == "all":
+                    largest = max(largest, *gaps)
+                previous[kind] = last
+        day = following
+    if largest == 0.0 or smallest == float("inf"):
+        raise ValueError(f"schedule {schedule!r} does not fire within {horizon_days} days")
+    return FireGaps(smallest, largest)
