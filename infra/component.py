@@ -166,6 +166,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
             archive = build_deploy_archive(settings.job_source)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings = settings
+        for advisory in settings.advisories:  # the pack's advisory rules say the same of the deployed resources
+            pulumi.log.warn(advisory, resource=self)
         child = pulumi.ResourceOptions(parent=self)
         s = settings
 

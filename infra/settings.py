@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,7 +37,8 @@ from .schedule import (
     retries_described,
     retry_window_seconds,
 )
-from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.overlap import overlap_advisory
 from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.config import (
     DEFAULT_COLLECTION,
@@ -125,6 +126,9 @@ class DedupSettings:
     store: StoreRef | None = None
     scheduler_service_account_email: pulumi.Input[str] | None = None
     build_service_account_email: pulumi.Input[str] | None = None
+    advisories: tuple[str, ...] = ()
+    """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
+    with each at preview (:func:`advisories_of`)."""
 
     @property
     def retry_window_seconds(self) -> int:
@@ -509,7 +513,23 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     if crash_problem is not None:
         problems.add(DedupConfigError(*crash_problem))
     problems.raise_any()
-    return settings
+    return replace(settings, advisories=advisories_of(settings))
+
+
+def advisories_of(s: DedupSettings) -> tuple[str, ...]:
+    """What the settings do that a user would want to know at preview, though Scheduler accepts it; each message is
+    the one the policy pack's advisory rule of the same concern gives:
+
+    * the schedule uses a form Cloud Scheduler's cron page does not settle
+      (:func:`~scheduler_dedup.handler.cron.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
+    * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
+      (:func:`~scheduler_dedup.handler.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``).
+    """
+    found = [f"schedule {message}" for message in unsettled_cron_forms(s.schedule)]
+    overlap = overlap_advisory(s.schedule, s.time_zone, s.attempt_deadline_seconds, s.retry_window_seconds)
+    if overlap:
+        found.append(overlap)
+    return tuple(found)
 
 
 _SA_EMAIL_RE = re.compile(r"^[a-z0-9][a-z0-9-]*@[a-z0-9.-]+\.gserviceaccount\.com$")
