@@ -39,6 +39,7 @@ from .schedule import (
 )
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
 from scheduler_dedup.handler.overlap import overlap_advisory
+from scheduler_dedup.handler.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
 from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.config import (
     DEFAULT_COLLECTION,
@@ -171,12 +172,17 @@ def validate_time_zone(time_zone: str) -> str:
     """Return ``time_zone`` if it is an IANA tz database name (``Job.time_zone``).
 
     Raises:
-        DedupConfigError: not a tz database name; the message suggests ``Etc/UTC``.
+        DedupConfigError: not a tz database name (the message suggests ``Etc/UTC``), or a fixed-offset abbreviation
+            such as ``EST`` (UTC-5 all year; :func:`~scheduler_dedup.handler.time_zones.fixed_offset_abbreviation_problem`).
+            An alias such as ``US/Eastern`` passes with an advisory (:func:`advisories_of`).
     """
     if not is_iana_time_zone(time_zone):
         raise DedupConfigError(
             "time_zone", f"{time_zone!r} is not an IANA time zone name; use e.g. 'Etc/UTC' or 'Europe/Berlin'"
         )
+    fixed = fixed_offset_abbreviation_problem(time_zone)
+    if fixed:
+        raise DedupConfigError("time_zone", fixed)
     return time_zone
 
 
@@ -520,12 +526,17 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     """What the settings do that a user would want to know at preview, though Scheduler accepts it; each message is
     the one the policy pack's advisory rule of the same concern gives:
 
+    * the time zone is an alias of a canonical zone (:func:`~scheduler_dedup.handler.time_zones.time_zone_alias_advisory`;
+      pack: ``scheduler-time-zone-canonical``);
     * the schedule uses a form Cloud Scheduler's cron page does not settle
       (:func:`~scheduler_dedup.handler.cron.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``).
     """
     found = [f"schedule {message}" for message in unsettled_cron_forms(s.schedule)]
+    alias = time_zone_alias_advisory(s.time_zone)
+    if alias:
+        found.append(f"time_zone {alias}")
     overlap = overlap_advisory(s.schedule, s.time_zone, s.attempt_deadline_seconds, s.retry_window_seconds)
     if overlap:
         found.append(overlap)

@@ -66,3 +66,25 @@ def test_the_component_warns_at_preview_with_each_advisory(caplog: pytest.LogCap
 def test_a_schedule_form_the_cron_page_does_not_settle_is_an_advisory() -> None:
     (advisory,) = _settings(schedule="0 0 */2 * 1").advisories
     assert "'*/2'" in advisory and "Run history accepts either" in advisory
+
+
+@pytest.mark.parametrize(("alias", "canonical"), [("UTC", "Etc/UTC"), ("US/Eastern", "America/New_York"),
+                                                  ("Asia/Calcutta", "Asia/Kolkata"), ("GMT", "Etc/GMT")])
+def test_a_time_zone_alias_passes_with_an_advisory_naming_the_canonical_zone(alias: str, canonical: str) -> None:
+    s = _settings(time_zone=alias)
+    assert s.time_zone == alias
+    (advisory,) = s.advisories
+    assert advisory.startswith(f"time_zone {alias!r} is an alias") and f"write {canonical!r}" in advisory
+    assert _settings(time_zone=canonical).advisories == ()
+
+
+@pytest.mark.parametrize(("abbreviation", "meant", "fixed"), [("EST", "America/New_York", "Etc/GMT+5"),
+                                                              ("MST", "America/Denver", "Etc/GMT+7"),
+                                                              ("HST", "Pacific/Honolulu", "Etc/GMT+10")])
+def test_a_fixed_offset_abbreviation_is_refused_naming_both_spellings(abbreviation: str, meant: str, fixed: str) -> None:
+    from scheduler_dedup.infra.errors import DedupConfigError
+
+    with pytest.raises(DedupConfigError) as info:
+        _settings(time_zone=abbreviation)
+    assert info.value.field == "time_zone" and "without daylight saving time" in str(info.value)
+    assert meant in str(info.value) and repr(fixed) in str(info.value)
