@@ -53,6 +53,7 @@ from scheduler_dedup.handler.server import SERVER_THREADS
 from scheduler_dedup.handler.startup import startup_problems
 
 from .errors import DedupConfigError, DedupConfigErrors
+from .oidc_account import oidc_account_problem
 from .store import StoreRef, check_firestore_ids, resolve_store_ref
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
@@ -481,6 +482,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
 
     store = problems.run(lambda: _store(args, prefix or name, project or None, region), None)
     scheduler_email = problems.run(lambda: _service_account_email(args, "scheduler_service_account_email"), None)
+    if isinstance(scheduler_email, str) and project:
+        misplaced = oidc_account_problem(scheduler_email, project)
+        if misplaced:
+            problems.add(DedupConfigError("scheduler_service_account_email", misplaced))
     build_email = problems.run(lambda: _service_account_email(args, "build_service_account_email"), None)
     deletion_protection = problems.run(lambda: _bool(args, "deletion_protection", False), False)
     cpu_always_allocated = problems.run(lambda: _bool(args, "cpu_always_allocated", True), True)

@@ -269,3 +269,22 @@ def test_every_mistake_of_a_config_is_reported_at_once() -> None:
     with pytest.raises(DedupConfigError) as one:
         resolve_settings("nightly", _args(attempt_deadline_seconds=10, request_timeout_seconds=20), default_project="p")
     assert not isinstance(one.value, DedupConfigErrors) and one.value.field == "attempt_deadline_seconds"
+
+
+def test_a_scheduler_account_of_another_project_is_refused_at_preview() -> None:
+    """OidcToken: "The service account must be within the same project as the job"; it used to pass preview."""
+    err = _fails("scheduler_service_account_email", "within the same project as the job",
+                 scheduler_service_account_email="dedup-scheduler@other-proj.iam.gserviceaccount.com")
+    assert "'other-proj'" in str(err) and "'p1'" in str(err)
+    for same in ("dedup-scheduler@p1.iam.gserviceaccount.com", "p1@appspot.gserviceaccount.com",
+                 "123456789-compute@developer.gserviceaccount.com"):  # a project number cannot be compared: passes
+        assert resolve_settings("nightly", _args(scheduler_service_account_email=same),
+                                default_project="p1").scheduler_service_account_email == same
+
+
+def test_the_project_of_a_service_account_email() -> None:
+    from scheduler_dedup.infra.oidc_account import service_account_project
+
+    assert service_account_project("a@my-proj.iam.gserviceaccount.com") == "my-proj"
+    assert service_account_project("a@proj.example.com.iam.gserviceaccount.com") == "example.com:proj"
+    assert service_account_project("service-1@gcp-sa-cloudscheduler.iam.gserviceaccount.com") is None
