@@ -53,6 +53,7 @@ from scheduler_dedup.handler.server import SERVER_THREADS
 from scheduler_dedup.handler.startup import startup_problems
 
 from .errors import DedupConfigError, DedupConfigErrors
+from .locations import region_problem
 from .oidc_account import oidc_account_problem
 from .store import StoreRef, check_firestore_ids, resolve_store_ref
 
@@ -428,6 +429,15 @@ def _max_instances(args: Mapping[str, Any]) -> int:
     return max_instances
 
 
+def _region(args: Mapping[str, Any]) -> str:
+    """The region of the Cloud Run service and the Scheduler job, offered by both (:mod:`.locations`)."""
+    region = _required(args, "region", "a Cloud Run and Cloud Scheduler region such as 'us-central1'")
+    problem = region_problem(region, ("Cloud Scheduler", "Cloud Run"))
+    if problem:
+        raise DedupConfigError("region", problem)
+    return region
+
+
 def _required(args: Mapping[str, Any], key: str, what: str) -> str:
     value = _str(args, key)
     if value is None:
@@ -462,8 +472,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     schedule = problems.run(lambda: validate_schedule(
         _required(args, "schedule", "a unix-cron expression such as '*/15 * * * *'")), None)
     time_zone = problems.run(lambda: validate_time_zone(_str(args, "time_zone") or DEFAULT_TIME_ZONE), None)
-    region = problems.run(lambda: _required(args, "region", "a Cloud Run and Cloud Scheduler region such as "
-                                                            "'us-central1'"), None)
+    region = problems.run(lambda: _region(args), None)
     project = problems.run(lambda: _str(args, "project"), None) or default_project
     if not project:
         problems.add(DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`"))
@@ -481,6 +490,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     tolerance = problems.run(lambda: _tolerance(args), None)
 
     store = problems.run(lambda: _store(args, prefix or name, project or None, region), None)
+    if store is not None and store.create_database and region is not None:
+        where = region_problem(store.database_location, ("Firestore",))
+        if where:
+            problems.add(DedupConfigError("database_location" if args.get("database_location") else "region", where))
     scheduler_email = problems.run(lambda: _service_account_email(args, "scheduler_service_account_email"), None)
     if isinstance(scheduler_email, str) and project:
         misplaced = oidc_account_problem(scheduler_email, project)

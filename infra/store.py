@@ -37,6 +37,7 @@ from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
+from .locations import region_problem
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
@@ -90,6 +91,10 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
     if not isinstance(location, str) or not _LOCATION_RE.match(location):
         raise DedupConfigError("location", f"{location!r} is not a Firestore location id: use e.g. 'nam5', 'eur3' or "
                                            "'us-central1' (https://cloud.google.com/firestore/docs/locations)")
+    if args.get("create_database", True) is True:
+        offered = region_problem(location, ("Firestore",))
+        if offered:
+            raise DedupConfigError("location", offered)
     project = args.get("project") or default_project
     if not isinstance(project, str) or not project:
         raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")

@@ -288,3 +288,25 @@ def test_the_project_of_a_service_account_email() -> None:
     assert service_account_project("a@my-proj.iam.gserviceaccount.com") == "my-proj"
     assert service_account_project("a@proj.example.com.iam.gserviceaccount.com") == "example.com:proj"
     assert service_account_project("service-1@gcp-sa-cloudscheduler.iam.gserviceaccount.com") is None
+
+
+@pytest.mark.parametrize(("field", "overrides", "needles"), [
+    ("region", {"region": "europe-west99"}, ["not a location of Cloud Scheduler or Cloud Run", "'europe-west9'"]),
+    ("region", {"region": "us-centrl1"}, ["did you mean 'us-central1'?"]),
+    ("region", {"region": "asia-southeast3"}, ["Cloud Run is not offered in 'asia-southeast3'"]),
+    ("database_location", {"database_location": "eur4"}, ["not a location of Firestore", "'eur3'"]),
+])
+def test_a_region_a_service_lacks_is_refused_naming_the_service_and_the_nearest_spelling(
+        field: str, overrides: dict[str, str], needles: list[str]) -> None:
+    err = _fails(field, "published locations as of", **overrides)
+    for needle in needles:
+        assert needle in str(err)
+
+
+def test_published_regions_and_multi_regions_pass() -> None:
+    for overrides in ({"region": "europe-west1"}, {"region": "me-central2"}, {"database_location": "nam5"},
+                      {"database_location": "eur3", "region": "europe-west1"}):
+        assert resolve_settings("nightly", _args(**overrides), default_project="p1")
+    # an adopted database's location is not the component's to check
+    assert resolve_settings("nightly", _args(create_database=False, database_location="somewhere1"),
+                            default_project="p1")
