@@ -339,7 +339,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     # As many requests per instance as the handler's server has threads (THREADS): none waits
                     # unseen inside the container (https://cloud.google.com/run/docs/about-concurrency).
                     max_instance_request_concurrency=SERVER_THREADS,
-                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(max_instance_count=s.max_instance_count),
+                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
+                        min_instance_count=s.min_instance_count, max_instance_count=s.max_instance_count),
                     containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                         image=image, envs=envs,
                         resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(

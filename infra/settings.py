@@ -55,6 +55,7 @@ from scheduler_dedup.handler.startup import startup_problems
 from .errors import DedupConfigError, DedupConfigErrors
 from .locations import region_problem
 from .oidc_account import oidc_account_problem
+from .scale_in import scale_in_advisory
 from .store import StoreRef, check_firestore_ids, resolve_store_ref
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
@@ -78,7 +79,8 @@ _ALLOWED_KEYS = frozenset(
         "workflow_target", "cloud_run_job_target", "http_target", "attempt_deadline_seconds",
         "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
         "retry", "collection", "database_id", "create_database", "database_location",
-        "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "oidc_audience",
+        "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "min_instance_count",
+        "oidc_audience",
         "store", "scheduler_service_account_email", "build_service_account_email",
         "alerts",  # resolved by scheduler_dedup.infra.alerts.resolve_alerts
     }
@@ -129,6 +131,7 @@ class DedupSettings:
     store: StoreRef | None = None
     scheduler_service_account_email: pulumi.Input[str] | None = None
     build_service_account_email: pulumi.Input[str] | None = None
+    min_instance_count: int = 0
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""
@@ -429,6 +432,14 @@ def _max_instances(args: Mapping[str, Any]) -> int:
     return max_instances
 
 
+def _min_instances(args: Mapping[str, Any], max_instances: int) -> int:
+    min_instances = _int(args, "min_instance_count", 0)
+    if not 0 <= min_instances <= max_instances:
+        raise DedupConfigError("min_instance_count", f"{min_instances} is outside 0 to max_instance_count "
+                                                     f"({max_instances}): use 0, or 1 to keep an instance for long jobs")
+    return min_instances
+
+
 def _region(args: Mapping[str, Any]) -> str:
     """The region of the Cloud Run service and the Scheduler job, offered by both (:mod:`.locations`)."""
     region = _required(args, "region", "a Cloud Run and Cloud Scheduler region such as 'us-central1'")
@@ -503,6 +514,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     deletion_protection = problems.run(lambda: _bool(args, "deletion_protection", False), False)
     cpu_always_allocated = problems.run(lambda: _bool(args, "cpu_always_allocated", True), True)
     max_instances = problems.run(lambda: _max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
+    min_instances = problems.run(lambda: _min_instances(args, max_instances), 0)
     base_image = problems.run(lambda: _str(args, "base_image"), None) or (
         f"{region}-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312"
     )
@@ -532,6 +544,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         cpu_always_allocated=cpu_always_allocated, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
+        min_instance_count=min_instances,
     )
     problems.run(lambda: _check_handler_settings(settings), None)
     if crash_problem is not None:
@@ -549,7 +562,9 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     * the schedule uses a form Cloud Scheduler's cron page does not settle
       (:func:`~scheduler_dedup.handler.cron.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
-      (:func:`~scheduler_dedup.handler.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``).
+      (:func:`~scheduler_dedup.handler.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
+    * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in
+      (:func:`~scheduler_dedup.infra.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``).
     """
     found = [f"schedule {message}" for message in unsettled_cron_forms(s.schedule)]
     alias = time_zone_alias_advisory(s.time_zone)
@@ -558,6 +573,9 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     overlap = overlap_advisory(s.schedule, s.time_zone, s.attempt_deadline_seconds, s.retry_window_seconds)
     if overlap:
         found.append(overlap)
+    scale_in = scale_in_advisory(s.target_type == "python", s.min_instance_count, s.attempt_deadline_seconds)
+    if scale_in:
+        found.append(scale_in)
     return tuple(found)
 
 

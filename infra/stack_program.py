@@ -84,6 +84,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice)"),
     ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
     ConfigKey("maxInstanceCount", "integer", "max_instance_count", "max Cloud Run instances"),
+    ConfigKey("minInstanceCount", "integer", "min_instance_count",
+              "Cloud Run instances kept without requests (1: a job outliving its attempt deadline is not scaled in)"),
     ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),
     ConfigKey("alertNotificationChannels", "array", "alerts.notification_channels",
               "turn alerting on: notification channels projects/P/notificationChannels/N"),

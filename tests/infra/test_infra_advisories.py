@@ -21,7 +21,9 @@ UTC = timezone.utc
 
 
 def _settings(**overrides: Any) -> Any:
-    args: dict[str, Any] = {"schedule": "0 * * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run"}
+    # one instance kept, so only the advisory under test is given (a python job with 0 gets the scale-in one)
+    args: dict[str, Any] = {"schedule": "0 * * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run",
+                            "min_instance_count": 1}
     args.update(overrides)
     return resolve_settings("nightly", {k: v for k, v in args.items() if v is not None}, default_project="p1")
 
@@ -88,3 +90,26 @@ def test_a_fixed_offset_abbreviation_is_refused_naming_both_spellings(abbreviati
         _settings(time_zone=abbreviation)
     assert info.value.field == "time_zone" and "without daylight saving time" in str(info.value)
     assert meant in str(info.value) and repr(fixed) in str(info.value)
+
+
+def test_a_python_job_on_a_service_cloud_run_may_scale_in_is_an_advisory_with_the_remedies() -> None:
+    (advisory,) = [a for a in _settings(min_instance_count=None).advisories if "scale" in a.lower()]
+    assert "minimum instances 0" in advisory and "180 s attempt deadline" in advisory
+    assert "removes instances that are not processing requests" in advisory
+    assert "min_instance_count=1" in advisory and "cloud_run_job_target" in advisory
+    assert not [a for a in _settings(min_instance_count=1).advisories if "scale" in a.lower()]
+    proxy = _settings(job_source=None, job=None, min_instance_count=None,
+                      cloud_run_job_target={"job": "projects/p1/locations/us-central1/jobs/report"})
+    assert not [a for a in proxy.advisories if "scale" in a.lower()]  # the job runs to completion elsewhere
+
+
+def test_min_instances_reach_the_service_and_stay_within_the_cap() -> None:
+    from scheduler_dedup.infra.errors import DedupConfigError
+
+    args = {"schedule": "0 * * * *", "region": "us-central1", "image": "us-docker.pkg.dev/p1/r/h:1",
+            "job": "jobs:run", "min_instance_count": 1}
+    resources = run_program(lambda: DedupScheduledJob("nightly", args), {"gcp:project": "p1"})  # type: ignore[arg-type]
+    (service,) = [r for r in resources if r.type == "gcp:cloudrunv2/service:Service"]
+    assert service.inputs["template"]["scaling"] == {"minInstanceCount": 1, "maxInstanceCount": 3}
+    with pytest.raises(DedupConfigError, match="min_instance_count"):
+        _settings(min_instance_count=4)
