@@ -38,6 +38,7 @@ from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
 from .locations import region_problem
+from .ttl_policy import second_ttl_owner, ttl_policy_key
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
@@ -140,14 +141,15 @@ def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None
 # --------------------------------------------------------------------------- one TTL owner per program
 
 #: Per Pulumi run (keyed by the runtime's resource monitor, which each run or mock setup replaces): which
-#: component owns the TTL policy of (project, database, collection, field).
-_TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str, str], str]]" = weakref.WeakKeyDictionary()
+#: component owns the TTL policy of (project, database, collection group) (:func:`.ttl_policy.ttl_policy_key`).
+_TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[Any, Any, Any], str]]" = weakref.WeakKeyDictionary()
 
 
 def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str) -> None:
     """Record that ``owner`` manages the TTL policy of ``collection`` in this program, or refuse a second owner.
 
-    Two ``gcp.firestore.Field`` resources for one collection group and field manage one real setting: destroying
+    Two ``gcp.firestore.Field`` resources with a TTL on one collection group (whatever their field) manage one real setting
+    (:mod:`.ttl_policy`): destroying
     either removes it for both. The check covers one program; the policy pack's ``firestore-ttl-single-owner``
     covers hand-written stacks.
 
@@ -163,13 +165,11 @@ def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str
         owners = _TTL_OWNERS.setdefault(monitor, {})
     except TypeError:  # pragma: no cover - a monitor that is not weak-referenceable: no per-run registry
         return
-    key = (project, database_id, collection, TTL_FIELD)
+    key = ttl_policy_key(project, database_id, collection)
     first = owners.setdefault(key, owner)
     if first != owner:
-        raise DedupConfigError(
-            "store", f"{owner} would be a second owner of the TTL policy of collection {collection!r} in database "
-                     f"{database_id!r} (project {project}), already managed by {first}: destroying either would remove "
-                     "it for both. Create one DedupStore for that database and pass it as store= to every job")
+        raise DedupConfigError("store", second_ttl_owner(first, owner, TTL_FIELD, TTL_FIELD, collection, database_id)
+                               + f" (project {project})")
 
 
 # --------------------------------------------------------------------------- children shared by store and job
