@@ -50,6 +50,7 @@ from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
 from scheduler_dedup.handler.server import SERVER_THREADS
 
+from .providers import project_source
 from .settings import DedupSettings, handler_environment, resolve_settings
 from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firestore_children
 
@@ -150,7 +151,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
         Raises:
             DedupConfigError: an invalid input, before any child is created (so ``pulumi preview`` fails).
         """
-        settings = resolve_settings(name, args, default_project=gcp.config.project)
+        source = project_source(opts)
+        settings = resolve_settings(name, args, default_project=source.project, provider_name=source.provider_name)
         own_store: Optional[StoreSettings] = None
         if settings.store is None:
             assert isinstance(settings.database_id, str)

@@ -55,6 +55,16 @@ class RegisteredResource:
 class _Mocks(Mocks):
     def __init__(self, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.stack_outputs = dict(stack_outputs or {})
+        self.providers: dict[str, dict[str, Any]] = {}  # an explicit provider's id -> its inputs
+
+    def provider_project(self, reference: str) -> Any:
+        """The ``project`` of the provider a call names (``URN::ID``): an explicit one's input, else ``gcp:project``."""
+        inputs = self.providers.get(reference.rsplit("::", 1)[-1]) if reference else None
+        if inputs is not None:
+            return inputs.get("project")
+        from pulumi.runtime.config import CONFIG
+
+        return CONFIG.get().get("gcp:project")
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         if args.typ == STACK_REFERENCE:
@@ -63,12 +73,17 @@ class _Mocks(Mocks):
                 raise KeyError(f"no outputs mocked for stack {stack!r}: check with --stack-ref {stack}=<its stack "
                                f"config file>, or pass stack_outputs={{{stack!r}: {{...}}}} to run_program")
             return stack, {"name": stack, "outputs": dict(self.stack_outputs[stack]), "secretOutputNames": []}
-        return mock_outputs(args.typ, args.name, dict(args.inputs))
+        resource_id, state = mock_outputs(args.typ, args.name, dict(args.inputs))
+        if args.typ.startswith("pulumi:providers:"):
+            self.providers[resource_id] = dict(args.inputs)
+        return resource_id, state
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         # Data sources (get_project, get_iam_policy...) answer with their own arguments: enough for
         # programs to run offline. No failures: an empty list, since None would crash pulumi's MockMonitor.Invoke.
         result = dict(args.args)
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":  # the calling provider's project
+            result["project"] = self.provider_project(args.provider)
         if args.token.endswith("/getIAMPolicy:getIAMPolicy"):  # the policy document the bindings make
             result["policyData"] = json.dumps({"bindings": result.get("bindings") or []})
         return result, []

@@ -440,6 +440,29 @@ def _min_instances(args: Mapping[str, Any], max_instances: int) -> int:
     return min_instances
 
 
+def _project(args: Mapping[str, Any], default_project: str | None, provider_name: str | None) -> str:
+    """The project of every child: ``project``, else the provider's (the explicit one's, or ``gcp:project``).
+
+    Raises:
+        DedupConfigError: no project anywhere, or ``project`` differs from the explicit provider's project.
+    """
+    given = _str(args, "project")
+    if provider_name is not None:
+        if given and default_project and given != default_project:
+            raise DedupConfigError("project", f"{given!r} is not the project of the provider {provider_name!r} the "
+                                              f"component was given ({default_project!r}): its children would be "
+                                              f"created by that provider in another project. Remove project (the "
+                                              "provider's is used), or give the component a provider for "
+                                              f"{given!r}")
+        if not (given or default_project):
+            raise DedupConfigError("project", f"no project: the provider {provider_name!r} the component was given has "
+                                              "no project; set project on it, or pass project")
+        return given or str(default_project)
+    if not (given or default_project):
+        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+    return given or str(default_project)
+
+
 def _region(args: Mapping[str, Any]) -> str:
     """The region of the Cloud Run service and the Scheduler job, offered by both (:mod:`.locations`)."""
     region = _required(args, "region", "a Cloud Run and Cloud Scheduler region such as 'us-central1'")
@@ -456,7 +479,8 @@ def _required(args: Mapping[str, Any], key: str, what: str) -> str:
     return value
 
 
-def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str | None = None) -> DedupSettings:
+def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str | None = None,
+                     provider_name: str | None = None) -> DedupSettings:
     """Validate the component inputs and apply every default.
 
     Every input is checked, and every problem is reported at once; a check that needs another input's value
@@ -465,7 +489,11 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     Args:
         name: the component's Pulumi name; GCP resource ids are derived from it.
         args: a :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` mapping.
-        default_project: project id used when ``args`` has none (the provider's ``gcp:project``).
+        default_project: project id used when ``args`` has none: the project of the explicit provider the
+            component was given (``provider_name``), else the stack's ``gcp:project``
+            (:func:`scheduler_dedup.infra.providers.project_source`).
+        provider_name: the explicit ``gcp`` provider the children use, if any: a ``project`` other than its
+            project is refused (the children would mix the provider's project and another).
 
     Returns:
         The resolved :class:`DedupSettings`.
@@ -484,9 +512,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         _required(args, "schedule", "a unix-cron expression such as '*/15 * * * *'")), None)
     time_zone = problems.run(lambda: validate_time_zone(_str(args, "time_zone") or DEFAULT_TIME_ZONE), None)
     region = problems.run(lambda: _region(args), None)
-    project = problems.run(lambda: _str(args, "project"), None) or default_project
-    if not project:
-        problems.add(DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`"))
+    project = problems.run(lambda: _project(args, default_project, provider_name), None)
     target = problems.run(lambda: _target(args), None)
 
     # --- deadlines, lease, retries, retention: each checked against the others that are valid ---

@@ -76,7 +76,8 @@ class StoreSettings:
     deletion_protection: bool
 
 
-def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None) -> StoreSettings:
+def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None,
+                           provider_name: str | None = None) -> StoreSettings:
     """Validate :class:`~scheduler_dedup.infra.args.DedupStoreArgs` and apply the defaults.
 
     Database and collection ids are checked by the handler's own rules
@@ -96,9 +97,9 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
         offered = region_problem(location, ("Firestore",))
         if offered:
             raise DedupConfigError("location", offered)
-    project = args.get("project") or default_project
-    if not isinstance(project, str) or not project:
-        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+    from .settings import _project  # the job's rule for the project (settings imports this module)
+
+    project = _project(args, default_project, provider_name)
     create_database = args.get("create_database", True)
     deletion_protection = args.get("deletion_protection", False)
     for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection)):
@@ -267,7 +268,10 @@ class DedupStore(pulumi.ComponentResource):
             DedupConfigError: an invalid input, or a TTL policy another component of this program owns,
                 before any child is created (so ``pulumi preview`` fails).
         """
-        s = resolve_store_settings(args, default_project=gcp.config.project)
+        from .providers import project_source  # imported here: providers is a sibling imported by the job too
+
+        source = project_source(opts)
+        s = resolve_store_settings(args, default_project=source.project, provider_name=source.provider_name)
         for collection in s.collections:  # before any child exists, so a second owner fails cleanly
             claim_ttl_policy(s.project, s.database_id, collection, f"DedupStore {name}")
         super().__init__(TYPE_TOKEN, name, None, opts)
