@@ -47,7 +47,11 @@ def test_a_project_other_than_the_provider_s_is_refused_at_preview() -> None:
     assert _projects(_job({}, project="prov-proj")) == {"prov-proj"}
 
 
-def test_a_provider_without_a_project_and_no_project_input_is_refused_naming_the_provider() -> None:
+def test_a_provider_without_a_project_and_no_project_input_is_refused_naming_the_provider(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"):
+        monkeypatch.delenv(variable, raising=False)  # a provider without project reads them
+
     def program() -> None:
         provider = gcp.Provider("bare")
         DedupScheduledJob("nightly", JOB, opts=pulumi.ResourceOptions(provider=provider))  # type: ignore[arg-type]
