@@ -159,7 +159,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             own_store = StoreSettings(
                 project=settings.project, location=settings.database_location, database_id=settings.database_id,
                 create_database=settings.create_database, collections=(settings.collection,),
-                deletion_protection=settings.deletion_protection,
+                deletion_protection=settings.deletion_protection, protect_database=settings.protect_database,
             )
             claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
         alerts = resolve_alerts(args.get("alerts"), settings)

@@ -41,6 +41,7 @@ class RegisteredResource:
         urn: this resource's URN.
         custom: False for component resources.
         state: the mocked outputs returned for it.
+        protect: the resource option ``protect`` (a plan deleting or replacing it would fail).
     """
 
     type: str
@@ -50,6 +51,7 @@ class RegisteredResource:
     urn: str
     custom: bool
     state: dict[str, Any] = field(default_factory=dict)
+    protect: bool = False
 
 
 class _Mocks(Mocks):
@@ -108,7 +110,7 @@ class _RecordingMonitor(MockMonitor):
             self.registered.append(
                 RegisteredResource(
                     type=request.type, name=request.name, inputs=_plain(inputs), parent=request.parent,
-                    urn=urn, custom=bool(request.custom), state=_plain(state),
+                    urn=urn, custom=bool(request.custom), state=_plain(state), protect=bool(request.protect),
                 )
             )
         return response

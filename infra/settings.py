@@ -80,7 +80,7 @@ _ALLOWED_KEYS = frozenset(
         "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
         "retry", "collection", "database_id", "create_database", "database_location",
         "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "min_instance_count",
-        "oidc_audience",
+        "oidc_audience", "resource_prefix", "protect_database",
         "store", "scheduler_service_account_email", "build_service_account_email",
         "alerts",  # resolved by scheduler_dedup.infra.alerts.resolve_alerts
     }
@@ -132,6 +132,7 @@ class DedupSettings:
     scheduler_service_account_email: pulumi.Input[str] | None = None
     build_service_account_email: pulumi.Input[str] | None = None
     min_instance_count: int = 0
+    protect_database: bool = True
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""
@@ -194,15 +195,16 @@ def validate_time_zone(time_zone: str) -> str:
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
 
-def _resource_prefix(name: str) -> str:
-    """The component name, checked to be usable in GCP resource ids (service, bucket, account ids).
+def _resource_prefix(name: str, field: str = "name") -> str:
+    """The prefix of GCP resource ids (``resource_prefix``, else the component name), checked to be usable in them
+    (service, bucket, account ids).
 
     Raises:
         DedupConfigError: not 1-40 lowercase letters, digits or hyphens starting with a letter.
     """
     if not _NAME_RE.match(name) or name.endswith("-"):
         raise DedupConfigError(
-            "name", f"{name!r} must be 1-40 lowercase letters, digits or hyphens, starting with a letter "
+            field, f"{name!r} must be 1-40 lowercase letters, digits or hyphens, starting with a letter "
             "(GCP resource ids are derived from it), e.g. 'nightly-report'"
         )
     return name
@@ -503,7 +505,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         DedupConfigErrors: several (a :class:`DedupConfigError` too, naming the first; ``errors`` holds each).
     """
     problems = _Problems()
-    prefix = problems.run(lambda: _resource_prefix(name), None)
+    prefix = problems.run(lambda: _resource_prefix(_str(args, "resource_prefix") or name,
+                                                    "resource_prefix" if args.get("resource_prefix") else "name"), None)
     unknown = sorted(set(args) - _ALLOWED_KEYS)
     for key in unknown:
         problems.add(DedupConfigError(key, f"unknown input; valid inputs are {', '.join(sorted(_ALLOWED_KEYS))}"))
@@ -539,6 +542,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     build_email = problems.run(lambda: _service_account_email(args, "build_service_account_email"), None)
     deletion_protection = problems.run(lambda: _bool(args, "deletion_protection", False), False)
     cpu_always_allocated = problems.run(lambda: _bool(args, "cpu_always_allocated", True), True)
+    protect_database = problems.run(lambda: _bool(args, "protect_database", True), True)
     max_instances = problems.run(lambda: _max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
     min_instances = problems.run(lambda: _min_instances(args, max_instances), 0)
     base_image = problems.run(lambda: _str(args, "base_image"), None) or (
@@ -570,7 +574,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         cpu_always_allocated=cpu_always_allocated, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
-        min_instance_count=min_instances,
+        min_instance_count=min_instances, protect_database=protect_database,
     )
     problems.run(lambda: _check_handler_settings(settings), None)
     if crash_problem is not None:

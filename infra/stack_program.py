@@ -35,7 +35,8 @@ DEFAULT_STORE_NAME = "dedup-store"
 STORE_OUTPUTS = ("project", "database_id", "database_resource_name", "location", "collections", "ttl_field")
 #: Stack config keys a store stack uses, and the DedupStore input each sets.
 STORE_KEYS = {"databaseId": "database_id", "createDatabase": "create_database", "collection": "collections",
-              "databaseLocation": "location", "deletionProtection": "deletion_protection"}
+              "databaseLocation": "location", "deletionProtection": "deletion_protection",
+              "protectDatabase": "protect_database"}
 _STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
 
 
@@ -52,6 +53,8 @@ class ConfigKey:
 #: Every stack config key the root program reads, in documentation order.
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("name", "string", "", "component name; GCP resource ids derive from it (default scheduled-job)"),
+    ConfigKey("resourcePrefix", "string", "resource_prefix",
+              "prefix GCP resource ids derive from (default: name); keep the old name when renaming"),
     ConfigKey("schedule", "string", "schedule", "unix-cron schedule, five fields"),
     ConfigKey("timeZone", "string", "time_zone", "IANA time zone of the schedule"),
     ConfigKey("region", "string", "region", "region of Cloud Run, Scheduler and the database"),
@@ -80,6 +83,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("createDatabase", "boolean", "create_database", "create the database (false: use databaseId)"),
     ConfigKey("databaseLocation", "string", "database_location", "Firestore location of a created database"),
     ConfigKey("deletionProtection", "boolean", "deletion_protection", "Cloud Run / database deletion protection"),
+    ConfigKey("protectDatabase", "boolean", "protect_database",
+              "Pulumi protect on the database: a plan replacing or deleting it fails (default true)"),
     ConfigKey("cpuAlwaysAllocated", "boolean", "cpu_always_allocated",
               "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice)"),
     ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
@@ -275,7 +280,8 @@ def store_from_config(config: pulumi.Config) -> DedupStore:
                                               f"storeStack names this one")
     args: dict[str, Any] = {"location": config.get("databaseLocation") or config.get("region") or "us-central1"}
     for key, arg in STORE_KEYS.items():
-        value: Any = config.get_bool(key) if key in ("createDatabase", "deletionProtection") else config.get(key)
+        value: Any = (config.get_bool(key) if key in ("createDatabase", "deletionProtection", "protectDatabase")
+                      else config.get(key))
         if value is not None:
             args[arg] = [value] if arg == "collections" else value
     try:

@@ -59,7 +59,8 @@ def store_apis() -> tuple[str, ...]:
     return (*JOB_APIS, *ALERT_APIS)
 
 
-_ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection"})
+_ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection",
+                           "protect_database"})
 _REF_KEYS = frozenset({"project", "database_id", "collections", "ttl_owner"})
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
 
@@ -74,6 +75,7 @@ class StoreSettings:
     create_database: bool
     collections: tuple[str, ...]
     deletion_protection: bool
+    protect_database: bool = True
 
 
 def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None,
@@ -102,7 +104,9 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
     project = _project(args, default_project, provider_name)
     create_database = args.get("create_database", True)
     deletion_protection = args.get("deletion_protection", False)
-    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection)):
+    protect_database = args.get("protect_database", True)
+    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection),
+                       ("protect_database", protect_database)):
         if not isinstance(value, bool):
             raise DedupConfigError(key, f"must be true or false, got {value!r}")
     database_id = args.get("database_id") or (DEFAULT_STORE_DATABASE if create_database else "(default)")
@@ -120,7 +124,8 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
             field = "collections" if exc.field == "collection" else exc.field
             raise DedupConfigError(field, str(exc).split(": ", 1)[-1]) from None
     return StoreSettings(project=project, location=location, database_id=database_id, create_database=create_database,
-                         collections=tuple(collections), deletion_protection=deletion_protection)
+                         collections=tuple(collections), deletion_protection=deletion_protection,
+                         protect_database=protect_database)
 
 
 def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None:
@@ -173,6 +178,18 @@ def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str
                                + f" (project {project})")
 
 
+#: Why the database is protected with Pulumi's ``protect`` and not ``retain_on_delete``.
+PROTECT_DATABASE_DOC = """\
+The database holds the run records that late retries of completed runs are deduplicated against. A change that
+replaces it (a new database id, e.g. after renaming the component) would start an empty database: a retry of a
+run that already completed finds no record and runs the job again. Pulumi's `protect` makes every plan that would
+delete or replace the database fail at `pulumi preview` and `pulumi up`, before anything is changed.
+`retain_on_delete` would not: the replacement would go ahead, the old database would only be left behind, and the
+job would use the new, empty one. To remove the database on purpose, set protect_database false and run
+`pulumi up` first, then `pulumi destroy` (docs/renaming.md).
+"""
+
+
 # --------------------------------------------------------------------------- children shared by store and job
 
 @dataclass(frozen=True)
@@ -210,7 +227,9 @@ def firestore_children(
                 # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
                 deletion_policy="DELETE",
             ),
-            opts=opts,
+            # Pulumi `protect` (PROTECT_DATABASE_DOC): a plan that would delete or replace the database, and with
+            # it the run records late retries are deduplicated against, fails instead of running.
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=s.protect_database)),
         )
     after_db = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[database] if database else []))
     ready: list[pulumi.Resource] = [*([database] if database else [])]
