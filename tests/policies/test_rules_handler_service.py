@@ -192,3 +192,23 @@ def test_a_dedup_service_without_cpu_always_allocated_is_flagged_advisory(resour
         assert findings[0].level == "advisory" and "cpuAlwaysAllocated" in findings[0].message
     other = res(SERVICE, "web", {"uri": "https://web-x.a.run.app", "template": {"containers": [{"image": "i"}]}})
     assert run("dedup-cpu-always-allocated", [other]) == [], "a service that is not the handler is not checked"
+
+
+# ------------------------------------------------------------------ dedup-scale-in, cloud-run-service-location
+
+def test_a_python_job_on_a_service_that_keeps_no_instance_is_a_scale_in_advisory() -> None:
+    python = {"DEDUP_COLLECTION": "scheduler_runs", "DEDUP_JOB": "jobs:run"}
+    [bad] = run("dedup-scale-in", [job(), service(env=python)])
+    assert bad.level == "advisory" and "minimum instances 0" in bad.message and "cloud_run_job_target" in bad.message
+    kept = service(env=python, template={"timeout": "300s", "scaling": {"minInstanceCount": 1},
+                                         "containers": [{"image": "i", "envs": [{"name": "DEDUP_JOB",
+                                                                                 "value": "jobs:run"}]}]})
+    assert run("dedup-scale-in", [job(), kept]) == []
+    proxy = {"DEDUP_TARGET_TYPE": "cloud_run_job", "DEDUP_TARGET": "projects/p/locations/l/jobs/j"}
+    assert run("dedup-scale-in", [job(), service(env=proxy)]) == []  # the job runs to completion elsewhere
+
+
+def test_a_service_location_cloud_run_lacks_is_mandatory() -> None:
+    [bad] = run("cloud-run-service-location", [service(location="us-centrl1")])
+    assert bad.level == "mandatory" and "did you mean 'us-central1'?" in bad.message
+    assert run("cloud-run-service-location", [service(location="us-central1"), service()]) == []
