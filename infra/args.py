@@ -134,12 +134,18 @@ class DedupScheduledJobArgs(TypedDict):
     """Firestore location id of a created database, e.g. ``nam5`` or ``us-central1``. Default: ``region``."""
     cpu_always_allocated: NotRequired[bool]
     """CPU always allocated on the Cloud Run service (``cpu_idle=false``, instance-based billing), so the lease renewal thread keeps running after Scheduler hangs up. False: request-based billing, cheaper for sparse jobs, but a job that outlives its attempt deadline (or a slow lease renewal) may lose its lease and run twice. Default true."""
+    resource_prefix: NotRequired[str]
+    """Prefix every GCP resource id derives from (the database ``<prefix>-dedup``, the service, the Scheduler job, the accounts, the image repository), 1-40 lowercase letters, digits or hyphens. Default: the component name. To rename the component without replacing anything, set it to the old name and give the component ``aliases`` with the old name (docs/renaming.md)."""
+    protect_database: NotRequired[bool]
+    """Pulumi ``protect`` on the created Firestore database: a plan that would delete or replace it (and with it the run records late retries are deduplicated against) fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
     deletion_protection: NotRequired[bool]
     """Cloud Run service deletion protection (the provider defaults it on; we default it off so ``pulumi destroy`` works). Default false."""
     base_image: NotRequired[str]
     """Cloud Run functions base image for source deploys. Default ``<region>-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312``."""
     max_instance_count: NotRequired[int]
     """Upper bound of Cloud Run instances. Default 3."""
+    min_instance_count: NotRequired[int]
+    """Cloud Run instances kept running even without requests (``template.scaling.min_instance_count``), 0 to ``max_instance_count``. Default 0 (Cloud Run's). A Python job that outlives its attempt deadline keeps running with no request in flight, and with 0 Cloud Run may scale its instance in and kill it: 1 keeps one instance (billed while it lives). Preview warns about 0 for Python jobs."""
     oidc_audience: NotRequired[str]
     """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""
     store: NotRequired[DedupStoreRefArgs]
@@ -167,3 +173,5 @@ class DedupStoreArgs(TypedDict):
     """Collections of run records this store owns the TTL policy of; jobs pick one with their ``collection``. Default ``["scheduler_runs"]``."""
     deletion_protection: NotRequired[bool]
     """Firestore delete protection of a created database. Default false."""
+    protect_database: NotRequired[bool]
+    """Pulumi ``protect`` on the created database: a plan that would delete or replace it fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""

@@ -50,6 +50,7 @@ from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
 from scheduler_dedup.handler.server import SERVER_THREADS
 
+from .providers import project_source
 from .settings import DedupSettings, handler_environment, resolve_settings
 from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firestore_children
 
@@ -150,14 +151,15 @@ class DedupScheduledJob(pulumi.ComponentResource):
         Raises:
             DedupConfigError: an invalid input, before any child is created (so ``pulumi preview`` fails).
         """
-        settings = resolve_settings(name, args, default_project=gcp.config.project)
+        source = project_source(opts)
+        settings = resolve_settings(name, args, default_project=source.project, provider_name=source.provider_name)
         own_store: Optional[StoreSettings] = None
         if settings.store is None:
             assert isinstance(settings.database_id, str)
             own_store = StoreSettings(
                 project=settings.project, location=settings.database_location, database_id=settings.database_id,
                 create_database=settings.create_database, collections=(settings.collection,),
-                deletion_protection=settings.deletion_protection,
+                deletion_protection=settings.deletion_protection, protect_database=settings.protect_database,
             )
             claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
         alerts = resolve_alerts(args.get("alerts"), settings)
@@ -166,6 +168,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
             archive = build_deploy_archive(settings.job_source)
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings = settings
+        for advisory in settings.advisories:  # the pack's advisory rules say the same of the deployed resources
+            pulumi.log.warn(advisory, resource=self)
         child = pulumi.ResourceOptions(parent=self)
         s = settings
 
@@ -337,7 +341,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     # As many requests per instance as the handler's server has threads (THREADS): none waits
                     # unseen inside the container (https://cloud.google.com/run/docs/about-concurrency).
                     max_instance_request_concurrency=SERVER_THREADS,
-                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(max_instance_count=s.max_instance_count),
+                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
+                        min_instance_count=s.min_instance_count, max_instance_count=s.max_instance_count),
                     containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                         image=image, envs=envs,
                         resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(

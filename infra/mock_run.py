@@ -41,6 +41,7 @@ class RegisteredResource:
         urn: this resource's URN.
         custom: False for component resources.
         state: the mocked outputs returned for it.
+        protect: the resource option ``protect`` (a plan deleting or replacing it would fail).
     """
 
     type: str
@@ -50,11 +51,22 @@ class RegisteredResource:
     urn: str
     custom: bool
     state: dict[str, Any] = field(default_factory=dict)
+    protect: bool = False
 
 
 class _Mocks(Mocks):
     def __init__(self, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.stack_outputs = dict(stack_outputs or {})
+        self.providers: dict[str, dict[str, Any]] = {}  # an explicit provider's id -> its inputs
+
+    def provider_project(self, reference: str) -> Any:
+        """The ``project`` of the provider a call names (``URN::ID``): an explicit one's input, else ``gcp:project``."""
+        inputs = self.providers.get(reference.rsplit("::", 1)[-1]) if reference else None
+        if inputs is not None:
+            return inputs.get("project")
+        from pulumi.runtime.config import CONFIG
+
+        return CONFIG.get().get("gcp:project")
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         if args.typ == STACK_REFERENCE:
@@ -63,12 +75,17 @@ class _Mocks(Mocks):
                 raise KeyError(f"no outputs mocked for stack {stack!r}: check with --stack-ref {stack}=<its stack "
                                f"config file>, or pass stack_outputs={{{stack!r}: {{...}}}} to run_program")
             return stack, {"name": stack, "outputs": dict(self.stack_outputs[stack]), "secretOutputNames": []}
-        return mock_outputs(args.typ, args.name, dict(args.inputs))
+        resource_id, state = mock_outputs(args.typ, args.name, dict(args.inputs))
+        if args.typ.startswith("pulumi:providers:"):
+            self.providers[resource_id] = dict(args.inputs)
+        return resource_id, state
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         # Data sources (get_project, get_iam_policy...) answer with their own arguments: enough for
         # programs to run offline. No failures: an empty list, since None would crash pulumi's MockMonitor.Invoke.
         result = dict(args.args)
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":  # the calling provider's project
+            result["project"] = self.provider_project(args.provider)
         if args.token.endswith("/getIAMPolicy:getIAMPolicy"):  # the policy document the bindings make
             result["policyData"] = json.dumps({"bindings": result.get("bindings") or []})
         return result, []
@@ -93,7 +110,7 @@ class _RecordingMonitor(MockMonitor):
             self.registered.append(
                 RegisteredResource(
                     type=request.type, name=request.name, inputs=_plain(inputs), parent=request.parent,
-                    urn=urn, custom=bool(request.custom), state=_plain(state),
+                    urn=urn, custom=bool(request.custom), state=_plain(state), protect=bool(request.protect),
                 )
             )
         return response

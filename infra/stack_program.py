@@ -25,7 +25,7 @@ import pulumi
 
 from .args import DedupScheduledJobArgs, DedupStoreRefArgs
 from .component import DedupScheduledJob
-from .errors import DedupConfigError
+from .errors import DedupConfigError, DedupConfigErrors
 from .store import DedupStore
 
 PROJECT_NAME = "scheduler-dedup"
@@ -35,7 +35,8 @@ DEFAULT_STORE_NAME = "dedup-store"
 STORE_OUTPUTS = ("project", "database_id", "database_resource_name", "location", "collections", "ttl_field")
 #: Stack config keys a store stack uses, and the DedupStore input each sets.
 STORE_KEYS = {"databaseId": "database_id", "createDatabase": "create_database", "collection": "collections",
-              "databaseLocation": "location", "deletionProtection": "deletion_protection"}
+              "databaseLocation": "location", "deletionProtection": "deletion_protection",
+              "protectDatabase": "protect_database"}
 _STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
 
 
@@ -52,6 +53,8 @@ class ConfigKey:
 #: Every stack config key the root program reads, in documentation order.
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("name", "string", "", "component name; GCP resource ids derive from it (default scheduled-job)"),
+    ConfigKey("resourcePrefix", "string", "resource_prefix",
+              "prefix GCP resource ids derive from (default: name); keep the old name when renaming"),
     ConfigKey("schedule", "string", "schedule", "unix-cron schedule, five fields"),
     ConfigKey("timeZone", "string", "time_zone", "IANA time zone of the schedule"),
     ConfigKey("region", "string", "region", "region of Cloud Run, Scheduler and the database"),
@@ -80,10 +83,14 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("createDatabase", "boolean", "create_database", "create the database (false: use databaseId)"),
     ConfigKey("databaseLocation", "string", "database_location", "Firestore location of a created database"),
     ConfigKey("deletionProtection", "boolean", "deletion_protection", "Cloud Run / database deletion protection"),
+    ConfigKey("protectDatabase", "boolean", "protect_database",
+              "Pulumi protect on the database: a plan replacing or deleting it fails (default true)"),
     ConfigKey("cpuAlwaysAllocated", "boolean", "cpu_always_allocated",
               "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice)"),
     ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
     ConfigKey("maxInstanceCount", "integer", "max_instance_count", "max Cloud Run instances"),
+    ConfigKey("minInstanceCount", "integer", "min_instance_count",
+              "Cloud Run instances kept without requests (1: a job outliving its attempt deadline is not scaled in)"),
     ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),
     ConfigKey("alertNotificationChannels", "array", "alerts.notification_channels",
               "turn alerting on: notification channels projects/P/notificationChannels/N"),
@@ -99,23 +106,34 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
 )
 
 
-def _refuse_unknown_keys() -> None:
-    """Refuse a ``scheduler-dedup:*`` stack config key that the program does not read (a typo would
-    otherwise silently fall back to a default, e.g. ``retrycount`` leaving retries at 0).
-
-    Raises:
-        DedupConfigError: names the unknown key and the closest known one.
-    """
+def _unknown_keys() -> list[DedupConfigError]:
+    """A ``scheduler-dedup:*`` stack config key that the program does not read, one error each (a typo would
+    otherwise silently fall back to a default, e.g. ``retrycount`` leaving retries at 0), naming the closest known
+    key."""
     from pulumi.runtime.config import CONFIG, get_config_env
 
     known = {entry.key for entry in CONFIG_KEYS}
     present = {*CONFIG.get(), *get_config_env()}
+    errors = []
     for full_key in sorted(present):
         namespace, _, key = full_key.partition(":")
         if namespace == PROJECT_NAME and key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
             hint = f"did you mean {PROJECT_NAME}:{close[0]}?" if close else f"known keys: {', '.join(sorted(known))}"
-            raise DedupConfigError(key, f"stack config {full_key} is not a setting of this stack; {hint}")
+            errors.append(DedupConfigError(key, f"stack config {full_key} is not a setting of this stack; {hint}"))
+    return errors
+
+
+def _refuse_unknown_keys() -> None:
+    """Raises: DedupConfigError (or DedupConfigErrors): every stack config key the program does not read."""
+    _raise_all(_unknown_keys())
+
+
+def _raise_all(errors: list[DedupConfigError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise DedupConfigErrors(errors)
 
 
 def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> tuple[str, DedupScheduledJobArgs]:
@@ -127,9 +145,18 @@ def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> 
             directory, which ``pulumi up`` sets to the folder of ``Pulumi.yaml``).
 
     Raises:
-        DedupConfigError: a key has the wrong type (e.g. a non-integer deadline).
+        DedupConfigError: a key has the wrong type (e.g. a non-integer deadline) or is unknown;
+            :class:`DedupConfigErrors` for several.
     """
-    _refuse_unknown_keys()
+    name, args, errors = _read_config(config, base_dir=base_dir)
+    _raise_all(errors)
+    return name, args
+
+
+def _read_config(config: pulumi.Config, *, base_dir: Path | None = None
+                 ) -> tuple[str, DedupScheduledJobArgs, list[DedupConfigError]]:
+    """``(component name, the args of the keys that could be read, an error per key that could not)``."""
+    errors = _unknown_keys()
     name = DEFAULT_COMPONENT_NAME
     raw: dict[str, Any] = {}
     for entry in CONFIG_KEYS:
@@ -141,12 +168,14 @@ def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> 
             elif entry.type == "array":
                 value = config.get_object(entry.key)
                 if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
-                    raise DedupConfigError(entry.arg, f"stack config {PROJECT_NAME}:{entry.key} must be a list of "
-                                                      f"strings, got {value!r}")
+                    errors.append(DedupConfigError(entry.arg, f"stack config {PROJECT_NAME}:{entry.key} must be a list "
+                                                              f"of strings, got {value!r}"))
+                    continue
             else:
                 value = config.get(entry.key)
         except pulumi.ConfigTypeError as exc:
-            raise DedupConfigError(entry.arg or "name", f"stack config {PROJECT_NAME}:{entry.key}: {exc}") from None
+            errors.append(DedupConfigError(entry.arg or "name", f"stack config {PROJECT_NAME}:{entry.key}: {exc}"))
+            continue
         if value is None:
             continue
         if entry.key == "name":
@@ -162,27 +191,44 @@ def args_from_config(config: pulumi.Config, *, base_dir: Path | None = None) -> 
         for parent in parents:
             target = target.setdefault(parent, {})
         target[leaf] = value
-    return name, raw  # type: ignore[return-value]  # keys are DedupScheduledJobArgs keys by construction
+    return name, raw, errors  # type: ignore[return-value]  # keys are DedupScheduledJobArgs keys by construction
 
 
 def deploy_from_config(*, base_dir: Path | None = None) -> DedupScheduledJob:
     """Create one :class:`DedupScheduledJob` from the stack config (see :data:`CONFIG_KEYS`).
 
+    Every problem is reported at once: keys that cannot be read and the component's refusals of the rest, each
+    naming its stack config key.
+
     Raises:
-        DedupConfigError: invalid config, before any resource is created.
+        DedupConfigError: invalid config, before any resource is created (:class:`DedupConfigErrors` for several).
     """
-    name, args = args_from_config(pulumi.Config(), base_dir=base_dir)
+    import pulumi_gcp as gcp
+
+    from .settings import resolve_settings
+
+    name, args, errors = _read_config(pulumi.Config(), base_dir=base_dir)
     try:
         store_stack = args.get("store")
         if isinstance(store_stack, str):
             args["store"] = store_from_stack(store_stack)
+        if errors:  # the component is not created: still report what it would refuse of the keys that were read
+            resolve_settings(name, args, default_project=gcp.config.project)
+            _raise_all(errors)
         return DedupScheduledJob(name, args)
     except DedupConfigError as exc:
-        key = stack_key_for(exc.field)
-        if key is None:
-            raise
-        message = in_stack_config_terms(str(exc).split(": ", 1)[-1])
-        raise DedupConfigError(exc.field, f"{message} (stack config {PROJECT_NAME}:{key})") from None
+        found = [*errors, *(exc.errors if isinstance(exc, DedupConfigErrors) else [exc])]
+        _raise_all(list({str(e): _in_stack_config_error(e) for e in found}.values()))
+        raise
+
+
+def _in_stack_config_error(error: DedupConfigError) -> DedupConfigError:
+    """``error`` naming the stack config key of its input, where one sets it."""
+    key = stack_key_for(error.field)
+    if key is None or f"{PROJECT_NAME}:" in str(error):
+        return error
+    message = in_stack_config_terms(str(error).split(": ", 1)[-1])
+    return DedupConfigError(error.field, f"{message} (stack config {PROJECT_NAME}:{key})")
 
 
 def in_stack_config_terms(message: str) -> str:
@@ -234,7 +280,8 @@ def store_from_config(config: pulumi.Config) -> DedupStore:
                                               f"storeStack names this one")
     args: dict[str, Any] = {"location": config.get("databaseLocation") or config.get("region") or "us-central1"}
     for key, arg in STORE_KEYS.items():
-        value: Any = config.get_bool(key) if key in ("createDatabase", "deletionProtection") else config.get(key)
+        value: Any = (config.get_bool(key) if key in ("createDatabase", "deletionProtection", "protectDatabase")
+                      else config.get(key))
         if value is not None:
             args[arg] = [value] if arg == "collections" else value
     try:

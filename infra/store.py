@@ -37,6 +37,8 @@ from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
+from .locations import region_problem
+from .ttl_policy import second_ttl_owner, ttl_policy_key
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
@@ -57,7 +59,8 @@ def store_apis() -> tuple[str, ...]:
     return (*JOB_APIS, *ALERT_APIS)
 
 
-_ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection"})
+_ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection",
+                           "protect_database"})
 _REF_KEYS = frozenset({"project", "database_id", "collections", "ttl_owner"})
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
 
@@ -72,9 +75,11 @@ class StoreSettings:
     create_database: bool
     collections: tuple[str, ...]
     deletion_protection: bool
+    protect_database: bool = True
 
 
-def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None) -> StoreSettings:
+def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None,
+                           provider_name: str | None = None) -> StoreSettings:
     """Validate :class:`~scheduler_dedup.infra.args.DedupStoreArgs` and apply the defaults.
 
     Database and collection ids are checked by the handler's own rules
@@ -90,12 +95,18 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
     if not isinstance(location, str) or not _LOCATION_RE.match(location):
         raise DedupConfigError("location", f"{location!r} is not a Firestore location id: use e.g. 'nam5', 'eur3' or "
                                            "'us-central1' (https://cloud.google.com/firestore/docs/locations)")
-    project = args.get("project") or default_project
-    if not isinstance(project, str) or not project:
-        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+    if args.get("create_database", True) is True:
+        offered = region_problem(location, ("Firestore",))
+        if offered:
+            raise DedupConfigError("location", offered)
+    from .settings import _project  # the job's rule for the project (settings imports this module)
+
+    project = _project(args, default_project, provider_name)
     create_database = args.get("create_database", True)
     deletion_protection = args.get("deletion_protection", False)
-    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection)):
+    protect_database = args.get("protect_database", True)
+    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection),
+                       ("protect_database", protect_database)):
         if not isinstance(value, bool):
             raise DedupConfigError(key, f"must be true or false, got {value!r}")
     database_id = args.get("database_id") or (DEFAULT_STORE_DATABASE if create_database else "(default)")
@@ -113,7 +124,8 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
             field = "collections" if exc.field == "collection" else exc.field
             raise DedupConfigError(field, str(exc).split(": ", 1)[-1]) from None
     return StoreSettings(project=project, location=location, database_id=database_id, create_database=create_database,
-                         collections=tuple(collections), deletion_protection=deletion_protection)
+                         collections=tuple(collections), deletion_protection=deletion_protection,
+                         protect_database=protect_database)
 
 
 def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None:
@@ -135,14 +147,15 @@ def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None
 # --------------------------------------------------------------------------- one TTL owner per program
 
 #: Per Pulumi run (keyed by the runtime's resource monitor, which each run or mock setup replaces): which
-#: component owns the TTL policy of (project, database, collection, field).
-_TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str, str], str]]" = weakref.WeakKeyDictionary()
+#: component owns the TTL policy of (project, database, collection group) (:func:`.ttl_policy.ttl_policy_key`).
+_TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[Any, Any, Any], str]]" = weakref.WeakKeyDictionary()
 
 
 def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str) -> None:
     """Record that ``owner`` manages the TTL policy of ``collection`` in this program, or refuse a second owner.
 
-    Two ``gcp.firestore.Field`` resources for one collection group and field manage one real setting: destroying
+    Two ``gcp.firestore.Field`` resources with a TTL on one collection group (whatever their field) manage one real setting
+    (:mod:`.ttl_policy`): destroying
     either removes it for both. The check covers one program; the policy pack's ``firestore-ttl-single-owner``
     covers hand-written stacks.
 
@@ -158,13 +171,23 @@ def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str
         owners = _TTL_OWNERS.setdefault(monitor, {})
     except TypeError:  # pragma: no cover - a monitor that is not weak-referenceable: no per-run registry
         return
-    key = (project, database_id, collection, TTL_FIELD)
+    key = ttl_policy_key(project, database_id, collection)
     first = owners.setdefault(key, owner)
     if first != owner:
-        raise DedupConfigError(
-            "store", f"{owner} would be a second owner of the TTL policy of collection {collection!r} in database "
-                     f"{database_id!r} (project {project}), already managed by {first}: destroying either would remove "
-                     "it for both. Create one DedupStore for that database and pass it as store= to every job")
+        raise DedupConfigError("store", second_ttl_owner(first, owner, TTL_FIELD, TTL_FIELD, collection, database_id)
+                               + f" (project {project})")
+
+
+#: Why the database is protected with Pulumi's ``protect`` and not ``retain_on_delete``.
+PROTECT_DATABASE_DOC = """\
+The database holds the run records that late retries of completed runs are deduplicated against. A change that
+replaces it (a new database id, e.g. after renaming the component) would start an empty database: a retry of a
+run that already completed finds no record and runs the job again. Pulumi's `protect` makes every plan that would
+delete or replace the database fail at `pulumi preview` and `pulumi up`, before anything is changed.
+`retain_on_delete` would not: the replacement would go ahead, the old database would only be left behind, and the
+job would use the new, empty one. To remove the database on purpose, set protect_database false and run
+`pulumi up` first, then `pulumi destroy` (docs/renaming.md).
+"""
 
 
 # --------------------------------------------------------------------------- children shared by store and job
@@ -204,7 +227,9 @@ def firestore_children(
                 # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
                 deletion_policy="DELETE",
             ),
-            opts=opts,
+            # Pulumi `protect` (PROTECT_DATABASE_DOC): a plan that would delete or replace the database, and with
+            # it the run records late retries are deduplicated against, fails instead of running.
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=s.protect_database)),
         )
     after_db = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[database] if database else []))
     ready: list[pulumi.Resource] = [*([database] if database else [])]
@@ -262,7 +287,10 @@ class DedupStore(pulumi.ComponentResource):
             DedupConfigError: an invalid input, or a TTL policy another component of this program owns,
                 before any child is created (so ``pulumi preview`` fails).
         """
-        s = resolve_store_settings(args, default_project=gcp.config.project)
+        from .providers import project_source  # imported here: providers is a sibling imported by the job too
+
+        source = project_source(opts)
+        s = resolve_store_settings(args, default_project=source.project, provider_name=source.provider_name)
         for collection in s.collections:  # before any child exists, so a second owner fails cleanly
             claim_ttl_policy(s.project, s.database_id, collection, f"DedupStore {name}")
         super().__init__(TYPE_TOKEN, name, None, opts)

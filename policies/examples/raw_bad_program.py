@@ -15,11 +15,13 @@ REGION = "europe-west1"
 
 
 def _service(name: str, *, env: dict[str, str], timeout: str, public: bool = False,
-             cpu_always_allocated: bool = False) -> gcp.cloudrunv2.Service:
+             cpu_always_allocated: bool = False, min_instances: int | None = None) -> gcp.cloudrunv2.Service:
     return gcp.cloudrunv2.Service(
         name, location=REGION, deletion_protection=False, invoker_iam_disabled=public or None,
         template=gcp.cloudrunv2.ServiceTemplateArgs(
             timeout=timeout,
+            scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(min_instance_count=min_instances)
+            if min_instances is not None else None,
             containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                 image="europe-west1-docker.pkg.dev/p/images/dedup-handler:1.0",
                 envs=[gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in env.items()],
@@ -78,10 +80,12 @@ def good_program(env: dict[str, str | None] | None = None) -> None:
     ``env`` changes the handler's environment (a None value removes the variable), for tests of one change.
     """
     changed = {**GOOD_ENV, **(env or {})}
+    # one instance kept, so a job that outlives its attempt deadline is not scaled in (the advisory dedup-scale-in)
     service = _service("handler", env={k: v for k, v in changed.items() if v is not None}, timeout="600s",
-                       cpu_always_allocated=True)
+                       cpu_always_allocated=True, min_instances=1)
+    # hourly: the retry window (6 x 300 s + 750 s) ends before the next fire time (the advisory scheduler-runs-overlap)
     gcp.cloudscheduler.Job(
-        "job", region=REGION, schedule="*/5 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
+        "job", region=REGION, schedule="0 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
         # the retries (30, 60, 120, 240, 300 s apart: 750 s) outlast the 600 s lease of a crashed attempt
         retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=5, min_backoff_duration="30s",
                                                            max_backoff_duration="300s", max_doublings=3),
@@ -95,6 +99,10 @@ def good_program(env: dict[str, str | None] | None = None) -> None:
                                     member="serviceAccount:sched@p.iam.gserviceaccount.com")
     gcp.firestore.Field("ttl", collection="scheduler_runs", field="expire_at", database="(default)",
                         ttl_config=gcp.firestore.FieldTtlConfigArgs(), index_config=gcp.firestore.FieldIndexConfigArgs())
+    # the composite index the watchdog's run check queries with (dedup-run-check-index)
+    gcp.firestore.Index("history", collection="scheduler_runs", database="(default)", query_scope="COLLECTION",
+                        fields=[gcp.firestore.IndexFieldArgs(field_path="job_name", order="ASCENDING"),
+                                gcp.firestore.IndexFieldArgs(field_path="schedule_time", order="DESCENDING")])
     # alerting (the advisory dedup-job-alerting): an hourly watchdog calling the handler's run check, and an alert
     # policy on the missed_run lines it logs for this service
     gcp.cloudscheduler.Job(

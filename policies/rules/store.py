@@ -1,15 +1,20 @@
 """Rules on the run-record store in Firestore: a TTL policy on every dedup collection's expiry field, one owner per
-TTL policy (in this stack, or declared in another), and record retention that outlasts the job's retries."""
+TTL policy (in this stack, or declared in another), record retention that outlasts the job's retries, the composite
+index the run check's query needs, and a location Firestore is offered in."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
+from scheduler_dedup.infra.locations import region_problem
+from scheduler_dedup.infra.ttl_policy import second_ttl_owner, ttl_policy_key
+
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.readings import read_retry
 from scheduler_dedup.policies.model import Resource, get, is_unknown
-from scheduler_dedup.policies.rules.base import _env_seconds, _env_shown, _fmt, _seconds_cfg
+from scheduler_dedup.policies.rules.base import _calls_run_check, _env_seconds, _env_shown, _fmt, _seconds_cfg
 from scheduler_dedup.policies.topology import (
     FIRESTORE_FIELD,
     Topology,
@@ -77,30 +82,31 @@ def _ttl_fields_of(service: Resource, topology: Topology, expiry: str) -> tuple[
 # ---------------------------------------------------------------- firestore-ttl-single-owner
 
 def firestore_ttl_single_owner(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """At most one ``gcp:firestore/field:Field`` with ``ttlConfig`` per project, database, collection group and field.
+    """At most one ``gcp:firestore/field:Field`` with ``ttlConfig`` per project, database and collection group, whatever
+    its field.
 
-    A TTL policy is one setting of one collection group's field (https://cloud.google.com/firestore/docs/ttl).
-    Two Field resources for it are two owners of one setting: ``pulumi destroy`` (or a replacement) of either
-    removes the policy, and the field's index exemption, for both, and nothing reports it: run records then
-    live forever. Projects compare as written (a Field without ``project`` only with others without one, since
-    the provider's project is not in the stack's resources); unknown values are not compared.
+    Firestore allows one TTL field per collection group ("You can mark only one field per collection group as a TTL
+    field", https://cloud.google.com/firestore/docs/ttl, Limits and constraints), so a TTL policy is one setting of
+    a collection group (:func:`scheduler_dedup.infra.ttl_policy.ttl_policy_key`, the component's key too). A
+    second Field with a TTL there, on the same or another field (``delete_after``), is refused by Firestore or
+    takes it over, and two owners of one setting remove it for each other on destroy: run records then live
+    forever. Projects compare as written (a Field without ``project`` only with others without one, since the
+    provider's project is not in the stack's resources); unknown values are not compared.
     """
     owners: dict[tuple[Any, ...], Resource] = {}
     findings: list[tuple[Resource | None, str]] = []
     for resource in resources:
         if resource.type != FIRESTORE_FIELD or get(resource.props, "ttlConfig") is None:
             continue
-        key = (get(resource.props, "project"), _database_id(get(resource.props, "database")) or limits.DEFAULT_DATABASE,
-               get(resource.props, "collection"), get(resource.props, "field"))
-        if any(is_unknown(part) for part in key):
+        database = _database_id(get(resource.props, "database")) or limits.DEFAULT_DATABASE
+        key = ttl_policy_key(get(resource.props, "project"), database, get(resource.props, "collection"))
+        if any(is_unknown(part) for part in key) or is_unknown(get(resource.props, "field")):
             continue
         first = owners.setdefault(key, resource)
         if first is not resource:
-            _, database, collection, field_name = key
-            findings.append((resource, f"Field {resource.name} and Field {first.name} both manage the TTL policy of "
-                                       f"{field_name!r} in collection group {collection!r} of database {database!r}: "
-                                       "destroying either removes it for both. Keep one owner: a DedupStore (one per "
-                                       "database) and store= on every job that uses it"))
+            findings.append((resource, second_ttl_owner(
+                f"Field {first.name}", f"Field {resource.name}", str(get(first.props, "field")),
+                str(get(resource.props, "field")), str(key[2]), str(database))))
     return findings
 
 
@@ -206,3 +212,83 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
                                           f"{window + margin:g} (604800 = 7 days is usual) or shorten retryConfig"
                                           + pairing.note))
     return findings
+
+
+# ---------------------------------------------------------------- dedup-run-check-index
+
+FIRESTORE_INDEX = "gcp:firestore/index:Index"
+
+
+def _has_fields(index: Resource, fields: Sequence[tuple[str, str]]) -> bool | None:
+    """True when the Index's ``fields`` are ``fields`` in order (paths and orders), None when not known yet."""
+    given = get(index.props, "fields")
+    if is_unknown(given):
+        return None
+    if not isinstance(given, list) or len(given) < len(fields):
+        return False
+    pairs = [(get(f, "fieldPath"), get(f, "order")) for f in given]
+    if any(is_unknown(v) for pair in pairs for v in pair):
+        return None
+    return [(path, order) for path, order in pairs if path != "__name__"] == list(fields)
+
+
+def dedup_run_check_index(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Where a watchdog calls the handler's run check, its collection has the composite index the check's query
+    needs: ``job_name`` ascending, ``schedule_time`` descending, collection scope
+    (:data:`scheduler_dedup.handler.stores.firestore_schema.RUN_HISTORY_INDEXES`, the index the component and a DedupStore
+    create).
+
+    The Firestore emulator does not enforce composite indexes; production does: without it every check fails with
+    ``FailedPrecondition``, is answered ``store_error``, logs no heartbeat, and the watchdog-silent alert fires.
+    A service whose records live in a store of another stack (env ``DEDUP_TTL_OWNER``; the store creates the index
+    with its TTL policy) passes; unknown values pass.
+    """
+    topology = Topology.of(resources)
+    indexes = [r for r in resources if r.type == FIRESTORE_INDEX]
+    findings: list[tuple[Resource | None, str]] = []
+    for service in topology.dedup_services():
+        env = service_env(service)
+        if env_value(env, limits.ENV_TTL_OWNER, None) is not None:
+            continue
+        watchdogs = [p for p in topology.jobs_of(service) if _calls_run_check(p.job)]
+        if not watchdogs:
+            continue
+        collection = env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)
+        database = _database_id(env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE))
+        for fields in RUN_HISTORY_INDEXES:
+            matches = []
+            for index in indexes:
+                scope = get(index.props, "queryScope")
+                same = (_same(get(index.props, "collection"), collection)
+                        and _same(_database_id(get(index.props, "database")) or limits.DEFAULT_DATABASE, database)
+                        and (scope is None or _same(scope, "COLLECTION")))
+                matches.append(same and _has_fields(index, fields) is not False)
+            if any(matches):
+                continue
+            spelled = ", ".join(f"{path} {order}" for path, order in fields)
+            where = f"collection {collection!r}" if not is_unknown(collection) else "its collection"
+            findings.append((watchdogs[0].job, f"job {watchdogs[0].job.name} calls the run check of service "
+                                               f"{service.name}, whose query on {where} needs a composite index "
+                                               f"({spelled}, query scope COLLECTION) that this stack does not create: "
+                                               "in production every check would fail with FailedPrecondition, log no "
+                                               "heartbeat and raise the watchdog-silent alert (the emulator does not "
+                                               "enforce indexes). Add a gcp.firestore.Index with collection="
+                                               f"{collection!r}, database={database!r}, query_scope='COLLECTION' and "
+                                               f"fields {spelled} (DedupScheduledJob and DedupStore create it)"
+                                               + watchdogs[0].note))
+    return findings
+
+
+# ---------------------------------------------------------------- firestore-database-location
+
+FIRESTORE_DATABASE = "gcp:firestore/database:Database"
+
+
+def firestore_database_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A Firestore database's ``locationId`` is one Firestore is offered in, a region or a multi-region
+    (:func:`scheduler_dedup.infra.locations.region_problem`, the component's check too). Unknown values pass."""
+    location = get(resource.props, "locationId")
+    if resource.type != FIRESTORE_DATABASE or not isinstance(location, str) or is_unknown(location):
+        return []
+    problem = region_problem(location, ("Firestore",))
+    return [f"locationId {problem}"] if problem else []

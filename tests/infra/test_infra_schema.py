@@ -59,7 +59,7 @@ def test_analyzer_schema_has_the_store_and_the_jobs_store_input() -> None:
     store = spec["resources"][STORE_TYPE_TOKEN]
     assert store["isComponent"] is True and store["requiredInputs"] == ["location"]
     assert set(store["inputProperties"]) == {"location", "project", "databaseId", "createDatabase", "collections",
-                                             "deletionProtection"}
+                                             "deletionProtection", "protectDatabase"}
     assert store["inputProperties"]["collections"]["items"]["type"] == "string"
     outputs = {"project", "databaseId", "databaseResourceName", "location", "collections", "ttlField"}
     assert set(store["properties"]) == outputs == set(store["required"])

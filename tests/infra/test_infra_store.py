@@ -61,7 +61,7 @@ def test_a_job_without_a_store_cannot_take_a_collection_a_store_of_the_program_o
         DedupStore("shared", {"location": "eur3", "create_database": False})
         DedupScheduledJob("job-a", _job("job-a", create_database=False))  # type: ignore[arg-type]
 
-    with pytest.raises(DedupConfigError, match="already managed by DedupStore shared") as info:
+    with pytest.raises(DedupConfigError, match="DedupStore shared and DedupScheduledJob job-a both set a TTL policy") as info:
         run_program(program, {"gcp:project": "p1"})
     assert info.value.field == "store"
 

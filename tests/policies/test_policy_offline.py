@@ -324,3 +324,19 @@ def test_the_table_keeps_a_readable_width_when_piped(tmp_path: Path) -> None:
     assert max(len(line) for line in lines) <= PIPE_WIDTH, done.stdout
     message_cells = [line.split("│")[4] for line in lines if line.count("│") == 5]
     assert max(len(cell.strip()) for cell in message_cells) > 45, done.stdout  # was ~22 at 80 columns
+
+
+def test_a_config_with_several_mistakes_gets_a_row_for_each_in_one_check(tmp_path: Path) -> None:
+    config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
+    config["config"].update({"scheduler-dedup:schedule": "every 5 minutes", "scheduler-dedup:timeZone": "Mars/Olympus",
+                             "scheduler-dedup:attemptDeadlineSeconds": 10, "scheduler-dedup:maxInstanceCount": 0,
+                             "scheduler-dedup:retrycount": 3})
+    path = tmp_path / "Pulumi.four.yaml"
+    path.write_text(yaml.safe_dump(config))
+    findings = check_stack_config(path, ROOT / "Pulumi.yaml")
+    assert {f.rule for f in findings} == {"component-config"} and len(findings) == 5
+    for key in ("retrycount", "scheduler-dedup:schedule", "scheduler-dedup:timeZone",
+                "scheduler-dedup:attemptDeadlineSeconds", "scheduler-dedup:maxInstanceCount"):
+        assert sum(key in f.message for f in findings) >= 1, key
+    code, text = _check(stack=None, config_file=path)
+    assert code == 1 and "5 mandatory" in text

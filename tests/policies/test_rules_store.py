@@ -3,10 +3,12 @@ violating, missing/unknown, and config override."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler_dedup.policies.model import UNKNOWN
 from scheduler_dedup.policies.rules import job_retry_window_seconds
 
-from .conftest import FIELD, JOB, good_stack, job, public_config_job, res, run, service, ttl_field
+from .conftest import FIELD, JOB, RUN_URL, good_stack, job, public_config_job, res, run, service, ttl_field
 
 
 # ------------------------------------------------------------------ dedup-firestore-ttl
@@ -89,3 +91,37 @@ def test_an_unreadable_duration_is_a_mandatory_finding_and_the_rest_is_still_che
     readable = [f.message for f in run("dedup-retention-covers-retries",
                                        [public_config_job("60s"), service(env={"DEDUP_RETENTION_SECONDS": "600"})])]
     assert len(readable) == 1 and "retry window 3780s" in readable[0]
+
+
+# ------------------------------------------------------------------ dedup-run-check-index, firestore-database-location
+
+INDEX = "gcp:firestore/index:Index"
+
+
+def _index(**props: Any) -> Any:
+    base = {"collection": "scheduler_runs", "database": "(default)", "queryScope": "COLLECTION",
+            "fields": [{"fieldPath": "job_name", "order": "ASCENDING"},
+                       {"fieldPath": "schedule_time", "order": "DESCENDING"}]}
+    base.update(props)
+    return res(INDEX, "history", base)
+
+
+def test_a_watchdog_without_the_run_check_s_composite_index_is_mandatory() -> None:
+    watchdog = res(JOB, "watchdog", {"schedule": "7 * * * *", "httpTarget": {"uri": f"{RUN_URL}/dedup/run-check"}})
+    stack = [job(), watchdog, service(), ttl_field()]
+    [bad] = run("dedup-run-check-index", stack)
+    assert bad.level == "mandatory" and bad.resource is watchdog and "FailedPrecondition" in bad.message
+    assert "job_name ASCENDING, schedule_time DESCENDING" in bad.message
+    assert run("dedup-run-check-index", [*stack, _index()]) == []
+    wrong = _index(fields=[{"fieldPath": "schedule_time", "order": "DESCENDING"}])
+    assert run("dedup-run-check-index", [*stack, wrong]), "an index on other fields does not serve the query"
+    assert run("dedup-run-check-index", [job(), service(), ttl_field()]) == [], "no watchdog: no run check query"
+    elsewhere = service(env={"DEDUP_COLLECTION": "scheduler_runs", "DEDUP_TTL_OWNER": "stack acme/store"})
+    assert run("dedup-run-check-index", [job(), watchdog, elsewhere]) == [], "the store's stack creates it"
+
+
+def test_a_database_location_firestore_lacks_is_mandatory() -> None:
+    database = "gcp:firestore/database:Database"
+    [bad] = run("firestore-database-location", [res(database, "db", {"locationId": "eur4"})])
+    assert bad.level == "mandatory" and "'eur3'" in bad.message
+    assert run("firestore-database-location", [res(database, "db", {"locationId": "nam5"})]) == []
