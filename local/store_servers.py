@@ -1,7 +1,7 @@
 """Real local store servers behind one interface, for tests, the demo, ``run-local`` and the campaign.
 
 Each store of :mod:`scheduler_dedup.handler.stores` has a local server here (the Firestore emulator,
-:mod:`scheduler_dedup.local.firestore_emulator`): started on a free loopback port, stopped by its own PID only,
+:mod:`scheduler_dedup.local.firestore_emulator`; ``redis-server``, :mod:`scheduler_dedup.local.redis_server`): started on a free loopback port, stopped by its own PID only,
 and failing with the install command when it is missing. A :class:`StoreServer` also knows how a handler
 process and an in-process client reach it, directly or through the fault proxy.
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from scheduler_dedup.handler.config import Settings
     from scheduler_dedup.handler.stores.base import RunStore
     from scheduler_dedup.handler.stores.wire import GrpcWire
-    from scheduler_dedup.local.fault_proxy import FaultProxy
+    from scheduler_dedup.local.fault_proxy import FaultPlan
 
 _S = TypeVar("_S", bound="StoreServer")
 
@@ -150,7 +150,7 @@ class StoreServer(abc.ABC):
         with environment(self.endpoint_env(host)):
             return open_store(self.settings(collection, timeout_seconds, host))
 
-    def fault_proxy(self, max_workers: int = 64) -> "FaultProxy":
+    def fault_proxy(self, max_workers: int = 64) -> "FaultPlan":
         """A started fault proxy in front of the server (:mod:`scheduler_dedup.local.fault_proxy`); point clients at
         its ``host`` with :meth:`endpoint_env` and stop it when done.
 
@@ -180,6 +180,7 @@ class StoreServer(abc.ABC):
 #: ``DEDUP_STORE`` value -> ``module:class`` of its local server.
 _SERVERS = {
     "firestore": "scheduler_dedup.local.firestore_emulator:FirestoreEmulator",
+    "redis": "scheduler_dedup.local.redis_server:RedisServer",
 }
 #: The stores that have a local server, in the order tests and commands list them.
 SERVER_KINDS: tuple[str, ...] = tuple(_SERVERS)
