@@ -1,4 +1,5 @@
-"""Shared fixtures: one real Firestore emulator per test session, wiped between tests that ask for it."""
+"""Shared fixtures: one real Firestore emulator and one real redis-server per test session, wiped between tests that
+ask for it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.redis_server import RedisServer
 
 PROJECT = "demo-scheduler-dedup"
 
@@ -34,3 +36,17 @@ def emulator(firestore_emulator: FirestoreEmulator) -> FirestoreEmulator:
     """The session's emulator, wiped clean before the test."""
     firestore_emulator.wipe()
     return firestore_emulator
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A running redis-server (no persistence, noeviction, AUTH on) for the whole session."""
+    with RedisServer(project=PROJECT) as server:
+        yield server
+
+
+@pytest.fixture()
+def redis(redis_server: RedisServer) -> RedisServer:
+    """The session's redis-server, flushed before the test."""
+    redis_server.wipe()
+    return redis_server
