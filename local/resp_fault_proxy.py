@@ -150,6 +150,15 @@ class RespFaultProxy(FaultPlan):
     def __enter__(self) -> "RespFaultProxy":
         return self.start()
 
+    def redirect(self, upstream: str) -> None:
+        """Send new connections to ``upstream`` and close every open one, as a failover that keeps the endpoint's
+        address does (Memorystore's primary endpoint moves to the promoted replica; clients reconnect)."""
+        with self._lock:
+            self.upstream = upstream
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _close(sock)
+
     # -- serving --------------------------------------------------------------------------------
 
     def _accept(self) -> None:

@@ -14,12 +14,18 @@ TTL                             ``PEXPIREAT`` at ``expire_at``: exact (Redis nev
 Each operation is one ``EVALSHA`` (one round trip): a first delivery costs 2 (claim, completion) plus one
 renewal per third of the lease the job runs; a duplicate costs 1 on another instance (the claim's script answers
 with the record it found, which serves the protocol's read at once) and 0 on the instance that ran it (its cache
-of finished runs). A process's first call of each script costs ``SCRIPT LOAD`` once more (after ``NOSCRIPT``).
+of finished runs). A process's first call loads every script first (``SCRIPT LOAD``, one more round trip), and
+so does the first call after a ``NOSCRIPT`` answer (a restarted or promoted server).
 
-**WAIT.** Where the instance has replicas (``INFO replication``, checked at most once a minute), a write that
+**WAIT.** Where the instance has replicas (``INFO replication``, checked at most once a minute, every 5 s while
+there is none), a write that
 decides a run (a claim or takeover, a completion, a failure) is followed on the same connection by
-``WAIT 1 <DEDUP_REDIS_WAIT_TIMEOUT_MS>``: it returns once one replica has the write, or at the timeout (then
-the write stands and a warning is logged). Redis' own caveat applies: "WAIT does not make Redis a strongly
+``WAIT 1 <DEDUP_REDIS_WAIT_TIMEOUT_MS>``, and counts as answered only once one replica has it. Without that
+acknowledgement (a timeout, or the connection dropped by a failover) the write is unanswered, as a lost answer
+is: :class:`~scheduler_dedup.handler.errors.StoreUnavailableError`, so the protocol reads the record and decides
+by attempt id. After a failover that read reaches the promoted replica: a lost claim is absent, so the delivery
+answers ``store_error`` instead of running the job (a retry claims afresh), and a lost completion shows this
+attempt's claim, so the completion is written again. The replicas are counted again after such a write. Redis' own caveat applies: "WAIT does not make Redis a strongly
 consistent store": a failover can still promote a replica without acknowledged writes
 (https://redis.io/docs/latest/commands/wait/). ``WAIT`` makes that rarer; only Firestore or Spanner rule it out.
 
@@ -59,8 +65,11 @@ log = logging.getLogger("scheduler_dedup")
 
 #: Error replies of a server that is failing over, restarting or busy: nothing ran, try again.
 _TRANSIENT = ("READONLY", "LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN")
-#: How long the replica count from ``INFO replication`` is trusted, seconds.
+#: How long the replica count from ``INFO replication`` is trusted, seconds: a count of one or more (until a
+#: ``WAIT`` goes unacknowledged), and a count of none (a replica may be back: Memorystore recreates it after a
+#: failover).
 REPLICA_CHECK_SECONDS = 60.0
+NO_REPLICA_CHECK_SECONDS = 5.0
 #: How long the record a lost claim found serves the protocol's next read of it on that thread, seconds.
 _FOUND_SECONDS = 1.0
 #: Statuses whose write decides a run: followed by ``WAIT`` where there are replicas.
@@ -115,6 +124,7 @@ class RedisRunStore(RunStore):
         self._clock_offset = 0.0  # Redis' clock minus ours, seconds
         self._replicas: tuple[int, float] | None = None  # (connected replicas, monotonic time checked)
         self._found = threading.local()
+        self._loaded = False  # the scripts are loaded on the server (else the next call loads them first)
         #: Decisive writes whose ``WAIT`` ended without a replica's acknowledgement (for benchmarks and tests).
         self.unreplicated_writes = 0
         #: Round trips sent (each a pipeline of one or more commands on one connection).
@@ -171,6 +181,8 @@ class RedisRunStore(RunStore):
         last: BaseException | None = None
         while True:
             try:
+                if scripted and not self._loaded:
+                    self._load(deadline)
                 answers = self._roundtrip(commands, deadline)
             except (rexc.AuthenticationError, rexc.AuthorizationError) as exc:
                 raise self._refused(exc, action) from exc
@@ -184,8 +196,8 @@ class RedisRunStore(RunStore):
                 if not isinstance(first, rexc.ResponseError):
                     return answers
                 text = str(first)
-                if scripted and isinstance(first, rexc.NoScriptError):
-                    self._load(commands[0][1], deadline)
+                if scripted and isinstance(first, rexc.NoScriptError):  # a restarted or promoted server
+                    self._loaded = False
                     continue
                 if not text.startswith(_TRANSIENT):
                     raise self._refused(first, action) from first
@@ -197,11 +209,16 @@ class RedisRunStore(RunStore):
             time.sleep(min(backoff * (0.5 + random.random()), remaining / 2))
             backoff = min(backoff * 2, 1.0)
 
-    def _load(self, sha: str, deadline: float) -> None:
-        script = next(s for s in SCRIPTS.values() if s.sha == sha)
-        answer = self._roundtrip([("SCRIPT", "LOAD", script.source)], deadline)[0]
-        if isinstance(answer, BaseException):
-            raise answer
+    def _load(self, deadline: float) -> None:
+        """Load every script (``SCRIPT LOAD``, one round trip); a server keeps them until it restarts."""
+        try:
+            answers = self._roundtrip([("SCRIPT", "LOAD", script.source) for script in SCRIPTS.values()], deadline)
+        except _Dropped as exc:
+            raise _Dropped([], exc.cause) from exc.cause  # none of the call's own answers
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise self._refused(answer, "load its scripts") from answer
+        self._loaded = True
 
     def _script(self, name: str, run_id: str, args: Sequence[Any]) -> tuple[Any, ...]:
         return ("EVALSHA", SCRIPTS[name].sha, 1, self.prefix + "run:" + run_id, self.prefix, run_id, *args)
@@ -288,7 +305,8 @@ class RedisRunStore(RunStore):
         if self.wait_timeout_ms <= 0:
             return None
         checked = self._replicas
-        if checked is None or time.monotonic() - checked[1] > REPLICA_CHECK_SECONDS:
+        if checked is None or time.monotonic() - checked[1] > (
+                REPLICA_CHECK_SECONDS if checked[0] else NO_REPLICA_CHECK_SECONDS):
             try:
                 info = self._call([("INFO", "replication")], "read its replication state", deadline,
                                   scripted=False)[0]
@@ -302,14 +320,28 @@ class RedisRunStore(RunStore):
         return ("WAIT", 1, self.wait_timeout_ms) if checked[0] > 0 else None
 
     def _waited(self, answers: list[Any], run_id: str, action: str) -> None:
+        """Check the ``WAIT`` answer of a decisive write that committed on the server it reached.
+
+        Raises:
+            StoreUnavailableError: no replica acknowledged it (or the answer was lost): the write is in place on
+                that server, but a failover may already have lost it, so the caller reads and decides as after
+                any unanswered write. Read from the promoted replica, a lost claim is absent (the delivery
+                answers ``store_error`` and a retry claims afresh: no double execution) and a lost completion is
+                still this attempt's claim (written again); read from the same primary, the write is there.
+        """
         if len(answers) < 2:
             return
         acked = answers[1]
         if isinstance(acked, int) and acked >= 1:
             return
         self.unreplicated_writes += 1
-        log.warning("%s of run %s is on the primary, but no replica acknowledged it within %d ms (WAIT: %s); a "
-                    "failover now would lose it", action, run_id, self.wait_timeout_ms, acked)
+        self._replicas = None  # a replica gone (or a failover to a primary without one): count them again
+        log.warning("%s of run %s committed, but no replica acknowledged it within %d ms (WAIT: %s); reading it "
+                    "back to decide", action, run_id, self.wait_timeout_ms, acked)
+        raise StoreUnavailableError(
+            f"{action} of run {run_id} committed on the server it reached, but no replica acknowledged it within "
+            f"{self.wait_timeout_ms} ms (WAIT answered {acked!r}): a failover may have lost it", store=self.display_name,
+            hint="the instance's replica is down, lagging or being promoted; see the instance's replication state")
 
     # -- the contract ------------------------------------------------------------------------------
 

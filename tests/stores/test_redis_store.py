@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import StoreRefusedError
+from scheduler_dedup.handler.errors import StoreRefusedError, StoreUnavailableError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.stores import open_store
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment
@@ -145,10 +145,16 @@ def test_decisive_writes_wait_for_a_replica_and_others_do_not(redis: RedisServer
     try:
         started = time.monotonic()
         other = uuid.uuid4().hex
-        assert store.create(other, _fields("j", T0, expire_in=60)) is not None  # stands, unreplicated
+        with pytest.raises(StoreUnavailableError, match="no replica acknowledged"):  # unanswered: read to decide
+            store.create(other, _fields("j", T0, expire_in=60))
         assert 0.3 <= time.monotonic() - started < 3.0
         assert store.unreplicated_writes == 1
-        assert store.get(other) is not None
+        record = store.get(other)
+        assert record is not None and record.attempt_id == "a" * 32  # in place on the primary it reached
+        runs: list[str] = []  # the protocol reads its own claim back and runs the job once
+        outcome = Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex, lambda a: runs.append(a) or "ok")
+        assert outcome.outcome is Outcome.FENCED or outcome.outcome is Outcome.PROCESSED
+        assert len(runs) == 1
     finally:
         os.kill(replica.pid or 0, signal.SIGCONT)
 
