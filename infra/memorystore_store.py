@@ -42,6 +42,8 @@ REDIS_VERSION = "REDIS_7_2"
 #: The instance's Redis configuration: never evict a run record.
 REDIS_CONFIGS = {"maxmemory-policy": "noeviction"}
 TRANSIT_ENCRYPTION = "SERVER_AUTHENTICATION"
+#: The label that tells the policy pack this instance holds run records (policies/rules/store.py reads it).
+RUN_STORE_LABEL = ("scheduler-dedup", "run-store")
 #: Where a job's container finds the AUTH string and the server CA (each a secret volume of its own).
 AUTH_MOUNT, AUTH_FILE_NAME = "/secrets/redis-auth", "auth"
 CA_MOUNT, CA_FILE_NAME = "/secrets/redis-ca", "ca.pem"
@@ -133,12 +135,14 @@ class RedisStoreRef:
     ca_secret: pulumi.Input[str]
     network: pulumi.Input[str]
     subnetwork: pulumi.Input[str]
-    wait_timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS
+    wait_timeout_ms: pulumi.Input[int] = DEFAULT_WAIT_TIMEOUT_MS
 
     @property
     def url(self) -> pulumi.Output[str]:
         """``DEDUP_REDIS_URL``: ``rediss://HOST:PORT/0`` (no password: it is mounted)."""
-        return pulumi.Output.concat("rediss://", self.host, ":", pulumi.Output.from_input(self.port).apply(str), "/0")
+        # A number read from another stack's outputs comes back as a float (6378.0): the port is a whole number.
+        port = pulumi.Output.from_input(self.port).apply(lambda p: str(int(float(p))))
+        return pulumi.Output.concat("rediss://", self.host, ":", port, "/0")
 
 
 #: Keys of a job's ``store`` input for a Memorystore store (its stack's outputs).
@@ -160,9 +164,11 @@ def redis_ref_from(store: Mapping[str, Any]) -> RedisStoreRef:
         if store.get(key) is None:
             raise DedupConfigError(f"store.{key}", "is required: pass the DedupStore itself, or its stack's outputs")
     wait = store.get("wait_timeout_ms", DEFAULT_WAIT_TIMEOUT_MS)
+    if not isinstance(wait, pulumi.Output) and (isinstance(wait, bool) or not isinstance(wait, int)):
+        raise DedupConfigError("store.wait_timeout_ms", f"must be a whole number of ms, got {wait!r}")
     return RedisStoreRef(host=store["redis_host"], port=store["redis_port"], auth_secret=store["auth_secret"],
                          ca_secret=store["ca_secret"], network=store["network"], subnetwork=store["subnetwork"],
-                         wait_timeout_ms=int(wait) if isinstance(wait, (int, str)) else DEFAULT_WAIT_TIMEOUT_MS)
+                         wait_timeout_ms=wait)
 
 
 def _first_cert(certs: Any) -> str:
@@ -193,7 +199,7 @@ def memorystore_children(name: str, s: MemorystoreSettings, *, opts: pulumi.Reso
             auth_enabled=True, transit_encryption_mode=TRANSIT_ENCRYPTION, redis_configs=dict(REDIS_CONFIGS),
             persistence_config=gcp.redis.InstancePersistenceConfigArgs(persistence_mode="RDB",
                                                                        rdb_snapshot_period="ONE_HOUR"),
-            deletion_protection=s.deletion_protection,
+            deletion_protection=s.deletion_protection, labels={RUN_STORE_LABEL[0]: RUN_STORE_LABEL[1]},
         ),
         opts=opts,
     )
@@ -232,7 +238,9 @@ def redis_environment(ref: RedisStoreRef) -> dict[str, pulumi.Input[str]]:
         "DEDUP_REDIS_URL": ref.url,
         "DEDUP_REDIS_AUTH_FILE": f"{AUTH_MOUNT}/{AUTH_FILE_NAME}",
         "DEDUP_REDIS_CA_FILE": f"{CA_MOUNT}/{CA_FILE_NAME}",
-        "DEDUP_REDIS_WAIT_TIMEOUT_MS": str(ref.wait_timeout_ms),
+        "DEDUP_REDIS_WAIT_TIMEOUT_MS": (str(ref.wait_timeout_ms) if isinstance(ref.wait_timeout_ms, int)
+                                        else pulumi.Output.from_input(ref.wait_timeout_ms).apply(
+                                            lambda v: str(int(float(v))))),
     }
 
 

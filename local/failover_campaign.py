@@ -27,9 +27,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -163,10 +165,12 @@ class _Lagging:
             sock.close()
 
 
-def _replicated(primary: RedisServer, password: str, lag_ms: int) -> tuple[_Lagging, RedisServer]:
-    """A replica of ``primary`` behind a replication relay ``lag_ms`` late, once it has caught up."""
+def _replicated(primary: RedisServer, start_replica: Callable[[str], RedisServer],
+                lag_ms: int) -> tuple[_Lagging, RedisServer]:
+    """A replica of ``primary`` (started by ``start_replica(upstream)``) behind a replication relay ``lag_ms``
+    late, once it has caught up."""
     link = _Lagging(primary.host, lag_ms / 1000)
-    replica = RedisServer(replica_of=link.host, password=password).start()
+    replica = start_replica(link.host)
     with replica.client() as client:
         deadline = time.monotonic() + 30
         while client.info("replication").get("master_link_status") != "up":
@@ -194,8 +198,14 @@ def _play_mode(cfg: FailoverConfig, wait_ms: int, console: Console) -> ModeRepor
     plan_file.write_text(json.dumps({s.job_name: s.plan() for s in scenarios}))
     password = secrets.token_urlsafe(24)
     auth_file.write_text(password + "\n")
-    first = RedisServer(password=password).start()
-    pair = _replicated(first, password, cfg.lag_ms)
+    started_servers: list[RedisServer] = []  # every server of this mode, closed at the end whatever happens
+
+    def server(**kwargs: Any) -> RedisServer:
+        started_servers.append(RedisServer(password=password, **kwargs))
+        return started_servers[-1].start()
+
+    first = server()
+    pair = _replicated(first, lambda host: server(replica_of=host), cfg.lag_ms)
     front = RespFaultProxy(upstream=first.host).start()
     env = {"DEDUP_STORE": "redis", "DEDUP_REDIS_URL": f"redis://{front.host}/0", "DEDUP_REDIS_AUTH_FILE": str(auth_file),
            "GOOGLE_CLOUD_PROJECT": first.project, "DEDUP_JOB": _JOB, "DEDUP_COLLECTION": COLLECTION,
@@ -212,8 +222,8 @@ def _play_mode(cfg: FailoverConfig, wait_ms: int, console: Console) -> ModeRepor
     try:
         for round_no in range(cfg.rounds):
             if primary is None:
-                primary = RedisServer(password=password).start()
-                pair = _replicated(primary, password, cfg.lag_ms)
+                primary = server()
+                pair = _replicated(primary, lambda host: server(replica_of=host), cfg.lag_ms)
                 front.redirect(primary.host)
                 if wait_ms:
                     time.sleep(NO_REPLICA_CHECK_SECONDS + 0.5)  # the handlers count the new replica
@@ -241,10 +251,8 @@ def _play_mode(cfg: FailoverConfig, wait_ms: int, console: Console) -> ModeRepor
             for result in results:
                 result.violations = check(result, campaign)
             report.results += results
-            old.stop()
-            primary = replica  # the promoted replica serves the next round's cleanup, then stops
-            primary.wipe()
-            primary.stop()
+            old.close()
+            replica.close()
             primary = None
             console.print(f"  WAIT {wait_ms} ms: round {round_no + 1}/{cfg.rounds}, "
                           f"{report.lost_records[-1] if report.lost_records else 0} record(s) lost at the failover, "
@@ -253,8 +261,8 @@ def _play_mode(cfg: FailoverConfig, wait_ms: int, console: Console) -> ModeRepor
         log.close()
         fleet.close()
         front.stop()
-        if primary is not None:
-            primary.stop()
+        for started in started_servers:
+            started.close()
     report.seconds = time.monotonic() - started
     return report
 

@@ -186,10 +186,14 @@ class RedisServer(StoreServer):
             self._proc.kill()
             self._proc.wait(timeout=10)
 
+    def close(self) -> None:
+        """:meth:`stop`, and remove the server's folder (config, log, AUTH file)."""
+        self.stop()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
     def __enter__(self) -> "RedisServer":
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.stop()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self.close()
