@@ -239,7 +239,7 @@ def redis_environment(ref: RedisStoreRef) -> dict[str, pulumi.Input[str]]:
         "DEDUP_REDIS_AUTH_FILE": f"{AUTH_MOUNT}/{AUTH_FILE_NAME}",
         "DEDUP_REDIS_CA_FILE": f"{CA_MOUNT}/{CA_FILE_NAME}",
         "DEDUP_REDIS_WAIT_TIMEOUT_MS": (str(ref.wait_timeout_ms) if isinstance(ref.wait_timeout_ms, int)
-                                        else pulumi.Output.from_input(ref.wait_timeout_ms).apply(
+                                        else pulumi.Output.from_input(ref.wait_timeout_ms).apply(  # type: ignore[arg-type]
                                             lambda v: str(int(float(v))))),
     }
 

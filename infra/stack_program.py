@@ -342,11 +342,12 @@ def _memorystore_from_config(config: pulumi.Config) -> DedupStore:
     try:
         return DedupStore(config.get("name") or DEFAULT_STORE_NAME, args)  # type: ignore[arg-type]
     except DedupConfigError as exc:
-        key = next((k for k, a in MEMORYSTORE_KEYS.items() if a == exc.field), "region" if exc.field == "location"
-                   else None)
-        if key is None:
+        stack_key = next((k for k, a in MEMORYSTORE_KEYS.items() if a == exc.field),
+                         "region" if exc.field == "location" else None)
+        if stack_key is None:
             raise
-        raise DedupConfigError(exc.field, f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{key})") from None
+        raise DedupConfigError(exc.field,
+                               f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{stack_key})") from None
 
 
 def stack_key_for(field: str) -> str | None:

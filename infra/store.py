@@ -381,7 +381,7 @@ class DedupStore(pulumi.ComponentResource):
         """This store as plain values known at preview (what its stack exports). In the same program, pass the
         DedupStore itself as ``store=``: the job then also waits for it, and declares no TTL owner elsewhere."""
         if self.kind == "memorystore":
-            return {"kind": "memorystore", "project": self.redis_settings.project,
+            return {"kind": "memorystore", "project": self.redis_settings.project,  # type: ignore[typeddict-item]
                     "collections": list(self.redis_settings.collections)}
         return {"project": self.settings.project, "database_id": self.settings.database_id,
                 "collections": list(self.settings.collections)}

@@ -261,8 +261,8 @@ def _play_mode(cfg: FailoverConfig, wait_ms: int, console: Console) -> ModeRepor
         log.close()
         fleet.close()
         front.stop()
-        for started in started_servers:
-            started.close()
+        for each in started_servers:
+            each.close()
     report.seconds = time.monotonic() - started
     return report
 

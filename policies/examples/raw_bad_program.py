@@ -135,9 +135,9 @@ def good_program(env: dict[str, str | None] | None = None, redis_url: "pulumi.Ou
     )
 
 
-def _redis_instance(name: str, **settings: object) -> gcp.redis.Instance:
+def _redis_instance(name: str, **settings: Any) -> gcp.redis.Instance:
     return gcp.redis.Instance(name, region=REGION, memory_size_gb=1, labels={"scheduler-dedup": "run-store"},
-                              **settings)  # type: ignore[arg-type]
+                              **settings)
 
 
 def redis_program() -> None:
