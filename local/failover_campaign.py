@@ -2,9 +2,9 @@
 
 The contract's campaign (:mod:`scheduler_dedup.local.campaign`) injects faults a store survives: calls failed,
 answers lost, calls held. A Redis failover is another kind: the promoted replica lacks the primary's last
-writes, *acknowledged ones included*, because Redis replicates asynchronously ("Redis ... can lose writes
-during a failover", https://redis.io/docs/latest/operate/oss_and_stack/management/replication/, and Memorystore's
-high-availability page: a failover can lose writes not yet replicated). A lost claim or completion lets the
+writes, *acknowledged ones included*, because replication is asynchronous (a replica lags behind the
+primary, more so the more it writes: https://cloud.google.com/memorystore/docs/redis/high-availability); ``WAIT`` "does not make Redis a
+strongly consistent store" (https://redis.io/docs/latest/commands/wait/). A lost claim or completion lets the
 next delivery run the job again. This campaign measures how often, with and without ``WAIT``.
 
 Each round starts a primary ``redis-server`` (no persistence) and a replica of it (``--replicaof``) whose

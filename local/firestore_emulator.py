@@ -11,7 +11,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -21,7 +20,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import requests
 
-from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port
+from scheduler_dedup.local.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port,
+                                                terminate)
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.stores.wire import GrpcWire
@@ -186,13 +186,7 @@ class FirestoreEmulator(StoreServer):
         if self._reservation is not None:
             self._reservation.close()
             self._reservation = None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        terminate(proc)
         log_path, self._log_path = self._log_path, None
         if log_path and os.path.exists(log_path):
             os.unlink(log_path)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -22,7 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port
+from scheduler_dedup.local.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port,
+                                                terminate)
 
 if TYPE_CHECKING:
     import redis
@@ -167,18 +167,12 @@ class RedisServer(StoreServer):
             client.execute_command("REPLICAOF", "NO", "ONE")
 
     def stop(self) -> None:
-        """Stop the redis-server this object started (and only that PID), and remove its folder."""
+        """Stop the redis-server this object started (and only that PID)."""
         proc, self._proc = self._proc, None
         if self._reservation is not None:
             self._reservation.close()
             self._reservation = None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        terminate(proc)
 
     def kill(self) -> None:
         """SIGKILL this server (a crash: nothing is written anywhere, and it has no persistence)."""

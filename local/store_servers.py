@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import abc
 import importlib
+import signal
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -53,6 +55,18 @@ def reserve_port() -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     return sock
+
+
+def terminate(proc: "subprocess.Popen[bytes] | None") -> None:
+    """Stop one process this program started, by its PID only: SIGTERM, then SIGKILL after 10 s without exit."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 @contextmanager
