@@ -58,6 +58,8 @@ class RedisServer(StoreServer):
         start_timeout: seconds to wait until it answers ``PING``.
         replica_of: ``host:port`` of the primary to replicate (the primary's AUTH string is ``password``), or None.
         password: the AUTH string (default: a random one).
+        tls: ``(certificate, key, CA certificate)`` PEM files to serve TLS only (``rediss://``, server
+            authentication: clients verify the server, the server asks no client certificate), or None for plain TCP.
 
     Attributes:
         host: ``"127.0.0.1:PORT"``.
@@ -68,7 +70,8 @@ class RedisServer(StoreServer):
     display_name: ClassVar[str] = "redis-server"
 
     def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup", start_timeout: float = 30.0,
-                 replica_of: str | None = None, password: str | None = None):
+                 replica_of: str | None = None, password: str | None = None,
+                 tls: tuple[str, str, str] | None = None):
         self._reservation: socket.socket | None = None
         if port is None:
             self._reservation = reserve_port()
@@ -77,6 +80,7 @@ class RedisServer(StoreServer):
         self.project = project
         self.host = f"127.0.0.1:{self.port}"
         self.replica_of = replica_of
+        self.tls = tls
         self.password = password or secrets.token_urlsafe(24)
         self._start_timeout = start_timeout
         self._proc: subprocess.Popen[bytes] | None = None
@@ -86,7 +90,10 @@ class RedisServer(StoreServer):
 
     def _config(self) -> str:
         lines = [
-            f"port {self.port}", "bind 127.0.0.1", "protected-mode yes", "daemonize no",
+            *([f"port {self.port}"] if self.tls is None else [
+                "port 0", f"tls-port {self.port}", f"tls-cert-file {self.tls[0]}", f"tls-key-file {self.tls[1]}",
+                f"tls-ca-cert-file {self.tls[2]}", "tls-auth-clients no"]),
+            "bind 127.0.0.1", "protected-mode yes", "daemonize no",
             f"dir {self._dir}", f"logfile {self._log_path}", 'save ""', "appendonly no",
             "maxmemory 512mb", "maxmemory-policy noeviction", f"requirepass {self.password}",
         ]
@@ -128,6 +135,8 @@ class RedisServer(StoreServer):
         """A redis-py client of this server (administration: flushing, promoting, reading replication state)."""
         import redis
 
+        if self.tls is not None:
+            kwargs.update(ssl=True, ssl_ca_certs=self.tls[2], ssl_check_hostname=False)
         return redis.Redis(host="127.0.0.1", port=self.port, password=self.password, **kwargs)
 
     @property
@@ -143,9 +152,13 @@ class RedisServer(StoreServer):
             return ""
 
     def endpoint_env(self, host: str | None = None) -> dict[str, str]:
-        """``DEDUP_STORE=redis``, ``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE`` and ``GOOGLE_CLOUD_PROJECT``."""
-        return {"DEDUP_STORE": self.kind, "DEDUP_REDIS_URL": f"redis://{host or self.host}/0",
-                "DEDUP_REDIS_AUTH_FILE": self.auth_file, "GOOGLE_CLOUD_PROJECT": self.project}
+        """``DEDUP_STORE=redis``, ``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE`` and ``GOOGLE_CLOUD_PROJECT`` (with TLS:
+        a ``rediss://`` URL and ``DEDUP_REDIS_CA_FILE``)."""
+        env = {"DEDUP_STORE": self.kind, "DEDUP_REDIS_URL": f"redis://{host or self.host}/0",
+               "DEDUP_REDIS_AUTH_FILE": self.auth_file, "GOOGLE_CLOUD_PROJECT": self.project}
+        if self.tls is not None:
+            env.update(DEDUP_REDIS_URL=f"rediss://{host or self.host}/0", DEDUP_REDIS_CA_FILE=self.tls[2])
+        return env
 
     def prepare(self, collection: str) -> None:
         """Nothing: a collection's keys exist once a record is written."""

@@ -33,7 +33,8 @@ consistent store": a failover can still promote a replica without acknowledged w
 :class:`~scheduler_dedup.handler.errors.StoreUnavailableError` (the script may have run): the client retries
 within the store timeout, and a retried write whose first try ran finds its own write ("exists", "changed").
 ``READONLY``, ``LOADING``, ``MASTERDOWN`` and ``BUSY`` (a failover or restart in progress) are retried the same way.
-``OOM`` (a full instance with ``noeviction``), a failed AUTH and a missing command are
+``OOM`` (a full instance with ``noeviction``), a failed AUTH, a server certificate the CA file does not vouch for
+and a missing command are
 :class:`~scheduler_dedup.handler.errors.StoreRefusedError`: nothing was written.
 """
 
@@ -72,6 +73,8 @@ REPLICA_CHECK_SECONDS = 60.0
 NO_REPLICA_CHECK_SECONDS = 5.0
 #: How long the record a lost claim found serves the protocol's next read of it on that thread, seconds.
 _FOUND_SECONDS = 1.0
+#: What a TLS handshake refused for the server's certificate says (no retry can help: nothing was sent).
+_CERTIFICATE_REFUSED = "certificate verify failed"
 #: Statuses whose write decides a run: followed by ``WAIT`` where there are replicas.
 _DECISIVE = (IN_PROGRESS, COMPLETED, FAILED)
 
@@ -117,6 +120,8 @@ class RedisRunStore(RunStore):
             retry=Retry(NoBackoff(), 0), health_check_interval=0, client_name="scheduler-dedup",
         )
         if endpoint.tls:
+            # The chain is verified against the instance's own server CA (DEDUP_REDIS_CA_FILE: Memorystore issues one
+            # per instance); the name is not, since clients reach the instance by a private IP address.
             kwargs.update(connection_class=redis.SSLConnection, ssl_cert_reqs=ssl.CERT_REQUIRED,
                           ssl_ca_certs=ca_file, ssl_check_hostname=False)
         self._pool = redis.ConnectionPool(**kwargs)
@@ -190,6 +195,8 @@ class RedisRunStore(RunStore):
                 got = exc.answers
                 if got and not isinstance(got[0], BaseException):
                     return got + [exc.cause] * (len(commands) - len(got))  # the script ran; a later one (WAIT) failed
+                if _CERTIFICATE_REFUSED in str(exc.cause).lower():  # TLS refused before anything was sent
+                    raise self._refused(exc.cause, action) from exc.cause
                 last = exc.cause
             else:
                 first = answers[0]
@@ -240,6 +247,9 @@ class RedisRunStore(RunStore):
         if isinstance(exc, (rexc.AuthenticationError, rexc.AuthorizationError)) or message.startswith(
                 ("NOAUTH", "WRONGPASS", "NOPERM")):
             return f"the AUTH string in DEDUP_REDIS_AUTH_FILE was refused by {where}: mount the instance's current one"
+        if _CERTIFICATE_REFUSED in message.lower():
+            return (f"the certificate of {where} is not signed by the CA in DEDUP_REDIS_CA_FILE: mount the instance's "
+                    "own server CA (its serverCaCerts)")
         if message.startswith("OOM"):
             return ("the instance is full and refuses writes (maxmemory-policy noeviction, as a dedup store must be): "
                     "scale it up, or shorten DEDUP_RETENTION_SECONDS")

@@ -247,6 +247,14 @@ JOB_PAGE = _COMMON + r"""
 local job, max, min, size = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local cursor_score, cursor_id = ARGV[6], ARGV[7]
 local ikey = P .. 'job:' .. job
+local function at_or_after(a, b)
+  -- a >= b byte by byte, as Redis orders a sorted set's members (Lua's own < follows the server's locale)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a >= #b
+end
 local out, offset, batch = {}, 0, size + 8
 while #out < size do
   local got = redis.call('ZREVRANGEBYSCORE', ikey, max, min, 'WITHSCORES', 'LIMIT', fmt(offset), fmt(batch))
@@ -254,7 +262,7 @@ while #out < size do
   for i = 1, #got, 2 do
     local id, score = got[i], got[i + 1]
     offset = offset + 1
-    if not (cursor_id ~= '' and tonumber(score) == tonumber(cursor_score) and id >= cursor_id) then
+    if not (cursor_id ~= '' and tonumber(score) == tonumber(cursor_score) and at_or_after(id, cursor_id)) then
       local rkey = P .. 'run:' .. id
       local cur_job = redis.call('HGET', rkey, '_job')
       if cur_job == job then

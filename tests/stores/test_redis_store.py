@@ -182,3 +182,61 @@ def test_the_auth_string_comes_from_its_file_and_a_wrong_one_is_refused(redis: R
     none = open_store(Settings.from_env({k: v for k, v in env.items() if k != "DEDUP_REDIS_AUTH_FILE"}))
     with pytest.raises(StoreRefusedError):  # the server requires AUTH
         none.get("x")
+
+
+def _certificates(folder: Path) -> tuple[str, str, str]:
+    """A CA and a server certificate it signed for 127.0.0.1 (PEM files), as Memorystore's per-instance server CA."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.now(timezone.utc)
+
+    def issue(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name, signer: ec.EllipticCurvePrivateKey,
+              ca: bool) -> x509.Certificate:
+        builder = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+                   .issuer_name(issuer).public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                            critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = issue("test server CA", ca_key, x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test server CA")]), ca_key,
+               True)
+    server = issue("redis", server_key, ca.subject, ca_key, False)
+    paths = (folder / "server.pem", folder / "server.key", folder / "ca.pem")
+    paths[0].write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                  serialization.NoEncryption()))
+    paths[2].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    return str(paths[0]), str(paths[1]), str(paths[2])
+
+
+def test_rediss_with_the_server_ca_file_and_a_foreign_ca_is_refused(tmp_path: Path) -> None:
+    """Memorystore's transit encryption: rediss:// verified against the instance's CA (DEDUP_REDIS_CA_FILE)."""
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "other").mkdir()
+    files = _certificates(tmp_path / "ours")
+    with RedisServer(tls=files) as server:
+        env = {**server.endpoint_env(), "DEDUP_COLLECTION": C}
+        assert env["DEDUP_REDIS_URL"].startswith("rediss://")
+        store = open_store(Settings.from_env(env))
+        runs: list[str] = []
+        outcome = Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex, lambda a: runs.append(a) or "ok")
+        assert outcome.outcome is Outcome.PROCESSED and len(runs) == 1
+        foreign = _certificates(tmp_path / "other")[2]
+        stranger = open_store(Settings.from_env({**env, "DEDUP_REDIS_CA_FILE": foreign, "DEDUP_STORE_TIMEOUT_SECONDS": "2"}))
+        with pytest.raises(StoreRefusedError) as refused:  # the handshake fails at once: nothing is sent, no retry
+            stranger.get("x")
+        assert "DEDUP_REDIS_CA_FILE" in refused.value.hint
+        plain = open_store(Settings.from_env({**{k: v for k, v in env.items() if k != "DEDUP_REDIS_CA_FILE"},
+                                              "DEDUP_REDIS_URL": env["DEDUP_REDIS_URL"].replace("rediss", "redis"),
+                                              "DEDUP_STORE_TIMEOUT_SECONDS": "2"}))
+        with pytest.raises(StoreUnavailableError):  # a TLS port does not answer plain RESP
+            plain.get("x")
