@@ -97,9 +97,7 @@ def wait_cost(samples: int = SAMPLES) -> dict[str, tuple[float, float, int]]:
 
     out: dict[str, tuple[float, float, int]] = {}
     with RedisServer() as primary, RedisServer(replica_of=primary.host, password=primary.password) as replica:
-        with replica.client() as client:
-            while client.info("replication").get("master_link_status") != "up":
-                time.sleep(0.02)
+        replica.wait_until_replicating()
         for label, wait_ms in (("WAIT off", 0), ("WAIT 1 500 ms, one replica", 500)):
             store = RedisRunStore(parse_redis_url(f"redis://{primary.host}/0"), "bench_wait", 10.0,
                                   password=primary.password, wait_timeout_ms=wait_ms)

@@ -171,21 +171,23 @@ def _replicated(primary: RedisServer, start_replica: Callable[[str], RedisServer
     late, once it has caught up."""
     link = _Lagging(primary.host, lag_ms / 1000)
     replica = start_replica(link.host)
-    with replica.client() as client:
-        deadline = time.monotonic() + 30
-        while client.info("replication").get("master_link_status") != "up":
-            if time.monotonic() > deadline:
-                raise RuntimeError("the replica never caught up with its primary")
-            time.sleep(0.02)
+    replica.wait_until_replicating()
     return link, replica
 
 
 def _records(server: RedisServer) -> dict[bytes, bytes]:
     """Run record key -> version (``_v``) of every record the server holds."""
-    with server.client(socket_timeout=10) as client:
-        keys = list(client.scan_iter(match="{" + COLLECTION + "}:run:*", count=1000))
-        versions = [client.hget(k, "_v") for k in keys]
-    return {k: v for k, v in zip(keys, versions) if v is not None}
+    versions: dict[bytes, bytes] = {}
+    cursor = "0"
+    while True:
+        cursor_bytes, keys = server.command("SCAN", cursor, "MATCH", "{" + COLLECTION + "}:run:*", "COUNT", 1000)
+        for key in keys:
+            version = server.command("HGET", key.decode(), "_v")
+            if version is not None:
+                versions[key] = version
+        cursor = cursor_bytes.decode()
+        if cursor == "0":
+            return versions
 
 
 def _play_mode(cfg: FailoverConfig, wait_ms: int, console: Console) -> ModeReport:

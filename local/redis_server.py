@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -25,8 +26,6 @@ from scheduler_dedup.local.store_servers import (EmulatorNotFoundError, Emulator
                                                 terminate)
 
 if TYPE_CHECKING:
-    import redis
-
     from scheduler_dedup.local.resp_fault_proxy import RespFaultProxy
 
 INSTALL_HINT = "install it with `apt-get install -y redis-server` (Debian/Ubuntu), or set REDIS_SERVER to its path"
@@ -122,22 +121,41 @@ class RedisServer(StoreServer):
             if self._proc.poll() is not None:
                 break
             try:
-                with self.client(socket_timeout=1.0) as client:
-                    if client.ping():
-                        return self
-            except Exception:  # noqa: BLE001 - not listening yet
+                if self.command("PING", timeout=1.0) == "PONG":
+                    return self
+            except (OSError, RedisReplyError):  # not listening (or loading) yet
                 time.sleep(0.05)
         tail = self.log()[-2000:]
         self.stop()
         raise EmulatorStartError(f"redis-server did not start on port {self.port}; its log ends:\n{tail}")
 
-    def client(self, **kwargs: Any) -> "redis.Redis":
-        """A redis-py client of this server (administration: flushing, promoting, reading replication state)."""
-        import redis
+    def command(self, *args: str | int, timeout: float = 10.0) -> Any:
+        """Send one command on a connection of its own (AUTH first) and return its reply (administration: ping,
+        flush, promote, read replication state; the store's own client is redis-py, behind the store contract).
 
+        Returns:
+            The reply: ``str`` (simple string), ``int``, ``bytes`` or None (bulk string), ``list`` (array).
+
+        Raises:
+            RedisReplyError: Redis answered an error.
+            OSError: no connection.
+        """
+        sock: socket.socket = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         if self.tls is not None:
-            kwargs.update(ssl=True, ssl_ca_certs=self.tls[2], ssl_check_hostname=False)
-        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password, **kwargs)
+            context = ssl.create_default_context(cafile=self.tls[2])
+            context.check_hostname = False
+            sock = context.wrap_socket(sock)
+        with sock, sock.makefile("rb") as stream:
+            for command in (("AUTH", self.password), args):
+                sock.sendall(_pack(command))
+                reply = _read(stream)
+            return reply
+
+    def info(self, section: str) -> dict[str, str]:
+        """``INFO <section>`` as ``{field: value}``."""
+        text = self.command("INFO", section)
+        lines = bytes(text or b"").decode(errors="replace").splitlines()
+        return dict(line.split(":", 1) for line in lines if ":" in line and not line.startswith("#"))
 
     @property
     def pid(self) -> int | None:
@@ -165,8 +183,7 @@ class RedisServer(StoreServer):
 
     def wipe(self) -> None:
         """Delete every key of every database (``FLUSHALL SYNC``)."""
-        with self.client(socket_timeout=30) as client:
-            client.flushall(asynchronous=False)
+        self.command("FLUSHALL", "SYNC", timeout=30)
 
     def fault_proxy(self, max_workers: int = 64) -> "RespFaultProxy":
         """A started RESP fault proxy in front of the server (:mod:`scheduler_dedup.local.resp_fault_proxy`)."""
@@ -176,8 +193,20 @@ class RedisServer(StoreServer):
 
     def promote(self) -> None:
         """Make this replica a primary at once (``REPLICAOF NO ONE``), whatever it has not received yet."""
-        with self.client(socket_timeout=10) as client:
-            client.execute_command("REPLICAOF", "NO", "ONE")
+        self.command("REPLICAOF", "NO", "ONE")
+
+    def wait_until_replicating(self, timeout: float = 30.0) -> None:
+        """Block until this replica's link to its primary is up (it has loaded the primary's data).
+
+        Raises:
+            EmulatorStartError: not within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while self.info("replication").get("master_link_status") != "up":
+            if time.monotonic() > deadline:
+                raise EmulatorStartError(f"replica {self.host} did not connect to {self.replica_of} within "
+                                         f"{timeout:g} s; its log ends:\n{self.log()[-2000:]}")
+            time.sleep(0.02)
 
     def stop(self) -> None:
         """Stop the redis-server this object started (and only that PID)."""
@@ -204,3 +233,37 @@ class RedisServer(StoreServer):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+class RedisReplyError(RuntimeError):
+    """Redis answered a command with an error reply."""
+
+
+def _pack(args: tuple[str | int, ...]) -> bytes:
+    """One command in RESP: an array of bulk strings."""
+    parts = [str(a).encode() for a in args]
+    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+
+
+def _read(stream: Any) -> Any:
+    """One RESP2 reply, parsed.
+
+    Raises:
+        RedisReplyError: an error reply.
+        OSError: the connection closed.
+    """
+    line = stream.readline()
+    if not line.endswith(b"\r\n"):
+        raise ConnectionError("redis-server closed the connection")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RedisReplyError(rest.decode(errors="replace"))
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        return None if int(rest) < 0 else stream.read(int(rest) + 2)[:-2]
+    if kind == b"*":
+        return None if int(rest) < 0 else [_read(stream) for _ in range(int(rest))]
+    raise RedisReplyError(f"unexpected reply {line[:40]!r}")

@@ -4,12 +4,16 @@ ask for it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.redis_server import RedisServer
+
+if TYPE_CHECKING:
+    import redis as redispy
 
 PROJECT = "demo-scheduler-dedup"
 
@@ -50,3 +54,17 @@ def redis(redis_server: RedisServer) -> RedisServer:
     """The session's redis-server, flushed before the test."""
     redis_server.wipe()
     return redis_server
+
+
+def _redis_py_client(server: RedisServer, **kwargs: Any) -> "redispy.Redis":
+    import redis as redispy
+
+    if server.tls is not None:
+        kwargs.update(ssl=True, ssl_ca_certs=server.tls[2], ssl_check_hostname=False)
+    return redispy.Redis(host="127.0.0.1", port=server.port, password=server.password, **kwargs)
+
+
+@pytest.fixture()
+def redis_client() -> Callable[..., "redispy.Redis"]:
+    """``redis_client(server, **kwargs)``: a redis-py client of a local redis-server, to look at what the store wrote."""
+    return _redis_py_client

@@ -36,10 +36,9 @@ def test_a_failover_before_the_replica_caught_up_loses_an_acknowledged_claim_unl
             unwaited = _claim(RedisRunStore(url, "failover", 5.0, password=password, wait_timeout_ms=0))
             link.cut()  # the failover: what the relay still holds is lost
             replica.promote()
-            with replica.client() as client:
-                assert client.exists("{failover}:run:" + waited), "WAIT returned before the replica had the claim"
-                assert not client.exists("{failover}:run:" + unwaited), "the replica was not behind"
-                assert client.info("replication")["role"] == "master"
+            assert replica.command("EXISTS", "{failover}:run:" + waited), "WAIT returned before the replica had it"
+            assert not replica.command("EXISTS", "{failover}:run:" + unwaited), "the replica was not behind"
+            assert replica.info("replication")["role"] == "master"
         finally:
             for each in replicas:
                 each.close()

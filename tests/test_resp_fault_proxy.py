@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 from datetime import datetime, timezone
 
 import pytest
@@ -36,8 +37,8 @@ def _store(proxy: RespFaultProxy, server: RedisServer, timeout: float = 5.0) -> 
                          wait_timeout_ms=0)
 
 
-def test_unavailable_drops_the_connection_without_forwarding(proxy: RespFaultProxy, redis: RedisServer) -> None:
-    client, direct = _client(proxy.host, redis), redis.client()
+def test_unavailable_drops_the_connection_without_forwarding(proxy: RespFaultProxy, redis: RedisServer, redis_client: Any) -> None:
+    client, direct = _client(proxy.host, redis), redis_client(redis)
     client.ping()
     proxy.add(Fault(method="SET", kind="unavailable"))
     with pytest.raises(redispy.ConnectionError):
@@ -47,16 +48,16 @@ def test_unavailable_drops_the_connection_without_forwarding(proxy: RespFaultPro
     assert (entry["step"], entry["kind"], entry["method"]) == ("other", "unavailable", "SET")
 
 
-def test_lose_answer_applies_the_command_and_drops_the_answer(proxy: RespFaultProxy, redis: RedisServer) -> None:
-    client, direct = _client(proxy.host, redis), redis.client()
+def test_lose_answer_applies_the_command_and_drops_the_answer(proxy: RespFaultProxy, redis: RedisServer, redis_client: Any) -> None:
+    client, direct = _client(proxy.host, redis), redis_client(redis)
     proxy.add(Fault(method="SET", kind="lose_answer"))
     with pytest.raises(redispy.ConnectionError):
         client.set("a", "1")
     assert direct.get("a") == b"1"
 
 
-def test_deadline_answers_nothing_until_the_client_gives_up(proxy: RespFaultProxy, redis: RedisServer) -> None:
-    client, direct = _client(proxy.host, redis, timeout=0.5), redis.client()
+def test_deadline_answers_nothing_until_the_client_gives_up(proxy: RespFaultProxy, redis: RedisServer, redis_client: Any) -> None:
+    client, direct = _client(proxy.host, redis, timeout=0.5), redis_client(redis)
     proxy.add(Fault(method="SET", kind="deadline", delay_seconds=10))
     started = time.monotonic()
     with pytest.raises(redispy.TimeoutError):
@@ -66,8 +67,8 @@ def test_deadline_answers_nothing_until_the_client_gives_up(proxy: RespFaultProx
     assert direct.get("a") is None
 
 
-def test_delay_lands_the_command_after_the_client_gave_up(proxy: RespFaultProxy, redis: RedisServer) -> None:
-    client, direct = _client(proxy.host, redis, timeout=0.3), redis.client()
+def test_delay_lands_the_command_after_the_client_gave_up(proxy: RespFaultProxy, redis: RedisServer, redis_client: Any) -> None:
+    client, direct = _client(proxy.host, redis, timeout=0.3), redis_client(redis)
     proxy.add(Fault(method="SET", kind="delay", delay_seconds=1.0))
     with pytest.raises(redispy.TimeoutError):
         client.set("a", "1")
@@ -78,8 +79,8 @@ def test_delay_lands_the_command_after_the_client_gave_up(proxy: RespFaultProxy,
         time.sleep(0.05)
 
 
-def test_refuse_answers_an_error_without_forwarding(proxy: RespFaultProxy, redis: RedisServer) -> None:
-    client, direct = _client(proxy.host, redis), redis.client()
+def test_refuse_answers_an_error_without_forwarding(proxy: RespFaultProxy, redis: RedisServer, redis_client: Any) -> None:
+    client, direct = _client(proxy.host, redis), redis_client(redis)
     proxy.add(Fault(method="SET", kind="refuse"))
     with pytest.raises(redispy.ResponseError, match="fault proxy"):
         client.set("a", "1")

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,15 +41,14 @@ def _fields(job: str, when: datetime, expire_in: float, attempt: str = "a" * 32)
 
 
 def _keys(server: RedisServer) -> set[str]:
-    with server.client() as client:
-        return {k.decode() for k in client.keys("{" + C + "}:*")}
+    return {k.decode() for k in server.command("KEYS", "{" + C + "}:*")}
 
 
-def test_a_record_and_its_index_entries_expire_at_expire_at(redis: RedisServer) -> None:
+def test_a_record_and_its_index_entries_expire_at_expire_at(redis: RedisServer, redis_client: Any) -> None:
     store = _store(redis)
     run_id = uuid.uuid4().hex
     assert store.create(run_id, _fields("nightly", T0, expire_in=1.0)) is not None
-    with redis.client() as client:
+    with redis_client(redis) as client:
         record_ms = client.pexpiretime(f"{{{C}}}:run:{run_id}")
         for index in ("job:nightly", "ids", "exp"):
             assert client.pexpiretime(f"{{{C}}}:{index}") == record_ms, index
@@ -62,13 +62,13 @@ def test_a_record_and_its_index_entries_expire_at_expire_at(redis: RedisServer) 
     assert store.runs_with_id_prefix(run_id[:6], 5) == []
 
 
-def test_entries_of_expired_records_are_pruned_while_the_index_lives_on(redis: RedisServer) -> None:
+def test_entries_of_expired_records_are_pruned_while_the_index_lives_on(redis: RedisServer, redis_client: Any) -> None:
     store = _store(redis)
     short, long = uuid.uuid4().hex, uuid.uuid4().hex
     assert store.create(short, _fields("j", T0, expire_in=0.5)) is not None
     assert store.create(long, _fields("j", T0 + timedelta(hours=1), expire_in=600)) is not None
     time.sleep(1.0)
-    with redis.client() as client:
+    with redis_client(redis) as client:
         assert client.zscore(f"{{{C}}}:job:j", short) is not None  # nobody wrote since it expired
         assert store.create(uuid.uuid4().hex, _fields("other", T0, expire_in=600)) is not None  # a create prunes
         assert client.zscore(f"{{{C}}}:job:j", short) is None
@@ -77,10 +77,10 @@ def test_entries_of_expired_records_are_pruned_while_the_index_lives_on(redis: R
         assert client.zscore(f"{{{C}}}:job:j", long) is not None
 
 
-def test_versions_never_go_back_even_if_the_servers_clock_does(redis: RedisServer) -> None:
+def test_versions_never_go_back_even_if_the_servers_clock_does(redis: RedisServer, redis_client: Any) -> None:
     store = _store(redis)
     ahead = datetime.now(timezone.utc) + timedelta(seconds=30)
-    with redis.client() as client:  # as if the clock had stepped back 30 s since the last write
+    with redis_client(redis) as client:  # as if the clock had stepped back 30 s since the last write
         client.set(f"{{{C}}}:clock", str(micros(ahead)))
     run_id = uuid.uuid4().hex
     v1 = store.create(run_id, _fields("j", T0, expire_in=60))
@@ -111,31 +111,26 @@ def test_a_duplicate_on_another_instance_costs_one_round_trip(redis: RedisServer
 @pytest.fixture()
 def replica(redis: RedisServer) -> Iterator[RedisServer]:
     with RedisServer(replica_of=redis.host, password=redis.password) as server:
-        deadline = time.monotonic() + 30
-        with server.client() as client:
-            while client.info("replication").get("master_link_status") != "up":
-                assert time.monotonic() < deadline, "the replica never connected"
-                time.sleep(0.05)
+        server.wait_until_replicating()
         yield server
 
 
 def _wait_calls(server: RedisServer) -> int:
-    with server.client() as client:
-        return int(client.info("commandstats").get("cmdstat_wait", {}).get("calls", 0))
+    stats = server.info("commandstats").get("cmdstat_wait", "")
+    return int(dict(p.split("=", 1) for p in stats.split(",") if "=" in p).get("calls", 0))
 
 
 def _reset_stats(server: RedisServer) -> None:
-    with server.client() as client:
-        client.config_resetstat()
+    server.command("CONFIG", "RESETSTAT")
 
 
-def test_decisive_writes_wait_for_a_replica_and_others_do_not(redis: RedisServer, replica: RedisServer) -> None:
+def test_decisive_writes_wait_for_a_replica_and_others_do_not(redis: RedisServer, replica: RedisServer, redis_client: Any) -> None:
     _reset_stats(redis)
     store = _store(redis, wait_timeout_ms=300)
     run_id = uuid.uuid4().hex
     v = store.create(run_id, _fields("j", T0, expire_in=60))  # a claim: WAIT
     assert v is not None and _wait_calls(redis) == 1
-    with replica.client() as client:
+    with redis_client(replica) as client:
         assert client.exists(f"{{{C}}}:run:{run_id}"), "WAIT returned before the replica had the claim"
     v = store.update_if_unchanged(run_id, {"heartbeat_at": SERVER_TIME}, v)  # a renewal: no WAIT
     assert v is not None and _wait_calls(redis) == 1
