@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from scheduler_dedup.local.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port,
+from scheduler_dedup.local.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer,
                                                 terminate)
 
 if TYPE_CHECKING:
@@ -71,13 +71,8 @@ class RedisServer(StoreServer):
     def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup", start_timeout: float = 30.0,
                  replica_of: str | None = None, password: str | None = None,
                  tls: tuple[str, str, str] | None = None):
-        self._reservation: socket.socket | None = None
-        if port is None:
-            self._reservation = reserve_port()
-            port = int(self._reservation.getsockname()[1])
-        self.port = port
+        self._take_port(port)
         self.project = project
-        self.host = f"127.0.0.1:{self.port}"
         self.replica_of = replica_of
         self.tls = tls
         self.password = password or secrets.token_urlsafe(24)
@@ -211,9 +206,7 @@ class RedisServer(StoreServer):
     def stop(self) -> None:
         """Stop the redis-server this object started (and only that PID)."""
         proc, self._proc = self._proc, None
-        if self._reservation is not None:
-            self._reservation.close()
-            self._reservation = None
+        self._release_port()
         terminate(proc)
 
     def kill(self) -> None:

@@ -111,6 +111,22 @@ class StoreServer(abc.ABC):
     project: str
     host: str
 
+    def _take_port(self, port: int | None) -> None:
+        """Set :attr:`port` and :attr:`host` to ``port``, or to a free loopback port reserved (:func:`reserve_port`)
+        until :meth:`_release_port`."""
+        self._reservation: socket.socket | None = None
+        if port is None:
+            self._reservation = reserve_port()
+            port = int(self._reservation.getsockname()[1])
+        self.port = port
+        self.host = f"127.0.0.1:{self.port}"
+
+    def _release_port(self) -> None:
+        """Give up the port reservation of :meth:`_take_port` (the server has bound the port, or stopped)."""
+        reservation, self._reservation = getattr(self, "_reservation", None), None
+        if reservation is not None:
+            reservation.close()
+
     @property
     def wire(self) -> "GrpcWire | None":
         """The store's gRPC wire description (None: not gRPC)."""
