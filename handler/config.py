@@ -11,6 +11,9 @@ from datetime import datetime, timezone
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.run_key import PROJECT_ID_RE
+from scheduler_dedup.handler.stores.redis_config import (DEFAULT_WAIT_TIMEOUT_MS as DEFAULT_REDIS_WAIT_TIMEOUT_MS,
+                                                        check_redis_settings, plain_secret_problem,
+                                                        wait_timeout_ms_from_env)
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
 MAX_RETENTION_SECONDS = 10 * 365 * 86400
@@ -23,7 +26,7 @@ DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
 DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
 DEFAULT_STORE_TIMEOUT_SECONDS = 20
 #: ``DEDUP_STORE`` values: the run stores of :mod:`scheduler_dedup.handler.stores`.
-STORE_KINDS = ("firestore",)
+STORE_KINDS = ("firestore", "redis")
 DEFAULT_STORE = "firestore"
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
@@ -44,7 +47,7 @@ class Settings:
 
     Attributes:
         project: Google Cloud project id of the run store (``GOOGLE_CLOUD_PROJECT``).
-        store: the run store (``DEDUP_STORE``): ``firestore`` (default).
+        store: the run store (``DEDUP_STORE``): ``firestore`` (default) or ``redis`` (Memorystore for Redis).
         database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``).
         collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``).
         lease_seconds: how long a claim stays live without renewal (``DEDUP_LEASE_SECONDS``,
@@ -83,6 +86,9 @@ class Settings:
             (``DEDUP_SERVICE``; the component sets it). Required with ``DEDUP_TRUST_CLOUD_RUN_IAM=true``: the handler
             reads the service's IAM policy and ``invokerIamDisabled`` through the Cloud Run Admin API
             (``DEDUP_RUN_API``) to prove that Cloud Run IAM guards it (:mod:`scheduler_dedup.handler.trust_premise`).
+        redis_url, redis_auth_file, redis_ca_file, redis_wait_timeout_ms: the Redis store's
+            ``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE``, ``DEDUP_REDIS_CA_FILE`` and
+            ``DEDUP_REDIS_WAIT_TIMEOUT_MS`` (:mod:`scheduler_dedup.handler.stores.redis_config`).
     """
 
     project: str
@@ -99,6 +105,10 @@ class Settings:
     key_local_time: bool = False
     scheduler_job: str | None = None
     service: str | None = None
+    redis_url: str | None = None
+    redis_auth_file: str | None = None
+    redis_ca_file: str | None = None
+    redis_wait_timeout_ms: int = DEFAULT_REDIS_WAIT_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -157,6 +167,8 @@ class Settings:
                 f"DEDUP_SERVICE={self.service[:200]!r} is not a Cloud Run service's full name: use "
                 "projects/PROJECT_ID/locations/REGION/services/SERVICE (this service's own name)"
             )
+        check_redis_settings(self.store, self.redis_url, self.redis_auth_file, self.redis_ca_file,
+                             self.redis_wait_timeout_ms, self.store_timeout_seconds)
         if not is_iana_time_zone(self.time_zone):
             raise ConfigError(
                 f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
@@ -180,6 +192,9 @@ class Settings:
         if "DEDUP_FIRESTORE_TIMEOUT_SECONDS" in env:
             raise ConfigError("DEDUP_FIRESTORE_TIMEOUT_SECONDS was renamed DEDUP_STORE_TIMEOUT_SECONDS (it bounds "
                               "every store's calls): rename the variable, keeping its value")
+        plain_secret = plain_secret_problem(env)
+        if plain_secret:
+            raise ConfigError(plain_secret)
         return cls(
             project=project,
             store=env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE,
@@ -195,6 +210,10 @@ class Settings:
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
             scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
             service=env.get("DEDUP_SERVICE", "").strip() or None,
+            redis_url=env.get("DEDUP_REDIS_URL", "").strip() or None,
+            redis_auth_file=env.get("DEDUP_REDIS_AUTH_FILE", "").strip() or None,
+            redis_ca_file=env.get("DEDUP_REDIS_CA_FILE", "").strip() or None,
+            redis_wait_timeout_ms=wait_timeout_ms_from_env(env),
         )
 
 

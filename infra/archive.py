@@ -40,6 +40,11 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
 )
+#: Runtime dependencies of one store's module only (``handler/stores/<store>.py``), pinned, added when the job
+#: uses that store; keyed by ``DEDUP_STORE``.
+STORE_REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    "redis": ("redis==8.1.0",),  # handler/stores/redis.py: the Memorystore for Redis store
+}
 #: Top-level modules the handler may import, and the pinned distribution that provides each
 #: (flask comes with functions-framework). A test keeps this in step with ``handler/*.py``.
 HANDLER_IMPORTS: dict[str, str] = {
@@ -51,6 +56,7 @@ HANDLER_IMPORTS: dict[str, str] = {
     "google": "google-cloud-firestore",
     "pythonjsonlogger": "python-json-logger",
     "requests": "requests",
+    "redis": "redis",
     "scheduler_dedup": "",
 }
 FUNCTION_TARGET = "handle_scheduled_job"
@@ -103,12 +109,14 @@ def _walk(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def archive_files(job_source: Path | None, *, handler_dir: Path | None = None) -> dict[str, bytes]:
+def archive_files(job_source: Path | None, *, handler_dir: Path | None = None,
+                  store: str = "firestore") -> dict[str, bytes]:
     """Return ``{archive path: content}`` of the deploy archive, before zipping.
 
     Args:
         job_source: the user's job directory, or None for proxy targets (no user code).
         handler_dir: the handler package folder; default :func:`handler_source_dir`.
+        store: the job's ``DEDUP_STORE``: its own pinned dependencies (:data:`STORE_REQUIREMENTS`) are added.
 
     Raises:
         DeployArchiveError: ``handler/main.py`` is missing, or the job source has a ``main.py`` or a
@@ -135,19 +143,22 @@ def archive_files(job_source: Path | None, *, handler_dir: Path | None = None) -
                     f"{path} would replace the handler's {rel.split('/')[0]}; rename it (the job module is set by 'job')",
                 )
             files[rel] = path.read_bytes()
-    requirements = "# handler runtime dependencies (scheduler-dedup), pinned\n" + "\n".join(HANDLER_REQUIREMENTS) + "\n"
+    pinned = (*HANDLER_REQUIREMENTS, *STORE_REQUIREMENTS.get(store, ()))
+    requirements = "# handler runtime dependencies (scheduler-dedup), pinned\n" + "\n".join(pinned) + "\n"
     if extra_requirements:
         requirements += "# from the job source's requirements.txt\n" + extra_requirements.decode() + "\n"
     files["requirements.txt"] = requirements.encode()
     return files
 
 
-def build_deploy_archive(job_source: Path | str | None, *, handler_dir: Path | None = None) -> DeployArchive:
+def build_deploy_archive(job_source: Path | str | None, *, handler_dir: Path | None = None,
+                         store: str = "firestore") -> DeployArchive:
     """Build the deterministic deploy zip for a job source directory (or none, for proxy targets).
 
     Args:
         job_source: directory whose files go to the archive root, or None.
         handler_dir: the handler package folder; default :func:`handler_source_dir`.
+        store: the job's ``DEDUP_STORE`` (its pinned dependencies go into ``requirements.txt``).
 
     Returns:
         The :class:`DeployArchive` (bytes, SHA-256 hex, entry names).
@@ -158,7 +169,7 @@ def build_deploy_archive(job_source: Path | str | None, *, handler_dir: Path | N
     source = Path(job_source).resolve() if job_source is not None else None
     if source is not None and not source.is_dir():
         raise DeployArchiveError("job_source", f"{job_source} is not a directory")
-    files = archive_files(source, handler_dir=handler_dir)
+    files = archive_files(source, handler_dir=handler_dir, store=store)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(files):

@@ -76,6 +76,22 @@ class DedupStoreRefArgs(TypedDict):
     """Collections whose TTL policy the store owns (store output ``collections``); the job's ``collection`` must be one of them."""
     ttl_owner: NotRequired[str]
     """Where the TTL policy lives, for readers of the job's stack and the policy pack (``DEDUP_TTL_OWNER``), e.g. ``stack acme/scheduler-dedup/store``. Default ``DedupStore (another stack)``."""
+    kind: NotRequired[str]
+    """The store's kind (store output ``kind``): ``firestore`` (default) or ``memorystore``, whose outputs follow."""
+    redis_host: NotRequired[pulumi.Input[str]]
+    """Memorystore: the instance's primary endpoint (store output ``redis_host``)."""
+    redis_port: NotRequired[pulumi.Input[int]]
+    """Memorystore: its TLS port, 6378 (store output ``redis_port``)."""
+    auth_secret: NotRequired[pulumi.Input[str]]
+    """Memorystore: Secret Manager secret id of the AUTH string (store output ``auth_secret``); the job mounts it as a file."""
+    ca_secret: NotRequired[pulumi.Input[str]]
+    """Memorystore: Secret Manager secret id of the server CA (store output ``ca_secret``); the job mounts it as a file."""
+    network: NotRequired[pulumi.Input[str]]
+    """Memorystore: the instance's authorized network, where the job's Direct VPC egress goes (store output ``network``)."""
+    subnetwork: NotRequired[pulumi.Input[str]]
+    """Memorystore: the subnetwork of the job's region for Direct VPC egress (store output ``subnetwork``)."""
+    wait_timeout_ms: NotRequired[int]
+    """Memorystore: ``DEDUP_REDIS_WAIT_TIMEOUT_MS`` (store output ``wait_timeout_ms``). Default 500."""
 
 
 class AlertsArgs(TypedDict):
@@ -172,6 +188,18 @@ class DedupStoreArgs(TypedDict):
     collections: NotRequired[list[str]]
     """Collections of run records this store owns the TTL policy of; jobs pick one with their ``collection``. Default ``["scheduler_runs"]``."""
     deletion_protection: NotRequired[bool]
-    """Firestore delete protection of a created database. Default false."""
+    """Firestore delete protection of a created database (Memorystore: of the instance). Default false."""
     protect_database: NotRequired[bool]
     """Pulumi ``protect`` on the created database: a plan that would delete or replace it fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
+    kind: NotRequired[str]
+    """``firestore`` (default) or ``memorystore``: a Memorystore for Redis instance (STANDARD_HA, Redis 7, ``noeviction``, AUTH, TLS, RDB snapshots) whose AUTH string and server CA go to Secret Manager; ``location`` is then its region, and ``database_id``/``create_database`` do not apply."""
+    memory_size_gb: NotRequired[int]
+    """Memorystore: capacity in GB, 1 to 300. Default 1 (the smallest instance)."""
+    authorized_network: NotRequired[str]
+    """Memorystore: the VPC network the instance is reachable from, ``projects/P/global/networks/N``. Default: the project's ``default`` network."""
+    subnetwork: NotRequired[str]
+    """Memorystore: the subnetwork (in the jobs' region) their Direct VPC egress uses. Default ``default``."""
+    wait_timeout_ms: NotRequired[int]
+    """Memorystore: how long a claim or completion waits for the replica's acknowledgement (``WAIT``), 0 to 60000 ms; 0 turns it off. Default 500."""
+    instance_id: NotRequired[str]
+    """Memorystore: the instance id. Default ``<store name>-dedup``."""

@@ -52,6 +52,7 @@ from scheduler_dedup.handler.server import SERVER_THREADS
 
 from .providers import project_source
 from .settings import DedupSettings, handler_environment, resolve_settings
+from .memorystore_store import redis_job_wiring
 from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firestore_children
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
@@ -164,8 +165,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
             claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
         alerts = resolve_alerts(args.get("alerts"), settings)
         archive = None
+        redis = settings.store.redis if settings.store is not None else None  # a Memorystore store
         if settings.image is None:
-            archive = build_deploy_archive(settings.job_source)
+            archive = build_deploy_archive(settings.job_source, store="redis" if redis is not None else "firestore")
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings = settings
         for advisory in settings.advisories:  # the pack's advisory rules say the same of the deployed resources
@@ -221,18 +223,21 @@ class DedupScheduledJob(pulumi.ComponentResource):
             database_id = _checked_store_database(s)
         db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
         database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
-        gcp.projects.IAMMember(
-            f"{name}-runtime-datastore-user",
-            gcp.projects.IAMMemberArgs(
-                project=s.project, role="roles/datastore.user", member=runtime_sa.member,
-                condition=gcp.projects.IAMMemberConditionArgs(
-                    title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
-                    description="scheduler-dedup: Firestore access limited to the dedup database",
-                    expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
+        # A Memorystore store: the runtime identity reads its two secrets (mounted), Direct VPC egress to its network.
+        redis_wiring = None if redis is None else redis_job_wiring(name, s.project, redis, runtime_sa.member, db_opts)
+        if redis_wiring is None:  # Firestore
+            gcp.projects.IAMMember(
+                f"{name}-runtime-datastore-user",
+                gcp.projects.IAMMemberArgs(
+                    project=s.project, role="roles/datastore.user", member=runtime_sa.member,
+                    condition=gcp.projects.IAMMemberConditionArgs(
+                        title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
+                        description="scheduler-dedup: Firestore access limited to the dedup database",
+                        expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
+                    ),
                 ),
-            ),
-            opts=db_opts,
-        )
+                opts=db_opts,
+            )
 
         # --- proxy target grants (issue 5) ------------------------------------------------------
         self._grant_target(name, s, runtime_sa)
@@ -347,10 +352,14 @@ class DedupScheduledJob(pulumi.ComponentResource):
                         image=image, envs=envs,
                         resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
                             cpu_idle=not s.cpu_always_allocated, startup_cpu_boost=STARTUP_CPU_BOOST),
+                        volume_mounts=redis_wiring.mounts if redis_wiring else None,
                     )],
+                    volumes=redis_wiring.volumes if redis_wiring else None,
+                    vpc_access=redis_wiring.vpc_access if redis_wiring else None,
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*service_depends, *([database] if database else [])]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[
+                *service_depends, *([database] if database else []), *(redis_wiring.grants if redis_wiring else [])]),
         )
         gcp.cloudrunv2.ServiceIamMember(
             f"{name}-runtime-self-viewer",

@@ -159,6 +159,11 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
     if typ == "gcp:cloudscheduler/job:Job":
         job_id = f"projects/{project}/locations/{inputs.get('region')}/jobs/{inputs.get('name', name)}"
         return job_id, state
+    if typ == "gcp:redis/instance:Instance":  # a private IP of the peered range; TLS port with transit encryption
+        tls = inputs.get("transitEncryptionMode") == "SERVER_AUTHENTICATION"
+        state.update(host="10.128.0.3", port=6378 if tls else 6379, authString="mock-auth-string",
+                     serverCaCerts=[{"cert": "-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n"}])
+        return f"projects/{project}/locations/{inputs.get('region')}/instances/{inputs.get('name', name)}", state
     if typ == "gcp:firestore/database:Database":
         return f"projects/{project}/databases/{inputs.get('name')}", state
     if typ == "time:index/static:Static":  # the time it was created (or, when given, the time asked for)

@@ -834,6 +834,10 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         # gunicorn threads = Cloud Run request concurrency (the component sets both from SERVER_THREADS).
         "THREADS": str(SERVER_THREADS),
     }
+    if s.store is not None and s.store.redis is not None:  # a Memorystore store: endpoint, mounted secrets, WAIT
+        from .memorystore_store import redis_environment
+
+        env.update(redis_environment(s.store.redis))
     if s.store is not None and s.store.ttl_owner is not None:
         # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).
         env[TTL_OWNER_ENV] = s.store.ttl_owner

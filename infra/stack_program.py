@@ -26,13 +26,20 @@ import pulumi
 from .args import DedupScheduledJobArgs, DedupStoreRefArgs
 from .component import DedupScheduledJob
 from .errors import DedupConfigError, DedupConfigErrors
-from .store import DedupStore
+from .store import DedupStore, store_kind
 
 PROJECT_NAME = "scheduler-dedup"
 DEFAULT_COMPONENT_NAME = "scheduled-job"
 DEFAULT_STORE_NAME = "dedup-store"
 #: What a store stack exports; a job stack's ``storeStack`` reads these names.
 STORE_OUTPUTS = ("project", "database_id", "database_resource_name", "location", "collections", "ttl_field")
+#: What a Memorystore store stack (``storeKind: memorystore``) exports instead.
+MEMORYSTORE_OUTPUTS = ("kind", "project", "location", "collections", "redis_host", "redis_port", "redis_url",
+                       "auth_secret", "ca_secret", "network", "subnetwork", "wait_timeout_ms")
+#: Stack config keys of a Memorystore store stack, and the DedupStore input each sets.
+MEMORYSTORE_KEYS = {"redisMemorySizeGb": "memory_size_gb", "redisNetwork": "authorized_network",
+                    "redisSubnetwork": "subnetwork", "redisWaitTimeoutMs": "wait_timeout_ms",
+                    "deletionProtection": "deletion_protection", "collection": "collections"}
 #: Stack config keys a store stack uses, and the DedupStore input each sets.
 STORE_KEYS = {"databaseId": "database_id", "createDatabase": "create_database", "collection": "collections",
               "databaseLocation": "location", "deletionProtection": "deletion_protection",
@@ -98,6 +105,12 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("alertReleasedThreshold", "integer", "alerts.released_threshold",
               "releases within the retry window before the released alert fires"),
     ConfigKey("storeStack", "string", "store", "a store stack (org/project/stack): use its database and TTL policy"),
+    ConfigKey("storeKind", "string", "", "firestore (default) or memorystore: the store this stack deploys "
+              "(deploy: store) or the kind of its storeStack"),
+    ConfigKey("redisMemorySizeGb", "integer", "", "memorystore store stack: capacity, GB (default 1)"),
+    ConfigKey("redisNetwork", "string", "", "memorystore store stack: authorized VPC network (default: default)"),
+    ConfigKey("redisSubnetwork", "string", "", "memorystore store stack: subnetwork for the jobs' Direct VPC egress"),
+    ConfigKey("redisWaitTimeoutMs", "integer", "", "memorystore store stack: WAIT timeout of decisive writes, ms"),
     ConfigKey("schedulerServiceAccountEmail", "string", "scheduler_service_account_email",
               "shared Scheduler OIDC account instead of <name>-sched"),
     ConfigKey("buildServiceAccountEmail", "string", "build_service_account_email",
@@ -181,7 +194,7 @@ def _read_config(config: pulumi.Config, *, base_dir: Path | None = None
         if entry.key == "name":
             name = value
             continue
-        if entry.key == "deploy":
+        if entry.key == "deploy" or not entry.arg:
             continue
         if entry.key == "jobSource":
             path = Path(value)
@@ -211,7 +224,7 @@ def deploy_from_config(*, base_dir: Path | None = None) -> DedupScheduledJob:
     try:
         store_stack = args.get("store")
         if isinstance(store_stack, str):
-            args["store"] = store_from_stack(store_stack)
+            args["store"] = store_from_stack(store_stack, pulumi.Config().get("storeKind") or "firestore")
         if errors:  # the component is not created: still report what it would refuse of the keys that were read
             resolve_settings(name, args, default_project=gcp.config.project)
             _raise_all(errors)
@@ -246,19 +259,28 @@ def in_stack_config_terms(message: str) -> str:
     return message
 
 
-def store_from_stack(stack: str) -> DedupStoreRefArgs:
-    """A job's ``store`` input from a store stack's outputs (:data:`STORE_OUTPUTS`), read with a ``StackReference``.
+def store_from_stack(stack: str, kind: str = "firestore") -> DedupStoreRefArgs:
+    """A job's ``store`` input from a store stack's outputs (:data:`STORE_OUTPUTS`, or :data:`MEMORYSTORE_OUTPUTS`
+    for ``kind="memorystore"``), read with a ``StackReference``.
 
     Args:
         stack: the store stack's name, ``org/project/stack`` (or ``stack`` in this project and organization).
+        kind: the store stack's ``storeKind`` (stack config ``storeKind`` of the job stack).
 
     Raises:
-        DedupConfigError: field ``store``: not a stack name.
+        DedupConfigError: field ``store``: not a stack name; field ``kind``: not a store kind.
     """
     if not _STACK_NAME_RE.match(stack):
         raise DedupConfigError("store", f"{stack!r} is not a stack name: use org/project/stack, e.g. "
                                         "acme/scheduler-dedup/store")
+    store_kind({"kind": kind})
     reference = pulumi.StackReference(stack)
+    if kind == "memorystore":
+        ref: dict[str, Any] = {"kind": "memorystore"}
+        for output in MEMORYSTORE_OUTPUTS[1:]:
+            if output not in ("location", "redis_url"):
+                ref[output] = reference.require_output(output)
+        return ref  # type: ignore[return-value]
     return {"project": reference.require_output("project"), "database_id": reference.require_output("database_id"),
             "collections": reference.require_output("collections"), "ttl_owner": f"stack {stack}"}
 
@@ -278,6 +300,10 @@ def store_from_config(config: pulumi.Config) -> DedupStore:
             raise DedupConfigError(entry.arg, f"a store stack (deploy: store) deploys no job: remove stack config "
                                               f"{PROJECT_NAME}:{entry.key}, and deploy jobs from stacks whose "
                                               f"storeStack names this one")
+    kind = config.get("storeKind") or "firestore"
+    store_kind({"kind": kind})
+    if kind == "memorystore":
+        return _memorystore_from_config(config)
     args: dict[str, Any] = {"location": config.get("databaseLocation") or config.get("region") or "us-central1"}
     for key, arg in STORE_KEYS.items():
         value: Any = (config.get_bool(key) if key in ("createDatabase", "deletionProtection", "protectDatabase")
@@ -291,6 +317,37 @@ def store_from_config(config: pulumi.Config) -> DedupStore:
         if stack_key is None:
             raise
         raise DedupConfigError(exc.field, f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{stack_key})") from None
+
+
+def _memorystore_from_config(config: pulumi.Config) -> DedupStore:
+    """A store stack's ``DedupStore(kind="memorystore")``: ``region`` is the instance's region.
+
+    Raises:
+        DedupConfigError: a Firestore-only key, or an invalid store input (naming the stack key).
+    """
+    for key in ("databaseId", "createDatabase", "databaseLocation"):
+        if config.get(key) is not None:
+            raise DedupConfigError(STORE_KEYS[key], f"stack config {PROJECT_NAME}:{key} is a Firestore setting: a "
+                                                    "Memorystore store (storeKind: memorystore) has no database")
+    args: dict[str, Any] = {"kind": "memorystore", "location": config.get("region") or "us-central1"}
+    for key, arg in MEMORYSTORE_KEYS.items():
+        if key in ("redisMemorySizeGb", "redisWaitTimeoutMs"):
+            value: Any = config.get_int(key)
+        elif key == "deletionProtection":
+            value = config.get_bool(key)
+        else:
+            value = config.get(key)
+        if value is not None:
+            args[arg] = [value] if arg == "collections" else value
+    try:
+        return DedupStore(config.get("name") or DEFAULT_STORE_NAME, args)  # type: ignore[arg-type]
+    except DedupConfigError as exc:
+        stack_key = next((k for k, a in MEMORYSTORE_KEYS.items() if a == exc.field),
+                         "region" if exc.field == "location" else None)
+        if stack_key is None:
+            raise
+        raise DedupConfigError(exc.field,
+                               f"{str(exc).split(': ', 1)[-1]} (stack config {PROJECT_NAME}:{stack_key})") from None
 
 
 def stack_key_for(field: str) -> str | None:
@@ -316,8 +373,8 @@ def main(*, base_dir: Path | None = None) -> DedupScheduledJob | DedupStore:
     if deploy == "store":
         _refuse_unknown_keys()
         store = store_from_config(config)
-        for output in STORE_OUTPUTS:
-            pulumi.export(output, getattr(store, output))
+        for output in (MEMORYSTORE_OUTPUTS if store.kind == "memorystore" else STORE_OUTPUTS):
+            pulumi.export(output, getattr(store, output) if output != "kind" else store.kind)
         return store
     component = deploy_from_config(base_dir=base_dir)
     pulumi.export("service_url", component.service_url)

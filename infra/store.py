@@ -59,9 +59,23 @@ def store_apis() -> tuple[str, ...]:
     return (*JOB_APIS, *ALERT_APIS)
 
 
-_ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection",
-                           "protect_database"})
-_REF_KEYS = frozenset({"project", "database_id", "collections", "ttl_owner"})
+_ALLOWED_KEYS = frozenset({"kind", "location", "project", "database_id", "create_database", "collections",
+                           "deletion_protection", "protect_database"})
+_REF_KEYS = frozenset({"kind", "project", "database_id", "collections", "ttl_owner"})
+#: ``DedupStore`` kinds: the store each creates (``memorystore``: :mod:`.memorystore_store`).
+STORE_KINDS = ("firestore", "memorystore")
+
+
+def store_kind(args: Mapping[str, Any]) -> str:
+    """The ``kind`` input of a store or of a job's ``store`` mapping (default ``firestore``).
+
+    Raises:
+        DedupConfigError: field ``kind``: not one of :data:`STORE_KINDS`.
+    """
+    kind = args.get("kind") or "firestore"
+    if kind not in STORE_KINDS:
+        raise DedupConfigError("kind", f"{kind!r} is not a store kind: use one of {', '.join(STORE_KINDS)}")
+    return str(kind)
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
 
 
@@ -290,7 +304,12 @@ class DedupStore(pulumi.ComponentResource):
         from .providers import project_source  # imported here: providers is a sibling imported by the job too
 
         source = project_source(opts)
-        s = resolve_store_settings(args, default_project=source.project, provider_name=source.provider_name)
+        self.kind = store_kind(args)
+        if self.kind == "memorystore":
+            self._memorystore(name, args, opts, source.project)
+            return
+        s = resolve_store_settings({k: v for k, v in args.items() if k != "kind"}, default_project=source.project,
+                                   provider_name=source.provider_name)
         for collection in s.collections:  # before any child exists, so a second owner fails cleanly
             claim_ttl_policy(s.project, s.database_id, collection, f"DedupStore {name}")
         super().__init__(TYPE_TOKEN, name, None, opts)
@@ -324,10 +343,46 @@ class DedupStore(pulumi.ComponentResource):
             "collections": self.collections, "ttl_field": self.ttl_field,
         })
 
+    def _memorystore(self, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
+                     default_project: Optional[str]) -> None:
+        """``kind="memorystore"``: a Memorystore for Redis instance and its secrets (:mod:`.memorystore_store`)."""
+        from .memorystore_store import MEMORYSTORE_APIS, memorystore_children, resolve_memorystore_settings
+
+        s = resolve_memorystore_settings(name, args, default_project=default_project)
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.redis_settings = s
+        self.store_name = name
+        apis = [
+            gcp.projects.Service(f"{name}-api-{api.split('.')[0]}",
+                                 gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
+                                 opts=pulumi.ResourceOptions(parent=self))
+            for api in (*JOB_APIS, *MEMORYSTORE_APIS)
+        ]
+        children = memorystore_children(name, s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)))
+        self.redis_ref = children.ref
+        self.project = pulumi.Output.from_input(s.project)
+        self.location = pulumi.Output.from_input(s.region)
+        self.collections = pulumi.Output.from_input(list(s.collections))
+        self.ttl_field = pulumi.Output.from_input(TTL_FIELD)
+        outputs = {"kind": pulumi.Output.from_input("memorystore"), "redis_host": children.ref.host,
+                   "redis_port": children.instance.port, "redis_url": children.ref.url,
+                   "auth_secret": children.ref.auth_secret, "ca_secret": children.ref.ca_secret,
+                   "network": pulumi.Output.from_input(s.authorized_network),
+                   "subnetwork": pulumi.Output.from_input(s.subnetwork),
+                   "wait_timeout_ms": pulumi.Output.from_input(s.wait_timeout_ms)}
+        for key, value in outputs.items():
+            if key != "kind":  # self.kind stays the plain string
+                setattr(self, key, value)
+        self.register_outputs({"project": self.project, "location": self.location, "collections": self.collections,
+                               "ttl_field": self.ttl_field, **outputs})
+
     @property
     def ref(self) -> DedupStoreRefArgs:
         """This store as plain values known at preview (what its stack exports). In the same program, pass the
         DedupStore itself as ``store=``: the job then also waits for it, and declares no TTL owner elsewhere."""
+        if self.kind == "memorystore":
+            return {"kind": "memorystore", "project": self.redis_settings.project,  # type: ignore[typeddict-item]
+                    "collections": list(self.redis_settings.collections)}
         return {"project": self.settings.project, "database_id": self.settings.database_id,
                 "collections": list(self.settings.collections)}
 
@@ -344,6 +399,8 @@ class StoreRef:
     ttl_owner: Optional[str]
     """Where the TTL policy lives when not in this program (``DEDUP_TTL_OWNER``); None for a DedupStore given as is."""
     component: Optional[DedupStore] = None
+    redis: Optional[Any] = None
+    """A Memorystore store's endpoint, secrets and network (:class:`.memorystore_store.RedisStoreRef`), else None."""
 
 
 def resolve_store_ref(store: Any) -> StoreRef:
@@ -353,10 +410,27 @@ def resolve_store_ref(store: Any) -> StoreRef:
         DedupConfigError: field ``store`` (or ``store.<key>``): not a store, an unknown or missing key.
     """
     component = store if isinstance(store, DedupStore) else None
+    if component is not None and component.kind == "memorystore":
+        return StoreRef(project=component.redis_settings.project, database_id="(default)",
+                        collections=list(component.redis_settings.collections), ttl_owner=None, component=component,
+                        redis=component.redis_ref)
     if component is not None:
         store = component.ref
+    if isinstance(store, Mapping) and store_kind(store) == "memorystore":
+        from .memorystore_store import redis_ref_from
+
+        ref = redis_ref_from(store)
+        if store.get("project") is None or store.get("collections") is None:
+            raise DedupConfigError("store.project" if store.get("project") is None else "store.collections",
+                                   "is required: pass the DedupStore itself, or its stack's outputs")
+        collections = store["collections"]
+        if not isinstance(collections, pulumi.Output):
+            collections = [str(c) for c in collections]
+        return StoreRef(project=store["project"], database_id="(default)", collections=collections, ttl_owner=None,
+                        redis=ref)
     if not isinstance(store, Mapping):
         raise DedupConfigError("store", f"must be a DedupStore or its outputs (project, database_id, collections), got {store!r}")
+    store = {k: v for k, v in store.items() if k != "kind"}
     unknown = sorted(set(store) - _REF_KEYS)
     if unknown:
         raise DedupConfigError(f"store.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_REF_KEYS))}")

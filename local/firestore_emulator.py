@@ -11,8 +11,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -21,7 +19,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import requests
 
-from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, reserve_port
+from scheduler_dedup.local.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer,
+                                                terminate)
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.stores.wire import GrpcWire
@@ -113,13 +112,8 @@ class FirestoreEmulator(StoreServer):
     display_name: ClassVar[str] = "Firestore emulator"
 
     def __init__(self, port: int | None = None, project: str = "demo-scheduler-dedup", start_timeout: float = 60.0):
-        self._reservation: socket.socket | None = None
-        if port is None:
-            self._reservation = reserve_port()
-            port = int(self._reservation.getsockname()[1])
-        self.port = port
+        self._take_port(port)
         self.project = project
-        self.host = f"127.0.0.1:{self.port}"
         self._start_timeout = start_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_path: str | None = None
@@ -183,16 +177,8 @@ class FirestoreEmulator(StoreServer):
     def stop(self) -> None:
         """Stop the java process this object started (and only that PID), and delete its log file."""
         proc, self._proc = self._proc, None
-        if self._reservation is not None:
-            self._reservation.close()
-            self._reservation = None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        self._release_port()
+        terminate(proc)
         log_path, self._log_path = self._log_path, None
         if log_path and os.path.exists(log_path):
             os.unlink(log_path)

@@ -1,7 +1,7 @@
 """Real local store servers behind one interface, for tests, the demo, ``run-local`` and the campaign.
 
 Each store of :mod:`scheduler_dedup.handler.stores` has a local server here (the Firestore emulator,
-:mod:`scheduler_dedup.local.firestore_emulator`): started on a free loopback port, stopped by its own PID only,
+:mod:`scheduler_dedup.local.firestore_emulator`; ``redis-server``, :mod:`scheduler_dedup.local.redis_server`): started on a free loopback port, stopped by its own PID only,
 and failing with the install command when it is missing. A :class:`StoreServer` also knows how a handler
 process and an in-process client reach it, directly or through the fault proxy.
 
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import abc
 import importlib
+import signal
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from scheduler_dedup.handler.config import Settings
     from scheduler_dedup.handler.stores.base import RunStore
     from scheduler_dedup.handler.stores.wire import GrpcWire
-    from scheduler_dedup.local.fault_proxy import FaultProxy
+    from scheduler_dedup.local.fault_proxy import FaultPlan
 
 _S = TypeVar("_S", bound="StoreServer")
 
@@ -53,6 +55,18 @@ def reserve_port() -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     return sock
+
+
+def terminate(proc: "subprocess.Popen[bytes] | None") -> None:
+    """Stop one process this program started, by its PID only: SIGTERM, then SIGKILL after 10 s without exit."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 @contextmanager
@@ -96,6 +110,22 @@ class StoreServer(abc.ABC):
     display_name: ClassVar[str]
     project: str
     host: str
+
+    def _take_port(self, port: int | None) -> None:
+        """Set :attr:`port` and :attr:`host` to ``port``, or to a free loopback port reserved (:func:`reserve_port`)
+        until :meth:`_release_port`."""
+        self._reservation: socket.socket | None = None
+        if port is None:
+            self._reservation = reserve_port()
+            port = int(self._reservation.getsockname()[1])
+        self.port = port
+        self.host = f"127.0.0.1:{self.port}"
+
+    def _release_port(self) -> None:
+        """Give up the port reservation of :meth:`_take_port` (the server has bound the port, or stopped)."""
+        reservation, self._reservation = getattr(self, "_reservation", None), None
+        if reservation is not None:
+            reservation.close()
 
     @property
     def wire(self) -> "GrpcWire | None":
@@ -150,7 +180,7 @@ class StoreServer(abc.ABC):
         with environment(self.endpoint_env(host)):
             return open_store(self.settings(collection, timeout_seconds, host))
 
-    def fault_proxy(self, max_workers: int = 64) -> "FaultProxy":
+    def fault_proxy(self, max_workers: int = 64) -> "FaultPlan":
         """A started fault proxy in front of the server (:mod:`scheduler_dedup.local.fault_proxy`); point clients at
         its ``host`` with :meth:`endpoint_env` and stop it when done.
 
@@ -180,6 +210,7 @@ class StoreServer(abc.ABC):
 #: ``DEDUP_STORE`` value -> ``module:class`` of its local server.
 _SERVERS = {
     "firestore": "scheduler_dedup.local.firestore_emulator:FirestoreEmulator",
+    "redis": "scheduler_dedup.local.redis_server:RedisServer",
 }
 #: The stores that have a local server, in the order tests and commands list them.
 SERVER_KINDS: tuple[str, ...] = tuple(_SERVERS)

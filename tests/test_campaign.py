@@ -19,6 +19,7 @@ from scheduler_dedup.local.campaign import (
     tables,
 )
 from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.redis_server import RedisServer
 
 
 def test_short_campaign_holds_every_invariant(firestore_emulator: FirestoreEmulator) -> None:
@@ -37,6 +38,22 @@ def test_short_campaign_holds_every_invariant(firestore_emulator: FirestoreEmula
     assert sum(injected.values()) >= 50
     assert any(r.scenario.job_seconds > report.config.lease_seconds for r in report.results)
     assert report.kills >= 1
+
+
+def test_short_redis_campaign_holds_every_invariant(redis: RedisServer) -> None:
+    """The same on Redis, through the RESP fault proxy: 50 scenarios, 15 % of store calls faulted, zero violations."""
+    console = Console(width=140, record=True)
+    report = run_campaign(CampaignConfig(scenarios=50, seed=20261201, fault_rate=0.15, store="redis"), console,
+                          server=redis)
+    for table in tables(report):
+        console.print(table)
+    traces = ["\n".join([f"seed {r.scenario.seed}: {r.violations}", *r.trace()])
+              for r in report.results if r.violations]
+    assert not report.violations, console.export_text() + "\n\n".join(traces)
+    injected = {key: n for key, n in report.faults.items() if key[1] != "slow"}
+    assert {step for step, _ in injected} >= {"claim", "renewal", "completion"}
+    assert {kind for _, kind in injected} == {"unavailable", "deadline", "lose_answer", "delay"}
+    assert sum(injected.values()) >= 30
 
 
 def test_scenarios_are_a_function_of_their_seed() -> None:

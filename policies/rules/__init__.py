@@ -5,7 +5,8 @@
 - :mod:`.handler_service`: the service running the dedup handler (its settings, proxy audience, lease, crash
   recovery, CPU allocation);
 - :mod:`.iam`: IAM grants (public invoker, basic roles);
-- :mod:`.store`: the Firestore run-record store (TTL policy and its owner, record retention);
+- :mod:`.store`: the run-record store (Firestore: TTL policy and its owner, record retention; Memorystore: tier,
+  eviction, AUTH, transit encryption, persistence, replica);
 - :mod:`.alerting`: the missed-run watchdog and its alert;
 - :mod:`.base`: what they share (:class:`Rule`, its types, readings several domains compare).
 
@@ -71,6 +72,12 @@ from scheduler_dedup.policies.rules.store import (
     dedup_ttl_owner_declared,
     firestore_ttl_single_owner,
     job_retry_window_seconds,  # re-exported
+    memorystore_dedup_auth,
+    memorystore_dedup_noeviction,
+    memorystore_dedup_persistence,
+    memorystore_dedup_replica,
+    memorystore_dedup_standard_tier,
+    memorystore_dedup_transit_encryption,
 )
 
 
@@ -181,6 +188,27 @@ RULES: list[Rule] = [
                           "description": "the run records' expiry timestamp field"},
           "knownOwners": {"type": "array", "items": {"type": "string"}, "default": [],
                           "description": "accepted DEDUP_TTL_OWNER values, e.g. the store stacks' names (empty: any)"}}),
+    Rule("memorystore-dedup-standard-tier",
+         "A Memorystore instance holding run records is STANDARD_HA: a Basic Tier instance loses every record on a "
+         "restart or maintenance, and each run of the retry window runs again.",
+         "mandatory", memorystore_dedup_standard_tier, "stack"),
+    Rule("memorystore-dedup-noeviction",
+         "A Memorystore instance holding run records has maxmemory-policy noeviction: the default volatile-lru evicts "
+         "keys with a TTL, and every run record has one.",
+         "mandatory", memorystore_dedup_noeviction, "stack"),
+    Rule("memorystore-dedup-auth",
+         "A Memorystore instance holding run records has AUTH on.",
+         "mandatory", memorystore_dedup_auth, "stack"),
+    Rule("memorystore-dedup-transit-encryption",
+         "A Memorystore instance holding run records encrypts in transit (SERVER_AUTHENTICATION).",
+         "mandatory", memorystore_dedup_transit_encryption, "stack"),
+    Rule("memorystore-dedup-persistence",
+         "A Memorystore instance holding run records takes RDB snapshots.",
+         "advisory", memorystore_dedup_persistence, "stack"),
+    Rule("memorystore-dedup-replica",
+         "A Memorystore instance holding run records has a replica, and the handler waits for it on the writes that "
+         "decide a run (DEDUP_REDIS_WAIT_TIMEOUT_MS not 0).",
+         "advisory", memorystore_dedup_replica, "stack"),
     Rule("dedup-handler-settings",
          "A service running the dedup handler sets a DEDUP_* / GOOGLE_CLOUD_PROJECT environment that passes the "
          "handler's own start-up checks (the ones the DedupScheduledJob component runs), so it does not refuse to start.",

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from scheduler_dedup.infra.archive import HANDLER_IMPORTS, HANDLER_REQUIREMENTS, build_deploy_archive, handler_source_dir
+from scheduler_dedup.infra.archive import (HANDLER_IMPORTS, HANDLER_REQUIREMENTS, STORE_REQUIREMENTS, build_deploy_archive,
+                                           handler_source_dir)
 from scheduler_dedup.infra.errors import DeployArchiveError
 from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
 
@@ -59,8 +60,24 @@ def test_every_third_party_import_of_the_handler_is_pinned() -> None:
     third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "__future__"}
     unknown = third_party - set(HANDLER_IMPORTS)
     assert not unknown, f"handler imports {unknown}: add them to HANDLER_IMPORTS and HANDLER_REQUIREMENTS"
-    pinned = {r.split("==")[0] for r in HANDLER_REQUIREMENTS}
+    pinned = {r.split("==")[0] for r in (*HANDLER_REQUIREMENTS, *[r for rs in STORE_REQUIREMENTS.values() for r in rs])}
     assert {HANDLER_IMPORTS[m] for m in third_party} - {""} <= pinned
+
+
+def test_a_store_s_own_client_is_pinned_only_in_its_jobs_archive(tmp_path: Path) -> None:
+    """The Redis store's client goes into the deploy archive of a job on Redis, at the version tested here."""
+    from importlib.metadata import version
+
+    (tmp_path / "jobs.py").write_text("def run(run):\n    return None\n")
+
+    def requirements(store: str) -> set[str]:
+        archive = build_deploy_archive(tmp_path, store=store)
+        with zipfile.ZipFile(io.BytesIO(archive.content)) as zf:
+            return {line for line in zf.read("requirements.txt").decode().splitlines() if "==" in line}
+
+    assert f"redis=={version('redis')}" in requirements("redis") == set(HANDLER_REQUIREMENTS) | {
+        f"redis=={version('redis')}"}
+    assert requirements("firestore") == set(HANDLER_REQUIREMENTS)
 
 
 def test_archive_is_deterministic_and_changes_with_content(tmp_path: Path) -> None:

@@ -340,3 +340,24 @@ def test_a_config_with_several_mistakes_gets_a_row_for_each_in_one_check(tmp_pat
         assert sum(key in f.message for f in findings) >= 1, key
     code, text = _check(stack=None, config_file=path)
     assert code == 1 and "5 mandatory" in text
+
+
+def test_a_hand_written_memorystore_store_is_caught_by_every_memorystore_rule(raw_program: ModuleType) -> None:
+    by_rule: dict[str, list[str]] = {}
+    for finding in check_program(raw_program.redis_program):
+        by_rule.setdefault(finding.rule, []).append(f"{finding.level}: {finding.message}")
+    expected = {"memorystore-dedup-standard-tier": "mandatory: Memorystore instance runs-redis holds run records, "
+                                                   "but its tier is BASIC (the default)",
+                "memorystore-dedup-noeviction": "mandatory: Memorystore instance runs-redis holds run records, but its "
+                                                "maxmemory-policy is volatile-lru (the default)",
+                "memorystore-dedup-auth": "mandatory: Memorystore instance runs-redis holds run records, but AUTH is off",
+                "memorystore-dedup-transit-encryption": "mandatory: Memorystore instance runs-redis holds run records, "
+                                                        "but in-transit encryption is DISABLED",
+                "memorystore-dedup-persistence": "advisory: Memorystore instance runs-redis holds run records, but it "
+                                                 "has no persistence",
+                "memorystore-dedup-replica": "DEDUP_REDIS_WAIT_TIMEOUT_MS=0"}
+    for rule, needle in expected.items():
+        assert any(needle in text for text in by_rule.get(rule, [])), f"{rule}: {by_rule.get(rule)}"
+    assert "dedup-firestore-ttl" not in by_rule, "Redis expires each record itself"
+    every = {rule.name: "mandatory" for rule in RULES}
+    assert check_program(raw_program.good_redis_program, policy_config=every) == []
