@@ -35,6 +35,7 @@ from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.record import TTL_FIELD
 from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
+from .apis import STORE_APIS
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
 from .locations import region_problem
@@ -43,20 +44,10 @@ from .ttl_policy import second_ttl_owner, ttl_policy_key
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
 
-#: APIs a store enables for every job that uses it: the jobs' own (Cloud Run, Scheduler, IAM), Firestore,
-#: and those of source deploys (Cloud Build, Artifact Registry, Cloud Storage); see :func:`store_apis`.
-JOB_APIS = (
-    "run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com",
-    "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com",
-)
-
-
 
 def store_apis() -> tuple[str, ...]:
-    """Every API a store enables, so that jobs using it enable none: :data:`JOB_APIS` and alerting's."""
-    from .alerts import ALERT_APIS  # imported here: alerts imports settings, which imports this module
-
-    return (*JOB_APIS, *ALERT_APIS)
+    """Every API a store enables, so that jobs using it enable none (:data:`~scheduler_dedup.infra.apis.STORE_APIS`)."""
+    return STORE_APIS
 
 
 _ALLOWED_KEYS = frozenset({"location", "project", "database_id", "create_database", "collections", "deletion_protection",
