@@ -70,6 +70,7 @@ from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.run_key import HeaderSource
 from scheduler_dedup.handler.safe_text import scrub_secrets
+from scheduler_dedup.handler.variables import declared
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -130,6 +131,7 @@ class CallerAuthSettings:
                 caller is not a service account (:func:`~scheduler_dedup.handler.callers.normalise_caller`),
                 or ``DEDUP_TRUST_CLOUD_RUN_IAM`` is not ``true``/``false`` or is true with verification off.
         """
+        env = declared(env)
         audiences = split_audiences(env.get("DEDUP_OIDC_AUDIENCE", ""))
         raw_callers = env.get("DEDUP_ALLOWED_CALLERS", "")
         trust = env.get("DEDUP_TRUST_CLOUD_RUN_IAM", "false").strip().lower()

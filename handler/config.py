@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.run_key import PROJECT_ID_RE
+from scheduler_dedup.handler.variables import declared
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
 MAX_RETENTION_SECONDS = 10 * 365 * 86400
@@ -170,7 +171,7 @@ class Settings:
         Raises:
             ConfigError: a variable is missing or invalid; the message names it and the fix.
         """
-        env = os.environ if environ is None else environ
+        env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
         project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or ""
         if not project:
             raise ConfigError(

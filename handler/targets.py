@@ -73,6 +73,7 @@ from scheduler_dedup.handler.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.job import Job, ScheduledRun
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.safe_text import scrub_secrets
+from scheduler_dedup.handler.variables import declared
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -177,6 +178,7 @@ class TargetSettings:
         Raises:
             ConfigError: a variable is invalid; the message names it and the fix.
         """
+        env = declared(env)
         raw_timeout = env.get("DEDUP_TARGET_TIMEOUT_SECONDS", "").strip()
         try:
             timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_SECONDS
