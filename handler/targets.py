@@ -5,7 +5,7 @@ Each target is a :data:`~scheduler_dedup.handler.job.Job` (a callable taking a
 code. The target is chosen by ``DEDUP_TARGET_TYPE`` and ``DEDUP_TARGET`` (see :func:`target_from_env`).
 
 Classification of the downstream answer: one table per target type,
-:data:`scheduler_dedup.handler.downstream.TABLE` (the README shows it):
+:data:`scheduler_dedup.handler.downstream.TABLE` (the reference page docs/reference/http-answers.md shows it):
 
 - 2xx: the run is **completed**; the result names the downstream execution (execution or
   operation name) and the HTTP status code.
