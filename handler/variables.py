@@ -115,7 +115,7 @@ declare("DEDUP_STORE", "store", """
 declare("DEDUP_DATABASE", "store", """
     Firestore database id: `(default)`, or 4 to 63 characters of lower-case letters, digits and `-`, starting with a
     letter ([database ids](https://cloud.google.com/firestore/docs/manage-databases#database_id)).""",
-        default="(default)", component="the job's database (`databaseId`, default `<name>-dedup`)")
+        default="(default)", component="the job's database (`database_id`, default `<name>-dedup`)")
 declare("DEDUP_COLLECTION", "store", """
     Top-level collection of the run records (no `/`, not starting with `__`). Its TTL policy is on the
     `expire_at` field.""",
@@ -124,17 +124,17 @@ declare("DEDUP_LEASE_SECONDS", "store", """
     How long a claim stays live without renewal, 1 to 86400 seconds. The lease is renewed every third of it while
     the job runs; a crashed attempt's run is answered 409 until its lease expires, at most this long after the
     crash, and only then taken over. See [crash recovery](../failures.md#crash-recovery).""",
-        default="300", component="`leaseSeconds` (default the larger of 300 and the request timeout)")
+        default="300", component="`lease_seconds` (default the larger of 300 and the request timeout)")
 declare("DEDUP_RETENTION_SECONDS", "store", """
     How long a finished record is kept: `expire_at` is the finish time plus this, and the TTL policy deletes the
     record after it. At least `DEDUP_LEASE_SECONDS`, at most 10 years, and it must outlast the Scheduler job's
     retry window, or a late retry would run the job again.""",
-        default="604800", component="`retentionSeconds`")
+        default="604800", component="`retention_seconds`")
 declare("DEDUP_MANUAL_TOLERANCE_SECONDS", "store", """
     A schedule time more than this many seconds ahead of now is a forced run (`gcloud scheduler jobs run`),
     deduplicated on a key of its own; 0 to 3600. It only absorbs clock skew. See
     [forced runs](../how-it-works.md#forced-runs).""",
-        default="5", component="`manualToleranceSeconds`")
+        default="5", component="`manual_tolerance_seconds`")
 declare("DEDUP_STORE_TIMEOUT_SECONDS", "store", """
     How long one store operation may take, retries of transient errors included, 0.5 to 600 seconds. Keep it well
     under the attempt deadline, so a store outage is answered (500) while Scheduler still listens.""",
@@ -182,13 +182,13 @@ declare("DEDUP_OIDC_AUDIENCE", "callers", """
     Accepted token audiences, comma-separated, compared exactly as google-auth compares. Setting it turns caller
     verification on, together with `DEDUP_ALLOWED_CALLERS`: one without the other is a start-up error. See
     [caller verification](../targets-and-auth.md#caller-verification).""",
-        component="the component's audience (`oidcAudience`, default "
+        component="the component's audience (`oidc_audience`, default "
                   "`https://scheduler-dedup.invalid/projects/P/locations/R/services/S`)")
 declare("DEDUP_ALLOWED_CALLERS", "callers", """
     Accepted callers, comma-separated: service-account emails, or IAM members `serviceAccount:EMAIL` (normalised to
     the email). Any other member type (`user:`, `group:`, `domain:`...) and any email that is not a service
     account's (`*.gserviceaccount.com`) stops the handler at start-up: no Scheduler token can carry it.""",
-        component="the Scheduler identity's email (`<name>-sched`, or `schedulerServiceAccountEmail`)")
+        component="the Scheduler identity's email (`<name>-sched`, or `scheduler_service_account_email`)")
 declare("DEDUP_OIDC_CERTS_URL", "callers", "Google's token-signing certificate endpoint (tests only).",
         default="https://www.googleapis.com/oauth2/v1/certs")
 declare("DEDUP_TRUST_CLOUD_RUN_IAM", "callers", """
@@ -215,7 +215,7 @@ declare("DEDUP_SCHEDULE", "schedule", """
         component="`schedule`")
 declare("DEDUP_TIME_ZONE", "schedule", """
     The schedule's tz database time zone (Cloud Scheduler's default is `Etc/UTC`), stored beside it.""",
-        default="Etc/UTC", component="`timeZone`")
+        default="Etc/UTC", component="`time_zone`")
 declare("DEDUP_SCHEDULE_SINCE", "schedule", """
     When the Scheduler job got its current schedule (created, or its schedule, time zone or name last changed),
     RFC 3339 with an offset. Stored on every record; no fire time before it is expected, so a fresh deploy reports

@@ -183,15 +183,16 @@ def stack_config_page() -> str:
            "once, under the input. A stack with `deploy: store` deploys a [`DedupStore`](#dedupstoreargs) instead. "
            "An unknown `scheduler-dedup:` key fails `pulumi preview`, naming the closest known key.\n\n",
            "## Stack config keys\n\n",
-           "| key | type | sets | in a store stack | summary |\n|---|---|---|---|---|\n"]
+           "| key | type | sets | summary |\n|---|---|---|---|\n"]
     for entry in CONFIG_KEYS:
         if entry.arg:
             cls, leaf = _resolve_input(args_module.DedupScheduledJobArgs, entry.arg)
             sets = f"[`{entry.arg}`](#{_anchor(cls.__name__, leaf)})"
         else:
             sets = "(the stack itself)"
-        store = f"`{STORE_KEYS[entry.key]}`" if entry.key in STORE_KEYS else ""
-        out.append(f"| `{entry.key}` | {entry.type} | {sets} | {store} | {_cell(entry.description)} |\n")
+        out.append(f"| `{entry.key}` | {entry.type} | {sets} | {_cell(entry.description)} |\n")
+    out.append(f"\nA store stack (`deploy: store`) reads `name`, `region` and "
+               f"{', '.join(f'`{key}` (its `{arg}`)' for key, arg in STORE_KEYS.items())}, and refuses job keys.\n")
     out.append("\n## Component inputs\n\n")
     for cls in (*job_classes, *store_classes):
         out.append(f"### {cls.__name__}\n\n{markdown(_paragraphs(cls.__doc__ or ''))}\n\n")
@@ -234,12 +235,15 @@ def environment_page() -> str:
            "variables, checked at start-up: an invalid value stops the instance with a `ConfigError` naming the "
            "variable and the fix, and the component and the policy pack run the same checks at `pulumi preview`. "
            "The [`DedupScheduledJob`](stack-config.md#dedupscheduledjobargs) component sets the ones marked "
-           "*component*; you set them yourself only for a hand-written deployment.\n\n"]
+           "*component*, from the input named there; you set them yourself only for a hand-written deployment.\n\n"]
     for group, title in GROUP_TITLES.items():
         members = [v for v in VARIABLES.values() if v.group == group]
         if not members:
             continue
-        out.append(f"## {title}\n\n")
+        out.append(f"## {title}\n\n| variable | default | component |\n|---|---|---|\n")
+        out += [f"| [`{v.name}`](#{v.name.lower()}) | {f'`{v.default}`' if v.default is not None else ''} | "
+                f"{'yes' if v.component else ''} |\n" for v in members]
+        out.append("\n")
         for v in members:
             facts = [f"default `{v.default}`" if v.default is not None else "no default"]
             if v.reader != "handler":
