@@ -181,7 +181,8 @@ def stack_config_page() -> str:
            f"(`pulumi config set {PROJECT_NAME}:retryCount 3`); `gcp:project` is the project. Each key sets one input "
            "of the [`DedupScheduledJob`](#dedupscheduledjobargs) component, whose meaning, unit and default are given "
            "once, under the input. A stack with `deploy: store` deploys a [`DedupStore`](#dedupstoreargs) instead. "
-           "An unknown `scheduler-dedup:` key fails `pulumi preview`, naming the closest known key.\n\n",
+           "An unknown `scheduler-dedup:` key fails `pulumi preview`, naming the closest known key. Keys with a default "
+           "also carry it in `Pulumi.yaml`'s typed `config:` block.\n\n",
            "## Stack config keys\n\n",
            "| key | type | sets | summary |\n|---|---|---|---|\n"]
     for entry in CONFIG_KEYS:
