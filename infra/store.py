@@ -39,6 +39,7 @@ from .apis import STORE_APIS
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
 from .locations import region_problem
+from .providers import child_project, project_source
 from .ttl_policy import second_ttl_owner, ttl_policy_key
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
@@ -90,9 +91,8 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
         offered = region_problem(location, ("Firestore",))
         if offered:
             raise DedupConfigError("location", offered)
-    from .settings import _project  # the job's rule for the project (settings imports this module)
 
-    project = _project(args, default_project, provider_name)
+    project = child_project(args, default_project, provider_name)
     create_database = args.get("create_database", True)
     deletion_protection = args.get("deletion_protection", False)
     protect_database = args.get("protect_database", True)
@@ -278,8 +278,6 @@ class DedupStore(pulumi.ComponentResource):
             DedupConfigError: an invalid input, or a TTL policy another component of this program owns,
                 before any child is created (so ``pulumi preview`` fails).
         """
-        from .providers import project_source  # imported here: providers is a sibling imported by the job too
-
         source = project_source(opts)
         s = resolve_store_settings(args, default_project=source.project, provider_name=source.provider_name)
         for collection in s.collections:  # before any child exists, so a second owner fails cleanly
