@@ -14,6 +14,7 @@ from scheduler_dedup.handler.run_key import PROJECT_ID_RE
 from scheduler_dedup.handler.stores.redis_config import (DEFAULT_WAIT_TIMEOUT_MS as DEFAULT_REDIS_WAIT_TIMEOUT_MS,
                                                         check_redis_settings, plain_secret_problem,
                                                         wait_timeout_ms_from_env)
+from scheduler_dedup.handler.variables import declared
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
 MAX_RETENTION_SECONDS = 10 * 365 * 86400
@@ -182,7 +183,7 @@ class Settings:
         Raises:
             ConfigError: a variable is missing or invalid; the message names it and the fix.
         """
-        env = os.environ if environ is None else environ
+        env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
         project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or ""
         if not project:
             raise ConfigError(

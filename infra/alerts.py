@@ -85,9 +85,6 @@ OUTCOME_FAILED = "failed"
 OUTCOME_FENCED = "fenced"
 OUTCOME_RELEASED = "released"
 
-#: APIs the alerts need: Cloud Logging (log-based metrics) and Cloud Monitoring (alert policies).
-ALERT_APIS = ("logging.googleapis.com", "monitoring.googleapis.com")
-
 _ALLOWED_KEYS = frozenset({"notification_channels", "grace_seconds", "released_threshold"})
 _CHANNEL_RE = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
 

@@ -165,7 +165,7 @@ class DedupScheduledJobArgs(TypedDict):
     oidc_audience: NotRequired[str]
     """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""
     store: NotRequired[DedupStoreRefArgs]
-    """A shared store (a ``DedupStore``, or its outputs, e.g. read from its stack with a ``StackReference``). The job then creates no database, no TTL policy and no index, only its own runtime identity's grant on that database; ``database_id``, ``create_database`` and ``database_location`` must not be given. Default: the job has a store of its own (today's behaviour)."""
+    """A shared store (a ``DedupStore``, or its outputs, e.g. read from its stack with a ``StackReference``). The job then creates no database, no TTL policy and no index, only its own runtime identity's grant on that database; ``database_id``, ``create_database`` and ``database_location`` must not be given. Default: the job has a store of its own."""
     scheduler_service_account_email: NotRequired[pulumi.Input[str]]
     """Email of an existing service account to send the Scheduler OIDC token as, shared by several jobs. The job grants it ``roles/run.invoker`` on its own service only. Default: a dedicated account ``<name>-sched``."""
     build_service_account_email: NotRequired[pulumi.Input[str]]

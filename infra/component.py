@@ -19,11 +19,11 @@ Type token ``scheduler-dedup:index:DedupScheduledJob``. Children (all ``parent=s
   image; or a prebuilt ``image``.
 * Cloud Run v2 service (build config for Cloud Run functions, target ``handle_scheduled_job``).
 * Cloud Scheduler job: POST to the service URL with an OIDC token.
-* Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the README.
+* Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the deploying page of the docs.
 
 OIDC audience decision
 ----------------------
-Issue 3 asks for audience = service URL, but the handler's env (``DEDUP_OIDC_AUDIENCE``) is part of
+The natural audience is the service URL, but the handler's env (``DEDUP_OIDC_AUDIENCE``) is part of
 the service whose URL is an output: a cycle. We break it with a Cloud Run *custom audience*: a stable
 string derived from the inputs only, ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``
 (``.invalid`` is reserved by RFC 2606, so it can never be a real host). The component sets it
@@ -44,7 +44,8 @@ import pulumi_gcp as gcp
 import pulumiverse_time
 
 
-from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
+from .alerts import resolve_alerts, provision_alerts
+from .apis import ALERT_APIS, BASE_APIS, SOURCE_DEPLOY_APIS
 from .archive import FUNCTION_TARGET, build_deploy_archive
 from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
@@ -57,7 +58,7 @@ from .store import StoreSettings, check_firestore_ids, claim_ttl_policy, firesto
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
 
-#: Role granted to the runtime identity on a proxy target, per target type (issue 5).
+#: Role granted to the runtime identity on a proxy target, per target type.
 TARGET_ROLES = {
     # workflows.executions.create/get/list on the workflow; Workflows has no per-workflow IAM resource
     # in pulumi-gcp, so it is a project member with an IAM condition on the workflow's resource name.
@@ -105,10 +106,6 @@ build SA     : roles/storage.objectViewer on the source bucket, roles/artifactre
 A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
 roles/logging.logWriter is its owner's to grant, once (one grant per binding, so no job's destroy removes it).
 """
-
-#: APIs enabled for every deployment, plus those of source deploys.
-BASE_APIS = ("run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com")
-SOURCE_DEPLOY_APIS = ("cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com")
 
 
 def _account_id(prefix: str, suffix: str) -> str:
@@ -239,7 +236,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 opts=db_opts,
             )
 
-        # --- proxy target grants (issue 5) ------------------------------------------------------
+        # --- proxy target grants ----------------------------------------------------------------
         self._grant_target(name, s, runtime_sa)
 
         # --- container: source deploy or prebuilt image ------------------------------------------

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
+
+from .errors import DedupConfigError
 
 
 @dataclass(frozen=True)
@@ -62,3 +64,29 @@ def project_source(opts: Optional[pulumi.ResourceOptions]) -> ProjectSource:
         return ProjectSource(gcp.config.project)
     config = gcp.organizations.get_client_config(opts=pulumi.InvokeOptions(provider=provider))
     return ProjectSource(config.project or None, provider_name=provider.pulumi_resource_name)
+
+
+def child_project(args: Mapping[str, Any], default_project: str | None, provider_name: str | None) -> str:
+    """The project of every child: ``project``, else the provider's (the explicit one's, or ``gcp:project``).
+
+    Raises:
+        DedupConfigError: no project anywhere, or ``project`` differs from the explicit provider's project.
+    """
+    given = args.get("project")
+    if given is not None and (not isinstance(given, str) or not given.strip()):
+        raise DedupConfigError("project", f"must be a non-empty string, got {given!r}")
+    given = given.strip() if given else None
+    if provider_name is not None:
+        if given and default_project and given != default_project:
+            raise DedupConfigError("project", f"{given!r} is not the project of the provider {provider_name!r} the "
+                                              f"component was given ({default_project!r}): its children would be "
+                                              f"created by that provider in another project. Remove project (the "
+                                              "provider's is used), or give the component a provider for "
+                                              f"{given!r}")
+        if not (given or default_project):
+            raise DedupConfigError("project", f"no project: the provider {provider_name!r} the component was given has "
+                                              "no project; set project on it, or pass project")
+        return given or str(default_project)
+    if not (given or default_project):
+        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+    return given or str(default_project)

@@ -55,6 +55,7 @@ from scheduler_dedup.handler.startup import startup_problems
 from .errors import DedupConfigError, DedupConfigErrors
 from .locations import region_problem
 from .oidc_account import oidc_account_problem
+from .providers import child_project
 from .scale_in import scale_in_advisory
 from .store import StoreRef, check_firestore_ids, resolve_store_ref
 
@@ -442,29 +443,6 @@ def _min_instances(args: Mapping[str, Any], max_instances: int) -> int:
     return min_instances
 
 
-def _project(args: Mapping[str, Any], default_project: str | None, provider_name: str | None) -> str:
-    """The project of every child: ``project``, else the provider's (the explicit one's, or ``gcp:project``).
-
-    Raises:
-        DedupConfigError: no project anywhere, or ``project`` differs from the explicit provider's project.
-    """
-    given = _str(args, "project")
-    if provider_name is not None:
-        if given and default_project and given != default_project:
-            raise DedupConfigError("project", f"{given!r} is not the project of the provider {provider_name!r} the "
-                                              f"component was given ({default_project!r}): its children would be "
-                                              f"created by that provider in another project. Remove project (the "
-                                              "provider's is used), or give the component a provider for "
-                                              f"{given!r}")
-        if not (given or default_project):
-            raise DedupConfigError("project", f"no project: the provider {provider_name!r} the component was given has "
-                                              "no project; set project on it, or pass project")
-        return given or str(default_project)
-    if not (given or default_project):
-        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
-    return given or str(default_project)
-
-
 def _region(args: Mapping[str, Any]) -> str:
     """The region of the Cloud Run service and the Scheduler job, offered by both (:mod:`.locations`)."""
     region = _required(args, "region", "a Cloud Run and Cloud Scheduler region such as 'us-central1'")
@@ -515,7 +493,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         _required(args, "schedule", "a unix-cron expression such as '*/15 * * * *'")), None)
     time_zone = problems.run(lambda: validate_time_zone(_str(args, "time_zone") or DEFAULT_TIME_ZONE), None)
     region = problems.run(lambda: _region(args), None)
-    project = problems.run(lambda: _project(args, default_project, provider_name), None)
+    project = problems.run(lambda: child_project(args, default_project, provider_name), None)
     target = problems.run(lambda: _target(args), None)
 
     # --- deadlines, lease, retries, retention: each checked against the others that are valid ---

@@ -35,28 +35,20 @@ from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.record import TTL_FIELD
 from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
+from .apis import STORE_APIS
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
 from .locations import region_problem
+from .providers import child_project, project_source
 from .ttl_policy import second_ttl_owner, ttl_policy_key
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
 
-#: APIs a store enables for every job that uses it: the jobs' own (Cloud Run, Scheduler, IAM), Firestore,
-#: and those of source deploys (Cloud Build, Artifact Registry, Cloud Storage); see :func:`store_apis`.
-JOB_APIS = (
-    "run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com",
-    "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com",
-)
-
-
 
 def store_apis() -> tuple[str, ...]:
-    """Every API a store enables, so that jobs using it enable none: :data:`JOB_APIS` and alerting's."""
-    from .alerts import ALERT_APIS  # imported here: alerts imports settings, which imports this module
-
-    return (*JOB_APIS, *ALERT_APIS)
+    """Every API a store enables, so that jobs using it enable none (:data:`~scheduler_dedup.infra.apis.STORE_APIS`)."""
+    return STORE_APIS
 
 
 _ALLOWED_KEYS = frozenset({"kind", "location", "project", "database_id", "create_database", "collections",
@@ -113,9 +105,8 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
         offered = region_problem(location, ("Firestore",))
         if offered:
             raise DedupConfigError("location", offered)
-    from .settings import _project  # the job's rule for the project (settings imports this module)
 
-    project = _project(args, default_project, provider_name)
+    project = child_project(args, default_project, provider_name)
     create_database = args.get("create_database", True)
     deletion_protection = args.get("deletion_protection", False)
     protect_database = args.get("protect_database", True)
@@ -301,8 +292,6 @@ class DedupStore(pulumi.ComponentResource):
             DedupConfigError: an invalid input, or a TTL policy another component of this program owns,
                 before any child is created (so ``pulumi preview`` fails).
         """
-        from .providers import project_source  # imported here: providers is a sibling imported by the job too
-
         source = project_source(opts)
         self.kind = store_kind(args)
         if self.kind == "memorystore":
@@ -356,7 +345,7 @@ class DedupStore(pulumi.ComponentResource):
             gcp.projects.Service(f"{name}-api-{api.split('.')[0]}",
                                  gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
                                  opts=pulumi.ResourceOptions(parent=self))
-            for api in (*JOB_APIS, *MEMORYSTORE_APIS)
+            for api in (*STORE_APIS, *MEMORYSTORE_APIS)
         ]
         children = memorystore_children(name, s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)))
         self.redis_ref = children.ref

@@ -136,7 +136,7 @@ def test_check_reports_runs_left_unfinished() -> None:
 
 
 def test_replaying_one_seed_prints_its_trace_even_without_a_violation() -> None:
-    # What the README promises: `campaign --seed S --scenarios 1` replays scenario S and prints its trace.
+    # What docs/proof.md promises: `campaign --seed S --scenarios 1` replays scenario S and prints its trace.
     env = {k: v for k, v in os.environ.items() if k != "FIRESTORE_EMULATOR_HOST"}
     out = subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), "campaign", "--seed", "5",
                           "--scenarios", "1", "--fault-rate", "0"], capture_output=True, text=True, env=env,

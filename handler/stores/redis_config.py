@@ -1,21 +1,8 @@
 """The Redis store's settings and their checks, without redis-py (the component and the policy pack use them too).
 
-=================================  ===========================================================================
-variable                           meaning
-=================================  ===========================================================================
-``DEDUP_REDIS_URL``                ``redis://HOST:PORT/DB`` (``rediss://`` for TLS, Memorystore's transit
-                                   encryption on port 6378). No password in it: see the next line.
-``DEDUP_REDIS_AUTH_FILE``          path of a file holding the AUTH string (a Secret Manager secret mounted into
-                                   the service); read once at start-up, trailing newline stripped
-``DEDUP_REDIS_CA_FILE``            PEM file of the CA that signed the server's certificate (Memorystore's
-                                   server CA, mounted beside the AUTH string); ``rediss://`` only
-``DEDUP_REDIS_WAIT_TIMEOUT_MS``    how long a write that decides a run (claim, takeover, completion, failure)
-                                   waits for one replica's acknowledgement (``WAIT 1 <ms>``) where the
-                                   instance has replicas; 0 turns ``WAIT`` off. Default 500.
-=================================  ===========================================================================
-
-The AUTH string is never read from an environment value: an environment is shown by ``gcloud run services
-describe`` to anyone with ``run.services.get``, a mounted secret is not.
+Its environment variables are declared here (:func:`~scheduler_dedup.handler.variables.declare`), once, for the
+reference page. The AUTH string is never read from an environment value: an environment is shown by ``gcloud run
+services describe`` to anyone with ``run.services.get``, a mounted secret is not.
 """
 
 from __future__ import annotations
@@ -25,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.variables import declare
 
 DEFAULT_WAIT_TIMEOUT_MS = 500
 MAX_WAIT_TIMEOUT_MS = 60_000
@@ -32,6 +20,28 @@ MAX_WAIT_TIMEOUT_MS = 60_000
 REDIS_VARIABLES = ("DEDUP_REDIS_URL", "DEDUP_REDIS_AUTH_FILE", "DEDUP_REDIS_CA_FILE", "DEDUP_REDIS_WAIT_TIMEOUT_MS")
 #: Variables that would hold the AUTH string in plain sight: refused.
 PLAIN_SECRET_VARIABLES = ("DEDUP_REDIS_PASSWORD", "DEDUP_REDIS_AUTH")
+
+declare("DEDUP_REDIS_URL", "store", """
+    With `DEDUP_STORE=redis`: `redis://HOST:PORT/DB`, or `rediss://HOST:PORT/DB` for TLS (Memorystore's in-transit
+    encryption, port 6378). A password in it is refused at start-up: the AUTH string is mounted
+    (`DEDUP_REDIS_AUTH_FILE`). See [Memorystore](../stores.md#memorystore-for-redis).""",
+        component="the store's `rediss://` URL (a job on a `DedupStore` of kind `memorystore`)")
+declare("DEDUP_REDIS_AUTH_FILE", "store", """
+    Path of a file holding the Redis AUTH string (a Secret Manager secret mounted as a volume), read once at
+    start-up, its trailing newline stripped.""",
+        component="the mounted AUTH secret's path")
+declare("DEDUP_REDIS_CA_FILE", "store", """
+    PEM file of the CA that signed the Redis server's certificate (Memorystore's server CA), for `rediss://` only.""",
+        component="the mounted server-CA secret's path")
+declare("DEDUP_REDIS_WAIT_TIMEOUT_MS", "store", f"""
+    How long a write that decides a run (claim, takeover, completion, failure) waits for one replica's
+    acknowledgement (`WAIT 1 <ms>`) where the instance has replicas, 0 to {MAX_WAIT_TIMEOUT_MS} milliseconds; 0 turns
+    `WAIT` off. Must stay under `DEDUP_STORE_TIMEOUT_SECONDS`. A write no replica acknowledged counts as unanswered:
+    the handler reads it back and decides by attempt id.""",
+        default=str(DEFAULT_WAIT_TIMEOUT_MS), component="the store's `wait_timeout_ms` (default 500)")
+for _name in PLAIN_SECRET_VARIABLES:
+    declare(_name, "renamed", "Refused at start-up: the Redis AUTH string is never an environment value; mount it "
+                              "and name the file in `DEDUP_REDIS_AUTH_FILE`.")
 _SECRET_FIX = ("put the AUTH string in Secret Manager, mount it into the service as a file and set "
                "DEDUP_REDIS_AUTH_FILE to its path (the component does this)")
 

@@ -222,7 +222,7 @@ STORE_EXPORTS = {"project": "my-project-id", "database_id": "scheduler-dedup", "
 
 
 def test_root_program_store_stack_then_a_job_stack_that_names_it() -> None:
-    """The README's flow: `pulumi up` the store stack once, then a job stack whose config names it (two lines)."""
+    """The deploying page's flow: `pulumi up` the store stack once, then a job stack whose config names it (two lines)."""
     store = run_stack_config(ROOT / "Pulumi.example-store.yaml")
     assert store.exports == {
         "project": "my-project-id", "database_id": "scheduler-dedup", "location": "eur3",
@@ -328,9 +328,9 @@ def test_store_inputs_are_checked_naming_the_field(args: dict[str, Any], field: 
 
 
 def test_the_readmes_one_program_snippet_runs_under_mocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The "One store, many jobs" Python snippet of the README, as written, with the job folders it names."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### One store, many jobs"):]
+    """The "One store, many jobs" Python snippet of the deploying page, as written, with the job folders it names."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "deploying.md").read_text()
+    section = page[page.index("## One store, many jobs"):]
     snippet = section[section.index("```python\n") + len("```python\n"):]
     snippet = snippet[:snippet.index("```")]
     for name in ("nightly-report", "hourly-sync"):
