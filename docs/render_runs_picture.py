@@ -1,4 +1,4 @@
-"""Render docs/runs-table.svg, the README's picture of the run history table, from a real local run.
+"""Render docs/runs-table.svg, the monitoring page's picture of the run history table, from a real local run.
 
 ``python docs/render_runs_picture.py`` runs ``scheduler-dedup run-local`` on a small job (one run fails,
 one result is too large to store, one instance is killed mid-job, one fire time is skipped) and saves

@@ -24,6 +24,7 @@ from scheduler_dedup.handler.errors import StoreError, store_failure
 from scheduler_dedup.handler.idempotency import Outcome, RunOutcome
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.safe_text import exception_text
+from scheduler_dedup.handler.statuses import DELIVERY, code
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -85,7 +86,7 @@ def json_response(body: Mapping[str, Any], status: int, headers: Mapping[str, st
         text = json.dumps(body, allow_nan=False)
     except Exception as exc:  # TypeError, ValueError (NaN), RecursionError...
         log.error("answer body is not JSON: %s", exc, extra={LogField.OUTCOME: "internal_error"})
-        text, status, headers = json.dumps(internal_error_body(exc)), 500, None
+        text, status, headers = json.dumps(internal_error_body(exc)), code(DELIVERY, "internal_error"), None
     return flask.Response(text, status=status, headers=dict(headers or {}), mimetype="application/json")
 
 
@@ -98,6 +99,6 @@ def json_errors(view: Callable[[flask.Request], flask.Response]) -> Callable[[fl
             return view(request)
         except Exception as exc:
             log.exception("unexpected error while answering a request", extra={LogField.OUTCOME: "internal_error"})
-            return json_response(internal_error_body(exc), 500)
+            return json_response(internal_error_body(exc), code(DELIVERY, "internal_error"))
 
     return wrapper

@@ -21,6 +21,7 @@ from scheduler_dedup.handler.startup import read_startup_settings
 from scheduler_dedup.handler.stores import open_store
 from scheduler_dedup.handler.targets import build_target, google_api_session
 from scheduler_dedup.handler.trust_premise import ServicePremise
+from scheduler_dedup.handler.variables import declared
 
 
 def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable[[flask.Request], flask.Response]:
@@ -41,7 +42,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     Raises:
         ConfigError: a ``DEDUP_*`` variable or ``GOOGLE_CLOUD_PROJECT`` is invalid.
     """
-    env = os.environ if environ is None else environ
+    env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
     configure_logging()
     startup = read_startup_settings(env)  # the checks the component and the policy pack make too
     settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth

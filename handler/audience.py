@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 HostKind = Literal["cloud_run", "cloud_functions", "other"]
 
-#: What each host kind accepts as ``aud``, for documentation (README, docs/targets-and-auth.md).
+#: What each host kind accepts as ``aud``, for documentation (docs/targets-and-auth.md).
 HOST_KINDS: dict[HostKind, str] = {
     "cloud_run": "*.run.app: the service URL (origin, with or without a trailing '/') or a custom audience",
     "cloud_functions": "*.cloudfunctions.net: the full function URL https://REGION-PROJECT.cloudfunctions.net/FUNCTION",

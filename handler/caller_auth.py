@@ -70,6 +70,8 @@ from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.run_key import HeaderSource
 from scheduler_dedup.handler.safe_text import scrub_secrets
+from scheduler_dedup.handler.statuses import DELIVERY, code
+from scheduler_dedup.handler.variables import declared
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -130,6 +132,7 @@ class CallerAuthSettings:
                 caller is not a service account (:func:`~scheduler_dedup.handler.callers.normalise_caller`),
                 or ``DEDUP_TRUST_CLOUD_RUN_IAM`` is not ``true``/``false`` or is true with verification off.
         """
+        env = declared(env)
         audiences = split_audiences(env.get("DEDUP_OIDC_AUDIENCE", ""))
         raw_callers = env.get("DEDUP_ALLOWED_CALLERS", "")
         trust = env.get("DEDUP_TRUST_CLOUD_RUN_IAM", "false").strip().lower()
@@ -194,11 +197,11 @@ def identity_token(headers: HeaderSource) -> tuple[str, str]:
     header = SERVERLESS_AUTHORIZATION if SERVERLESS_AUTHORIZATION.lower() in found else AUTHORIZATION
     values = found.get(header.lower(), [])
     if len(values) > 1 or any("," in value for value in values):  # WSGI servers comma-join repeated headers
-        raise CallerRefused(_refuse(401, "unauthorized", f"{header} is sent more than once; send one bearer token"))
+        raise CallerRefused(_refuse("unauthorized", f"{header} is sent more than once; send one bearer token"))
     scheme, _, token = (values[0] if values else "").strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise CallerRefused(_refuse(
-            401, "unauthorized", f"missing {AUTHORIZATION}: Bearer <Google-signed OIDC ID token> (or "
+            "unauthorized", f"missing {AUTHORIZATION}: Bearer <Google-signed OIDC ID token> (or "
             f"{SERVERLESS_AUTHORIZATION}); give the Scheduler job an oidc_token with the handler's audience"))
     return header, token.strip()
 
@@ -313,7 +316,7 @@ class OidcVerifier:
         if self.settings.trust_cloud_run_iam and self.premise is not None:
             reason = self.premise.refusal_reason()
             if reason is not None:
-                return _refuse(401, "unauthorized", f"DEDUP_TRUST_CLOUD_RUN_IAM=true is refused: {reason}")
+                return _refuse("unauthorized", f"DEDUP_TRUST_CLOUD_RUN_IAM=true is refused: {reason}")
         try:
             header_name, token = identity_token(headers)
         except CallerRefused as refused:
@@ -321,13 +324,13 @@ class OidcVerifier:
         try:
             jose, claims, signature = _decode_unverified(token)
         except ValueError as exc:
-            return _refuse(401, "unauthorized", f"{header_name} holds no valid ID token: {exc}")
+            return _refuse("unauthorized", f"{header_name} holds no valid ID token: {exc}")
         problem = token_problem(jose, claims, self.settings.audiences)
         if problem is not None:
-            return _refuse(401, "unauthorized", f"{header_name} holds no valid ID token: {problem}")
+            return _refuse("unauthorized", f"{header_name} holds no valid ID token: {problem}")
         if signature == REMOVED_SIGNATURE:
             if not self.settings.trust_cloud_run_iam:
-                return _refuse(401, "unauthorized", f"the ID token in {header_name} had its signature removed by Cloud "
+                return _refuse("unauthorized", f"the ID token in {header_name} had its signature removed by Cloud "
                                "Run, so it cannot be checked here: set DEDUP_TRUST_CLOUD_RUN_IAM=true if this service "
                                "enforces Cloud Run IAM (no allUsers invoker)")
         else:
@@ -338,21 +341,21 @@ class OidcVerifier:
             except google.auth.exceptions.TransportError as exc:
                 log.error("could not fetch OIDC certificates: %s", scrub_secrets(str(exc)),
                           extra={LogField.OUTCOME: "auth_unavailable"})
-                return _refuse(500, "auth_unavailable", "could not fetch the token-signing certificates; retry")
+                return _refuse("auth_unavailable", "could not fetch the token-signing certificates; retry")
             except (ValueError, google.auth.exceptions.GoogleAuthError) as exc:
-                return _refuse(401, "unauthorized", f"{header_name} holds no valid ID token: "
+                return _refuse("unauthorized", f"{header_name} holds no valid ID token: "
                                f"{_library_reason(exc)}")
         return self._caller_problem(claims)
 
     def _caller_problem(self, claims: Mapping[str, Any]) -> Refusal | None:
         """The checks on who the token names: Google issuer, verified and allowed email."""
         if claims.get("iss") not in GOOGLE_ISSUERS:
-            return _refuse(401, "unauthorized", f"ID token issuer {str(claims.get('iss'))[:200]!r} is not Google")
+            return _refuse("unauthorized", f"ID token issuer {str(claims.get('iss'))[:200]!r} is not Google")
         email = str(claims.get("email") or "").lower()
         if not email or claims.get("email_verified") is not True:
-            return _refuse(403, "forbidden", "ID token has no verified email; use a service account's OIDC token")
+            return _refuse("forbidden", "ID token has no verified email; use a service account's OIDC token")
         if email not in self.settings.allowed_callers:
-            return _refuse(403, "forbidden", f"caller {email[:320]} is not in DEDUP_ALLOWED_CALLERS")
+            return _refuse("forbidden", f"caller {email[:320]} is not in DEDUP_ALLOWED_CALLERS")
         return None
 
 
@@ -391,7 +394,9 @@ def _library_reason(exc: BaseException) -> str:
     return text[:200]
 
 
-def _refuse(status: int, kind: str, error: str) -> Refusal:
+def _refuse(kind: str, error: str) -> Refusal:
+    """The answer ``kind`` (``unauthorized``, ``forbidden``, ``auth_unavailable``) with its delivery status code."""
     error = scrub_secrets(error)
+    status = code(DELIVERY, kind)
     log.warning("refused caller: %s", error, extra={LogField.OUTCOME: kind, LogField.HTTP_STATUS: status})
     return {"status": kind, "error": error}, status

@@ -11,6 +11,11 @@ from datetime import datetime, timezone
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.run_key import PROJECT_ID_RE
+from scheduler_dedup.handler.stores.redis_config import (DEFAULT_WAIT_TIMEOUT_MS as DEFAULT_REDIS_WAIT_TIMEOUT_MS,
+                                                        check_redis_settings, plain_secret_problem,
+                                                        wait_timeout_ms_from_env)
+from scheduler_dedup.handler.stores.spanner_config import check_spanner_settings
+from scheduler_dedup.handler.variables import declared
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
 MAX_RETENTION_SECONDS = 10 * 365 * 86400
@@ -23,10 +28,8 @@ DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
 DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
 DEFAULT_STORE_TIMEOUT_SECONDS = 20
 #: ``DEDUP_STORE`` values: the run stores of :mod:`scheduler_dedup.handler.stores`.
-STORE_KINDS = ("firestore", "spanner")
+STORE_KINDS = ("firestore", "redis", "spanner")
 DEFAULT_STORE = "firestore"
-#: The settings that name a Spanner store's database (``DEDUP_STORE=spanner``).
-SPANNER_SETTINGS = ("DEDUP_SPANNER_INSTANCE", "DEDUP_SPANNER_DATABASE")
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
@@ -46,12 +49,11 @@ class Settings:
 
     Attributes:
         project: Google Cloud project id of the run store (``GOOGLE_CLOUD_PROJECT``).
-        store: the run store (``DEDUP_STORE``): ``firestore`` (default) or ``spanner``.
+        store: the run store (``DEDUP_STORE``): ``firestore`` (default), ``redis`` (Memorystore for Redis) or
+            ``spanner``.
         database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``; Firestore only).
         collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``); on Spanner the
             table's name.
-        spanner_instance: Spanner instance id (``DEDUP_SPANNER_INSTANCE``; required with ``DEDUP_STORE=spanner``).
-        spanner_database: Spanner database id (``DEDUP_SPANNER_DATABASE``; required with ``DEDUP_STORE=spanner``).
         lease_seconds: how long a claim stays live without renewal (``DEDUP_LEASE_SECONDS``,
             default 300, the Cloud Run request timeout's default). The lease is renewed every
             ``lease_seconds / 3`` while the job runs; a crashed attempt's lease expires this long
@@ -88,6 +90,12 @@ class Settings:
             (``DEDUP_SERVICE``; the component sets it). Required with ``DEDUP_TRUST_CLOUD_RUN_IAM=true``: the handler
             reads the service's IAM policy and ``invokerIamDisabled`` through the Cloud Run Admin API
             (``DEDUP_RUN_API``) to prove that Cloud Run IAM guards it (:mod:`scheduler_dedup.handler.trust_premise`).
+        redis_url, redis_auth_file, redis_ca_file, redis_wait_timeout_ms: the Redis store's
+            ``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE``, ``DEDUP_REDIS_CA_FILE`` and
+            ``DEDUP_REDIS_WAIT_TIMEOUT_MS`` (:mod:`scheduler_dedup.handler.stores.redis_config`).
+        spanner_instance, spanner_database: the Spanner store's ``DEDUP_SPANNER_INSTANCE`` and
+            ``DEDUP_SPANNER_DATABASE``, required with ``DEDUP_STORE=spanner`` ("" when unset;
+            :mod:`scheduler_dedup.handler.stores.spanner_config`).
     """
 
     project: str
@@ -104,6 +112,10 @@ class Settings:
     key_local_time: bool = False
     scheduler_job: str | None = None
     service: str | None = None
+    redis_url: str | None = None
+    redis_auth_file: str | None = None
+    redis_ca_file: str | None = None
+    redis_wait_timeout_ms: int = DEFAULT_REDIS_WAIT_TIMEOUT_MS
     spanner_instance: str = ""
     spanner_database: str = ""
 
@@ -122,12 +134,8 @@ class Settings:
                 f"DEDUP_DATABASE={self.database!r} is not a Firestore database id: use (default) or 4-63 "
                 "characters of lower-case letters, digits and '-', starting with a letter"
             )
-        if self.store == "spanner":
-            self._check_spanner()
-        elif self.spanner_instance or self.spanner_database:
-            names = [n for n, v in zip(SPANNER_SETTINGS, (self.spanner_instance, self.spanner_database)) if v]
-            raise ConfigError(f"{' and '.join(names)} set, but DEDUP_STORE={self.store}: set DEDUP_STORE=spanner to use "
-                              f"that Spanner database, or remove {' and '.join(names)}")
+        check_spanner_settings(self.store, self.spanner_instance, self.spanner_database, self.database,
+                               self.collection, DEFAULT_DATABASE)
         if not _COLLECTION_RE.match(self.collection) or self.collection.startswith("__"):
             raise ConfigError(
                 f"DEDUP_COLLECTION={self.collection!r} is not a top-level collection id: use a name without '/' "
@@ -170,28 +178,13 @@ class Settings:
                 f"DEDUP_SERVICE={self.service[:200]!r} is not a Cloud Run service's full name: use "
                 "projects/PROJECT_ID/locations/REGION/services/SERVICE (this service's own name)"
             )
+        check_redis_settings(self.store, self.redis_url, self.redis_auth_file, self.redis_ca_file,
+                             self.redis_wait_timeout_ms, self.store_timeout_seconds)
         if not is_iana_time_zone(self.time_zone):
             raise ConfigError(
                 f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
                 f"zone, e.g. {DEFAULT_TIME_ZONE} or Europe/Berlin"
             )
-
-    def _check_spanner(self) -> None:
-        from scheduler_dedup.handler.stores import spanner_schema
-
-        missing = [n for n, v in zip(SPANNER_SETTINGS, (self.spanner_instance, self.spanner_database)) if not v]
-        if missing:
-            raise ConfigError(f"DEDUP_STORE=spanner needs {' and '.join(missing)}: set the Spanner instance and database "
-                              "ids that hold the run records' table (`scheduler-dedup store init --store spanner` "
-                              "creates the table)")
-        if self.database != DEFAULT_DATABASE:
-            raise ConfigError(f"DEDUP_DATABASE={self.database!r} names a Firestore database, but DEDUP_STORE=spanner: "
-                              "name the Spanner database in DEDUP_SPANNER_DATABASE and remove DEDUP_DATABASE")
-        problem = (spanner_schema.instance_id_problem(self.spanner_instance)
-                   or spanner_schema.database_id_problem(self.spanner_database)
-                   or spanner_schema.table_name_problem(self.collection))
-        if problem:
-            raise ConfigError(problem)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -200,7 +193,7 @@ class Settings:
         Raises:
             ConfigError: a variable is missing or invalid; the message names it and the fix.
         """
-        env = os.environ if environ is None else environ
+        env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
         project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or ""
         if not project:
             raise ConfigError(
@@ -210,6 +203,9 @@ class Settings:
         if "DEDUP_FIRESTORE_TIMEOUT_SECONDS" in env:
             raise ConfigError("DEDUP_FIRESTORE_TIMEOUT_SECONDS was renamed DEDUP_STORE_TIMEOUT_SECONDS (it bounds "
                               "every store's calls): rename the variable, keeping its value")
+        plain_secret = plain_secret_problem(env)
+        if plain_secret:
+            raise ConfigError(plain_secret)
         return cls(
             project=project,
             store=env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE,
@@ -225,6 +221,10 @@ class Settings:
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
             scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
             service=env.get("DEDUP_SERVICE", "").strip() or None,
+            redis_url=env.get("DEDUP_REDIS_URL", "").strip() or None,
+            redis_auth_file=env.get("DEDUP_REDIS_AUTH_FILE", "").strip() or None,
+            redis_ca_file=env.get("DEDUP_REDIS_CA_FILE", "").strip() or None,
+            redis_wait_timeout_ms=wait_timeout_ms_from_env(env),
             spanner_instance=env.get("DEDUP_SPANNER_INSTANCE", "").strip(),
             spanner_database=env.get("DEDUP_SPANNER_DATABASE", "").strip(),
         )

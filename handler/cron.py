@@ -22,12 +22,15 @@ lists every candidate instant and lets a run at any of them count (see :class:`F
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import re
 import zoneinfo
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
+from typing import Any
 
 from croniter import CroniterBadDateError, croniter
 
@@ -69,30 +72,259 @@ def groc_to_unix_cron(schedule: str) -> str | None:
     return None
 
 
+#: Field order, names and value ranges of five-field unix-cron, as Cloud Scheduler's cron page gives them
+#: (section "Cron job format": minute 0-59, hour 0-23, day of the month 1-31, month 1-12 or JAN to DEC,
+#: day of the week "0-6 (or SUN to SAT; or 7 for Sunday)").
+_FIELDS: tuple[tuple[str, int, int], ...] = (
+    ("minute", 0, 59), ("hour", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12), ("day-of-week", 0, 7),
+)
+_DOM, _DOW = 2, 4
+_MONTH_NAMES = {name: n for n, name in enumerate(
+    ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"), start=1)}
+_DOW_NAMES = {name: n for n, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))}
+_VALUE = r"(\d+|[A-Za-z]{3})"
+_ITEM = re.compile(rf"^(?:(?P<star>\*)|(?P<start>{_VALUE})(?:-(?P<end>{_VALUE}))?)(?:/(?P<step>\d+))?$")
+
+
+class _Unparsed(ValueError):
+    """A field item outside plain unix-cron (an extension, a bad name or number, a value out of range)."""
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One comma-separated item of a field, parsed: ``*``, ``a``, ``a-b``, each with an optional ``/step``."""
+
+    text: str
+    start: int | None  # None for '*'
+    end: int | None  # the range's end; None for '*' and for a single value (``a`` or ``a/step``)
+    step: int | None
+
+    @property
+    def reversed(self) -> bool:
+        return self.start is not None and self.end is not None and self.end < self.start
+
+
+def _value(text: str, field: int) -> int:
+    name, low, high = _FIELDS[field]
+    names = _MONTH_NAMES if field == 3 else _DOW_NAMES if field == _DOW else {}
+    if text.isdigit():
+        value = int(text)
+    elif text.upper() in names:
+        value = names[text.upper()]
+    else:
+        raise _Unparsed(f"{text!r} is not a {name} value")
+    if not low <= value <= high:
+        raise _Unparsed(f"{name} {value} is outside {low}-{high}")
+    return value
+
+
+def _items(text: str, field: int) -> list[_Item]:
+    items = []
+    for part in text.split(","):
+        match = _ITEM.match(part)
+        if not match:
+            raise _Unparsed(f"{part!r} is not a unix-cron item")
+        step = int(match["step"]) if match["step"] else None
+        if step is not None and step < 1:
+            raise _Unparsed(f"step {step} in {part!r} must be at least 1")
+        if match["star"]:
+            items.append(_Item(part, None, None, step))
+        else:
+            items.append(_Item(part, _value(match["start"], field),
+                               _value(match["end"], field) if match["end"] else None, step))
+    return items
+
+
+def _expand(item: _Item, field: int, *, dow_end: int = 6, wrap: bool = True) -> set[int]:
+    """The values of ``item`` by the cron page's rules: ``*`` is first-last, a range is inclusive, ``/n`` skips
+    through it. A single value with a step (``a/n``) steps to the field's end (``dow_end`` for day-of-week: the
+    page does not say whether it is 6 or 7). A reversed range wraps past the end (``wrap``) or is empty."""
+    _, low, high = _FIELDS[field]
+    if field == _DOW:
+        high = 6  # '*' stands for first-last: 0-6; 7 (Sunday again) only where written
+    step = item.step or 1
+    if item.start is None:
+        values = list(range(low, high + 1, step))
+    elif item.end is None:
+        last = max(item.start, dow_end) if field == _DOW else high
+        values = list(range(item.start, last + 1, step)) if item.step else [item.start]
+    elif item.end >= item.start:
+        values = list(range(item.start, item.end + 1, step))
+    elif wrap:
+        top = 7 if field == _DOW else high
+        span = list(range(item.start, top + 1)) + list(range(low, item.end + 1))
+        values = span[::step]
+    else:
+        values = []
+    return {v % 7 if field == _DOW else v for v in values}
+
+
+@dataclass(frozen=True)
+class CronReading:
+    """One unambiguous reading of a schedule, in the form croniter evaluates as the cron page says.
+
+    Attributes:
+        expression: five fields, each ``*`` or an explicit list of values (day-of-week 0-6, Sunday 0), so none
+            of croniter's own parsing of ranges, steps, names or 7 is used (it reads ``7-7`` and any ``a-a`` in
+            any field as every value, and ``7/2`` in day-of-week as 0,2,4,6); ``""`` for a reading that never
+            fires (a backwards range read as empty).
+        day_or: True when the two day fields are ORed (both restricted), False when both must match.
+    """
+
+    expression: str
+    day_or: bool
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    fields: tuple[str, ...]
+    items: tuple[tuple[_Item, ...], ...]
+
+
+def _parse(schedule: str) -> _Parsed:
+    fields = tuple(" ".join(schedule.split()).split(" "))
+    if len(fields) != 5:
+        raise _Unparsed(f"{len(fields)} fields")
+    return _Parsed(fields, tuple(tuple(_items(text, n)) for n, text in enumerate(fields)))
+
+
+def _field_text(values: set[int]) -> str:
+    return ",".join(str(v) for v in sorted(values))
+
+
+def _unsettled(parsed: _Parsed) -> list[tuple[str, list[tuple[int, dict[str, Any]]]]]:
+    """The forms of ``parsed`` that Cloud Scheduler's cron page does not settle, each with its alternative
+    readings: ``(message, [(field, expand options) or (-1, {"day_or": bool})])``."""
+    found: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
+    text = " ".join(parsed.fields)
+    for field, items in enumerate(parsed.items):
+        name = _FIELDS[field][0]
+        for item in items:
+            if item.reversed:
+                wrapped = _field_text(_expand(item, field))
+                found.append((
+                    f"{text!r}: the {name} range {item.text!r} runs backwards. Cloud Scheduler's cron page says only "
+                    "that \"ranges are two numbers separated with a hyphen (-) and the specified range is inclusive\", "
+                    "not whether a range wraps past the field's end (croniter wraps it, cronsim and Vixie cron refuse "
+                    f"it): write the values out, e.g. {wrapped!r} for the wrapped reading",
+                    [(field, {"wrap": True}), (field, {"wrap": False})]))
+            elif field == _DOW and item.start is not None and item.end is None and item.step:
+                six, seven = (_expand(item, field, dow_end=end) for end in (6, 7))
+                if six != seven:
+                    found.append((
+                        f"{text!r}: the day-of-week step {item.text!r} runs from {item.start} to the field's end, which "
+                        "the cron page does not fix (\"0-6 (or SUN to SAT; or 7 for Sunday)\"): it is "
+                        f"{_field_text(six)!r} to 6 and also Sunday to 7; write "
+                        f"'{item.start}-6/{item.step}' or '{item.start}-7/{item.step}'",
+                        [(field, {"dow_end": 6}), (field, {"dow_end": 7})]))
+    dom, dow = parsed.fields[_DOM], parsed.fields[_DOW]
+    starred = [f for f in (_DOM, _DOW) if parsed.fields[f].startswith("*") and parsed.fields[f] != "*"]
+    if starred and "*" not in (dom, dow):
+        starred_name = _FIELDS[starred[0]][0]
+        other = _FIELDS[_DOW if starred[0] == _DOM else _DOM][0]
+        spelled = parsed.fields[starred[0]]
+        rewrite = ("1-31" if starred[0] == _DOM else "0-6") + spelled[1:]
+        found.append((
+            f"{text!r}: {starred_name} {spelled!r} starts with '*' while {other} is restricted. The cron page ORs the two day "
+            "fields \"unless one of these fields is marked as unrestricted by the asterisk (*)\", and does not say "
+            f"whether {spelled!r} is so marked: by the OR reading (croniter's) it fires on days matching either "
+            "field, by Vixie cron's (cronsim's) only on days matching both. Run history accepts either; write "
+            f"{rewrite!r} for the OR reading",
+            [(-1, {"day_or": True}), (-1, {"day_or": False})]))
+    return found
+
+
+#: At most this many readings are evaluated (each unsettled form doubles them).
+_MAX_READINGS = 8
+
+
+def cron_readings(schedule: str) -> tuple[CronReading, ...]:
+    """Every reading of ``schedule`` the cron page allows: one when the page settles every form, more when it is
+    silent on one (:func:`unsettled_cron_forms`). Fire times of every reading are required; fire times of only some
+    are accepted but not required (:attr:`FireTime.ambiguous`).
+
+    Raises:
+        ValueError: ``schedule`` is not plain five-field unix-cron (:func:`unix_cron_problem` says why).
+    """
+    try:
+        parsed = _parse(schedule)
+    except _Unparsed as error:
+        raise ValueError(f"schedule {schedule!r}: {error}") from None
+    choices = [alternatives for _, alternatives in _unsettled(parsed)]
+    readings: list[CronReading] = []
+    for picked in itertools.islice(itertools.product(*choices), _MAX_READINGS):
+        options: dict[int, dict[str, Any]] = {}
+        day_or = "*" not in (parsed.fields[_DOM], parsed.fields[_DOW])
+        for field, option in picked:
+            if field < 0:
+                day_or = bool(option["day_or"])
+            else:
+                options.setdefault(field, {}).update(option)
+        fields = []
+        for number, (text, items) in enumerate(zip(parsed.fields, parsed.items)):
+            if text == "*":
+                fields.append("*")
+                continue
+            values = set().union(*(_expand(item, number, **options.get(number, {})) for item in items))
+            fields.append(_field_text(values) if values else "")
+        # a reversed range read as empty leaves its field empty: that reading never fires
+        reading = CronReading("" if "" in fields else " ".join(fields), day_or)
+        if reading not in readings:
+            readings.append(reading)
+    return tuple(readings)
+
+
+def unsettled_cron_forms(schedule: str) -> list[str]:
+    """What in ``schedule`` Cloud Scheduler's cron page does not settle, one message each (with the rewrite that
+    settles it), or [] when it settles everything. Preview flags these instead of guessing.
+
+    The forms: a range that runs backwards (``22-2``); a day-of-week ``a/n`` whose end (6, or 7 for Sunday)
+    changes its days; a ``*``-prefixed step in one day field while the other is restricted (``0 0 */2 * 1``).
+    A schedule that is not plain unix-cron has none (:func:`unix_cron_problem` refuses it).
+    """
+    try:
+        return [message for message, _ in _unsettled(_parse(schedule))]
+    except _Unparsed:
+        return []
+
+
+def _croniter(reading: CronReading, start: datetime, **kwargs: Any) -> croniter:
+    return croniter(reading.expression, start, day_or=reading.day_or, **kwargs)
+
+
 _NAMES = re.compile(r"(?i)(MON|TUE|WED|THU|FRI|SAT|SUN|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)")
 _PLAIN_FIELD = re.compile(r"[0-9*/,-]+")
+_EXTENDED_FIELD = re.compile(r"[0-9*/,\-LWH#?]+")
 
 
 def unix_cron_problem(schedule: str) -> str | None:
     """What is wrong with ``schedule`` for Cloud Scheduler, with the fix, or None if it is fine.
 
     Examples: ``every 10 minutes`` -> "... a groc (App Engine cron) schedule ...: write '*/10 * * * *'";
-    ``0 0 L * *`` -> "... uses cron extensions ..."; ``0 9 * * WED`` -> None.
+    ``0 0 L * *`` -> "... uses cron extensions ..."; ``0 9 * * WED`` -> None. Forms the cron page does not
+    settle (``0 22-2 * * *``) are not problems: :func:`unsettled_cron_forms` flags them.
     """
     text = " ".join(schedule.split())
     if text.lower() in _MACROS:
         return f"{schedule!r} is a cron macro, not unix-cron: write {_MACROS[text.lower()]!r}"
-    if text.lower().startswith("every ") or not croniter.is_valid(text):
+    fields = [_NAMES.sub("0", f) for f in text.split(" ")]
+    extended = len(fields) in (5, 6, 7) and all(_EXTENDED_FIELD.fullmatch(f) for f in fields)
+    if text.lower().startswith("every ") or not extended:
         suggestion = groc_to_unix_cron(text)
         hint = (f"write {suggestion!r}" if suggestion else
                 "write five unix-cron fields 'minute hour day-of-month month day-of-week', e.g. '*/15 * * * *'")
         kind = "a groc (App Engine cron) schedule" if text.lower().startswith("every ") else "not a valid unix-cron expression"
         return f"{schedule!r} is {kind}; Cloud Scheduler needs unix-cron (it sends X-CloudScheduler-ScheduleTime only then): {hint}"
-    fields = text.split()
-    if len(fields) != 5 or not all(_PLAIN_FIELD.fullmatch(_NAMES.sub("0", f)) for f in fields):
+    if len(fields) != 5 or not all(_PLAIN_FIELD.fullmatch(f) for f in fields):
         return (f"{schedule!r} uses cron extensions Cloud Scheduler does not accept (a seconds or year field, L, W, "
                 "#, ?, H): write five plain unix-cron fields, e.g. '*/15 * * * *'")
-    if not _fires(text):
+    try:
+        _parse(text)
+    except _Unparsed as error:
+        return (f"{schedule!r} is not a valid unix-cron expression: {error}; write five unix-cron fields 'minute hour "
+                "day-of-month month day-of-week' within Cloud Scheduler's ranges (minute 0-59, hour 0-23, day-of-month "
+                "1-31, month 1-12 or JAN to DEC, day-of-week 0-6 or SUN to SAT, 7 is Sunday too), e.g. '*/15 * * * *'")
+    if not any(_fires(reading) for reading in cron_readings(text)):
         return (f"{schedule!r} never fires: no date matches its day-of-month and month fields (such as 31 February "
                 "or 31 April), so the job would never run; use a day every listed month has, e.g. '0 0 28 2 *'")
     return None
@@ -103,11 +335,12 @@ def unix_cron_problem(schedule: str) -> str | None:
 _FIRE_SEARCH_YEARS = 8
 
 
-def _fires(schedule: str) -> bool:
-    """True if a valid five-field ``schedule`` has any fire time (a bounded croniter search from a fixed date;
-    the day-of-month/day-of-week "or" rule of unix-cron applies, as in croniter)."""
+def _fires(reading: CronReading) -> bool:
+    """True if ``reading`` has any fire time (a bounded croniter search from a fixed date)."""
+    if not reading.expression:
+        return False
     try:
-        croniter(schedule, datetime(2024, 1, 1), max_years_between_matches=_FIRE_SEARCH_YEARS).get_next(datetime)
+        _croniter(reading, datetime(2024, 1, 1), max_years_between_matches=_FIRE_SEARCH_YEARS).get_next(datetime)
     except CroniterBadDateError:
         return False
     return True
@@ -150,16 +383,21 @@ class FireTime:
             change, with the offset after it, and the first wall-clock time after the gap. Cloud
             Scheduler's docs do not say which it uses (module docstring), so any of them counts.
         dst: ``""`` (ordinary), ``"repeated"`` or ``"skipped"``.
+        ambiguous: True when only some readings of the schedule fire then (:func:`cron_readings`: a form
+            Cloud Scheduler's cron page does not settle, such as ``0 0 */2 * 1``): a run then is accepted,
+            its absence is not missed.
     """
 
     local_time: datetime
     candidates: tuple[datetime, ...]
     dst: str = REGULAR
+    ambiguous: bool = False
 
     @property
     def required(self) -> bool:
-        """False for a skipped wall-clock time: the docs allow that it does not run at all."""
-        return self.dst != SKIPPED
+        """False for a skipped wall-clock time (the docs allow that it does not run at all) and for a time only
+        some readings of the schedule fire at (:attr:`ambiguous`)."""
+        return self.dst != SKIPPED and not self.ambiguous
 
     @property
     def first(self) -> datetime:
@@ -190,11 +428,26 @@ def fire_time_at(local: datetime, tz: zoneinfo.ZoneInfo) -> FireTime:
     return FireTime(local, tuple(sorted({early, late, _utc(after_gap, tz, 0)})), SKIPPED)
 
 
+def _wall_clock(readings: tuple[CronReading, ...], start: datetime) -> Iterator[tuple[datetime, bool]]:
+    """The naive wall-clock fire times of every reading after ``start``, oldest first, each once, with True when
+    every reading has it."""
+    def stream(reading: CronReading) -> Iterator[datetime]:
+        it = _croniter(reading, start)
+        while True:
+            yield it.get_next(datetime)
+
+    merged = heapq.merge(*(stream(reading) for reading in readings if reading.expression))
+    for local, group in itertools.groupby(merged):
+        yield local, sum(1 for _ in group) == len(readings)
+
+
 def fire_times(schedule: str, time_zone: str, since: datetime, until: datetime) -> Iterator[FireTime]:
     """The fire times of ``schedule`` in ``time_zone`` with a candidate instant in ``[since, until)``, oldest first.
 
-    The schedule is evaluated on the zone's wall clock with croniter (as Cloud Scheduler runs on wall
-    clock time), then each wall-clock time is turned into its candidate instants (:class:`FireTime`).
+    The schedule is read as Cloud Scheduler's cron page says (:class:`CronReading`; where the page is silent,
+    every reading it allows, :func:`cron_readings`) and evaluated on the zone's wall clock with croniter (as
+    Cloud Scheduler runs on wall clock time), then each wall-clock time is turned into its candidate instants
+    (:class:`FireTime`).
 
     Args:
         schedule: a unix-cron expression Cloud Scheduler accepts (:func:`unix_cron_problem` is None).
@@ -214,16 +467,17 @@ def fire_times(schedule: str, time_zone: str, since: datetime, until: datetime) 
     if since.tzinfo is None or until.tzinfo is None:
         raise ValueError("since and until must be aware datetimes (with a UTC offset)")
     tz = zoneinfo.ZoneInfo(time_zone)
+    readings = cron_readings(schedule)
     # Walk the wall clock from a day before the window (no zone is more than a day off its own
     # wall clock at a transition), so fire times whose later candidate falls in the window are found.
     start = since.astimezone(tz).replace(tzinfo=None) - timedelta(days=1)
     end = until.astimezone(tz).replace(tzinfo=None) + timedelta(days=1)
-    it = croniter(" ".join(schedule.split()), start - timedelta(microseconds=1))
-    while True:
-        local = it.get_next(datetime)
+    for local, settled in _wall_clock(readings, start - timedelta(microseconds=1)):
         if local >= end:
             return
         fire = fire_time_at(local, tz)
+        if not settled:
+            fire = replace(fire, ambiguous=True)
         if any(since <= c < until for c in fire.candidates):
             yield fire
 
@@ -232,3 +486,110 @@ def is_fire_time(schedule: str, time_zone: str, instant: datetime) -> bool:
     """True if ``instant`` (aware) is a candidate instant of a fire time of ``schedule`` in ``time_zone``."""
     window = list(fire_times(schedule, time_zone, instant, instant + timedelta(microseconds=1)))
     return any(instant == c for f in window for c in f.candidates)
+
+
+@dataclass(frozen=True)
+class FireGaps:
+    """The shortest and longest time between consecutive fire times of a schedule, seconds.
+
+    Attributes:
+        smallest_seconds: over every fire time any reading of the schedule has (:func:`cron_readings`).
+        largest_seconds: over the fire times every reading has (a gap no reading can make longer).
+    """
+
+    smallest_seconds: float
+    largest_seconds: float
+
+
+#: Days searched by :func:`fire_gaps`: past a year, so yearly patterns and both clock changes are in it.
+GAP_HORIZON_DAYS = 400
+
+
+def _times_of_day(reading: CronReading) -> tuple[int, ...]:
+    minutes, hours = reading.expression.split()[:2]
+    minute_set = range(60) if minutes == "*" else [int(m) for m in minutes.split(",")]
+    hour_set = range(24) if hours == "*" else [int(h) for h in hours.split(",")]
+    return tuple(sorted(h * 60 + m for h in hour_set for m in minute_set))
+
+
+def _fire_days(reading: CronReading, first: datetime, last: datetime) -> set[datetime]:
+    fields = reading.expression.split()
+    it = croniter(" ".join(["0", "0", *fields[2:]]), first - timedelta(microseconds=1), day_or=reading.day_or)
+    days = set()
+    while (day := it.get_next(datetime)) < last:
+        days.add(day)
+    return days
+
+
+@lru_cache(maxsize=64)
+def _within_day_gaps(minutes: tuple[int, ...]) -> tuple[float, float] | None:
+    """(smallest, largest) gap in seconds between consecutive times of day (minutes after midnight), or None."""
+    steps = [(b - a) * 60.0 for a, b in zip(minutes, minutes[1:])]
+    return (min(steps), max(steps)) if steps else None
+
+
+def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
+              horizon_days: int = GAP_HORIZON_DAYS) -> FireGaps:
+    """The shortest and longest gap between consecutive fire times of ``schedule`` in ``time_zone`` (seconds).
+
+    Searches ``horizon_days`` from ``start`` (default: today, UTC midnight) on the job's wall clock, so
+    daylight-saving days count with their real length. A wall-clock time that occurs twice (clocks go back)
+    counts once, at its first instant: Cloud Scheduler's docs do not say whether it fires once or twice, and once
+    gives the longer, safer largest gap. Work is per day, not per fire time: the times of day are the same on
+    every day a reading fires, except on daylight-saving days, which are walked fire by fire.
+
+    Raises:
+        ValueError: ``schedule`` or ``time_zone`` is invalid, or every reading of the schedule together does not
+            fire twice within the horizon (e.g. ``0 0 30 2 *``; the message says "does not fire").
+    """
+    problem = unix_cron_problem(schedule)
+    if problem:
+        raise ValueError(f"schedule {problem}")
+    if not is_iana_time_zone(time_zone):
+        raise ValueError(f"time zone {time_zone!r} is not a tz database name: use e.g. 'Etc/UTC' or 'Europe/Berlin'")
+    tz = zoneinfo.ZoneInfo(time_zone)
+    today = (start or datetime.now(timezone.utc)).astimezone(tz).replace(tzinfo=None)
+    first_day = datetime.combine(today.date(), datetime.min.time())
+    last_day = first_day + timedelta(days=horizon_days)
+    readings = [r for r in cron_readings(schedule) if r.expression]
+    total = len(cron_readings(schedule))
+    days = [_fire_days(r, first_day, last_day) for r in readings]
+    times = [_times_of_day(r) for r in readings]
+    smallest, largest = float("inf"), 0.0
+    previous: dict[str, datetime | None] = {"any": None, "all": None}
+    day = first_day
+    while day < last_day:
+        following = day + timedelta(days=1)
+        firing = [i for i, d in enumerate(days) if day in d]
+        plain = _utc(day, tz, 0).utcoffset() == _utc(following, tz, 0).utcoffset() and \
+            day.replace(tzinfo=tz).utcoffset() == following.replace(tzinfo=tz).utcoffset()
+        if firing:
+            union = tuple(sorted(set().union(*(times[i] for i in firing))))
+            shared = tuple(sorted(set(times[firing[0]]).intersection(*(times[i] for i in firing))
+                                  if len(firing) == total else ()))
+            for kind, minutes in (("any", union), ("all", shared)):
+                if not minutes:
+                    continue
+                if plain:
+                    first, last = (_utc(day + timedelta(minutes=m), tz, 0) for m in (minutes[0], minutes[-1]))
+                    within = _within_day_gaps(minutes)
+                else:
+                    instants: list[datetime] = []
+                    for minute in minutes:
+                        instant = fire_time_at(day + timedelta(minutes=minute), tz).first
+                        if not instants or instant > instants[-1]:
+                            instants.append(instant)  # a repeated wall-clock time: its first instant only
+                    first, last = instants[0], instants[-1]
+                    steps = [(b - a).total_seconds() for a, b in zip(instants, instants[1:])]
+                    within = (min(steps), max(steps)) if steps else None
+                before = previous[kind]
+                gaps = [*(within or ()), *([(first - before).total_seconds()] if before is not None else [])]
+                if gaps and kind == "any":
+                    smallest = min(smallest, *gaps)
+                if gaps and kind == "all":
+                    largest = max(largest, *gaps)
+                previous[kind] = last
+        day = following
+    if largest == 0.0 or smallest == float("inf"):
+        raise ValueError(f"schedule {schedule!r} does not fire within {horizon_days} days")
+    return FireGaps(smallest, largest)

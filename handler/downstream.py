@@ -53,7 +53,7 @@ class Answer:
     Attributes:
         statuses: a label for the statuses this row covers (``"2xx"``, ``"401, 403"``...).
         outcome: ``completed``, ``retry`` or ``failed``.
-        reason: one sentence, for the README and for logs.
+        reason: one sentence, for the reference page (docs/reference/http-answers.md) and for logs.
     """
 
     statuses: str
@@ -72,7 +72,7 @@ _COMMON: dict[str, Answer] = {
                                    "at the final URL"),
 }
 
-#: Per target type: the rows in README order. Statuses not listed fall to the ``other 4xx`` row.
+#: Per target type: the rows in the reference page's order. Statuses not listed fall to the ``other 4xx`` row.
 TABLE: dict[TargetType, tuple[Answer, ...]] = {
     "http": (
         _COMMON["2xx"], _COMMON["auth"], _COMMON["408"],
@@ -151,10 +151,3 @@ def answer_summary(status: int, headers: Mapping[str, str], body: bytes) -> str:
         summary = summary[:SUMMARY_CHARS - 3] + "..."
     return f"HTTP {status}, {content_type.split(';')[0].strip()[:60]}, {len(body)} bytes" + (
         f": {summary}" if summary else "")
-
-
-def markdown_table(target_type: TargetType) -> str:
-    """The rows of ``target_type`` as a Markdown table (status | outcome | why), as the README shows them."""
-    lines = ["| status | run | why |", "|---|---|---|"]
-    lines += [f"| {row.statuses} | {row.outcome} | {row.reason} |" for row in TABLE[target_type]]
-    return "\n".join(lines)

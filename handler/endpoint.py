@@ -13,16 +13,9 @@ id>`` and retries on the answers its status table calls retryable. This adapter 
             raise NonRetryableJobError("no source table")   # 422: the proxy records the run failed
         return {"rows": 42}                                  # stored, answered as "result"
 
-| status | body ``status`` | when | the proxy |
-|---|---|---|---|
-| 200 | ``processed`` (+ ``result``) | this request ran the function and recorded it | completes the run |
-| 200 | ``duplicate`` (+ stored ``result``) | an earlier request ran it | completes the run |
-| 409 | ``in_progress`` (+ ``Retry-After``) | another request is running it (e.g. the proxy's own call that timed out) | releases; Scheduler retries |
-| 409 | ``fenced`` | another request took the key over from this one | releases; Scheduler retries |
-| 422 | ``failed`` (+ ``error``) | the function raised ``NonRetryableJobError``, now or before | records the run failed |
-| 500 | ``released`` (+ ``error``) | the function raised another exception; the key was released | releases; Scheduler retries |
-| 500 | ``store_error`` / ``internal_error`` | the run store failed / an unexpected error | releases; Scheduler retries |
-| 400 | ``bad_request`` | no ``Idempotency-Key`` header | records the run failed |
+Its answers, and what the proxy target does with each, are the rows of
+:data:`scheduler_dedup.handler.statuses.ENDPOINT`: 200 ``processed``/``duplicate`` complete the run, 409 and 500
+release it for Scheduler's next retry, 422 ``failed`` and 400 (no key) record it failed.
 
 The function receives the Flask request and returns its result (stored and replayed in the JSON form of
 :mod:`scheduler_dedup.handler.stored_result`). Records are kept in the same collection and format as the
@@ -42,19 +35,14 @@ from scheduler_dedup.handler.answers import json_errors, json_response, outcome_
 from scheduler_dedup.handler.decorator import default_idempotency, default_scope, record_id_for_key
 from scheduler_dedup.handler.errors import StoreError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.statuses import ENDPOINT, code
 
 #: The header carrying the key (what the handler's HTTP proxy target sends).
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 
-#: Status code per outcome: 2xx completes the proxy's run, 409 and 5xx are retried, 422 records it failed.
-STATUS_CODES = {
-    Outcome.PROCESSED: 200,
-    Outcome.DUPLICATE: 200,
-    Outcome.IN_PROGRESS: 409,
-    Outcome.FENCED: 409,
-    Outcome.FAILED: 422,
-    Outcome.RELEASED: 500,
-}
+#: Status code per outcome, from :data:`~scheduler_dedup.handler.statuses.ENDPOINT`: 2xx completes the proxy's run,
+#: 409 and 5xx are retried, 422 records it failed.
+STATUS_CODES = {outcome: code(ENDPOINT, outcome.value) for outcome in Outcome}
 
 
 def idempotent_endpoint(*, scope: str | None = None, idempotency: Idempotency | None = None,
@@ -84,14 +72,15 @@ def idempotent_endpoint(*, scope: str | None = None, idempotency: Idempotency | 
             if not key:
                 return json_response({"status": "bad_request", "header": header,
                                       "error": f"{header} is missing: send the key to deduplicate on (the dedup "
-                                               "handler's HTTP target sends the run id)"}, 400)
+                                               "handler's HTTP target sends the run id)"}, code(ENDPOINT, "bad_request"))
             machinery = idempotency if idempotency is not None else default_idempotency(collection)
             try:
                 outcome = machinery.execute(record_id_for_key(key, record_scope), lambda _attempt: fn(request),
                                             {"key": key[:1500], "scope": record_scope[:1500],
                                              "function": fn.__qualname__})
             except StoreError as exc:
-                return json_response({**store_error_body(exc, machinery.lease_seconds), "key": key}, 500)
+                return json_response({**store_error_body(exc, machinery.lease_seconds), "key": key},
+                                     code(ENDPOINT, "store_error"))
             body, headers = outcome_answer(outcome)
             return json_response({**body, "key": key}, STATUS_CODES[outcome.outcome], headers)
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import flask
 
+from scheduler_dedup.handler.statuses import DELIVERY, code
+
 #: Longest header value the handler reads, characters.
 MAX_HEADER_VALUE_CHARS = 4096
 #: Longest sum of all header values, characters.
@@ -39,10 +41,10 @@ def oversized(request: flask.Request) -> Refusal | None:
         if len(value) > MAX_HEADER_VALUE_CHARS:
             return ({"status": "request_header_too_large", "header": name[:100],
                      "error": f"{name[:100]} is {len(value)} characters long; at most {MAX_HEADER_VALUE_CHARS} are "
-                              "accepted"}, 431)
+                              "accepted"}, code(DELIVERY, "request_header_too_large"))
     if total > MAX_HEADERS_TOTAL_CHARS:
         return ({"status": "request_header_too_large", "header": None,
-                 "error": f"the headers hold {total} characters; at most {MAX_HEADERS_TOTAL_CHARS} are accepted"}, 431)
+                 "error": f"the headers hold {total} characters; at most {MAX_HEADERS_TOTAL_CHARS} are accepted"}, code(DELIVERY, "request_header_too_large"))
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         return _body_too_large(request.content_length)
     return None
@@ -59,4 +61,4 @@ def bounded_body(request: flask.Request) -> bytes | Refusal:
 def _body_too_large(length: int | None) -> Refusal:
     size = f"{length} bytes" if length is not None else f"over {MAX_BODY_BYTES} bytes"
     return ({"status": "request_too_large",
-             "error": f"the request body is {size}; at most {MAX_BODY_BYTES} are accepted"}, 413)
+             "error": f"the request body is {size}; at most {MAX_BODY_BYTES} are accepted"}, code(DELIVERY, "request_too_large"))

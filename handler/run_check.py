@@ -49,6 +49,7 @@ from scheduler_dedup.handler.logs import LogEvent, LogField
 from scheduler_dedup.handler.paths import CHECK_PATH
 from scheduler_dedup.handler.run_history import MISSED, STUCK_RUN, RunHistory, check, rfc3339
 from scheduler_dedup.handler.run_key import JOB_ID_RE, SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
+from scheduler_dedup.handler.statuses import RUN_CHECK, code
 from scheduler_dedup.handler.stores.base import STORE_ERRORS
 
 log = logging.getLogger("scheduler_dedup")
@@ -140,14 +141,14 @@ class RunCheck:
         if schedule is None:
             error = "DEDUP_SCHEDULE is not set: the run check needs the job's schedule (the component sets it)"
             log.error("run check not possible: %s", error, extra={LogField.OUTCOME: "not_configured"})
-            return {"status": "not_configured", "error": error}, 500, {}
+            return {"status": "not_configured", "error": error}, code(RUN_CHECK, "not_configured"), {}
         try:
             request = CheckRequest.from_body(body)
             now = self._check_time(headers)
         except (CheckRequestError, RequestHeaderError) as exc:
             field = exc.field if isinstance(exc, CheckRequestError) else exc.header
             log.warning("rejected run check: %s", exc, extra={LogField.OUTCOME: "bad_request", LogField.HEADER: field})
-            return {"status": "bad_request", "error": str(exc), "field": field}, 400, {}
+            return {"status": "bad_request", "error": str(exc), "field": field}, code(RUN_CHECK, "bad_request"), {}
         except STORE_ERRORS as exc:
             return self._store_error(exc)
         own = self.settings.scheduler_job
@@ -155,8 +156,10 @@ class RunCheck:
             error = (f"job_name {request.job_name!r} is not this handler's job: it checks only {own} "
                      "(DEDUP_SCHEDULER_JOB); ask that job's own handler")
             log.warning("refused run check: %s", error, extra={LogField.OUTCOME: "forbidden",
-                                                              LogField.HEADER: "job_name", LogField.HTTP_STATUS: 403})
-            return {"status": "forbidden", "error": error, "field": "job_name", "job": own}, 403, {}
+                                                              LogField.HEADER: "job_name",
+                                                              LogField.HTTP_STATUS: code(RUN_CHECK, "forbidden")})
+            return ({"status": "forbidden", "error": error, "field": "job_name", "job": own}, code(RUN_CHECK, "forbidden"),
+                    {})
         grace = timedelta(seconds=request.grace_seconds)
         since = now - timedelta(seconds=request.window_seconds) - grace
         until = now - grace
@@ -184,8 +187,9 @@ class RunCheck:
                                     LogField.EXPECTED: report.expected, LogField.MISSED: len(missed),
                                     LogField.STUCK: len(stuck), LogField.GRACE_SECONDS: request.grace_seconds})
         summary = report.to_json()
+        status = "missed" if missed else "stuck" if stuck else "ok"
         return {
-            "status": "missed" if missed else "stuck" if stuck else "ok",
+            "status": status,
             "job_name": request.job_name,
             "since": summary["since"], "until": summary["until"], "now": summary["now"],
             "grace_seconds": request.grace_seconds,
@@ -195,7 +199,7 @@ class RunCheck:
             "stuck": [rfc3339(f.schedule_time) for f in stuck],
             "active_since": summary["active_since"], "active_since_source": summary["active_since_source"],
             "findings": summary["findings"],
-        }, 200, {}
+        }, code(RUN_CHECK, status), {}
 
     def _check_time(self, headers: HeaderSource) -> datetime:
         """The watchdog's schedule time, but never later than the store's clock (a forced run sends the future)."""
@@ -210,4 +214,4 @@ class RunCheck:
         store, cause = store_failure(exc)
         log.error("run check failed: %s: %s", store, exc, extra={LogField.OUTCOME: "store_error"})
         return {"status": "store_error",
-                "error": f"{store} failed ({cause}); the check did not run, retry later"}, 500, {}
+                "error": f"{store} failed ({cause}); the check did not run, retry later"}, code(RUN_CHECK, "store_error"), {}

@@ -471,6 +471,10 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         never missed; one that occurred twice (clocks went back) is satisfied by a run at either
         instant (:class:`~scheduler_dedup.handler.cron.FireTime`), and run at both is ``dst_repeated``. A fire
         time without a record while the previous run was still running or retried is ``skipped``, not missed.
+        For a schedule whose form Cloud Scheduler's cron page does not settle (``0 0 */2 * 1``, ``0 22-2 * * *``:
+        :func:`~scheduler_dedup.handler.cron.unsettled_cron_forms`), either reading is accepted: a fire time of
+        every reading is expected, one of only some readings (``FireTime.ambiguous``) is neither missed when
+        absent nor unexpected when run.
 
     Raises:
         ValueError: invalid schedule, time zone or naive bounds.

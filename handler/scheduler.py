@@ -1,6 +1,6 @@
 """The HTTP adapter: a Cloud Scheduler delivery in, a JSON response out.
 
-Status codes and why:
+Every answer and its status code is a row of :data:`~scheduler_dedup.handler.statuses.DELIVERY`. In short:
 - 200 ``processed`` / ``duplicate`` / ``failed``: Scheduler stops retrying on 2xx.
 - 409 ``in_progress`` / ``fenced``: another attempt holds the run; a non-2xx lets Scheduler's
   retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
@@ -27,19 +27,14 @@ from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.job import Job, ScheduledRun
 from scheduler_dedup.handler.logs import LogEvent, LogField
 from scheduler_dedup.handler.run_key import HeaderSource, RunKey, run_key_from_headers
+from scheduler_dedup.handler.statuses import DELIVERY, code
 
 log = logging.getLogger("scheduler_dedup")
 
 Response = tuple[dict[str, Any], int, dict[str, str]]
 
-_STATUS_CODES = {
-    Outcome.PROCESSED: 200,
-    Outcome.DUPLICATE: 200,
-    Outcome.FAILED: 200,
-    Outcome.IN_PROGRESS: 409,
-    Outcome.FENCED: 409,
-    Outcome.RELEASED: 500,
-}
+#: Status code per outcome, from the delivery answer table (:data:`~scheduler_dedup.handler.statuses.DELIVERY`).
+_STATUS_CODES = {outcome: code(DELIVERY, outcome.value) for outcome in Outcome}
 
 
 class SchedulerHandler:
@@ -79,13 +74,14 @@ class SchedulerHandler:
         except OtherJobError as exc:
             log.warning("refused delivery for another job: %s", exc, extra={
                 LogField.EVENT: LogEvent.DELIVERY, LogField.OUTCOME: "forbidden", LogField.HEADER: exc.header,
-                LogField.HTTP_STATUS: 403})
-            return {"status": "forbidden", "error": str(exc), "header": exc.header, "job": exc.own_job}, 403, {}
+                LogField.HTTP_STATUS: code(DELIVERY, "forbidden")})
+            return ({"status": "forbidden", "error": str(exc), "header": exc.header, "job": exc.own_job},
+                    code(DELIVERY, "forbidden"), {})
         except RequestHeaderError as exc:
             log.warning("rejected delivery: %s", exc, extra={
                 LogField.EVENT: LogEvent.DELIVERY, LogField.OUTCOME: "bad_request", LogField.HEADER: exc.header,
-                LogField.HTTP_STATUS: 400})
-            return {"status": "bad_request", "error": str(exc), "header": exc.header}, 400, {}
+                LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
+            return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
         def work(attempt_id: str) -> Any:
             return self.job(ScheduledRun.of(key, attempt_id))
@@ -97,8 +93,9 @@ class SchedulerHandler:
             log.error("%s failed: %s", self.idempotency.store.display_name, exc.__cause__, extra={
                 LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
                 LogField.ATTEMPT_ID: exc.attempt_id, LogField.OUTCOME: "store_error", LogField.STEP: exc.step,
-                LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: 500, LogField.ERROR: body["error"]})
-            return body, 500, {}
+                LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: code(DELIVERY, "store_error"),
+                LogField.ERROR: body["error"]})
+            return body, code(DELIVERY, "store_error"), {}
         body, status, extra = _response(outcome)
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra

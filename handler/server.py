@@ -41,6 +41,8 @@ from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
 
+from scheduler_dedup.handler.statuses import DELIVERY, code
+
 log = logging.getLogger("scheduler_dedup")
 
 #: Requests one instance serves at once: gunicorn threads (``THREADS``) = Cloud Run ``maxInstanceRequestConcurrency``.
@@ -62,7 +64,8 @@ SERVER_SETTINGS: dict[str, Any] = {
 
 _TIMEOUT_BODY = json.dumps({"status": "request_timeout",
                             "error": f"the request's headers took longer than {HEADER_TIMEOUT_SECONDS:g} s"}).encode()
-_TIMEOUT_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\n"
+_TIMEOUT_ANSWER = (f"HTTP/1.1 {code(DELIVERY, 'request_timeout')} Request Timeout\r\n".encode()
+                   + b"Connection: close\r\nContent-Type: application/json\r\n"
                    b"Content-Length: " + str(len(_TIMEOUT_BODY)).encode() + b"\r\n\r\n" + _TIMEOUT_BODY)
 
 
@@ -101,7 +104,7 @@ class _DeadlineSocket:
         except (socket.timeout, TimeoutError):
             pass
         log.warning("closed a connection whose request headers took longer than %g s", HEADER_TIMEOUT_SECONDS,
-                    extra={"outcome": "request_timeout", "http_status": 408})
+                    extra={"outcome": "request_timeout", "http_status": code(DELIVERY, "request_timeout")})
         try:
             self._sock.settimeout(1.0)
             self._sock.sendall(_TIMEOUT_ANSWER)

@@ -19,6 +19,7 @@ from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.job import check_job_spec
 from scheduler_dedup.handler.targets import TargetSettings
+from scheduler_dedup.handler.variables import declared
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,14 @@ class StartupSettings:
 
 
 def _job_spec(env: Mapping[str, str]) -> None:
+    env = declared(env)
     if TargetSettings.from_env(env).type == "python":
         check_job_spec(env.get("DEDUP_JOB"))
 
 
 def _trust_premise(env: Mapping[str, str]) -> None:
     """Trust mode must be able to prove its premise: it needs ``DEDUP_SERVICE`` (:mod:`~scheduler_dedup.handler.trust_premise`)."""
+    env = declared(env)
     auth = CallerAuthSettings.from_env(env)
     if auth is not None and auth.trust_cloud_run_iam and not env.get("DEDUP_SERVICE", "").strip():
         raise ConfigError("DEDUP_TRUST_CLOUD_RUN_IAM=true needs DEDUP_SERVICE=projects/P/locations/L/services/S (this "

@@ -5,7 +5,7 @@ Each target is a :data:`~scheduler_dedup.handler.job.Job` (a callable taking a
 code. The target is chosen by ``DEDUP_TARGET_TYPE`` and ``DEDUP_TARGET`` (see :func:`target_from_env`).
 
 Classification of the downstream answer: one table per target type,
-:data:`scheduler_dedup.handler.downstream.TABLE` (the README shows it):
+:data:`scheduler_dedup.handler.downstream.TABLE` (the reference page docs/reference/http-answers.md shows it):
 
 - 2xx: the run is **completed**; the result names the downstream execution (execution or
   operation name) and the HTTP status code.
@@ -73,6 +73,7 @@ from scheduler_dedup.handler.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.job import Job, ScheduledRun
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.safe_text import scrub_secrets
+from scheduler_dedup.handler.variables import declared
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -177,6 +178,7 @@ class TargetSettings:
         Raises:
             ConfigError: a variable is invalid; the message names it and the fix.
         """
+        env = declared(env)
         raw_timeout = env.get("DEDUP_TARGET_TIMEOUT_SECONDS", "").strip()
         try:
             timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_SECONDS

@@ -1,4 +1,4 @@
-"""Pulumi component and root-stack program of scheduler-dedup (issue 3).
+"""Pulumi component and root-stack program of scheduler-dedup.
 
 Public names:
 

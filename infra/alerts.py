@@ -43,14 +43,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pulumi
 import pulumi_gcp as gcp
-from croniter import croniter
 
+from scheduler_dedup.handler.cron import GAP_HORIZON_DAYS, fire_gaps
 from scheduler_dedup.handler.logs import LogEvent, LogField
 from scheduler_dedup.handler.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 
@@ -77,8 +76,6 @@ DEFAULT_MIN_GRACE_SECONDS = 300
 #: The released policy sums releases over the job's retry window, but at least an hour and at most a day (seconds).
 MIN_RELEASED_WINDOW_SECONDS = 3600
 MAX_RELEASED_WINDOW_SECONDS = 86400
-#: How far ahead the largest gap between fire times is searched, days (a leap year plus both DST changes).
-GAP_HORIZON_DAYS = 400
 
 # Values of the handler's ``outcome`` field the alerts select (members of
 # scheduler_dedup.handler.idempotency.Outcome). That module is not imported here: it loads the Firestore
@@ -87,9 +84,6 @@ GAP_HORIZON_DAYS = 400
 OUTCOME_FAILED = "failed"
 OUTCOME_FENCED = "fenced"
 OUTCOME_RELEASED = "released"
-
-#: APIs the alerts need: Cloud Logging (log-based metrics) and Cloud Monitoring (alert policies).
-ALERT_APIS = ("logging.googleapis.com", "monitoring.googleapis.com")
 
 _ALLOWED_KEYS = frozenset({"notification_channels", "grace_seconds", "released_threshold"})
 _CHANNEL_RE = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
@@ -204,59 +198,13 @@ def resolve_alerts(raw: Any, s: DedupSettings) -> AlertSettings | None:
 
 def max_fire_gap_seconds(schedule: str, time_zone: str, start: datetime | None = None,
                          horizon_days: int = GAP_HORIZON_DAYS) -> float:
-    """The largest gap, in seconds, between consecutive fire times of ``schedule`` in ``time_zone``.
-
-    Searches ``horizon_days`` from ``start`` (default: today, UTC midnight) with croniter in the
-    job's time zone, so daylight-saving days count with their real length. A wall-clock time that
-    occurs twice (clocks go back) counts once, at its first instant: Cloud Scheduler's docs do not
-    say whether it fires once or twice, and once gives the longer, safer gap. Work is per matching
-    day, not per fire time: the times of day are the same on every day the schedule matches, except
-    on daylight-saving days, which are walked fire by fire.
+    """The largest gap, in seconds, between consecutive fire times of ``schedule`` in ``time_zone``
+    (:func:`scheduler_dedup.handler.cron.fire_gaps`, the fire times every reading of the schedule has).
 
     Raises:
         ValueError: ``schedule`` never fires within the horizon (e.g. ``0 0 30 2 *``).
     """
-    tz = ZoneInfo(time_zone)
-    begin = (start or datetime.now(timezone.utc)).astimezone(tz)
-    begin = datetime.combine(begin.date(), time(0), tzinfo=tz)
-    end = begin + timedelta(days=horizon_days)
-
-    def utc(value: datetime) -> datetime:
-        return value.astimezone(timezone.utc)
-
-    def midnight(day: date) -> datetime:
-        return datetime.combine(day, time(0), tzinfo=tz)
-
-    gap = 0.0
-    walked_plain_day = False
-    previous_last: datetime | None = None
-    first = croniter(schedule, begin - timedelta(seconds=1)).get_next(datetime)
-    if first >= end:
-        raise ValueError(f"schedule {schedule!r} does not fire within {horizon_days} days")
-    while first < end:
-        next_midnight = midnight(first.date() + timedelta(days=1))
-        last = croniter(schedule, next_midnight).get_prev(datetime)
-        if previous_last is not None:
-            gap = max(gap, (utc(first) - utc(previous_last)).total_seconds())
-        dst_day = midnight(first.date()).utcoffset() != next_midnight.utcoffset()
-        if dst_day or not walked_plain_day:
-            walked_plain_day = walked_plain_day or not dst_day
-            fires = croniter(schedule, first)
-            current = first
-            seen = {first.replace(tzinfo=None)}
-            while True:
-                following = fires.get_next(datetime)
-                if following > last:
-                    break
-                if following.replace(tzinfo=None) in seen:
-                    continue  # a wall-clock time that occurs twice: count only its first instant
-                seen.add(following.replace(tzinfo=None))
-                gap = max(gap, (utc(following) - utc(current)).total_seconds())
-                current = following
-            last = current
-        previous_last = last
-        first = croniter(schedule, next_midnight - timedelta(seconds=1)).get_next(datetime)
-    return gap
+    return fire_gaps(schedule, time_zone, start, horizon_days).largest_seconds
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ https://cloud.google.com/functions/docs/writing#directory-structure):
   no ``__init__.py``: it is a namespace package, as in the installed distribution.
 * the files of the user's job source directory, at the root, so ``DEDUP_JOB=jobs:run`` imports.
 * ``requirements.txt`` — only the handler's runtime dependencies, pinned (:data:`HANDLER_REQUIREMENTS`) plus the
-  client library of the one store the service uses (:data:`STORE_REQUIREMENTS`: a Firestore handler does not install
-  the Spanner client, nor the other way round), followed by the lines of the job source's own
+  client library of the one store the service uses (:data:`STORE_REQUIREMENTS`: a Firestore handler installs
+  neither the Spanner nor the Redis client, and so on), followed by the lines of the job source's own
   ``requirements.txt`` if it has one.
 
 The zip is deterministic: entries sorted, fixed timestamps (1980-01-01 00:00:00) and modes, so its
@@ -42,9 +42,11 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
 )
-#: Each store's client library (``DEDUP_STORE`` -> pins), imported only by its module under ``handler/stores/``.
+#: Each store's client library (``DEDUP_STORE`` -> pins), imported only by its module under ``handler/stores/``, and
+#: added to the archive of a job on that store only.
 STORE_REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "firestore": ("google-cloud-firestore==2.27.0",),
+    "redis": ("redis==8.1.0",),  # handler/stores/redis.py: the Memorystore for Redis store
     "spanner": ("google-cloud-spanner==3.68.0",),
 }
 #: Top-level modules the handler may import, and the pinned distribution that provides each
@@ -56,9 +58,10 @@ HANDLER_IMPORTS: dict[str, str] = {
     "gunicorn": "gunicorn",
     "werkzeug": "functions-framework",
     "google": "google-auth",  # google.auth; google.api_core and google.cloud.* come with the store's client
-    "grpc": "grpcio",  # the Spanner store's emulator channel; every store's client requires grpcio
+    "grpc": "grpcio",  # the Spanner store's emulator channel; grpcio comes with the Firestore and Spanner clients
     "pythonjsonlogger": "python-json-logger",
     "requests": "requests",
+    "redis": "redis",
     "scheduler_dedup": "",
 }
 FUNCTION_TARGET = "handle_scheduled_job"
@@ -128,12 +131,12 @@ def archive_files(job_source: Path | None, *, store: str = "firestore",
 
     Args:
         job_source: the user's job directory, or None for proxy targets (no user code).
-        store: the run store the handler uses (``DEDUP_STORE``): its client is pinned.
+        store: the run store the handler uses (``DEDUP_STORE``): its client is pinned (:data:`STORE_REQUIREMENTS`).
         handler_dir: the handler package folder; default :func:`handler_source_dir`.
 
     Raises:
-        DeployArchiveError: ``handler/main.py`` is missing, or the job source has a ``main.py`` or a
-            ``scheduler_dedup/`` folder, which would shadow the handler.
+        DeployArchiveError: ``store`` names no store; ``handler/main.py`` is missing, or the job source has a
+            ``main.py`` or a ``scheduler_dedup/`` folder, which would shadow the handler.
     """
     handler = handler_dir or handler_source_dir()
     main = handler / "main.py"

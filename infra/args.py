@@ -68,8 +68,6 @@ class HttpTargetArgs(TypedDict):
 class DedupStoreRefArgs(TypedDict):
     """A DedupStore as plain values: its outputs, read in the same program or from its stack with a ``StackReference``."""
 
-    kind: NotRequired[str]
-    """The store kind, ``firestore`` or ``spanner`` (store output ``kind``), a plain string known at preview: it decides what the job creates. Default ``firestore``."""
     project: pulumi.Input[str]
     """Project id of the store's database (store output ``project``)."""
     instance_id: NotRequired[pulumi.Input[str]]
@@ -80,6 +78,22 @@ class DedupStoreRefArgs(TypedDict):
     """Collections whose TTL policy the store owns (store output ``collections``); the job's ``collection`` must be one of them."""
     ttl_owner: NotRequired[str]
     """Where the TTL policy lives, for readers of the job's stack and the policy pack (``DEDUP_TTL_OWNER``), e.g. ``stack acme/scheduler-dedup/store``. Default ``DedupStore (another stack)``."""
+    kind: NotRequired[str]
+    """The store's kind (store output ``kind``): ``firestore`` (default), ``spanner`` (``instance_id`` is then required) or ``memorystore`` (whose outputs follow), a plain string known at preview: it decides what the job creates."""
+    redis_host: NotRequired[pulumi.Input[str]]
+    """Memorystore: the instance's primary endpoint (store output ``redis_host``)."""
+    redis_port: NotRequired[pulumi.Input[int]]
+    """Memorystore: its TLS port, 6378 (store output ``redis_port``)."""
+    auth_secret: NotRequired[pulumi.Input[str]]
+    """Memorystore: Secret Manager secret id of the AUTH string (store output ``auth_secret``); the job mounts it as a file."""
+    ca_secret: NotRequired[pulumi.Input[str]]
+    """Memorystore: Secret Manager secret id of the server CA (store output ``ca_secret``); the job mounts it as a file."""
+    network: NotRequired[pulumi.Input[str]]
+    """Memorystore: the instance's authorized network, where the job's Direct VPC egress goes (store output ``network``)."""
+    subnetwork: NotRequired[pulumi.Input[str]]
+    """Memorystore: the subnetwork of the job's region for Direct VPC egress (store output ``subnetwork``)."""
+    wait_timeout_ms: NotRequired[int]
+    """Memorystore: ``DEDUP_REDIS_WAIT_TIMEOUT_MS`` (store output ``wait_timeout_ms``). Default 500."""
 
 
 class AlertsArgs(TypedDict):
@@ -138,12 +152,18 @@ class DedupScheduledJobArgs(TypedDict):
     """Firestore location id of a created database, e.g. ``nam5`` or ``us-central1``. Default: ``region``."""
     cpu_always_allocated: NotRequired[bool]
     """CPU always allocated on the Cloud Run service (``cpu_idle=false``, instance-based billing), so the lease renewal thread keeps running after Scheduler hangs up. False: request-based billing, cheaper for sparse jobs, but a job that outlives its attempt deadline (or a slow lease renewal) may lose its lease and run twice. Default true."""
+    resource_prefix: NotRequired[str]
+    """Prefix every GCP resource id derives from (the database ``<prefix>-dedup``, the service, the Scheduler job, the accounts, the image repository), 1-40 lowercase letters, digits or hyphens. Default: the component name. To rename the component without replacing anything, set it to the old name and give the component ``aliases`` with the old name (docs/renaming.md)."""
+    protect_database: NotRequired[bool]
+    """Pulumi ``protect`` on the created Firestore database: a plan that would delete or replace it (and with it the run records late retries are deduplicated against) fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
     deletion_protection: NotRequired[bool]
     """Cloud Run service deletion protection (the provider defaults it on; we default it off so ``pulumi destroy`` works). Default false."""
     base_image: NotRequired[str]
     """Cloud Run functions base image for source deploys. Default ``<region>-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312``."""
     max_instance_count: NotRequired[int]
     """Upper bound of Cloud Run instances. Default 3."""
+    min_instance_count: NotRequired[int]
+    """Cloud Run instances kept running even without requests (``template.scaling.min_instance_count``), 0 to ``max_instance_count``. Default 0 (Cloud Run's). A Python job that outlives its attempt deadline keeps running with no request in flight, and with 0 Cloud Run may scale its instance in and kill it: 1 keeps one instance (billed while it lives). Preview warns about 0 for Python jobs."""
     oidc_audience: NotRequired[str]
     """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""
     store_kind: NotRequired[str]
@@ -151,7 +171,7 @@ class DedupScheduledJobArgs(TypedDict):
     spanner_instance: NotRequired[str]
     """With ``store_kind="spanner"`` and no ``store``: an existing Spanner instance id to create the job's database in. Default: an instance of the job's own, ``<name>-dedup``, 100 processing units in ``regional-<region>`` (the smallest; it costs by the hour, see docs/stores.md)."""
     store: NotRequired[DedupStoreRefArgs]
-    """A shared store (a ``DedupStore``, or its outputs, e.g. read from its stack with a ``StackReference``). The job then creates no database, no TTL policy and no index, only its own runtime identity's grant on that database; ``database_id``, ``create_database`` and ``database_location`` must not be given. Default: the job has a store of its own (today's behaviour)."""
+    """A shared store (a ``DedupStore``, or its outputs, e.g. read from its stack with a ``StackReference``). The job then creates no database, no TTL policy and no index, only its own runtime identity's grant on that database; ``database_id``, ``create_database`` and ``database_location`` must not be given. Default: the job has a store of its own."""
     scheduler_service_account_email: NotRequired[pulumi.Input[str]]
     """Email of an existing service account to send the Scheduler OIDC token as, shared by several jobs. The job grants it ``roles/run.invoker`` on its own service only. Default: a dedicated account ``<name>-sched``."""
     build_service_account_email: NotRequired[pulumi.Input[str]]
@@ -161,12 +181,10 @@ class DedupScheduledJobArgs(TypedDict):
 
 
 class DedupStoreArgs(TypedDict):
-    """Inputs of DedupStore: one Firestore database (created or adopted) and the single TTL policy and run history indexes of each collection it owns; or, with ``kind="spanner"``, a Spanner database (in a created or adopted instance) with one table per collection, its row deletion policy and history index."""
+    """Inputs of DedupStore: one Firestore database (created or adopted) and the single TTL policy and run history indexes of each collection it owns; with ``kind="spanner"`` a Spanner database (in a created or adopted instance) with one table per collection, its row deletion policy and history index; with ``kind="memorystore"`` a Memorystore for Redis instance."""
 
-    kind: NotRequired[str]
-    """``firestore`` or ``spanner``. Default ``firestore``."""
     location: str
-    """Firestore location id of a created database, e.g. ``nam5``, ``eur3`` or ``us-central1`` (https://cloud.google.com/firestore/docs/locations). Spanner: the region of a created instance's regional config (``regional-<location>``), e.g. ``us-central1``."""
+    """Firestore location id of a created database, e.g. ``nam5``, ``eur3`` or ``us-central1`` (https://cloud.google.com/firestore/docs/locations). Spanner: the region of a created instance's regional config (``regional-<location>``), e.g. ``us-central1``. Memorystore: the instance's region."""
     project: NotRequired[str]
     """Google Cloud project id. Default: the provider's ``gcp:project`` config."""
     database_id: NotRequired[str]
@@ -176,9 +194,21 @@ class DedupStoreArgs(TypedDict):
     collections: NotRequired[list[str]]
     """Collections (Spanner: tables) of run records this store owns the TTL policy of; jobs pick one with their ``collection``. Default ``["scheduler_runs"]``."""
     deletion_protection: NotRequired[bool]
-    """Firestore delete protection of a created database (default false); Spanner drop protection of the database (default true: the policy pack's advisory ``spanner-store-drop-protection`` flags a Spanner store without it)."""
+    """Firestore delete protection of a created database (default false); Memorystore: of the instance (default false); Spanner: drop protection of the database (default true: the policy pack's advisory ``spanner-store-drop-protection`` flags a Spanner store without it)."""
+    protect_database: NotRequired[bool]
+    """Pulumi ``protect`` on the created database (Firestore or Spanner): a plan that would delete or replace it fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
+    kind: NotRequired[str]
+    """``firestore`` (default), ``spanner``: a Spanner database (in a created or adopted instance) with one table per collection, its row deletion policy and history index; or ``memorystore``: a Memorystore for Redis instance (STANDARD_HA, Redis 7, ``noeviction``, AUTH, TLS, RDB snapshots) whose AUTH string and server CA go to Secret Manager. For both, ``location`` is the region, and ``create_database`` does not apply."""
+    memory_size_gb: NotRequired[int]
+    """Memorystore: capacity in GB, 1 to 300. Default 1 (the smallest instance)."""
+    authorized_network: NotRequired[str]
+    """Memorystore: the VPC network the instance is reachable from, ``projects/P/global/networks/N``. Default: the project's ``default`` network."""
+    subnetwork: NotRequired[str]
+    """Memorystore: the subnetwork (in the jobs' region) their Direct VPC egress uses. Default ``default``."""
+    wait_timeout_ms: NotRequired[int]
+    """Memorystore: how long a claim or completion waits for the replica's acknowledgement (``WAIT``), 0 to 60000 ms; 0 turns it off. Default 500."""
     instance_id: NotRequired[str]
-    """Spanner: the instance id. Default ``scheduler-dedup``."""
+    """Memorystore: the instance id, default ``<store name>-dedup``. Spanner: the instance id, default ``scheduler-dedup``."""
     create_instance: NotRequired[bool]
     """Spanner: create the instance. False: adopt an existing one named by ``instance_id`` (the store then creates only the database). Default true."""
     instance_config: NotRequired[str]

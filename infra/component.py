@@ -19,11 +19,11 @@ Type token ``scheduler-dedup:index:DedupScheduledJob``. Children (all ``parent=s
   image; or a prebuilt ``image``.
 * Cloud Run v2 service (build config for Cloud Run functions, target ``handle_scheduled_job``).
 * Cloud Scheduler job: POST to the service URL with an OIDC token.
-* Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the README.
+* Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the deploying page of the docs.
 
 OIDC audience decision
 ----------------------
-Issue 3 asks for audience = service URL, but the handler's env (``DEDUP_OIDC_AUDIENCE``) is part of
+The natural audience is the service URL, but the handler's env (``DEDUP_OIDC_AUDIENCE``) is part of
 the service whose URL is an output: a cycle. We break it with a Cloud Run *custom audience*: a stable
 string derived from the inputs only, ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``
 (``.invalid`` is reserved by RFC 2606, so it can never be a real host). The component sets it
@@ -44,19 +44,23 @@ import pulumi_gcp as gcp
 import pulumiverse_time
 
 
-from .alerts import ALERT_APIS, resolve_alerts, provision_alerts
+from .alerts import resolve_alerts, provision_alerts
+from .apis import ALERT_APIS, BASE_APIS, SOURCE_DEPLOY_APIS, for_store
 from .archive import FUNCTION_TARGET, build_deploy_archive
 from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
 from scheduler_dedup.handler.server import SERVER_THREADS
 
+from .providers import project_source
 from .settings import DedupSettings, handler_environment, resolve_settings
-from . import spanner_store
-from .store import STORE_API, StoreSettings, check_firestore_ids, check_spanner_ids, claim_ttl_policy, firestore_children
+from .memorystore_store import redis_job_wiring
+from .spanner_store import grant_database_user, spanner_children
+from .store import (HANDLER_STORE, StoreSettings, check_firestore_ids, check_spanner_ids, claim_ttl_policy,
+                    firestore_children)
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
 
-#: Role granted to the runtime identity on a proxy target, per target type (issue 5).
+#: Role granted to the runtime identity on a proxy target, per target type.
 TARGET_ROLES = {
     # workflows.executions.create/get/list on the workflow; Workflows has no per-workflow IAM resource
     # in pulumi-gcp, so it is a project member with an IAM condition on the workflow's resource name.
@@ -100,16 +104,13 @@ runtime SA   : roles/run.viewer on this Cloud Run service only (the handler read
                Firestore IAM stops at the database: no condition narrows it to one collection.
                On a Spanner store instead: roles/spanner.databaseUser on that one database (a database-level
                IAM member: data read/write, no schema change), never on the instance or the project.
+               On a Memorystore store instead: roles/secretmanager.secretAccessor on its AUTH and CA secrets only.
                Plus the role of the proxy target, on that target only (TARGET_ROLES).
 build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
                repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
 A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
 roles/logging.logWriter is its owner's to grant, once (one grant per binding, so no job's destroy removes it).
 """
-
-#: APIs enabled for every deployment, plus those of source deploys.
-BASE_APIS = ("run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com")
-SOURCE_DEPLOY_APIS = ("cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com")
 
 
 def _account_id(prefix: str, suffix: str) -> str:
@@ -153,9 +154,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
         Raises:
             DedupConfigError: an invalid input, before any child is created (so ``pulumi preview`` fails).
         """
-        settings = resolve_settings(name, args, default_project=gcp.config.project)
+        source = project_source(opts)
+        settings = resolve_settings(name, args, default_project=source.project, provider_name=source.provider_name)
         own_store: Optional[StoreSettings] = None
-        if settings.spanner is not None:
+        if settings.spanner is not None:  # a Spanner database of its own: one table, one row deletion policy
             sp = settings.spanner
             claim_ttl_policy(sp.project, f"{sp.instance_id}/{sp.database_id}", settings.collection.lower(),
                              f"DedupScheduledJob {name}")
@@ -164,21 +166,24 @@ class DedupScheduledJob(pulumi.ComponentResource):
             own_store = StoreSettings(
                 project=settings.project, location=settings.database_location, database_id=settings.database_id,
                 create_database=settings.create_database, collections=(settings.collection,),
-                deletion_protection=settings.deletion_protection,
+                deletion_protection=settings.deletion_protection, protect_database=settings.protect_database,
             )
             claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
         alerts = resolve_alerts(args.get("alerts"), settings)
         archive = None
+        redis = settings.store.redis if settings.store is not None else None  # a Memorystore store
         if settings.image is None:
-            archive = build_deploy_archive(settings.job_source, store=settings.store_kind)
+            archive = build_deploy_archive(settings.job_source, store=HANDLER_STORE[settings.store_kind])
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings = settings
+        for advisory in settings.advisories:  # the pack's advisory rules say the same of the deployed resources
+            pulumi.log.warn(advisory, resource=self)
         child = pulumi.ResourceOptions(parent=self)
         s = settings
 
         # --- APIs -------------------------------------------------------------------------------
         # A shared store enables every API its jobs need, alerting's included (store.store_apis()).
-        base = [STORE_API[s.store_kind] if api == STORE_API["firestore"] else api for api in BASE_APIS]
+        base = list(for_store(BASE_APIS, s.store_kind))  # with the store's API in Firestore's place
         apis = [] if s.store else base + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
         apis += list(ALERT_APIS) if alerts is not None and not s.store else []
         enabled: list[pulumi.Resource] = [
@@ -212,10 +217,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
             "runtime", "handler runtime",
             "Runtime identity of the dedup handler: its store's database, its proxy target.")
 
-        # --- the store: the job's own, or only a grant on the shared one --------------------------
+        # --- the store: the job's own, or only the grants on the shared one -----------------------
         database: Optional[gcp.firestore.Database | gcp.spanner.Database] = None
+        redis_wiring = None
         if s.store_kind == "spanner":
-            database, database_id = self._spanner_store(name, s, runtime_sa, after_apis, enabled)
+            database, database_id = self._spanner_store(name, s, runtime_sa, enabled, after_apis)
         else:
             if own_store is not None:
                 database = firestore_children(
@@ -228,6 +234,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 database_id = _checked_store_database(s)
             db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
             database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
+            # A Memorystore store: the runtime identity reads its two secrets (mounted), Direct VPC egress to its
+            # network.
+            if redis is not None:
+                redis_wiring = redis_job_wiring(name, s.project, redis, runtime_sa.member, db_opts)
+        if s.store_kind == "firestore":
             gcp.projects.IAMMember(
                 f"{name}-runtime-datastore-user",
                 gcp.projects.IAMMemberArgs(
@@ -241,7 +252,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 opts=db_opts,
             )
 
-        # --- proxy target grants (issue 5) ------------------------------------------------------
+        # --- proxy target grants ----------------------------------------------------------------
         self._grant_target(name, s, runtime_sa)
 
         # --- container: source deploy or prebuilt image ------------------------------------------
@@ -349,15 +360,20 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     # As many requests per instance as the handler's server has threads (THREADS): none waits
                     # unseen inside the container (https://cloud.google.com/run/docs/about-concurrency).
                     max_instance_request_concurrency=SERVER_THREADS,
-                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(max_instance_count=s.max_instance_count),
+                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
+                        min_instance_count=s.min_instance_count, max_instance_count=s.max_instance_count),
                     containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                         image=image, envs=envs,
                         resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
                             cpu_idle=not s.cpu_always_allocated, startup_cpu_boost=STARTUP_CPU_BOOST),
+                        volume_mounts=redis_wiring.mounts if redis_wiring else None,
                     )],
+                    volumes=redis_wiring.volumes if redis_wiring else None,
+                    vpc_access=redis_wiring.vpc_access if redis_wiring else None,
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*service_depends, *([database] if database else [])]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[
+                *service_depends, *([database] if database else []), *(redis_wiring.grants if redis_wiring else [])]),
         )
         gcp.cloudrunv2.ServiceIamMember(
             f"{name}-runtime-self-viewer",
@@ -425,13 +441,13 @@ class DedupScheduledJob(pulumi.ComponentResource):
         )
 
     def _spanner_store(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account,
-                       after_apis: pulumi.ResourceOptions, enabled: list[pulumi.Resource],
+                       enabled: list[pulumi.Resource], after_apis: pulumi.ResourceOptions,
                        ) -> tuple[Optional[gcp.spanner.Database], pulumi.Input[str]]:
         """The job's own Spanner database (in an adopted or created instance), or the shared store's checked;
         either way ``roles/spanner.databaseUser`` on that database only. Returns ``(database or None, its id)``."""
         database: Optional[gcp.spanner.Database] = None
         if s.spanner is not None:
-            children = spanner_store.spanner_children(s.spanner, opts=after_apis, instance_name=f"{name}-spanner",
+            children = spanner_children(s.spanner, opts=after_apis, instance_name=f"{name}-spanner",
                                                       database_name=f"{name}-db")
             database = children.database
             database_id: pulumi.Input[str] = children.database.name
@@ -440,7 +456,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             database_id = _checked_store_database(s)
             assert s.spanner_instance is not None
             instance = s.spanner_instance
-        spanner_store.grant_database_user(
+        grant_database_user(
             f"{name}-runtime-spanner-database-user", project=s.project, instance=instance, database=database_id,
             member=runtime_sa.member,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]))
@@ -520,7 +536,7 @@ def _checked_store_database(s: DedupSettings) -> pulumi.Output[str]:
                                                  f"({', '.join(collections or [])}): use one of them, or add it to the store")
         if s.store_kind == "spanner":
             check_spanner_ids(None, database_id, s.collection)
-        else:
+        elif s.store_kind == "firestore":
             check_firestore_ids(s.project, database_id, s.collection)
         return str(database_id)
 

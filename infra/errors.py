@@ -5,6 +5,8 @@ Every error the user can catch is named for what happened; messages name the fie
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class DedupConfigError(ValueError):
     """A component input (or a stack config key) is invalid.
@@ -20,6 +22,20 @@ class DedupConfigError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(f"{field}: {message}")
+
+
+class DedupConfigErrors(DedupConfigError):
+    """Several inputs are invalid: every problem of one config at once, so one round of fixes suffices.
+
+    Attributes:
+        errors: each problem, in input order (each a :class:`DedupConfigError` naming its field).
+        field: the first problem's field.
+    """
+
+    def __init__(self, errors: "Sequence[DedupConfigError]") -> None:
+        self.errors = tuple(errors)
+        self.field = self.errors[0].field
+        ValueError.__init__(self, f"{len(self.errors)} problems:\n" + "\n".join(f"- {e}" for e in self.errors))
 
 
 class DeployArchiveError(DedupConfigError):

@@ -41,6 +41,7 @@ class RegisteredResource:
         urn: this resource's URN.
         custom: False for component resources.
         state: the mocked outputs returned for it.
+        protect: the resource option ``protect`` (a plan deleting or replacing it would fail).
     """
 
     type: str
@@ -50,11 +51,22 @@ class RegisteredResource:
     urn: str
     custom: bool
     state: dict[str, Any] = field(default_factory=dict)
+    protect: bool = False
 
 
 class _Mocks(Mocks):
     def __init__(self, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.stack_outputs = dict(stack_outputs or {})
+        self.providers: dict[str, dict[str, Any]] = {}  # an explicit provider's id -> its inputs
+
+    def provider_project(self, reference: str) -> Any:
+        """The ``project`` of the provider a call names (``URN::ID``): an explicit one's input, else ``gcp:project``."""
+        inputs = self.providers.get(reference.rsplit("::", 1)[-1]) if reference else None
+        if inputs is not None:
+            return inputs.get("project")
+        from pulumi.runtime.config import CONFIG
+
+        return CONFIG.get().get("gcp:project")
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         if args.typ == STACK_REFERENCE:
@@ -63,12 +75,17 @@ class _Mocks(Mocks):
                 raise KeyError(f"no outputs mocked for stack {stack!r}: check with --stack-ref {stack}=<its stack "
                                f"config file>, or pass stack_outputs={{{stack!r}: {{...}}}} to run_program")
             return stack, {"name": stack, "outputs": dict(self.stack_outputs[stack]), "secretOutputNames": []}
-        return mock_outputs(args.typ, args.name, dict(args.inputs))
+        resource_id, state = mock_outputs(args.typ, args.name, dict(args.inputs))
+        if args.typ.startswith("pulumi:providers:"):
+            self.providers[resource_id] = dict(args.inputs)
+        return resource_id, state
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         # Data sources (get_project, get_iam_policy...) answer with their own arguments: enough for
         # programs to run offline. No failures: an empty list, since None would crash pulumi's MockMonitor.Invoke.
         result = dict(args.args)
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":  # the calling provider's project
+            result["project"] = self.provider_project(args.provider)
         if args.token.endswith("/getIAMPolicy:getIAMPolicy"):  # the policy document the bindings make
             result["policyData"] = json.dumps({"bindings": result.get("bindings") or []})
         return result, []
@@ -93,7 +110,7 @@ class _RecordingMonitor(MockMonitor):
             self.registered.append(
                 RegisteredResource(
                     type=request.type, name=request.name, inputs=_plain(inputs), parent=request.parent,
-                    urn=urn, custom=bool(request.custom), state=_plain(state),
+                    urn=urn, custom=bool(request.custom), state=_plain(state), protect=bool(request.protect),
                 )
             )
         return response
@@ -142,6 +159,11 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
     if typ == "gcp:cloudscheduler/job:Job":
         job_id = f"projects/{project}/locations/{inputs.get('region')}/jobs/{inputs.get('name', name)}"
         return job_id, state
+    if typ == "gcp:redis/instance:Instance":  # a private IP of the peered range; TLS port with transit encryption
+        tls = inputs.get("transitEncryptionMode") == "SERVER_AUTHENTICATION"
+        state.update(host="10.128.0.3", port=6378 if tls else 6379, authString="mock-auth-string",
+                     serverCaCerts=[{"cert": "-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n"}])
+        return f"projects/{project}/locations/{inputs.get('region')}/instances/{inputs.get('name', name)}", state
     if typ == "gcp:firestore/database:Database":
         return f"projects/{project}/databases/{inputs.get('name')}", state
     if typ == "time:index/static:Static":  # the time it was created (or, when given, the time asked for)

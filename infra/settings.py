@@ -21,22 +21,25 @@ Sources of the limits (cited again at each check):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 
 from .schedule import (
     REQUEST_TIMEOUT_MARGIN_SECONDS,
     RetryPolicy,
-    crash_recovery_seconds,
+    max_retry_duration_to_recover,
     min_backoff_to_recover,
     recovers_crash,
+    retries_described,
     retry_window_seconds,
 )
-from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.overlap import overlap_advisory
+from scheduler_dedup.handler.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
 from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.config import (
     DEFAULT_COLLECTION,
@@ -49,9 +52,13 @@ from scheduler_dedup.handler.record import TTL_OWNER_ENV
 from scheduler_dedup.handler.server import SERVER_THREADS
 from scheduler_dedup.handler.startup import startup_problems
 
-from .errors import DedupConfigError
+from .errors import DedupConfigError, DedupConfigErrors
+from .locations import region_problem
+from .oidc_account import oidc_account_problem
+from .providers import child_project
+from .scale_in import scale_in_advisory
 from .spanner_store import SpannerStoreSettings, resolve_spanner_settings
-from .store import StoreRef, check_firestore_ids, check_spanner_ids, resolve_store_ref, store_kind
+from .store import HANDLER_STORE, StoreRef, check_firestore_ids, check_spanner_ids, resolve_store_ref, store_kind
 
 ATTEMPT_DEADLINE_MIN_SECONDS = 15
 ATTEMPT_DEADLINE_MAX_SECONDS = 1800
@@ -74,7 +81,8 @@ _ALLOWED_KEYS = frozenset(
         "workflow_target", "cloud_run_job_target", "http_target", "attempt_deadline_seconds",
         "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
         "retry", "collection", "database_id", "create_database", "database_location",
-        "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "oidc_audience",
+        "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "min_instance_count",
+        "oidc_audience", "resource_prefix", "protect_database",
         "store", "store_kind", "spanner_instance", "scheduler_service_account_email", "build_service_account_email",
         "alerts",  # resolved by scheduler_dedup.infra.alerts.resolve_alerts
     }
@@ -82,6 +90,7 @@ _ALLOWED_KEYS = frozenset(
 _RETRY_KEYS = frozenset(
     {"retry_count", "max_retry_duration_seconds", "min_backoff_seconds", "max_backoff_seconds", "max_doublings"}
 )
+T = TypeVar("T")
 _JOB_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -124,9 +133,18 @@ class DedupSettings:
     store: StoreRef | None = None
     scheduler_service_account_email: pulumi.Input[str] | None = None
     build_service_account_email: pulumi.Input[str] | None = None
-    store_kind: str = "firestore"  # the handler's DEDUP_STORE
-    spanner_instance: pulumi.Input[str] | None = None  # the Spanner instance of the database (Spanner only)
-    spanner: SpannerStoreSettings | None = None  # the job's own Spanner store (no store=)
+    min_instance_count: int = 0
+    protect_database: bool = True
+    store_kind: str = "firestore"
+    """The run store's kind (:data:`~scheduler_dedup.infra.store.STORE_KINDS`): the job's own store's
+    (``store_kind``), or the shared store's; the handler's ``DEDUP_STORE`` is :data:`~scheduler_dedup.infra.store.HANDLER_STORE` of it."""
+    spanner_instance: pulumi.Input[str] | None = None
+    """Spanner: the instance of the database (the job's own or the store's); None for other kinds."""
+    spanner: SpannerStoreSettings | None = None
+    """Spanner: the job's own store (no ``store``), created under the job; None otherwise."""
+    advisories: tuple[str, ...] = ()
+    """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
+    with each at preview (:func:`advisories_of`)."""
 
     @property
     def retry_window_seconds(self) -> int:
@@ -169,72 +187,88 @@ def validate_time_zone(time_zone: str) -> str:
     """Return ``time_zone`` if it is an IANA tz database name (``Job.time_zone``).
 
     Raises:
-        DedupConfigError: not a tz database name; the message suggests ``Etc/UTC``.
+        DedupConfigError: not a tz database name (the message suggests ``Etc/UTC``), or a fixed-offset abbreviation
+            such as ``EST`` (UTC-5 all year; :func:`~scheduler_dedup.handler.time_zones.fixed_offset_abbreviation_problem`).
+            An alias such as ``US/Eastern`` passes with an advisory (:func:`advisories_of`).
     """
     if not is_iana_time_zone(time_zone):
         raise DedupConfigError(
             "time_zone", f"{time_zone!r} is not an IANA time zone name; use e.g. 'Etc/UTC' or 'Europe/Berlin'"
         )
+    fixed = fixed_offset_abbreviation_problem(time_zone)
+    if fixed:
+        raise DedupConfigError("time_zone", fixed)
     return time_zone
 
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
 
-def _resource_prefix(name: str) -> str:
-    """The component name, checked to be usable in GCP resource ids (service, bucket, account ids).
+def _resource_prefix(name: str, field: str = "name") -> str:
+    """The prefix of GCP resource ids (``resource_prefix``, else the component name), checked to be usable in them
+    (service, bucket, account ids).
 
     Raises:
         DedupConfigError: not 1-40 lowercase letters, digits or hyphens starting with a letter.
     """
     if not _NAME_RE.match(name) or name.endswith("-"):
         raise DedupConfigError(
-            "name", f"{name!r} must be 1-40 lowercase letters, digits or hyphens, starting with a letter "
+            field, f"{name!r} must be 1-40 lowercase letters, digits or hyphens, starting with a letter "
             "(GCP resource ids are derived from it), e.g. 'nightly-report'"
         )
     return name
 
 
-def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str | None = None) -> DedupSettings:
-    """Validate the component inputs and apply every default.
+class _Problems:
+    """Every :class:`DedupConfigError` of one resolution, so a config with four mistakes shows four at once."""
 
-    Args:
-        name: the component's Pulumi name; GCP resource ids are derived from it.
-        args: a :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` mapping.
-        default_project: project id used when ``args`` has none (the provider's ``gcp:project``).
+    def __init__(self) -> None:
+        self.errors: list[DedupConfigError] = []
 
-    Returns:
-        The resolved :class:`DedupSettings`.
+    def run(self, check: Callable[[], T], fallback: T) -> T:
+        """``check()``, or ``fallback`` after recording the error it raised."""
+        try:
+            return check()
+        except DedupConfigError as error:
+            self.add(error)
+            return fallback
+
+    def add(self, error: DedupConfigError) -> None:
+        self.errors.extend(error.errors if isinstance(error, DedupConfigErrors) else [error])
+
+    def raise_any(self) -> None:
+        """Raises: DedupConfigError (one problem) or :class:`DedupConfigErrors` (several)."""
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise DedupConfigErrors(self.errors)
+
+
+@dataclass(frozen=True)
+class _Target:
+    type: str  # python | workflows | cloud_run_job | http
+    job: str | None = None
+    job_source: Path | None = None
+    image: str | None = None
+    workflow: pulumi.Input[str] | None = None
+    cloud_run_job: pulumi.Input[str] | None = None
+    http_url: pulumi.Input[str] | None = None
+    http_service: pulumi.Input[str] | None = None
+    http_audience: str | None = None
+
+
+def _target(args: Mapping[str, Any]) -> _Target:
+    """What runs: the python job (source or image) or one proxy target.
 
     Raises:
-        DedupConfigError: the first invalid field; the message names the field and the fix.
+        DedupConfigError: the first problem of these inputs (they depend on one another).
     """
-    prefix = _resource_prefix(name)
-    unknown = sorted(set(args) - _ALLOWED_KEYS)
-    if unknown:
-        raise DedupConfigError(unknown[0], f"unknown input; valid inputs are {', '.join(sorted(_ALLOWED_KEYS))}")
-
-    schedule = _str(args, "schedule")
-    if schedule is None:
-        raise DedupConfigError("schedule", "is required: a unix-cron expression such as '*/15 * * * *'")
-    schedule = validate_schedule(schedule)
-    time_zone = validate_time_zone(_str(args, "time_zone") or DEFAULT_TIME_ZONE)
-    region = _str(args, "region")
-    if region is None:
-        raise DedupConfigError("region", "is required: a Cloud Run and Cloud Scheduler region such as 'us-central1'")
-    project = _str(args, "project") or default_project
-    if not project:
-        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
-
-    # --- what runs: python job (source or image) or one proxy target (issue 5) ---
     job = _str(args, "job")
     job_source_str = _str(args, "job_source")
     image = _str(args, "image")
     targets = {k: args[k] for k in ("workflow_target", "cloud_run_job_target", "http_target") if args.get(k) is not None}
     if len(targets) > 1:
         raise DedupConfigError(sorted(targets)[1], f"give only one proxy target, got {', '.join(sorted(targets))}")
-    workflow = cloud_run_job = http_url = http_service = http_audience = None
-    job_source: Path | None = None
     if targets:
         (key, target), = targets.items()
         if not isinstance(target, Mapping):
@@ -243,54 +277,55 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             raise DedupConfigError(key, "a proxy target runs no user code: remove job_source, job and image (the "
                                         "component deploys the bare handler), or remove the target")
         if key == "workflow_target":
-            target_type, workflow = "workflows", _target_name(target, key, "workflow", "workflows")
-        elif key == "cloud_run_job_target":
-            target_type, cloud_run_job = "cloud_run_job", _target_name(target, key, "job", "jobs")
-        else:
-            target_type = "http"
-            http_url = target.get("url")
-            if isinstance(http_url, str) and not http_url.startswith("https://"):
-                raise DedupConfigError(f"{key}.url", f"{http_url!r} must be an https:// URL")
-            if http_url is None:
-                raise DedupConfigError(f"{key}.url", "is required: the https URL to call")
-            if target.get("cloud_run_service") is not None:
-                http_service = _target_name(target, key, "cloud_run_service", "services")
-            extra = set(target) - {"url", "cloud_run_service", "audience"}
-            if extra:
-                raise DedupConfigError(f"{key}.{sorted(extra)[0]}",
-                                       "unknown key; valid keys are url, cloud_run_service, audience")
-            http_audience = _http_audience(target.get("audience"), http_url, f"{key}.audience")
-    else:
-        target_type = "python"
-        if job_source_str is None and image is None:
+            return _Target("workflows", workflow=_target_name(target, key, "workflow", "workflows"))
+        if key == "cloud_run_job_target":
+            return _Target("cloud_run_job", cloud_run_job=_target_name(target, key, "job", "jobs"))
+        http_url = target.get("url")
+        if isinstance(http_url, str) and not http_url.startswith("https://"):
+            raise DedupConfigError(f"{key}.url", f"{http_url!r} must be an https:// URL")
+        if http_url is None:
+            raise DedupConfigError(f"{key}.url", "is required: the https URL to call")
+        http_service = None
+        if target.get("cloud_run_service") is not None:
+            http_service = _target_name(target, key, "cloud_run_service", "services")
+        extra = set(target) - {"url", "cloud_run_service", "audience"}
+        if extra:
+            raise DedupConfigError(f"{key}.{sorted(extra)[0]}",
+                                   "unknown key; valid keys are url, cloud_run_service, audience")
+        return _Target("http", http_url=http_url, http_service=http_service,
+                       http_audience=_http_audience(target.get("audience"), http_url, f"{key}.audience"))
+    if job_source_str is None and image is None:
+        raise DedupConfigError(
+            "job_source",
+            "neither job_source nor image nor a proxy target is given: set job_source (a directory with your "
+            "job module) and job ('module:function'), or image, or one of workflow_target, "
+            "cloud_run_job_target, http_target",
+        )
+    if job_source_str is not None and image is not None:
+        raise DedupConfigError("image", "give job_source or image, not both")
+    if job is None:
+        raise DedupConfigError("job", "is required with job_source or image: the entry point as 'module:function'")
+    if not _JOB_RE.match(job):
+        raise DedupConfigError("job", f"{job!r} is not 'module:function' (e.g. 'jobs:run')")
+    job_source: Path | None = None
+    if job_source_str is not None:
+        job_source = Path(job_source_str).expanduser().resolve()
+        if not job_source.is_dir():
+            raise DedupConfigError("job_source", f"{job_source_str!r} is not a directory")
+        module = job.split(":")[0].replace(".", "/")
+        if not ((job_source / f"{module}.py").is_file() or (job_source / module / "__init__.py").is_file()):
             raise DedupConfigError(
-                "job_source",
-                "neither job_source nor image nor a proxy target is given: set job_source (a directory with your "
-                "job module) and job ('module:function'), or image, or one of workflow_target, "
-                "cloud_run_job_target, http_target",
+                "job", f"module of {job!r} not found in job_source: expected {module}.py or {module}/__init__.py"
             )
-        if job_source_str is not None and image is not None:
-            raise DedupConfigError("image", "give job_source or image, not both")
-        if job is None:
-            raise DedupConfigError("job", "is required with job_source or image: the entry point as 'module:function'")
-        if not _JOB_RE.match(job):
-            raise DedupConfigError("job", f"{job!r} is not 'module:function' (e.g. 'jobs:run')")
-        if job_source_str is not None:
-            job_source = Path(job_source_str).expanduser().resolve()
-            if not job_source.is_dir():
-                raise DedupConfigError("job_source", f"{job_source_str!r} is not a directory")
-            module = job.split(":")[0].replace(".", "/")
-            if not ((job_source / f"{module}.py").is_file() or (job_source / module / "__init__.py").is_file()):
-                raise DedupConfigError(
-                    "job", f"module of {job!r} not found in job_source: expected {module}.py or {module}/__init__.py"
-                )
-            source = job_source / f"{module}.py"
-            problem = _entry_point_problem(source if source.is_file() else job_source / module / "__init__.py",
-                                           job.split(":")[1])
-            if problem:
-                raise DedupConfigError("job", f"{job!r}: {problem} (the handler would refuse DEDUP_JOB at start-up)")
+        source = job_source / f"{module}.py"
+        problem = _entry_point_problem(source if source.is_file() else job_source / module / "__init__.py",
+                                       job.split(":")[1])
+        if problem:
+            raise DedupConfigError("job", f"{job!r}: {problem} (the handler would refuse DEDUP_JOB at start-up)")
+    return _Target("python", job=job, job_source=job_source, image=image)
 
-    # --- deadlines, lease, retention ---
+
+def _attempt_deadline(args: Mapping[str, Any]) -> int:
     attempt_deadline = _int(args, "attempt_deadline_seconds", DEFAULT_ATTEMPT_DEADLINE_SECONDS)
     # Scheduler: "For HTTP targets ... The deadline must be in the interval [15 seconds, 30 minutes]."
     # https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.attempt_deadline
@@ -300,23 +335,33 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             f"{attempt_deadline} s is outside Cloud Scheduler's range for HTTP targets; "
             f"use {ATTEMPT_DEADLINE_MIN_SECONDS} to {ATTEMPT_DEADLINE_MAX_SECONDS} seconds",
         )
+    return attempt_deadline
+
+
+def _request_timeout(args: Mapping[str, Any], attempt_deadline: int | None) -> int:
     # Default: the attempt deadline plus a margin, so Scheduler's cut-off and Cloud Run's do not race
     # (the pack's advisory scheduler-attempt-deadline-margin checks the same margin).
+    deadline = attempt_deadline or DEFAULT_ATTEMPT_DEADLINE_SECONDS
     request_timeout = _int(args, "request_timeout_seconds",
-                           min(attempt_deadline + REQUEST_TIMEOUT_MARGIN_SECONDS, REQUEST_TIMEOUT_MAX_SECONDS))
+                           min(deadline + REQUEST_TIMEOUT_MARGIN_SECONDS, REQUEST_TIMEOUT_MAX_SECONDS))
     # Cloud Run: request timeout up to 60 minutes. https://cloud.google.com/run/docs/configuring/request-timeout
     if not 1 <= request_timeout <= REQUEST_TIMEOUT_MAX_SECONDS:
         raise DedupConfigError(
             "request_timeout_seconds", f"{request_timeout} s is outside Cloud Run's range; use 1 to {REQUEST_TIMEOUT_MAX_SECONDS}"
         )
-    if request_timeout < attempt_deadline:
+    if attempt_deadline is not None and request_timeout < attempt_deadline:
         raise DedupConfigError(
             "request_timeout_seconds",
             f"{request_timeout} s is shorter than attempt_deadline_seconds ({attempt_deadline} s): Cloud Run would cut "
             f"a job that Scheduler still waits for; raise it to at least {attempt_deadline}",
         )
-    lease = _int(args, "lease_seconds", max(DEFAULT_LEASE_SECONDS, request_timeout))
-    if lease < request_timeout or lease < attempt_deadline:
+    return request_timeout
+
+
+def _lease(args: Mapping[str, Any], request_timeout: int | None, attempt_deadline: int | None) -> int:
+    lease = _int(args, "lease_seconds", max(DEFAULT_LEASE_SECONDS, request_timeout or 0))
+    if request_timeout is not None and attempt_deadline is not None and (
+            lease < request_timeout or lease < attempt_deadline):
         longest = max(request_timeout, attempt_deadline)
         raise DedupConfigError(
             "lease_seconds",
@@ -324,123 +369,288 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             f"({attempt_deadline} s): a retry could take over a claim whose job is still running; "
             f"raise it to at least {longest}",
         )
-    retry = _retry_policy(args.get("retry") or {}, lease)
-    window = int(retry_window_seconds(retry, attempt_deadline))
+    return lease
+
+
+def _retention(args: Mapping[str, Any], window: int | None) -> int:
     retention = _int(args, "retention_seconds", DEFAULT_RETENTION_SECONDS)
-    if retention < window:
+    if window is not None and retention < window:
         raise DedupConfigError(
             "retention_seconds",
             f"{retention} s is shorter than the retry window ({window} s, from the attempt deadline and the retry "
             f"config): a late retry would find no record and run the job again; raise it to at least {window} "
             "or shorten the retry config",
         )
+    return retention
+
+
+def _tolerance(args: Mapping[str, Any]) -> int:
     tolerance = _int(args, "manual_tolerance_seconds", DEFAULT_MANUAL_TOLERANCE_SECONDS)
     if tolerance < 0:
         raise DedupConfigError("manual_tolerance_seconds", "must be >= 0")
+    return tolerance
 
-    # --- the run store: one of its own, or a shared one (store=) ---
-    store = resolve_store_ref(args["store"]) if args.get("store") is not None else None
-    kind = store_kind(args, "store_kind")
+
+@dataclass(frozen=True)
+class _Store:
+    store: StoreRef | None
+    kind: str
+    collection: str
+    create_database: bool
+    database_id: pulumi.Input[str]
+    database_location: str
+    spanner_instance: pulumi.Input[str] | None = None
     spanner: SpannerStoreSettings | None = None
-    spanner_instance: pulumi.Input[str] | None = _str(args, "spanner_instance")
-    if store is not None and args.get("store_kind") is not None and kind != store.kind:
-        raise DedupConfigError("store_kind", f"is {kind!r}, but the store is a {store.kind} store: remove store_kind "
-                                             "(the store decides) or pass a store of that kind")
-    if kind != "spanner" and store is None and spanner_instance is not None:
+
+
+def _store(args: Mapping[str, Any], prefix: str, project: str | None, region: str | None) -> _Store:
+    """The run store: a shared one (``store=``, of any kind), or one of the job's own (``store_kind``: Firestore or
+    Spanner).
+
+    Raises:
+        DedupConfigError: the first problem of the store inputs (they depend on one another).
+    """
+    kind = store_kind(args, "store_kind")
+    spanner_instance = _str(args, "spanner_instance")
+    if args.get("store") is not None:
+        return _shared_store(args, resolve_store_ref(args["store"]), kind, spanner_instance, project, region)
+    if kind == "memorystore":
+        raise DedupConfigError("store_kind", "a job has no Memorystore instance of its own: create a "
+                                             "DedupStore(kind='memorystore') and pass it (or its stack's outputs) as "
+                                             "store")
+    if spanner_instance is not None and kind != "spanner":
         raise DedupConfigError("spanner_instance", "applies to a Spanner store only: set store_kind to 'spanner', or "
                                                    "remove it")
-    if store is not None:
-        kind = store.kind
-        if spanner_instance is not None:
-            raise DedupConfigError("spanner_instance", "the instance is the store's when store= is given: remove it")
-        spanner_instance = store.instance_id
-        for key in ("database_id", "create_database", "database_location"):
-            if args.get(key) is not None:
-                raise DedupConfigError(key, "the database is the store's when store= is given: remove "
-                                            f"{key} (or remove store to give the job a database of its own)")
-        if isinstance(store.project, str) and store.project != project:
-            raise DedupConfigError("store.project", f"the store is in project {store.project!r}, the job in "
-                                                    f"{project!r}: deploy the job in the store's project")
-        shared = store.collections if isinstance(store.collections, (list, tuple)) else None
-        default_collection = shared[0] if shared and len(shared) == 1 else DEFAULT_COLLECTION
-        collection = _str(args, "collection") or default_collection
-        if shared is not None and collection not in shared:
-            raise DedupConfigError("collection", f"{collection!r} is not a collection of the store ({', '.join(shared)}): "
-                                                 "use one of them, or add it to the store's collections")
-        create_database = False
-        database_id: pulumi.Input[str] = store.database_id
-        database_location = region
-        if kind == "spanner":
-            check_spanner_ids(spanner_instance, database_id, collection)
-        else:
-            check_firestore_ids(project, database_id, collection)
-    elif kind == "spanner":
-        collection = _str(args, "collection") or DEFAULT_COLLECTION
-        for key in ("create_database", "database_location"):
-            if args.get(key) is not None:
-                raise DedupConfigError(key, "a job's own Spanner store always creates its database (its DDL holds "
-                                            f"the table), in spanner_instance or an instance of its own: remove {key}")
-        protect = args.get("deletion_protection", False)
-        spanner = resolve_spanner_settings(
-            {"instance_id": spanner_instance, "create_instance": spanner_instance is None,
-             "database_id": _str(args, "database_id"), "deletion_protection": protect},
-            project=project, region=region, default_instance=f"{prefix[:55].rstrip('-')}-dedup",
-            default_database=f"{prefix[:24].rstrip('-')}-dedup", tables=[collection])
-        spanner_instance = spanner.instance_id
-        create_database = True
-        database_id = spanner.database_id
-        database_location = spanner.instance_config
-    else:
-        collection = _str(args, "collection") or DEFAULT_COLLECTION  # checked by _check_handler_settings
-        create_database = args.get("create_database", True)
-        if not isinstance(create_database, bool):
-            raise DedupConfigError("create_database", f"must be true or false, got {create_database!r}")
-        default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
-        database_id = _str(args, "database_id") or default_db  # checked by _check_handler_settings
-        database_location = _str(args, "database_location") or region
-    scheduler_email = _service_account_email(args, "scheduler_service_account_email")
-    build_email = _service_account_email(args, "build_service_account_email")
+    collection = _str(args, "collection") or DEFAULT_COLLECTION  # checked by _check_handler_settings
+    if kind == "spanner":
+        return _own_spanner_store(args, prefix, project, region, collection, spanner_instance)
+    create_database = args.get("create_database", True)
+    if not isinstance(create_database, bool):
+        raise DedupConfigError("create_database", f"must be true or false, got {create_database!r}")
+    default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
+    database_id = _str(args, "database_id") or default_db  # checked by _check_handler_settings
+    return _Store(None, kind, collection, create_database, database_id,
+                  _str(args, "database_location") or region or "")
 
-    deletion_protection = args.get("deletion_protection", False)
-    if not isinstance(deletion_protection, bool):
-        raise DedupConfigError("deletion_protection", f"must be true or false, got {deletion_protection!r}")
-    cpu_always_allocated = args.get("cpu_always_allocated", True)
-    if not isinstance(cpu_always_allocated, bool):
-        raise DedupConfigError("cpu_always_allocated", f"must be true or false, got {cpu_always_allocated!r}")
+
+def _shared_store(args: Mapping[str, Any], store: StoreRef, kind: str, spanner_instance: str | None,
+                  project: str | None, region: str | None) -> _Store:
+    """A store of another component or stack (``store=``): its kind, database and one of its collections."""
+    if args.get("store_kind") is not None and kind != store.kind:
+        raise DedupConfigError("store_kind", f"is {kind!r}, but the store is a {store.kind} store: remove store_kind "
+                                             "(the store decides) or pass a store of that kind")
+    if spanner_instance is not None:
+        raise DedupConfigError("spanner_instance", "the instance is the store's when store= is given: remove it")
+    for key in ("database_id", "create_database", "database_location"):
+        if args.get(key) is not None:
+            raise DedupConfigError(key, "the database is the store's when store= is given: remove "
+                                        f"{key} (or remove store to give the job a database of its own)")
+    if isinstance(store.project, str) and project is not None and store.project != project:
+        raise DedupConfigError("store.project", f"the store is in project {store.project!r}, the job in "
+                                                f"{project!r}: deploy the job in the store's project")
+    shared = store.collections if isinstance(store.collections, (list, tuple)) else None
+    default_collection = shared[0] if shared and len(shared) == 1 else DEFAULT_COLLECTION
+    collection = _str(args, "collection") or default_collection
+    if shared is not None and collection not in shared:
+        raise DedupConfigError("collection", f"{collection!r} is not a collection of the store ({', '.join(shared)}): "
+                                             "use one of them, or add it to the store's collections")
+    if store.kind == "spanner":
+        check_spanner_ids(store.instance_id, store.database_id, collection)
+    elif store.kind == "firestore" and project is not None:
+        check_firestore_ids(project, store.database_id, collection)
+    return _Store(store, store.kind, collection, False, store.database_id, region or "",
+                  spanner_instance=store.instance_id)
+
+
+def _own_spanner_store(args: Mapping[str, Any], prefix: str, project: str | None, region: str | None,
+                       collection: str, instance: str | None) -> _Store:
+    """A Spanner database of the job's own (:mod:`.spanner_store`), in ``spanner_instance`` or an instance of its own.
+
+    Its table, database and instance ids are the handler's (``DEDUP_COLLECTION``, ``DEDUP_SPANNER_DATABASE``,
+    ``DEDUP_SPANNER_INSTANCE``), checked again by :func:`_check_handler_settings`.
+    """
+    for key in ("create_database", "database_location"):
+        if args.get(key) is not None:
+            raise DedupConfigError(key, "a job's own Spanner store always creates its database (its DDL holds "
+                                        f"the table), in spanner_instance or an instance of its own: remove {key}")
+    database_id = _str(args, "database_id")
+    if region is None and instance is None:  # the instance's region is unknown: reported as the region's problem
+        return _Store(None, "spanner", collection, True, database_id or "", "", spanner_instance="")
+    spanner = resolve_spanner_settings(
+        {"instance_id": instance, "create_instance": instance is None, "database_id": database_id,
+         "deletion_protection": args.get("deletion_protection", False),
+         "protect_database": args.get("protect_database", True)},
+        project=project or "", region=region, default_instance=f"{prefix[:55].rstrip('-')}-dedup",
+        default_database=f"{prefix[:24].rstrip('-')}-dedup", tables=[collection])
+    return _Store(None, "spanner", collection, True, spanner.database_id, spanner.instance_config,
+                  spanner_instance=spanner.instance_id, spanner=spanner)
+
+
+def _bool(args: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = args.get(key, default)
+    if not isinstance(value, bool):
+        raise DedupConfigError(key, f"must be true or false, got {value!r}")
+    return value
+
+
+def _max_instances(args: Mapping[str, Any]) -> int:
     max_instances = _int(args, "max_instance_count", DEFAULT_MAX_INSTANCE_COUNT)
     if max_instances < 1:
         raise DedupConfigError("max_instance_count", "must be at least 1")
-    base_image = _str(args, "base_image") or (
+    return max_instances
+
+
+def _min_instances(args: Mapping[str, Any], max_instances: int) -> int:
+    min_instances = _int(args, "min_instance_count", 0)
+    if not 0 <= min_instances <= max_instances:
+        raise DedupConfigError("min_instance_count", f"{min_instances} is outside 0 to max_instance_count "
+                                                     f"({max_instances}): use 0, or 1 to keep an instance for long jobs")
+    return min_instances
+
+
+def _region(args: Mapping[str, Any]) -> str:
+    """The region of the Cloud Run service and the Scheduler job, offered by both (:mod:`.locations`)."""
+    region = _required(args, "region", "a Cloud Run and Cloud Scheduler region such as 'us-central1'")
+    problem = region_problem(region, ("Cloud Scheduler", "Cloud Run"))
+    if problem:
+        raise DedupConfigError("region", problem)
+    return region
+
+
+def _required(args: Mapping[str, Any], key: str, what: str) -> str:
+    value = _str(args, key)
+    if value is None:
+        raise DedupConfigError(key, f"is required: {what}")
+    return value
+
+
+def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str | None = None,
+                     provider_name: str | None = None) -> DedupSettings:
+    """Validate the component inputs and apply every default.
+
+    Every input is checked, and every problem is reported at once; a check that needs another input's value
+    is skipped while that input is invalid (its own problem is reported), so no problem is reported twice.
+
+    Args:
+        name: the component's Pulumi name; GCP resource ids are derived from it.
+        args: a :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` mapping.
+        default_project: project id used when ``args`` has none: the project of the explicit provider the
+            component was given (``provider_name``), else the stack's ``gcp:project``
+            (:func:`scheduler_dedup.infra.providers.project_source`).
+        provider_name: the explicit ``gcp`` provider the children use, if any: a ``project`` other than its
+            project is refused (the children would mix the provider's project and another).
+
+    Returns:
+        The resolved :class:`DedupSettings`.
+
+    Raises:
+        DedupConfigError: the one invalid field; the message names the field and the fix.
+        DedupConfigErrors: several (a :class:`DedupConfigError` too, naming the first; ``errors`` holds each).
+    """
+    problems = _Problems()
+    prefix = problems.run(lambda: _resource_prefix(_str(args, "resource_prefix") or name,
+                                                    "resource_prefix" if args.get("resource_prefix") else "name"), None)
+    unknown = sorted(set(args) - _ALLOWED_KEYS)
+    for key in unknown:
+        problems.add(DedupConfigError(key, f"unknown input; valid inputs are {', '.join(sorted(_ALLOWED_KEYS))}"))
+
+    schedule = problems.run(lambda: validate_schedule(
+        _required(args, "schedule", "a unix-cron expression such as '*/15 * * * *'")), None)
+    time_zone = problems.run(lambda: validate_time_zone(_str(args, "time_zone") or DEFAULT_TIME_ZONE), None)
+    region = problems.run(lambda: _region(args), None)
+    project = problems.run(lambda: child_project(args, default_project, provider_name), None)
+    target = problems.run(lambda: _target(args), None)
+
+    # --- deadlines, lease, retries, retention: each checked against the others that are valid ---
+    attempt_deadline = problems.run(lambda: _attempt_deadline(args), None)
+    request_timeout = problems.run(lambda: _request_timeout(args, attempt_deadline), None)
+    lease = problems.run(lambda: _lease(args, request_timeout, attempt_deadline), None)
+    retry = problems.run(lambda: _retry_policy(args.get("retry") or {}, lease or DEFAULT_LEASE_SECONDS,
+                                               attempt_deadline or DEFAULT_ATTEMPT_DEADLINE_SECONDS), None)
+    window = (int(retry_window_seconds(retry, attempt_deadline))
+              if retry is not None and attempt_deadline is not None else None)
+    retention = problems.run(lambda: _retention(args, window), None)
+    tolerance = problems.run(lambda: _tolerance(args), None)
+
+    store = problems.run(lambda: _store(args, prefix or name, project or None, region), None)
+    if store is not None and store.kind == "firestore" and store.create_database and region is not None:
+        where = region_problem(store.database_location, ("Firestore",))
+        if where:
+            problems.add(DedupConfigError("database_location" if args.get("database_location") else "region", where))
+    scheduler_email = problems.run(lambda: _service_account_email(args, "scheduler_service_account_email"), None)
+    if isinstance(scheduler_email, str) and project:
+        misplaced = oidc_account_problem(scheduler_email, project)
+        if misplaced:
+            problems.add(DedupConfigError("scheduler_service_account_email", misplaced))
+    build_email = problems.run(lambda: _service_account_email(args, "build_service_account_email"), None)
+    deletion_protection = problems.run(lambda: _bool(args, "deletion_protection", False), False)
+    cpu_always_allocated = problems.run(lambda: _bool(args, "cpu_always_allocated", True), True)
+    protect_database = problems.run(lambda: _bool(args, "protect_database", True), True)
+    max_instances = problems.run(lambda: _max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
+    min_instances = problems.run(lambda: _min_instances(args, max_instances), 0)
+    base_image = problems.run(lambda: _str(args, "base_image"), None) or (
         f"{region}-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312"
     )
+    audience = problems.run(lambda: _str(args, "oidc_audience"), None)
+    problems.raise_any()
+    assert (prefix and schedule and time_zone and region and project and target and attempt_deadline
+            and request_timeout and lease and retry and retention is not None and tolerance is not None and store)
 
     # Crash recovery (checked after the handler's own checks, below): a retry must still come once a crashed
     # attempt's lease has expired.
-    crash_problem = None if recovers_crash(retry, lease) else (_crash_recovery_field(args.get("retry") or {}),
-                                                               _crash_recovery_fix(retry, lease))
+    crash_problem = None if recovers_crash(retry, lease, attempt_deadline) else (
+        _crash_recovery_field(args.get("retry") or {}), _crash_recovery_fix(retry, lease, attempt_deadline))
 
     # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
     service_name = prefix[:49].rstrip("-")
     scheduler_job_name = prefix[:500]
-    audience = _str(args, "oidc_audience") or (
-        f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}"
-    )
+    audience = audience or f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}"
     settings = DedupSettings(
         name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,
-        target_type=target_type, job=job, job_source=job_source, image=image, workflow=workflow,
-        cloud_run_job=cloud_run_job, http_url=http_url, http_cloud_run_service=http_service, http_audience=http_audience,
+        target_type=target.type, job=target.job, job_source=target.job_source, image=target.image,
+        workflow=target.workflow, cloud_run_job=target.cloud_run_job, http_url=target.http_url,
+        http_cloud_run_service=target.http_service, http_audience=target.http_audience,
         attempt_deadline_seconds=attempt_deadline, request_timeout_seconds=request_timeout, lease_seconds=lease,
-        retention_seconds=retention, manual_tolerance_seconds=tolerance, retry=retry, collection=collection,
-        database_id=database_id, create_database=create_database, database_location=database_location,
-        deletion_protection=deletion_protection, cpu_always_allocated=cpu_always_allocated, base_image=base_image, max_instance_count=max_instances,
+        retention_seconds=retention, manual_tolerance_seconds=tolerance, retry=retry, collection=store.collection,
+        database_id=store.database_id, create_database=store.create_database,
+        database_location=store.database_location, deletion_protection=deletion_protection,
+        cpu_always_allocated=cpu_always_allocated, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
-        store=store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
-        store_kind=kind, spanner_instance=spanner_instance, spanner=spanner,
+        store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
+        min_instance_count=min_instances, protect_database=protect_database,
+        store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner,
     )
-    _check_handler_settings(settings)
+    problems.run(lambda: _check_handler_settings(settings), None)
     if crash_problem is not None:
-        raise DedupConfigError(*crash_problem)
-    return settings
+        problems.add(DedupConfigError(*crash_problem))
+    problems.raise_any()
+    return replace(settings, advisories=advisories_of(settings))
+
+
+def advisories_of(s: DedupSettings) -> tuple[str, ...]:
+    """What the settings do that a user would want to know at preview, though Scheduler accepts it; each message is
+    the one the policy pack's advisory rule of the same concern gives:
+
+    * the time zone is an alias of a canonical zone (:func:`~scheduler_dedup.handler.time_zones.time_zone_alias_advisory`;
+      pack: ``scheduler-time-zone-canonical``);
+    * the schedule uses a form Cloud Scheduler's cron page does not settle
+      (:func:`~scheduler_dedup.handler.cron.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
+    * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
+      (:func:`~scheduler_dedup.handler.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
+    * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in
+      (:func:`~scheduler_dedup.infra.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``).
+    """
+    found = [f"schedule {message}" for message in unsettled_cron_forms(s.schedule)]
+    alias = time_zone_alias_advisory(s.time_zone)
+    if alias:
+        found.append(f"time_zone {alias}")
+    overlap = overlap_advisory(s.schedule, s.time_zone, s.attempt_deadline_seconds, s.retry_window_seconds)
+    if overlap:
+        found.append(overlap)
+    scale_in = scale_in_advisory(s.target_type == "python", s.min_instance_count, s.attempt_deadline_seconds)
+    if scale_in:
+        found.append(scale_in)
+    return tuple(found)
 
 
 _SA_EMAIL_RE = re.compile(r"^[a-z0-9][a-z0-9-]*@[a-z0-9.-]+\.gserviceaccount\.com$")
@@ -481,15 +691,16 @@ def _check_handler_settings(s: DedupSettings) -> None:
     fails at ``pulumi preview`` instead. Values that are outputs of other resources are not known yet and pass.
 
     Raises:
-        DedupConfigError: names the component input, and the handler's message says the fix.
+        DedupConfigError: names the component input, and the handler's message says the fix (one per refusal).
     """
     env: dict[str, Any] = {**handler_environment(s), "DEDUP_ALLOWED_CALLERS": s.scheduler_service_account_email}
     unknown = [name for name, value in env.items() if not isinstance(value, str)]
-    problems = startup_problems({k: v for k, v in env.items() if isinstance(v, str)}, unknown)
-    if problems:
-        variable = re.split(r"[= ]", problems[0], maxsplit=1)[0]
-        raise DedupConfigError(_ENV_TO_FIELD.get(variable, variable),
-                               f"the handler would refuse it at start-up: {problems[0]}")
+    problems = _Problems()
+    for problem in startup_problems({k: v for k, v in env.items() if isinstance(v, str)}, unknown):
+        variable = re.split(r"[= ]", problem, maxsplit=1)[0]
+        problems.add(DedupConfigError(_ENV_TO_FIELD.get(variable, variable),
+                                      f"the handler would refuse it at start-up: {problem}"))
+    problems.raise_any()
 
 
 def _entry_point_problem(module_file: Path, name: str) -> str | None:
@@ -567,31 +778,30 @@ def _target_name(target: Mapping[str, Any], key: str, field: str, collection: st
 def _crash_recovery_field(retry: Any) -> str:
     """The input to name when the retries end before a crashed attempt's lease: the one the user wrote."""
     given = retry if isinstance(retry, Mapping) else {}
-    for key in ("retry_count", "min_backoff_seconds", "max_backoff_seconds", "max_doublings"):
+    for key in ("retry_count", "max_retry_duration_seconds", "min_backoff_seconds", "max_backoff_seconds",
+                "max_doublings"):
         if key in given:
             return f"retry.{key}"
     return "lease_seconds"
 
 
-def _crash_recovery_fix(retry: RetryPolicy, lease: int) -> str:
-    recovery = crash_recovery_seconds(retry)
-    if retry.retry_count == 0:
-        why = "retry_count 0 means no retry ever comes"
-    else:
-        waits = ", ".join(f"{retry.backoff_seconds(i):g}" for i in range(retry.retry_count))
-        why = f"the {retry.retry_count} retries come {waits} s apart, {recovery:g} s in all"
-    hint = min_backoff_to_recover(RetryPolicy(max(retry.retry_count, 1), retry.max_retry_duration_seconds,
-                                              retry.min_backoff_seconds, retry.max_backoff_seconds,
-                                              retry.max_doublings), lease)
-    fix = (f"Set retry.min_backoff_seconds to at least {hint}" + (" and retry.retry_count to at least 1"
-                                                                  if retry.retry_count == 0 else "")
-           if hint is not None else "Raise retry.retry_count and retry.max_backoff_seconds")
-    return (f"a crashed attempt holds its run for up to lease_seconds ({lease} s), but {why}: every retry would get "
-            f"409 and the run would never complete. {fix}, or lower lease_seconds (the retries must span at least "
-            "the lease)")
+def _crash_recovery_fix(retry: RetryPolicy, lease: int, attempt_deadline: int) -> str:
+    """Why the retries end before a crashed attempt's lease, saying what Scheduler will do, and the fixes."""
+    counted = RetryPolicy(max(retry.retry_count, 1), retry.max_retry_duration_seconds, retry.min_backoff_seconds,
+                          retry.max_backoff_seconds, retry.max_doublings)
+    hint = min_backoff_to_recover(counted, lease, attempt_deadline)
+    fixes = [f"set retry.min_backoff_seconds to at least {hint}" + (" and retry.retry_count to at least 1"
+                                                                    if retry.retry_count == 0 else "")
+             if hint is not None else "raise retry.retry_count and retry.max_backoff_seconds"]
+    duration = max_retry_duration_to_recover(retry, lease, attempt_deadline)
+    if duration is not None:
+        fixes.append(f"set retry.max_retry_duration_seconds to at least {duration}")
+    return (f"a crashed attempt holds its run for up to lease_seconds ({lease} s), but "
+            f"{retries_described(retry, attempt_deadline)}: every retry would get 409 and the run would never "
+            f"complete. To fix it, {'; or '.join(fixes)}; or lower lease_seconds (the retries must come until at "
+            "least the lease has passed)")
 
-
-def _retry_policy(retry: Any, lease_seconds: int) -> RetryPolicy:
+def _retry_policy(retry: Any, lease_seconds: int, attempt_deadline_seconds: int) -> RetryPolicy:
     """Resolve ``retry`` with the component's defaults and check RetryConfig's limits.
 
     https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig:
@@ -613,7 +823,7 @@ def _retry_policy(retry: Any, lease_seconds: int) -> RetryPolicy:
     max_backoff = _int(retry, "max_backoff_seconds", DEFAULT_MAX_BACKOFF_SECONDS, field="retry.max_backoff_seconds")
     doublings = _int(retry, "max_doublings", DEFAULT_MAX_DOUBLINGS, field="retry.max_doublings")
     spanning = min_backoff_to_recover(RetryPolicy(count, duration, 0, max_backoff, doublings),
-                                      CRASH_RECOVERY_FACTOR * lease_seconds)
+                                      CRASH_RECOVERY_FACTOR * lease_seconds, attempt_deadline_seconds)
     default_min = max(DEFAULT_MIN_BACKOFF_SECONDS, spanning or 0) if spanning is not None else DEFAULT_MIN_BACKOFF_SECONDS
     min_backoff = _int(retry, "min_backoff_seconds", min(default_min, max(max_backoff, 0)),
                        field="retry.min_backoff_seconds")
@@ -639,12 +849,18 @@ def scheduler_job_resource_name(s: DedupSettings) -> str:
 
 
 def store_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
-    """Where the handler's run store is: ``DEDUP_DATABASE`` (Firestore), or ``DEDUP_STORE=spanner`` with
-    ``DEDUP_SPANNER_INSTANCE`` and ``DEDUP_SPANNER_DATABASE``."""
+    """Where the handler's run store is: ``DEDUP_DATABASE`` (Firestore); ``DEDUP_STORE=spanner`` with
+    ``DEDUP_SPANNER_INSTANCE`` and ``DEDUP_SPANNER_DATABASE``; or ``DEDUP_STORE=redis`` with the endpoint, the
+    mounted secrets and ``WAIT`` (:func:`~scheduler_dedup.infra.memorystore_store.redis_environment`)."""
     if s.store_kind == "spanner":
         assert s.spanner_instance is not None
-        return {"DEDUP_STORE": "spanner", "DEDUP_SPANNER_INSTANCE": s.spanner_instance,
+        return {"DEDUP_STORE": HANDLER_STORE["spanner"], "DEDUP_SPANNER_INSTANCE": s.spanner_instance,
                 "DEDUP_SPANNER_DATABASE": s.database_id}
+    if s.store_kind == "memorystore":
+        from .memorystore_store import redis_environment
+
+        assert s.store is not None and s.store.redis is not None
+        return {"DEDUP_DATABASE": s.database_id, **redis_environment(s.store.redis)}
     return {"DEDUP_DATABASE": s.database_id}
 
 

@@ -10,7 +10,8 @@ database of its own, in an instance it adopts or creates).
   config of the region (``regional-<region>``), Standard edition
   (https://cloud.google.com/spanner/docs/compute-capacity: 100 processing units are the smallest instance; larger
   ones in steps of 100 up to 1000, then of 1000). An existing instance is adopted with ``create_instance=False``.
-* **Database** (``gcp:spanner:Database``, GoogleSQL): its ``ddls`` are the tables' statements. Spanner applies a
+* **Database** (``gcp:spanner:Database``, GoogleSQL), under Pulumi ``protect`` (``protect_database``, default true,
+  as for Firestore): its ``ddls`` are the tables' statements. Spanner applies a
   database's DDL when it is created and appends statements added later; the provider never removes a table.
   ``enable_drop_protection`` (https://cloud.google.com/spanner/docs/prevent-database-deletion) keeps the database
   from being dropped by anyone until it is turned off; the provider's own ``deletion_protection`` follows it.
@@ -32,8 +33,6 @@ from scheduler_dedup.handler.stores import spanner_schema
 
 from .errors import DedupConfigError
 
-#: The Spanner API, enabled by a Spanner store for its jobs.
-SPANNER_API = "spanner.googleapis.com"
 #: The role a job's runtime identity gets on its store's database (data read/write, no DDL).
 DATA_ROLE = "roles/spanner.databaseUser"
 #: The smallest instance, processing units (https://cloud.google.com/spanner/docs/compute-capacity).
@@ -41,7 +40,7 @@ DEFAULT_PROCESSING_UNITS = 100
 DEFAULT_INSTANCE = "scheduler-dedup"
 DEFAULT_DATABASE = "scheduler-dedup"
 #: Inputs of a Spanner DedupStore beyond the shared ones (``kind``, ``project``, ``location``, ``collections``,
-#: ``database_id``, ``deletion_protection``).
+#: ``database_id``, ``deletion_protection``, ``protect_database``).
 SPANNER_KEYS = frozenset({"instance_id", "create_instance", "instance_config", "processing_units"})
 _CONFIG_RE = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
 
@@ -59,6 +58,8 @@ class SpannerStoreSettings:
         database_id: Spanner database id (always created: its DDL is the tables').
         tables: the run records' tables (the jobs' ``DEDUP_COLLECTION`` values).
         drop_protection: Spanner's drop protection on the database.
+        protect_database: Pulumi ``protect`` on the database (:data:`scheduler_dedup.infra.store.PROTECT_DATABASE_DOC`):
+            a plan that would delete or replace it fails at preview.
     """
 
     project: str
@@ -69,6 +70,7 @@ class SpannerStoreSettings:
     database_id: str
     tables: tuple[str, ...]
     drop_protection: bool
+    protect_database: bool = True
 
     @property
     def database_resource_name(self) -> str:
@@ -99,7 +101,7 @@ def resolve_spanner_settings(args: Mapping[str, Any], *, project: str, region: O
 
     Args:
         args: ``instance_id``, ``create_instance``, ``instance_config``, ``processing_units``, ``database_id``,
-            ``collections``, ``deletion_protection`` (each optional).
+            ``collections``, ``deletion_protection``, ``protect_database`` (each optional).
         project: the project id.
         region: the region whose regional instance config a created instance uses (``location`` of a
             DedupStore, ``region`` of a job); required when the instance is created without ``instance_config``.
@@ -111,7 +113,9 @@ def resolve_spanner_settings(args: Mapping[str, Any], *, project: str, region: O
     """
     create_instance = args.get("create_instance", True)
     drop_protection = args.get("deletion_protection", True)
-    for key, value in (("create_instance", create_instance), ("deletion_protection", drop_protection)):
+    protect_database = args.get("protect_database", True)
+    for key, value in (("create_instance", create_instance), ("deletion_protection", drop_protection),
+                       ("protect_database", protect_database)):
         if not isinstance(value, bool):
             raise DedupConfigError(key, f"must be true or false, got {value!r}")
     instance_id = args.get("instance_id") or default_instance
@@ -149,7 +153,8 @@ def resolve_spanner_settings(args: Mapping[str, Any], *, project: str, region: O
             raise DedupConfigError("collections", problem)
     return SpannerStoreSettings(project=project, instance_id=instance_id, create_instance=create_instance,
                                 instance_config=str(config or ""), processing_units=units, database_id=database_id,
-                                tables=tuple(found), drop_protection=drop_protection)
+                                tables=tuple(found), drop_protection=drop_protection,
+                                protect_database=protect_database)
 
 
 @dataclass(frozen=True)
@@ -189,7 +194,9 @@ def spanner_children(s: SpannerStoreSettings, *, opts: pulumi.ResourceOptions, i
             database_dialect="GOOGLE_STANDARD_SQL", ddls=s.ddls,
             enable_drop_protection=s.drop_protection, deletion_protection=s.drop_protection,
         ),
-        opts=after,
+        # Pulumi `protect`, as on a Firestore store's database: a plan that would delete or replace the database,
+        # and with it the run records late retries are deduplicated against, fails instead of running.
+        opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(protect=s.protect_database)),
     )
     return SpannerChildren(instance=instance, database=database)
 

@@ -1,9 +1,9 @@
-"""``DedupStore``: one run store (a Firestore database, or a Spanner database) shared by many deduplicated jobs, and
-the single owner of its TTL policies.
+"""``DedupStore``: one run store shared by many deduplicated jobs (a Firestore database, a Spanner database or a
+Memorystore for Redis instance), and the single owner of its TTL policies.
 
 ``kind`` picks the store (:data:`STORE_KINDS`, default ``firestore``); each kind's children live in a module of
-their own (Firestore here, Spanner in :mod:`scheduler_dedup.infra.spanner_store`), and :class:`DedupStore` only
-dispatches.
+their own (Firestore here, Spanner in :mod:`.spanner_store`, Memorystore in :mod:`.memorystore_store`), and
+:class:`DedupStore` and :func:`resolve_store_ref` dispatch on it, the one place that does.
 
 Type token ``scheduler-dedup:index:DedupStore``. Children (all ``parent=self``, logical names ``<name>-<part>``):
 
@@ -40,31 +40,29 @@ from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.record import TTL_FIELD
 from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
+from .apis import STORE_APIS, for_store
 from .args import DedupStoreArgs, DedupStoreRefArgs
 from .errors import DedupConfigError
-from . import spanner_store
+from .locations import region_problem
+from .providers import ProjectSource, child_project, project_source
+from .spanner_store import SPANNER_KEYS, resolve_spanner_settings, spanner_children
+from .ttl_policy import second_ttl_owner, ttl_policy_key
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
 
-#: APIs a store enables for every job that uses it: the jobs' own (Cloud Run, Scheduler, IAM), Firestore,
-#: and those of source deploys (Cloud Build, Artifact Registry, Cloud Storage); see :func:`store_apis`.
-JOB_APIS = (
-    "run.googleapis.com", "cloudscheduler.googleapis.com", "firestore.googleapis.com", "iam.googleapis.com",
-    "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com",
-)
 
-
-
-#: ``DedupStore`` kinds (``kind`` input, stack key ``storeKind``); the handler's ``DEDUP_STORE`` of its jobs.
-STORE_KINDS = ("firestore", "spanner")
+#: ``DedupStore`` kinds (``kind`` input, stack key ``storeKind``): the store each creates (``spanner``:
+#: :mod:`.spanner_store`, ``memorystore``: :mod:`.memorystore_store`).
+STORE_KINDS = ("firestore", "memorystore", "spanner")
 DEFAULT_KIND = "firestore"
-#: The API of each kind's store (:data:`JOB_APIS` holds Firestore's).
-STORE_API = {"firestore": "firestore.googleapis.com", "spanner": spanner_store.SPANNER_API}
+#: The handler's ``DEDUP_STORE`` for a job on a store of each kind (:data:`scheduler_dedup.handler.config.STORE_KINDS`).
+HANDLER_STORE = {"firestore": "firestore", "memorystore": "redis", "spanner": "spanner"}
 
 
 def store_kind(args: Mapping[str, Any], key: str = "kind", field: Optional[str] = None) -> str:
-    """The store kind ``args[key]`` names (default ``firestore``), a plain string known at preview.
+    """The store kind ``args[key]`` names (default ``firestore``): a plain string known at preview, since it decides
+    what is created.
 
     Raises:
         DedupConfigError: field ``field`` (default ``key``): an output, or not one of :data:`STORE_KINDS`.
@@ -79,15 +77,13 @@ def store_kind(args: Mapping[str, Any], key: str = "kind", field: Optional[str] 
 
 
 def store_apis(kind: str = DEFAULT_KIND) -> tuple[str, ...]:
-    """Every API a store of ``kind`` enables, so that jobs using it enable none: :data:`JOB_APIS` (with the kind's
-    store API instead of Firestore's) and alerting's."""
-    from .alerts import ALERT_APIS  # imported here: alerts imports settings, which imports this module
-
-    return (*[STORE_API[kind] if api == STORE_API["firestore"] else api for api in JOB_APIS], *ALERT_APIS)
+    """Every API a store of ``kind`` enables, so that jobs using it enable none
+    (:data:`~scheduler_dedup.infra.apis.STORE_APIS`, with the kind's store APIs in Firestore's place)."""
+    return for_store(STORE_APIS, kind)
 
 
 _ALLOWED_KEYS = frozenset({"kind", "location", "project", "database_id", "create_database", "collections",
-                           "deletion_protection"})
+                           "deletion_protection", "protect_database"})
 _REF_KEYS = frozenset({"kind", "project", "instance_id", "database_id", "collections", "ttl_owner"})
 _LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
 
@@ -102,9 +98,11 @@ class StoreSettings:
     create_database: bool
     collections: tuple[str, ...]
     deletion_protection: bool
+    protect_database: bool = True
 
 
-def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None) -> StoreSettings:
+def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None,
+                           provider_name: str | None = None) -> StoreSettings:
     """Validate :class:`~scheduler_dedup.infra.args.DedupStoreArgs` and apply the defaults.
 
     Database and collection ids are checked by the handler's own rules
@@ -115,20 +113,29 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
     """
     unknown = sorted(set(args) - _ALLOWED_KEYS)
     if unknown:
-        spanner = sorted(set(unknown) & spanner_store.SPANNER_KEYS)
-        if spanner:
-            raise DedupConfigError(spanner[0], "is an input of a Spanner store: set kind to 'spanner', or remove it")
+        from .memorystore_store import MEMORYSTORE_KEYS
+
+        kinds = [kind for kind, keys in (("spanner", SPANNER_KEYS), ("memorystore", MEMORYSTORE_KEYS))
+                 if unknown[0] in keys]
+        if kinds:
+            raise DedupConfigError(unknown[0], f"is an input of a {' or '.join(kinds)} store: set kind to "
+                                               f"{' or '.join(repr(k) for k in kinds)}, or remove it")
         raise DedupConfigError(unknown[0], f"unknown input of DedupStore; valid inputs are {', '.join(sorted(_ALLOWED_KEYS))}")
     location = args.get("location")
     if not isinstance(location, str) or not _LOCATION_RE.match(location):
         raise DedupConfigError("location", f"{location!r} is not a Firestore location id: use e.g. 'nam5', 'eur3' or "
                                            "'us-central1' (https://cloud.google.com/firestore/docs/locations)")
-    project = args.get("project") or default_project
-    if not isinstance(project, str) or not project:
-        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+    if args.get("create_database", True) is True:
+        offered = region_problem(location, ("Firestore",))
+        if offered:
+            raise DedupConfigError("location", offered)
+
+    project = child_project(args, default_project, provider_name)
     create_database = args.get("create_database", True)
     deletion_protection = args.get("deletion_protection", False)
-    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection)):
+    protect_database = args.get("protect_database", True)
+    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection),
+                       ("protect_database", protect_database)):
         if not isinstance(value, bool):
             raise DedupConfigError(key, f"must be true or false, got {value!r}")
     database_id = args.get("database_id") or (DEFAULT_STORE_DATABASE if create_database else "(default)")
@@ -146,7 +153,8 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
             field = "collections" if exc.field == "collection" else exc.field
             raise DedupConfigError(field, str(exc).split(": ", 1)[-1]) from None
     return StoreSettings(project=project, location=location, database_id=database_id, create_database=create_database,
-                         collections=tuple(collections), deletion_protection=deletion_protection)
+                         collections=tuple(collections), deletion_protection=deletion_protection,
+                         protect_database=protect_database)
 
 
 def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None:
@@ -184,14 +192,15 @@ def check_spanner_ids(instance_id: Any, database_id: Any, table: Any) -> None:
 # --------------------------------------------------------------------------- one TTL owner per program
 
 #: Per Pulumi run (keyed by the runtime's resource monitor, which each run or mock setup replaces): which
-#: component owns the TTL policy of (project, database, collection, field).
-_TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str, str], str]]" = weakref.WeakKeyDictionary()
+#: component owns the TTL policy of (project, database, collection group) (:func:`.ttl_policy.ttl_policy_key`).
+_TTL_OWNERS: "weakref.WeakKeyDictionary[Any, dict[tuple[Any, Any, Any], str]]" = weakref.WeakKeyDictionary()
 
 
 def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str) -> None:
     """Record that ``owner`` manages the TTL policy of ``collection`` in this program, or refuse a second owner.
 
-    Two ``gcp.firestore.Field`` resources for one collection group and field manage one real setting: destroying
+    Two ``gcp.firestore.Field`` resources with a TTL on one collection group (whatever their field) manage one real setting
+    (:mod:`.ttl_policy`): destroying
     either removes it for both. The check covers one program; the policy pack's ``firestore-ttl-single-owner``
     covers hand-written stacks.
 
@@ -207,13 +216,23 @@ def claim_ttl_policy(project: str, database_id: str, collection: str, owner: str
         owners = _TTL_OWNERS.setdefault(monitor, {})
     except TypeError:  # pragma: no cover - a monitor that is not weak-referenceable: no per-run registry
         return
-    key = (project, database_id, collection, TTL_FIELD)
+    key = ttl_policy_key(project, database_id, collection)
     first = owners.setdefault(key, owner)
     if first != owner:
-        raise DedupConfigError(
-            "store", f"{owner} would be a second owner of the TTL policy of collection {collection!r} in database "
-                     f"{database_id!r} (project {project}), already managed by {first}: destroying either would remove "
-                     "it for both. Create one DedupStore for that database and pass it as store= to every job")
+        raise DedupConfigError("store", second_ttl_owner(first, owner, TTL_FIELD, TTL_FIELD, collection, database_id)
+                               + f" (project {project})")
+
+
+#: Why the database is protected with Pulumi's ``protect`` and not ``retain_on_delete``.
+PROTECT_DATABASE_DOC = """\
+The database holds the run records that late retries of completed runs are deduplicated against. A change that
+replaces it (a new database id, e.g. after renaming the component) would start an empty database: a retry of a
+run that already completed finds no record and runs the job again. Pulumi's `protect` makes every plan that would
+delete or replace the database fail at `pulumi preview` and `pulumi up`, before anything is changed.
+`retain_on_delete` would not: the replacement would go ahead, the old database would only be left behind, and the
+job would use the new, empty one. To remove the database on purpose, set protect_database false and run
+`pulumi up` first, then `pulumi destroy` (docs/renaming.md).
+"""
 
 
 # --------------------------------------------------------------------------- children shared by store and job
@@ -253,7 +272,9 @@ def firestore_children(
                 # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
                 deletion_policy="DELETE",
             ),
-            opts=opts,
+            # Pulumi `protect` (PROTECT_DATABASE_DOC): a plan that would delete or replace the database, and with
+            # it the run records late retries are deduplicated against, fails instead of running.
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=s.protect_database)),
         )
     after_db = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[database] if database else []))
     ready: list[pulumi.Resource] = [*([database] if database else [])]
@@ -284,12 +305,12 @@ def firestore_children(
 # --------------------------------------------------------------------------- the component
 
 class DedupStore(pulumi.ComponentResource):
-    """One run store for many deduplicated jobs (a Firestore database, or a Spanner database with ``kind="spanner"``), and the single owner of each collection's TTL policy and run history index."""
+    """One run store for many deduplicated jobs (a Firestore database; a Spanner database with ``kind="spanner"``; a Memorystore for Redis instance with ``kind="memorystore"``), and the single owner of each collection's TTL policy and run history index."""
 
-    kind: pulumi.Output[str]
-    """The store kind: ``firestore`` or ``spanner`` (the jobs' ``DEDUP_STORE``)."""
+    kind: str
+    """The store kind: ``firestore``, ``spanner`` or ``memorystore`` (a job stack's ``storeKind``)."""
     project: pulumi.Output[str]
-    """Project id of the database."""
+    """Project id of the store."""
     instance_id: pulumi.Output[str]
     """Spanner instance id of the database (empty for Firestore)."""
     database_id: pulumi.Output[str]
@@ -297,7 +318,7 @@ class DedupStore(pulumi.ComponentResource):
     database_resource_name: pulumi.Output[str]
     """``projects/P/databases/D`` (Firestore: what an IAM condition compares ``resource.name`` with) or ``projects/P/instances/I/databases/D`` (Spanner)."""
     location: pulumi.Output[str]
-    """Firestore location id, or the Spanner instance config (e.g. ``regional-us-central1``; empty for an adopted instance)."""
+    """Firestore location id; the Spanner instance config (e.g. ``regional-us-central1``; empty for an adopted instance); the Memorystore instance's region."""
     collections: pulumi.Output[list[str]]
     """Collections (Spanner: tables) whose TTL policy and indexes the store owns."""
     ttl_field: pulumi.Output[str]
@@ -315,12 +336,17 @@ class DedupStore(pulumi.ComponentResource):
             DedupConfigError: an invalid input, or a TTL policy another component of this program owns,
                 before any child is created (so ``pulumi preview`` fails).
         """
-        self.store_kind = store_kind(args)
+        source = project_source(opts)
+        self.kind = store_kind(args)
         self.store_name = name
-        if self.store_kind == "spanner":
-            self._spanner(name, args, opts)
+        if self.kind == "memorystore":
+            self._memorystore(name, args, opts, source.project)
             return
-        s = resolve_store_settings(args, default_project=gcp.config.project)
+        if self.kind == "spanner":
+            self._spanner(name, args, opts, source)
+            return
+        s = resolve_store_settings({k: v for k, v in args.items() if k != "kind"}, default_project=source.project,
+                                   provider_name=source.provider_name)
         for collection in s.collections:  # before any child exists, so a second owner fails cleanly
             claim_ttl_policy(s.project, s.database_id, collection, f"DedupStore {name}")
         super().__init__(TYPE_TOKEN, name, None, opts)
@@ -340,36 +366,36 @@ class DedupStore(pulumi.ComponentResource):
                      location=s.location, collections=s.collections)
 
     def _apis(self, name: str, project: str) -> list[gcp.projects.Service]:
+        """The APIs the store's jobs need (:func:`store_apis` of its kind), enabled once here."""
         return [
             gcp.projects.Service(
                 f"{name}-api-{api.split('.')[0]}",
                 gcp.projects.ServiceArgs(service=api, project=project, disable_on_destroy=False),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for api in store_apis(self.store_kind)
+            for api in store_apis(self.kind)
         ]
 
-    def _spanner(self, name: str, args: DedupStoreArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
-        """A Spanner store (:mod:`scheduler_dedup.infra.spanner_store`): instance, database with the DDL."""
-        unknown = sorted(set(args) - _ALLOWED_KEYS - spanner_store.SPANNER_KEYS - {"create_database"})
+    def _spanner(self, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
+                 source: ProjectSource) -> None:
+        """``kind="spanner"``: an instance (created or adopted) and a database with the DDL (:mod:`.spanner_store`)."""
+        unknown = sorted(set(args) - _ALLOWED_KEYS - SPANNER_KEYS)
         if unknown:
             raise DedupConfigError(unknown[0], "unknown input of a Spanner DedupStore; valid inputs are "
-                                               f"{', '.join(sorted(_ALLOWED_KEYS | spanner_store.SPANNER_KEYS))}")
+                                               f"{', '.join(sorted(_ALLOWED_KEYS | SPANNER_KEYS))}")
         if args.get("create_database", True) is not True:
             raise DedupConfigError("create_database", "a Spanner store always creates its database (its DDL holds "
                                                       "the tables); adopt an instance with create_instance=false")
-        project = args.get("project") or gcp.config.project
-        if not isinstance(project, str) or not project:
-            raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+        project = child_project(args, source.project, source.provider_name)
         location = args.get("location")
-        s = spanner_store.resolve_spanner_settings(args, project=project,
+        s = resolve_spanner_settings(args, project=project,
                                                    region=location if isinstance(location, str) else None)
         for table in s.tables:
             claim_ttl_policy(s.project, f"{s.instance_id}/{s.database_id}", table.lower(), f"DedupStore {name}")
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.spanner_settings = s
         apis = self._apis(name, s.project)
-        children = spanner_store.spanner_children(
+        children = spanner_children(
             s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)),
             instance_name=f"{name}-instance", database_name=f"{name}-db")
         self._finish(project=s.project, instance_id=s.instance_id, database_id=children.database.name,
@@ -379,7 +405,7 @@ class DedupStore(pulumi.ComponentResource):
 
     def _finish(self, *, project: str, instance_id: str, database_id: pulumi.Input[str],
                 resource_prefix: pulumi.Output[str], location: str, collections: Sequence[str]) -> None:
-        self.kind = pulumi.Output.from_input(self.store_kind)
+        """The outputs of a Firestore or Spanner store (:data:`~scheduler_dedup.infra.stack_program.STORE_OUTPUTS`)."""
         self.project = pulumi.Output.from_input(project)
         self.instance_id = pulumi.Output.from_input(instance_id)
         self.database_id = pulumi.Output.from_input(database_id)
@@ -393,11 +419,40 @@ class DedupStore(pulumi.ComponentResource):
             "location": self.location, "collections": self.collections, "ttl_field": self.ttl_field,
         })
 
+    def _memorystore(self, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
+                     default_project: Optional[str]) -> None:
+        """``kind="memorystore"``: a Memorystore for Redis instance and its secrets (:mod:`.memorystore_store`)."""
+        from .memorystore_store import memorystore_children, resolve_memorystore_settings
+
+        s = resolve_memorystore_settings(name, args, default_project=default_project)
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.redis_settings = s
+        apis = self._apis(name, s.project)
+        children = memorystore_children(name, s, opts=pulumi.ResourceOptions(parent=self, depends_on=list(apis)))
+        self.redis_ref = children.ref
+        self.project = pulumi.Output.from_input(s.project)
+        self.location = pulumi.Output.from_input(s.region)
+        self.collections = pulumi.Output.from_input(list(s.collections))
+        self.ttl_field = pulumi.Output.from_input(TTL_FIELD)
+        outputs = {"redis_host": children.ref.host,
+                   "redis_port": children.instance.port, "redis_url": children.ref.url,
+                   "auth_secret": children.ref.auth_secret, "ca_secret": children.ref.ca_secret,
+                   "network": pulumi.Output.from_input(s.authorized_network),
+                   "subnetwork": pulumi.Output.from_input(s.subnetwork),
+                   "wait_timeout_ms": pulumi.Output.from_input(s.wait_timeout_ms)}
+        for key, value in outputs.items():
+            setattr(self, key, value)
+        self.register_outputs({"kind": self.kind, "project": self.project, "location": self.location,
+                               "collections": self.collections, "ttl_field": self.ttl_field, **outputs})
+
     @property
     def ref(self) -> DedupStoreRefArgs:
         """This store as plain values known at preview (what its stack exports). In the same program, pass the
         DedupStore itself as ``store=``: the job then also waits for it, and declares no TTL owner elsewhere."""
-        if self.store_kind == "spanner":
+        if self.kind == "memorystore":
+            return {"kind": "memorystore", "project": self.redis_settings.project,  # type: ignore[typeddict-item]
+                    "collections": list(self.redis_settings.collections)}
+        if self.kind == "spanner":
             sp = self.spanner_settings
             return {"kind": "spanner", "project": sp.project, "instance_id": sp.instance_id,
                     "database_id": sp.database_id, "collections": list(sp.tables)}
@@ -414,42 +469,74 @@ class StoreRef:
 
     project: pulumi.Input[str]
     database_id: pulumi.Input[str]
+    """Firestore or Spanner database id (``(default)`` for Memorystore, whose jobs use none)."""
     collections: pulumi.Input[list[str]]
     ttl_owner: Optional[str]
-    """Where the TTL policy lives when not in this program (``DEDUP_TTL_OWNER``); None for a DedupStore given as is."""
+    """Where the TTL policy lives when not in this program (``DEDUP_TTL_OWNER``); None for a DedupStore given as is,
+    and for Memorystore (each record expires by itself)."""
     component: Optional[DedupStore] = None
     kind: str = DEFAULT_KIND
+    """The store's kind (:data:`STORE_KINDS`)."""
     instance_id: Optional[pulumi.Input[str]] = None
-    """The Spanner instance of the database (Spanner stores only)."""
+    """Spanner: the instance of the database; None for other kinds."""
+    redis: Optional[Any] = None
+    """Memorystore: the store's endpoint, secrets and network (:class:`.memorystore_store.RedisStoreRef`); None for
+    other kinds."""
 
 
 def resolve_store_ref(store: Any) -> StoreRef:
-    """Accept a :class:`DedupStore` or a :class:`~scheduler_dedup.infra.args.DedupStoreRefArgs` mapping.
+    """Accept a :class:`DedupStore` or a :class:`~scheduler_dedup.infra.args.DedupStoreRefArgs` mapping, of any kind.
 
     Raises:
-        DedupConfigError: field ``store`` (or ``store.<key>``): not a store, an unknown or missing key.
+        DedupConfigError: field ``store`` (or ``store.<key>``): not a store, an unknown or missing key, or a kind
+            that is an output.
     """
     component = store if isinstance(store, DedupStore) else None
+    if component is not None and component.kind == "memorystore":
+        return StoreRef(project=component.redis_settings.project, database_id="(default)",
+                        collections=list(component.redis_settings.collections), ttl_owner=None, component=component,
+                        kind="memorystore", redis=component.redis_ref)
     if component is not None:
         store = component.ref
     if not isinstance(store, Mapping):
         raise DedupConfigError("store", f"must be a DedupStore or its outputs (project, database_id, collections), got {store!r}")
+    kind = store_kind(store, "kind", "store.kind")
+    if kind == "memorystore":
+        from .memorystore_store import redis_ref_from
+
+        ref = redis_ref_from(store)
+        if store.get("project") is None or store.get("collections") is None:
+            raise DedupConfigError("store.project" if store.get("project") is None else "store.collections",
+                                   "is required: pass the DedupStore itself, or its stack's outputs")
+        return StoreRef(project=store["project"], database_id="(default)", collections=_collections(store),
+                        ttl_owner=None, kind=kind, redis=ref)
     unknown = sorted(set(store) - _REF_KEYS)
     if unknown:
         raise DedupConfigError(f"store.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_REF_KEYS))}")
-    kind = store_kind(store, "kind", "store.kind")
-    for key in ("project", "database_id", "collections", *(("instance_id",) if kind == "spanner" else ())):
+    required = ("project", "database_id", "collections", *(("instance_id",) if kind == "spanner" else ()))
+    for key in required:
         if store.get(key) is None:
             raise DedupConfigError(f"store.{key}", "is required: pass the DedupStore itself, or its stack's outputs "
-                                                   "project, database_id and collections")
+                                                   f"{', '.join(required)}")
+    if kind != "spanner" and store.get("instance_id") is not None:
+        raise DedupConfigError("store.instance_id", f"is a Spanner store's output, but the store is a {kind} store: "
+                                                    "set store.kind to 'spanner', or remove it")
+    owner = None if component is not None else str(store.get("ttl_owner") or "DedupStore (another stack)")
+    return StoreRef(project=store["project"], database_id=store["database_id"], collections=_collections(store),
+                    ttl_owner=owner, component=component, kind=kind, instance_id=store.get("instance_id"))
+
+
+def _collections(store: Mapping[str, Any]) -> pulumi.Input[list[str]]:
+    """``store["collections"]``: a list of strings, or an output of one.
+
+    Raises:
+        DedupConfigError: field ``store.collections``: not a list.
+    """
     collections = store["collections"]
     if isinstance(collections, str) or (not isinstance(collections, pulumi.Output) and not isinstance(collections, Sequence)):
         raise DedupConfigError("store.collections", f"must be a list of collection ids, got {collections!r}")
-    if not isinstance(collections, pulumi.Output):
-        if any(isinstance(c, pulumi.Output) for c in collections):  # e.g. from another language's SDK
-            collections = pulumi.Output.all(*collections)
-        else:
-            collections = [str(c) for c in collections]
-    owner = None if component is not None else str(store.get("ttl_owner") or "DedupStore (another stack)")
-    return StoreRef(project=store["project"], database_id=store["database_id"], collections=collections,
-                    ttl_owner=owner, component=component, kind=kind, instance_id=store.get("instance_id"))
+    if isinstance(collections, pulumi.Output):
+        return collections
+    if any(isinstance(c, pulumi.Output) for c in collections):  # e.g. from another language's SDK
+        return pulumi.Output.all(*collections)
+    return [str(c) for c in collections]

@@ -1,7 +1,7 @@
 """``scheduler-dedup campaign``: seeded fault scenarios against real handler processes, checked by invariants.
 
 Faults are injected where the handler talks to its store (Jepsen's and FoundationDB's practice):
-a :class:`~scheduler_dedup.local.fault_proxy.FaultProxy` sits between the handler processes and
+a fault proxy (:mod:`scheduler_dedup.local.fault_proxy`, RESP for Redis) sits between the handler processes and
 a real local store server (the Firestore emulator by default; ``--store`` picks another), and hits
 each store call of every protocol step (claim, read, takeover, renewal, completion, failure record,
 release) with probability ``fault_rate``: fail it before sending (UNAVAILABLE, DEADLINE_EXCEEDED), apply it and lose the answer, or hold it
@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scheduler_dedup.handler.stores.base import RunStore
-from scheduler_dedup.local.fault_proxy import PROTOCOL_STEPS, Call, FaultProxy
+from scheduler_dedup.local.fault_proxy import PROTOCOL_STEPS, Call, FaultPlan
 from scheduler_dedup.local.store_servers import StoreServer, store_server
 from scheduler_dedup.local.servers import HandlerServer
 
@@ -373,7 +373,7 @@ class _FaultLog:
     from the moment the call arrives, so a call still held by a ``delay`` counts.
     """
 
-    def __init__(self, proxy: FaultProxy, slow_seconds: float) -> None:
+    def __init__(self, proxy: FaultPlan, slow_seconds: float) -> None:
         self._proxy = proxy
         self._lock = threading.Lock()
         self._slow_seconds = slow_seconds

@@ -1,6 +1,6 @@
 """The ``scheduler-dedup`` command: ``demo`` (local end-to-end demo), ``campaign`` (seeded store-fault
-campaign), ``check`` (offline policy check), ``runs`` (run history and missed runs) and ``store init`` (a Spanner
-store's table)."""
+campaign), ``failover-campaign`` (what a Redis failover costs), ``check`` (offline policy check), ``runs`` (run history
+and missed runs) and ``store init`` (a Spanner store's table)."""
 
 from __future__ import annotations
 
@@ -121,6 +121,24 @@ def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concu
 
     sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
                                     concurrency=concurrency, store=store)))
+
+
+@main.command("failover-campaign")
+@click.option("--rounds", default=8, show_default=True, type=click.IntRange(1, 200), help="failovers per mode.")
+@click.option("--scenarios-per-round", default=24, show_default=True, type=click.IntRange(1, 500),
+              help="scenarios played around each failover.")
+@click.option("--seed", default=1, show_default=True, type=int, help="seed of the first scenario and of the failovers.")
+@click.option("--lag-ms", default=100, show_default=True, type=click.IntRange(0, 10_000),
+              help="how far the replica is behind the primary, ms.")
+@click.option("--wait-ms", "wait_modes", default=(0, 500), show_default=True, multiple=True,
+              type=click.IntRange(0, 10_000), help="DEDUP_REDIS_WAIT_TIMEOUT_MS values to compare (0: no WAIT); repeatable.")
+def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: int, wait_modes: tuple[int, ...]) -> None:
+    """Measure what the store contract cannot promise on Redis: a failover to a replica that had not caught up,
+    with and without WAIT, and the double executions it causes (a report; exit 0)."""
+    from scheduler_dedup.local.failover_campaign import FailoverConfig, run_cli
+
+    sys.exit(run_cli(FailoverConfig(rounds=rounds, scenarios_per_round=scenarios_per_round, seed=seed, lag_ms=lag_ms,
+                                    wait_modes=tuple(wait_modes))))
 
 
 @main.command()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -34,14 +33,12 @@ def make_console(file: TextIO | None = None, *, stderr: bool = False) -> Console
 def self_command() -> str:
     """How to run this ``scheduler-dedup`` from another shell, as a printed command line.
 
-    ``scheduler-dedup`` when that name on PATH is this installation's script; else the script's absolute path
-    (``.venv/bin/scheduler-dedup`` when only the project's scripts put it on PATH); else
-    ``python -m scheduler_dedup.local.cli`` with this interpreter's absolute path.
+    The absolute path of this installation's ``scheduler-dedup`` script (e.g. ``/work/proj/.venv/bin/scheduler-dedup``),
+    else ``python -m scheduler_dedup.local.cli`` with this interpreter's absolute path. Never the bare name: the
+    project's scripts put their virtual environment on PATH for themselves only, so a bare name found on this
+    process's PATH may be on no PATH of the shell the reader pastes the command into.
     """
     script = Path(sys.executable).parent / "scheduler-dedup"
-    found = shutil.which("scheduler-dedup")
-    if found and script.is_file() and Path(found).resolve() == script.resolve():
-        return "scheduler-dedup"
     if script.is_file():
         return shlex.quote(str(script.absolute()))
     return f"{shlex.quote(sys.executable)} -m scheduler_dedup.local.cli"

@@ -41,7 +41,7 @@ import grpc
 
 from scheduler_dedup.handler.stores.wire import PROTOCOL_STEPS, STEPS, Call, GrpcWire
 
-__all__ = ["KINDS", "PROTOCOL_STEPS", "STEPS", "Call", "Fault", "FaultProxy", "GrpcWire"]
+__all__ = ["KINDS", "PROTOCOL_STEPS", "STEPS", "Call", "Fault", "FaultPlan", "FaultProxy", "GrpcWire"]
 
 KINDS = ("unavailable", "deadline", "lose_answer", "delay", "refuse")
 # Metadata gRPC sets itself and refuses from the application.
@@ -114,27 +114,21 @@ class _Decision:
     code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION
 
 
-class FaultProxy:
-    """A gRPC proxy on ``127.0.0.1:<free port>`` in front of a store's emulator, injecting faults.
-
-    Args:
-        upstream: the emulator's ``host:port`` (``FirestoreEmulator.host``).
-        wire: the store's gRPC service and how its calls map to protocol steps (``FIRESTORE_WIRE``...).
-        max_workers: server threads; each call in flight (a delayed one included) holds one.
+class FaultPlan:
+    """The faults planned for a proxy's calls and the record of what it met: what every fault proxy shares (this
+    gRPC one, and the RESP one of :mod:`scheduler_dedup.local.resp_fault_proxy`).
 
     Attributes:
-        host: ``"127.0.0.1:PORT"``, the value for the emulator variable (``FIRESTORE_EMULATOR_HOST``...).
+        host: ``"127.0.0.1:PORT"`` the proxy serves on (set by ``start``).
         calls: every call seen, in order, as ``(step, method)``.
         injected: every fault injected, in order, as dicts with ``step``, ``kind``, ``method``,
             ``call_index`` (index into ``calls``), ``document`` and ``time`` (``time.monotonic()`` when
             the call arrived, before the fault took effect).
 
-    Use as a context manager, or call :meth:`start` and :meth:`stop`. Thread-safe.
+    Thread-safe.
     """
 
-    def __init__(self, upstream: str, wire: GrpcWire, max_workers: int = 64):
-        self.upstream = upstream
-        self.wire = wire
+    def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
         self.injected: list[dict[str, Any]] = []
         self._injected_by_document: dict[str, list[dict[str, Any]]] = {}
@@ -144,42 +138,16 @@ class FaultProxy:
         self._random_counts: dict[tuple[str, str], int] = {}
         self._observers: list[Callable[[Call, str | None, float], None]] = []
         self._stopping = threading.Event()
-        self._max_workers = max_workers
-        self._server: grpc.Server | None = None
-        self._channel: grpc.Channel | None = None
         self.port = 0
         self.host = ""
 
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    def start(self) -> "FaultProxy":
-        """Bind a free port and start serving.
-
-        Raises:
-            RuntimeError: no port could be bound.
-        """
-        self._channel = grpc.insecure_channel(self.upstream, options=_UNLIMITED)
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers,
-                                                              thread_name_prefix="fault-proxy"),
-                                   handlers=[_Forwarder(self)], options=_UNLIMITED)
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
-        if not self.port:
-            raise RuntimeError("fault proxy could not bind a port on 127.0.0.1")
-        self.host = f"127.0.0.1:{self.port}"
-        self._server.start()
-        return self
+    def start(self) -> "FaultPlan":
+        raise NotImplementedError
 
     def stop(self) -> None:
-        """Stop serving: calls held by a ``delay`` are released and answered UNAVAILABLE."""
-        self._stopping.set()
-        server, self._server = self._server, None
-        if server is not None:
-            server.stop(grace=None).wait(10)
-        channel, self._channel = self._channel, None
-        if channel is not None:
-            channel.close()
+        raise NotImplementedError
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> Any:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -244,8 +212,6 @@ class FaultProxy:
         with self._lock:
             self._observers.append(callback)
 
-    # -- serving --------------------------------------------------------------------------------
-
     def _decide(self, call: Call) -> _Decision:
         with self._lock:
             index = len(self.calls)
@@ -287,6 +253,64 @@ class FaultProxy:
         seconds = time.monotonic() - started
         for callback in observers:
             callback(call, decision.kind, seconds)
+
+
+class FaultProxy(FaultPlan):
+    """A gRPC proxy on ``127.0.0.1:<free port>`` in front of a store's emulator, injecting faults.
+
+    Args:
+        upstream: the emulator's ``host:port`` (``FirestoreEmulator.host``).
+        wire: the store's gRPC service and how its calls map to protocol steps (``FIRESTORE_WIRE``...).
+        max_workers: server threads; each call in flight (a delayed one included) holds one.
+
+    Attributes:
+        host: ``"127.0.0.1:PORT"``, the value for the emulator variable (``FIRESTORE_EMULATOR_HOST``...).
+        calls, injected: see :class:`FaultPlan`.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`. Thread-safe.
+    """
+
+    def __init__(self, upstream: str, wire: GrpcWire, max_workers: int = 64):
+        super().__init__()
+        self.upstream = upstream
+        self.wire = wire
+        self._max_workers = max_workers
+        self._server: grpc.Server | None = None
+        self._channel: grpc.Channel | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> "FaultProxy":
+        """Bind a free port and start serving.
+
+        Raises:
+            RuntimeError: no port could be bound.
+        """
+        self._channel = grpc.insecure_channel(self.upstream, options=_UNLIMITED)
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers,
+                                                              thread_name_prefix="fault-proxy"),
+                                   handlers=[_Forwarder(self)], options=_UNLIMITED)
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        if not self.port:
+            raise RuntimeError("fault proxy could not bind a port on 127.0.0.1")
+        self.host = f"127.0.0.1:{self.port}"
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: calls held by a ``delay`` are released and answered UNAVAILABLE."""
+        self._stopping.set()
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop(grace=None).wait(10)
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
+
+    def __enter__(self) -> "FaultProxy":
+        return self.start()
+
+    # -- serving --------------------------------------------------------------------------------
 
     def _before(self, decision: _Decision, context: grpc.ServicerContext) -> None:
         """Apply the part of a fault that happens before forwarding (may abort the call)."""

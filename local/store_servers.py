@@ -1,9 +1,11 @@
 """Real local store servers behind one interface, for tests, the demo, ``run-local`` and the campaign.
 
 Each store of :mod:`scheduler_dedup.handler.stores` has a local server here (the Firestore emulator,
-:mod:`scheduler_dedup.local.firestore_emulator`; the Spanner emulator, :mod:`scheduler_dedup.local.spanner_emulator`): started on a free loopback port, stopped by its own PID only,
-and failing with the install command when it is missing. A :class:`StoreServer` also knows how a handler
-process and an in-process client reach it, directly or through the fault proxy.
+:mod:`scheduler_dedup.local.firestore_emulator`; ``redis-server``, :mod:`scheduler_dedup.local.redis_server`; the
+Spanner emulator, :mod:`scheduler_dedup.local.spanner_emulator`): one child process each
+(:class:`ProcessStoreServer`), started on a free loopback port, stopped by its own PID only, and failing with the
+install command when it is missing. A :class:`StoreServer` also knows how a handler process and an in-process
+client reach it, directly or through the fault proxy.
 
 :func:`store_server` builds the server of a ``DEDUP_STORE`` value.
 """
@@ -12,7 +14,9 @@ from __future__ import annotations
 
 import abc
 import importlib
+import signal
 import socket
+import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -25,7 +29,7 @@ if TYPE_CHECKING:
     from scheduler_dedup.handler.config import Settings
     from scheduler_dedup.handler.stores.base import RunStore
     from scheduler_dedup.handler.stores.wire import GrpcWire
-    from scheduler_dedup.local.fault_proxy import FaultProxy
+    from scheduler_dedup.local.fault_proxy import FaultPlan
 
 _S = TypeVar("_S", bound="StoreServer")
 
@@ -55,6 +59,18 @@ def reserve_port() -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     return sock
+
+
+def terminate(proc: "subprocess.Popen[bytes] | None") -> None:
+    """Stop one process this program started, by its PID only: SIGTERM, then SIGKILL after 10 s without exit."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 @contextmanager
@@ -98,6 +114,22 @@ class StoreServer(abc.ABC):
     display_name: ClassVar[str]
     project: str
     host: str
+
+    def _take_port(self, port: int | None) -> None:
+        """Set :attr:`port` and :attr:`host` to ``port``, or to a free loopback port reserved (:func:`reserve_port`)
+        until :meth:`_release_port`."""
+        self._reservation: socket.socket | None = None
+        if port is None:
+            self._reservation = reserve_port()
+            port = int(self._reservation.getsockname()[1])
+        self.port = port
+        self.host = f"127.0.0.1:{self.port}"
+
+    def _release_port(self) -> None:
+        """Give up the port reservation of :meth:`_take_port` (the server has bound the port, or stopped)."""
+        reservation, self._reservation = getattr(self, "_reservation", None), None
+        if reservation is not None:
+            reservation.close()
 
     @property
     def wire(self) -> "GrpcWire | None":
@@ -152,7 +184,7 @@ class StoreServer(abc.ABC):
         with environment(self.endpoint_env(host)):
             return open_store(self.settings(collection, timeout_seconds, host))
 
-    def fault_proxy(self, max_workers: int = 64) -> "FaultProxy":
+    def fault_proxy(self, max_workers: int = 64) -> "FaultPlan":
         """A started fault proxy in front of the server (:mod:`scheduler_dedup.local.fault_proxy`); point clients at
         its ``host`` with :meth:`endpoint_env` and stop it when done.
 
@@ -181,7 +213,7 @@ class StoreServer(abc.ABC):
 
 class ProcessStoreServer(StoreServer):
     """A :class:`StoreServer` that is one child process on a reserved loopback port: its start, readiness wait,
-    log, PID and stop, shared by the emulators.
+    log, PID and stop, shared by every local server.
 
     Args:
         port: TCP port; when None, a free one reserved (:func:`reserve_port`) until :meth:`stop`.
@@ -192,29 +224,24 @@ class ProcessStoreServer(StoreServer):
     """
 
     def __init__(self, port: int | None = None, start_timeout: float = 60.0):
-        self._reservation: socket.socket | None = None
-        if port is None:
-            self._reservation = reserve_port()
-            port = int(self._reservation.getsockname()[1])
-        self.port = port
-        self.host = f"127.0.0.1:{self.port}"
+        self._take_port(port)
         self._start_timeout = start_timeout
         self._proc: "subprocess.Popen[bytes] | None" = None
         self._log_path: str | None = None
 
     def _spawn(self, argv: list[str], ready: "Callable[[], bool]") -> None:
-        """Start ``argv`` in a session of its own, its output to a log file, and wait until ``ready()``.
+        """Start ``argv`` in a session of its own, its output (stdout and stderr) to a log file of its own, and
+        wait until ``ready()`` (which must not raise while the server is still starting).
 
         Raises:
             EmulatorStartError: the process exited or was not ready within the start timeout (its log tail in the
                 message); it is stopped first.
         """
         import os
-        import subprocess
         import tempfile
         import time
 
-        fd, self._log_path = tempfile.mkstemp(prefix=f"{self.kind}-emulator-", suffix=".log")
+        fd, self._log_path = tempfile.mkstemp(prefix=f"scheduler-dedup-{self.kind}-", suffix=".log")
         with os.fdopen(fd, "wb") as log:
             self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           start_new_session=True)
@@ -240,26 +267,19 @@ class ProcessStoreServer(StoreServer):
 
         if not self._log_path:
             return ""
-        return Path(self._log_path).read_text(errors="replace")
+        try:
+            return Path(self._log_path).read_text(errors="replace")
+        except OSError:
+            return ""
 
     def stop(self) -> None:
-        """Stop the process this object started (and only that PID): SIGTERM, then SIGKILL after 10 s; and delete
-        its log file."""
+        """Stop the process this object started (and only that PID, :func:`terminate`), give up the port
+        reservation, and delete the log file."""
         import os
-        import signal
-        import subprocess
 
         proc, self._proc = self._proc, None
-        if self._reservation is not None:
-            self._reservation.close()
-            self._reservation = None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        self._release_port()
+        terminate(proc)
         log_path, self._log_path = self._log_path, None
         if log_path and os.path.exists(log_path):
             os.unlink(log_path)
@@ -268,6 +288,7 @@ class ProcessStoreServer(StoreServer):
 #: ``DEDUP_STORE`` value -> ``module:class`` of its local server.
 _SERVERS = {
     "firestore": "scheduler_dedup.local.firestore_emulator:FirestoreEmulator",
+    "redis": "scheduler_dedup.local.redis_server:RedisServer",
     "spanner": "scheduler_dedup.local.spanner_emulator:SpannerEmulator",
 }
 #: The stores that have a local server, in the order tests and commands list them.

@@ -8,8 +8,9 @@ mandatory violation, 0 otherwise, 2 for usage errors.
 
 Differences from ``pulumi preview --policy-pack policies``: properties are the mocks' values (the
 component's inputs plus plausible outputs such as the service URL), never unknown; a config the component
-refuses at construction time (``DedupConfigError``) is reported as one mandatory row of the pseudo-rule
-``component-config`` naming the field and the fix, exactly what ``pulumi preview`` would fail with.
+refuses at construction time (``DedupConfigError``) is reported as mandatory rows of the pseudo-rule
+``component-config``, one per problem, each naming the field and the fix, exactly what ``pulumi preview`` would
+fail with.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +27,9 @@ from scheduler_dedup.local.console import make_console
 from scheduler_dedup.policies.model import Resource
 from scheduler_dedup.policies.policy_config import PolicyConfigError, check_policy_config
 from scheduler_dedup.policies.rules import Finding, evaluate
+
+if TYPE_CHECKING:
+    from scheduler_dedup.infra.errors import DedupConfigError
 
 COMPONENT_CONFIG_RULE = "component-config"
 """Pseudo-rule of the row reported when the component refuses the stack config."""
@@ -77,21 +81,20 @@ def check_stack_config(config_file: Path, project_file: Path | None,
     ``stack_outputs`` answers the program's ``StackReference`` s (a job stack's ``storeStack``), per stack name.
 
     A config the component refuses (:class:`~scheduler_dedup.infra.errors.DedupConfigError`) yields one
-    mandatory ``component-config`` finding; any other program failure one mandatory ``program-error`` finding.
+    mandatory ``component-config`` finding per problem (every problem at once); any other program failure one
+    mandatory ``program-error`` finding.
     """
-    from scheduler_dedup.infra.errors import DedupConfigError
+    from scheduler_dedup.infra.errors import DedupConfigErrors
     from scheduler_dedup.infra.mock_run import run_stack_config
 
     try:
         registered = run_stack_config(config_file, project_file=project_file, stack_outputs=stack_outputs)
-    except DedupConfigError as error:
-        return [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
-                        f"the DedupScheduledJob component refuses this config: {error}")]
-    except Exception as error:  # noqa: BLE001 - reported as a row, never a traceback
+    except Exception as error:  # noqa: BLE001 - reported as rows, never a traceback
         cause = _config_error_in(error)
         if cause is not None:
             return [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
-                            f"the DedupScheduledJob component refuses this config: {cause}")]
+                            f"the DedupScheduledJob component refuses this config: {each}")
+                    for each in (cause.errors if isinstance(cause, DedupConfigErrors) else (cause,))]
         return [Finding(PROGRAM_ERROR_RULE, "mandatory", None,
                         f"the stack program failed under mocks: {type(error).__name__}: {error}")]
     return [_in_stack_config_terms(finding) for finding in evaluate(resources_from_registered(registered), policy_config)]
@@ -131,7 +134,7 @@ def _in_stack_config_terms(finding: Finding) -> Finding:
                    f"{finding.message} (in this stack's config: {', '.join(keys)})")
 
 
-def _config_error_in(error: BaseException) -> BaseException | None:
+def _config_error_in(error: BaseException) -> "DedupConfigError | None":
     """The DedupConfigError behind ``error`` (Pulumi's test runner may wrap it), if any."""
     from scheduler_dedup.infra.errors import DedupConfigError
 

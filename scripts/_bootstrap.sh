@@ -31,13 +31,25 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   fi
   echo "$WANT" > "$STAMP"
 fi
-# Fail early, with the install command, when java, the Firestore emulator jar or the Spanner emulator is missing.
+# redis-server (Debian package) runs the Redis store's tests, demo and campaigns: install it where it is missing
+# and we may (CI runs as root on Debian); otherwise fail below with the install command.
+if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "==> installing redis-server (apt-get install -y redis-server)"
+  if ! APT_LOG="$( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) 2>&1)"; then
+    echo "$APT_LOG" >&2
+    echo "error: apt-get install -y redis-server failed (output above)" >&2
+    exit 2
+  fi
+fi
+# Fail early, with the install command, when java, the Firestore emulator jar, the Spanner emulator or redis-server
+# is missing.
 "$VENV/bin/python" -c '
 import sys
 from scheduler_dedup.local.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
+from scheduler_dedup.local.redis_server import find_redis_server
 from scheduler_dedup.local.spanner_emulator import find_emulator
 try:
-    find_java(); find_emulator_jar(); find_emulator()
+    find_java(); find_emulator_jar(); find_emulator(); find_redis_server()
 except EmulatorNotFoundError as exc:
     sys.exit(f"error: {exc}")
 '

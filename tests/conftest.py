@@ -1,13 +1,19 @@
-"""Shared fixtures: one real Firestore emulator per test session, wiped between tests that ask for it."""
+"""Shared fixtures: one real Firestore emulator and one real redis-server per test session, wiped between tests that
+ask for it."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.redis_server import RedisServer
+
+if TYPE_CHECKING:
+    import redis as redispy
 
 PROJECT = "demo-scheduler-dedup"
 
@@ -34,3 +40,31 @@ def emulator(firestore_emulator: FirestoreEmulator) -> FirestoreEmulator:
     """The session's emulator, wiped clean before the test."""
     firestore_emulator.wipe()
     return firestore_emulator
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A running redis-server (no persistence, noeviction, AUTH on) for the whole session."""
+    with RedisServer(project=PROJECT) as server:
+        yield server
+
+
+@pytest.fixture()
+def redis(redis_server: RedisServer) -> RedisServer:
+    """The session's redis-server, flushed before the test."""
+    redis_server.wipe()
+    return redis_server
+
+
+def _redis_py_client(server: RedisServer, **kwargs: Any) -> "redispy.Redis":
+    import redis as redispy
+
+    if server.tls is not None:
+        kwargs.update(ssl=True, ssl_ca_certs=server.tls[2], ssl_check_hostname=False)
+    return redispy.Redis(host="127.0.0.1", port=server.port, password=server.password, **kwargs)
+
+
+@pytest.fixture()
+def redis_client() -> Callable[..., "redispy.Redis"]:
+    """``redis_client(server, **kwargs)``: a redis-py client of a local redis-server, to look at what the store wrote."""
+    return _redis_py_client

@@ -32,6 +32,11 @@ def test_wheel_has_only_the_scheduler_dedup_package(tmp_path: Path) -> None:
         folders += [(f"{package}.{sub.name}", sub) for sub in folder.iterdir() if (sub / "__init__.py").is_file()]
     rules = [f"scheduler_dedup/policies/rules/{module.name}" for module in (ROOT / "policies" / "rules").glob("*.py")]
     assert "scheduler_dedup/policies/rules/__init__.py" in rules and set(rules) <= set(names)
+    # pyproject's license = "Apache-2.0", and the wheel carries its full text (PEP 639 license files)
+    [license_file] = [name for name in names if name.endswith(".dist-info/licenses/LICENSE")]
+    text = zipfile.ZipFile(wheel).read(license_file).decode()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
+    assert 'license = "Apache-2.0"' in (ROOT / "pyproject.toml").read_text()
     assert not any(name.startswith(("handler/", "infra/", "policies/", "local/", "tests/")) for name in names)
 
 

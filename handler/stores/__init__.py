@@ -1,4 +1,5 @@
-"""Run stores behind one contract (:mod:`.base`): Firestore (:mod:`.firestore`), Spanner (:mod:`.spanner`).
+"""Run stores behind one contract (:mod:`.base`): Firestore (:mod:`.firestore`), Memorystore for Redis (:mod:`.redis`),
+Spanner (:mod:`.spanner`).
 
 :func:`open_store` builds the store that ``DEDUP_STORE`` names. Each store's module is imported only when it
 is used, so a handler on one store never loads another store's client library.
@@ -18,10 +19,12 @@ EMULATOR_VARIABLES = {
     "firestore": "FIRESTORE_EMULATOR_HOST",
     "spanner": "SPANNER_EMULATOR_HOST",
 }
+# Redis has no emulator variable: DEDUP_REDIS_URL names a local redis-server and a Memorystore instance alike.
 
 #: ``DEDUP_STORE`` value -> ``module:factory``; the factory takes ``(settings, collection)``.
 _FACTORIES = {
     "firestore": "scheduler_dedup.handler.stores.firestore:from_settings",
+    "redis": "scheduler_dedup.handler.stores.redis:from_settings",
     "spanner": "scheduler_dedup.handler.stores.spanner:from_settings",
 }
 

@@ -8,18 +8,22 @@ and expect every rule to catch its mistake, proving the pack protects stacks tha
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pulumi
 import pulumi_gcp as gcp
 
 REGION = "europe-west1"
 
 
-def _service(name: str, *, env: dict[str, str], timeout: str, public: bool = False,
-             cpu_always_allocated: bool = False) -> gcp.cloudrunv2.Service:
+def _service(name: str, *, env: dict[str, Any], timeout: str, public: bool = False,
+             cpu_always_allocated: bool = False, min_instances: int | None = None) -> gcp.cloudrunv2.Service:
     return gcp.cloudrunv2.Service(
         name, location=REGION, deletion_protection=False, invoker_iam_disabled=public or None,
         template=gcp.cloudrunv2.ServiceTemplateArgs(
             timeout=timeout,
+            scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(min_instance_count=min_instances)
+            if min_instances is not None else None,
             containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                 image="europe-west1-docker.pkg.dev/p/images/dedup-handler:1.0",
                 envs=[gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in env.items()],
@@ -72,16 +76,21 @@ GOOD_ENV = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_JOB": "jobs:run", "DEDUP_COLLECT
             "DEDUP_LEASE_SECONDS": "600", "DEDUP_RETENTION_SECONDS": "604800"}
 
 
-def good_program(env: dict[str, str | None] | None = None) -> None:
+def good_program(env: dict[str, str | None] | None = None, redis_url: "pulumi.Output[str] | None" = None) -> None:
     """The same stack done right: every rule passes, advisory ones included.
 
-    ``env`` changes the handler's environment (a None value removes the variable), for tests of one change.
+    ``env`` changes the handler's environment (a None value removes the variable), for tests of one change;
+    ``redis_url`` is a Memorystore store's ``DEDUP_REDIS_URL`` (:func:`good_redis_program`).
     """
-    changed = {**GOOD_ENV, **(env or {})}
+    changed: dict[str, Any] = {**GOOD_ENV, **(env or {})}
+    if redis_url is not None:
+        changed["DEDUP_REDIS_URL"] = redis_url
+    # one instance kept, so a job that outlives its attempt deadline is not scaled in (the advisory dedup-scale-in)
     service = _service("handler", env={k: v for k, v in changed.items() if v is not None}, timeout="600s",
-                       cpu_always_allocated=True)
+                       cpu_always_allocated=True, min_instances=1)
+    # hourly: the retry window (6 x 300 s + 750 s) ends before the next fire time (the advisory scheduler-runs-overlap)
     gcp.cloudscheduler.Job(
-        "job", region=REGION, schedule="*/5 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
+        "job", region=REGION, schedule="0 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
         # the retries (30, 60, 120, 240, 300 s apart: 750 s) outlast the 600 s lease of a crashed attempt
         retry_config=gcp.cloudscheduler.JobRetryConfigArgs(retry_count=5, min_backoff_duration="30s",
                                                            max_backoff_duration="300s", max_doublings=3),
@@ -93,8 +102,13 @@ def good_program(env: dict[str, str | None] | None = None) -> None:
     )
     gcp.cloudrunv2.ServiceIamMember("invoker", name=service.name, location=REGION, role="roles/run.invoker",
                                     member="serviceAccount:sched@p.iam.gserviceaccount.com")
-    gcp.firestore.Field("ttl", collection="scheduler_runs", field="expire_at", database="(default)",
-                        ttl_config=gcp.firestore.FieldTtlConfigArgs(), index_config=gcp.firestore.FieldIndexConfigArgs())
+    if changed.get("DEDUP_STORE") != "redis":  # Redis expires each record itself, and has no index
+        gcp.firestore.Field("ttl", collection="scheduler_runs", field="expire_at", database="(default)",
+                            ttl_config=gcp.firestore.FieldTtlConfigArgs(), index_config=gcp.firestore.FieldIndexConfigArgs())
+        # the composite index the watchdog's run check queries with (dedup-run-check-index)
+        gcp.firestore.Index("history", collection="scheduler_runs", database="(default)", query_scope="COLLECTION",
+                            fields=[gcp.firestore.IndexFieldArgs(field_path="job_name", order="ASCENDING"),
+                                    gcp.firestore.IndexFieldArgs(field_path="schedule_time", order="DESCENDING")])
     # alerting (the advisory dedup-job-alerting): an hourly watchdog calling the handler's run check, and an alert
     # policy on the missed_run lines it logs for this service
     gcp.cloudscheduler.Job(
@@ -119,3 +133,34 @@ def good_program(env: dict[str, str | None] | None = None) -> None:
         alert_strategy=gcp.monitoring.AlertPolicyAlertStrategyArgs(
             notification_rate_limit=gcp.monitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs(period="3600s")),
     )
+
+
+def _redis_instance(name: str, **settings: Any) -> gcp.redis.Instance:
+    return gcp.redis.Instance(name, region=REGION, memory_size_gb=1, labels={"scheduler-dedup": "run-store"},
+                              **settings)
+
+
+def redis_program() -> None:
+    """A hand-written Memorystore run store with every mistake: Basic Tier (the default), the default
+    maxmemory-policy (volatile-lru evicts every record, since each has a TTL), no AUTH, no TLS, no persistence,
+    and the handler not waiting for a replica."""
+    store = _redis_instance("runs-redis")
+    env = {**GOOD_ENV, "DEDUP_STORE": "redis", "DEDUP_REDIS_WAIT_TIMEOUT_MS": "0"}
+    service = _service("handler", env=env, timeout="600s", cpu_always_allocated=True)
+    del store
+    gcp.cloudrunv2.ServiceIamMember("invoker", name=service.name, location=REGION, role="roles/run.invoker",
+                                    member="serviceAccount:sched@p.iam.gserviceaccount.com")
+
+
+def good_redis_program() -> None:
+    """:func:`good_program` on a Memorystore run store done right: STANDARD_HA, noeviction, AUTH and TLS on, RDB
+    snapshots, the AUTH string and server CA mounted from Secret Manager, WAIT on."""
+    store = _redis_instance(
+        "runs-redis", tier="STANDARD_HA", redis_version="REDIS_7_2", auth_enabled=True,
+        transit_encryption_mode="SERVER_AUTHENTICATION", redis_configs={"maxmemory-policy": "noeviction"},
+        persistence_config=gcp.redis.InstancePersistenceConfigArgs(persistence_mode="RDB",
+                                                                   rdb_snapshot_period="ONE_HOUR"))
+    url = store.host.apply(lambda host: f"rediss://{host}:6378/0")
+    good_program({"DEDUP_STORE": "redis", "DEDUP_REDIS_AUTH_FILE": "/secrets/redis-auth/auth",
+                  "DEDUP_REDIS_CA_FILE": "/secrets/redis-ca/ca.pem", "DEDUP_REDIS_WAIT_TIMEOUT_MS": "500"},
+                 redis_url=url)

@@ -5,8 +5,10 @@
 - :mod:`.handler_service`: the service running the dedup handler (its settings, proxy audience, lease, crash
   recovery, CPU allocation);
 - :mod:`.iam`: IAM grants (public invoker, basic roles);
-- :mod:`.store`: the run-record store (Firestore: TTL policy and its owner; Spanner: row deletion policy, its
-  retention from the DDL, database-scoped data role, drop protection; both: record retention);
+- :mod:`.store`: the run-record store (Firestore: TTL policy and its owner, run-check index, location; Memorystore:
+  tier, eviction, AUTH, transit encryption, persistence, replica; every store: record retention);
+- :mod:`.spanner`: a run-record store in Spanner (row deletion policy, its retention from the DDL, database-scoped
+  data role, drop protection);
 - :mod:`.alerting`: the missed-run watchdog and its alert;
 - :mod:`.base`: what they share (:class:`Rule`, its types, readings several domains compare).
 
@@ -36,10 +38,12 @@ from scheduler_dedup.policies.model import Resource
 from scheduler_dedup.policies.rules.alerting import dedup_job_alerting
 from scheduler_dedup.policies.rules.base import Check, Level, ResourceCheck, Rule, StackCheck  # re-exported
 from scheduler_dedup.policies.rules.handler_service import (
+    cloud_run_service_location,
     dedup_cpu_always_allocated,
     dedup_handler_settings,
     dedup_lease_covers_deadline,
     dedup_retries_outlast_lease,
+    dedup_scale_in,
     dedup_target_audience,
 )
 from scheduler_dedup.policies.rules.iam import (
@@ -51,17 +55,33 @@ from scheduler_dedup.policies.rules.iam import (
 from scheduler_dedup.policies.rules.scheduler import (
     scheduler_attempt_deadline,
     scheduler_attempt_deadline_margin,
+    scheduler_job_location,
     scheduler_job_oidc_auth,
     scheduler_job_unix_cron,
+    scheduler_oidc_account_project,
     scheduler_retry_config,
+    scheduler_runs_overlap,
+    scheduler_schedule_unsettled,
     scheduler_target_not_google_api,
+    scheduler_time_zone_canonical,
+    scheduler_time_zone_fixed_offset,
 )
 from scheduler_dedup.policies.rules.store import (
     dedup_firestore_ttl,
     dedup_retention_covers_retries,
+    dedup_run_check_index,
+    firestore_database_location,
     dedup_ttl_owner_declared,
     firestore_ttl_single_owner,
     job_retry_window_seconds,  # re-exported
+    memorystore_dedup_auth,
+    memorystore_dedup_noeviction,
+    memorystore_dedup_persistence,
+    memorystore_dedup_replica,
+    memorystore_dedup_standard_tier,
+    memorystore_dedup_transit_encryption,
+)
+from scheduler_dedup.policies.rules.spanner import (
     spanner_data_role_database_scoped,
     spanner_retention_covers_retries,
     spanner_row_deletion_policy,
@@ -76,6 +96,28 @@ RULES: list[Rule] = [
     Rule("scheduler-job-unix-cron",
          "A Cloud Scheduler job's schedule is a 5-field unix-cron expression (not groc) and its timeZone an IANA name.",
          "mandatory", scheduler_job_unix_cron, "resource"),
+    Rule("scheduler-time-zone-fixed-offset",
+         "A job's timeZone is not a fixed-offset abbreviation such as EST (UTC-5 all year, no daylight saving time); "
+         "name the place's zone (America/New_York) or the offset (Etc/GMT+5).",
+         "mandatory", scheduler_time_zone_fixed_offset, "resource"),
+    Rule("scheduler-time-zone-canonical",
+         "A job's timeZone is the canonical tz database name, not an alias of it (UTC -> Etc/UTC, US/Eastern -> "
+         "America/New_York).",
+         "advisory", scheduler_time_zone_canonical, "resource"),
+    Rule("scheduler-schedule-unsettled",
+         "A job's schedule uses no form Cloud Scheduler's cron page leaves open (a backwards range, a day-of-week a/n, "
+         "a '*'-step in one day field while the other is restricted).",
+         "advisory", scheduler_schedule_unsettled, "resource"),
+    Rule("scheduler-runs-overlap",
+         "A job's retry window (and one slow attempt) ends before its next fire time: Scheduler never runs two "
+         "executions of a job at once, so it delays or skips the fire times a run still occupies.",
+         "advisory", scheduler_runs_overlap, "resource"),
+    Rule("scheduler-job-location",
+         "A job's region is one Cloud Scheduler is offered in.",
+         "mandatory", scheduler_job_location, "resource"),
+    Rule("scheduler-oidc-account-project",
+         "The service account of a job's OIDC token is in the job's project (OidcToken).",
+         "mandatory", scheduler_oidc_account_project, "resource"),
     Rule("scheduler-job-oidc-auth",
          "An HTTP target that is not a *.googleapis.com API carries an OIDC token with a service account email, and "
          "its audience (or the URI it defaults to) passes Google's gate in front of the target and the handler's exact "
@@ -136,9 +178,16 @@ RULES: list[Rule] = [
          {"expiryField": {"type": "string", "default": limits.EXPIRY_FIELD,
                           "description": "the run records' expiry timestamp field"}}),
     Rule("firestore-ttl-single-owner",
-         "At most one Firestore TTL Field per project, database, collection group and field in a stack: two owners of "
-         "one TTL policy remove it for each other on destroy.",
+         "At most one Firestore TTL Field per project, database and collection group in a stack, whatever its field: "
+         "Firestore allows one TTL field per collection group, and two owners remove it for each other on destroy.",
          "mandatory", firestore_ttl_single_owner, "stack"),
+    Rule("dedup-run-check-index",
+         "Where a watchdog calls the handler's run check, its collection has the composite index the check's query "
+         "needs (job_name ascending, schedule_time descending).",
+         "mandatory", dedup_run_check_index, "stack"),
+    Rule("firestore-database-location",
+         "A Firestore database's locationId is one Firestore is offered in.",
+         "mandatory", firestore_database_location, "resource"),
     Rule("dedup-ttl-owner-declared",
          "A dedup service whose TTL policy lives in another stack (env DEDUP_TTL_OWNER) names a known owner and is not "
          "also given a TTL Field in this stack.",
@@ -147,6 +196,27 @@ RULES: list[Rule] = [
                           "description": "the run records' expiry timestamp field"},
           "knownOwners": {"type": "array", "items": {"type": "string"}, "default": [],
                           "description": "accepted DEDUP_TTL_OWNER values, e.g. the store stacks' names (empty: any)"}}),
+    Rule("memorystore-dedup-standard-tier",
+         "A Memorystore instance holding run records is STANDARD_HA: a Basic Tier instance loses every record on a "
+         "restart or maintenance, and each run of the retry window runs again.",
+         "mandatory", memorystore_dedup_standard_tier, "stack"),
+    Rule("memorystore-dedup-noeviction",
+         "A Memorystore instance holding run records has maxmemory-policy noeviction: the default volatile-lru evicts "
+         "keys with a TTL, and every run record has one.",
+         "mandatory", memorystore_dedup_noeviction, "stack"),
+    Rule("memorystore-dedup-auth",
+         "A Memorystore instance holding run records has AUTH on.",
+         "mandatory", memorystore_dedup_auth, "stack"),
+    Rule("memorystore-dedup-transit-encryption",
+         "A Memorystore instance holding run records encrypts in transit (SERVER_AUTHENTICATION).",
+         "mandatory", memorystore_dedup_transit_encryption, "stack"),
+    Rule("memorystore-dedup-persistence",
+         "A Memorystore instance holding run records takes RDB snapshots.",
+         "advisory", memorystore_dedup_persistence, "stack"),
+    Rule("memorystore-dedup-replica",
+         "A Memorystore instance holding run records has a replica, and the handler waits for it on the writes that "
+         "decide a run (DEDUP_REDIS_WAIT_TIMEOUT_MS not 0).",
+         "advisory", memorystore_dedup_replica, "stack"),
     Rule("spanner-row-deletion-policy",
          "Every Spanner table of run records (in a Spanner database of the stack, or named by a dedup service with "
          "DEDUP_STORE=spanner) has a ROW DELETION POLICY, so records are deleted.",
@@ -187,6 +257,13 @@ RULES: list[Rule] = [
          "A job calling the dedup handler has a watchdog job calling the handler's run check and an alert policy on "
          "its missed_run log lines, so a paused job or a broken handler does not go unnoticed.",
          "advisory", dedup_job_alerting, "stack"),
+    Rule("dedup-scale-in",
+         "A service whose handler runs a Python job keeps an instance (minimum instances 1), so a job outliving its "
+         "attempt deadline is not scaled in mid-run; or run long jobs as a Cloud Run job.",
+         "advisory", dedup_scale_in, "stack"),
+    Rule("cloud-run-service-location",
+         "A Cloud Run service's location is one Cloud Run is offered in.",
+         "mandatory", cloud_run_service_location, "resource"),
     Rule("dedup-cpu-always-allocated",
          "A Cloud Run service running the dedup handler has CPU always allocated (cpuIdle: false), so lease renewals "
          "keep running after Scheduler hangs up.",

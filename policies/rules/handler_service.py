@@ -1,7 +1,7 @@
 """Rules on the service that runs the dedup handler (a Cloud Run v2 or v1 service, or a gen2 function): its
 ``DEDUP_*`` settings and the handler's start-up checks, the audience it sends its proxy target, a lease that
-covers the request timeout and attempt deadline, retries that outlast a crashed attempt's lease, and CPU always
-allocated."""
+covers the request timeout and attempt deadline, retries that outlast a crashed attempt's lease, CPU always
+allocated, an instance kept for jobs that outlive the attempt deadline, and a location Cloud Run is offered in."""
 
 from __future__ import annotations
 
@@ -10,16 +10,19 @@ from typing import Any
 
 from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.startup import startup_problems
+from scheduler_dedup.infra.locations import region_problem
+from scheduler_dedup.infra.scale_in import scale_in_advisory
 from scheduler_dedup.infra.schedule import (
     RetryPolicy,
-    crash_recovery_seconds,
+    max_retry_duration_to_recover,
     min_backoff_to_recover,
     recovers_crash,
+    retries_described,
 )
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.readings import read_retry
-from scheduler_dedup.policies.model import Resource, get, is_unknown
+from scheduler_dedup.policies.model import UNKNOWN, Resource, get, is_unknown, number
 from scheduler_dedup.policies.rules.base import (
     _calls_run_check,
     _deadline_and_timeout,
@@ -30,7 +33,9 @@ from scheduler_dedup.policies.rules.base import (
     _timeout,
 )
 from scheduler_dedup.policies.topology import (
+    CLOUD_FUNCTION_V2,
     CLOUD_RUN_SERVICE,
+    CLOUD_RUN_SERVICE_V1,
     Topology,
     env_value,
     is_dedup_service,
@@ -148,22 +153,27 @@ def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[s
                              for problem in retry_problems]
                 continue
             policy = reading.policy
-            if policy is None or recovers_crash(policy, lease):
+            deadline = reading.deadline.value or limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S
+            if policy is None or recovers_crash(policy, lease, deadline):
                 continue
             written = get(pairing.job.props, "retryConfig.retryCount") is not None
             count = f"retryCount {policy.retry_count}" + ("" if written else " (Scheduler's default)")
-            waits = ", ".join(f"{policy.backoff_seconds(i):g}" for i in range(policy.retry_count))
-            span = f"retries {waits} s apart ({_fmt(crash_recovery_seconds(policy))} in all)" if waits else "no retry"
+            duration = f", maxRetryDuration {_fmt(policy.max_retry_duration_seconds)}"
             hint = min_backoff_to_recover(RetryPolicy(max(policy.retry_count, 1), policy.max_retry_duration_seconds,
                                                       policy.min_backoff_seconds, policy.max_backoff_seconds,
-                                                      policy.max_doublings), lease)
-            fix = (f"Set retryConfig.minBackoffDuration to at least \"{hint}s\""
-                   + (" and retryCount to at least 1" if policy.retry_count == 0 else "")
-                   if hint is not None else "Raise retryCount and maxBackoffDuration")
-            findings.append((pairing.job, f"job {pairing.job.name} has {count}: {span}, but a crashed attempt holds the "
+                                                      policy.max_doublings), lease, deadline)
+            fixes = [f"set retryConfig.minBackoffDuration to at least \"{hint}s\""
+                     + (" and retryCount to at least 1" if policy.retry_count == 0 else "")
+                     if hint is not None else "raise retryCount and maxBackoffDuration"]
+            longer = max_retry_duration_to_recover(policy, lease, deadline)
+            if longer is not None:
+                fixes.append(f"set retryConfig.maxRetryDuration to at least \"{longer}s\"")
+            findings.append((pairing.job, f"job {pairing.job.name} has {count}{duration}: "
+                                          f"{retries_described(policy, deadline)}, but a crashed attempt holds the "
                                           f"run for up to {limits.ENV_LEASE}={lease_shown} of service {service.name}; "
                                           "every retry would get 409 and the run would never complete. "
-                                          f"{fix}, or lower {limits.ENV_LEASE}" + pairing.note))
+                                          f"To fix it, {'; or '.join(fixes)}; or lower {limits.ENV_LEASE}"
+                                          + pairing.note))
     return findings
 
 
@@ -229,3 +239,64 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
         for problem in startup_problems(plain, unknown):
             findings.append((service, f"the dedup handler on service {service.name} would refuse to start: {problem}"))
     return findings
+
+
+# ---------------------------------------------------------------- dedup-scale-in
+
+def _min_instances(service: Resource) -> Any:
+    """The service's minimum instances (0 when unset, Cloud Run's default), UNKNOWN when not known yet: v2's
+    ``template.scaling.minInstanceCount`` or service-level ``scaling.minInstanceCount``, v1's
+    ``autoscaling.knative.dev/minScale`` annotation, a gen2 function's ``serviceConfig.minInstanceCount``."""
+    if service.type == CLOUD_RUN_SERVICE_V1:
+        annotations = get(service.props, "template.metadata.annotations")
+        values = [annotations.get("autoscaling.knative.dev/minScale") if isinstance(annotations, Mapping) else None]
+    elif service.type == CLOUD_FUNCTION_V2:
+        values = [get(service.props, "serviceConfig.minInstanceCount")]
+    else:
+        values = [get(service.props, "template.scaling.minInstanceCount"), get(service.props, "scaling.minInstanceCount")]
+    if any(is_unknown(v) for v in values):
+        return UNKNOWN
+    numbers = [number(v) for v in values]
+    return max([int(v) for v in numbers if isinstance(v, float)], default=0)
+
+
+def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A service whose handler runs the job itself (a Python ``DEDUP_JOB``) keeps an instance, so a job that outlives
+    its attempt deadline is not scaled in mid-run.
+
+    After Scheduler hangs up, such a job runs with no request in flight, and Cloud Run removes idle instances
+    (min-instances and autoscaling pages): the finding and its remedies (minimum instances 1, or the Cloud Run job
+    target) are :func:`scheduler_dedup.infra.scale_in.scale_in_advisory`'s, which the component warns with too.
+    Proxy targets run elsewhere and pass; unknown values pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    topology = Topology.of(resources)
+    for service in topology.dedup_services():
+        kind = env_value(service_env(service), "DEDUP_TARGET_TYPE", "python")
+        minimum = _min_instances(service)
+        if is_unknown(kind) or is_unknown(minimum):
+            continue
+        for pairing in topology.jobs_of(service):
+            if _calls_run_check(pairing.job) is not False:
+                continue  # the watchdog (or a job whose URI is not known yet)
+            deadline, _ = _deadline_and_timeout(pairing)
+            if deadline.value is None:
+                continue
+            advisory = scale_in_advisory(kind == "python", minimum, deadline.value)
+            if advisory:
+                findings.append((service, f"service {service.name}: {advisory}" + pairing.note))
+            break
+    return findings
+
+
+# ---------------------------------------------------------------- cloud-run-service-location
+
+def cloud_run_service_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A Cloud Run (v2) service's ``location`` is one Cloud Run is offered in
+    (:func:`scheduler_dedup.infra.locations.region_problem`, the component's check of ``region`` too). Unknown
+    values pass."""
+    location = get(resource.props, "location")
+    if resource.type != CLOUD_RUN_SERVICE or not isinstance(location, str) or is_unknown(location):
+        return []
+    problem = region_problem(location, ("Cloud Run",))
+    return [f"location {problem}"] if problem else []

@@ -17,11 +17,15 @@ from scheduler_dedup.handler.audience import (
     target_audience,
 )
 from scheduler_dedup.handler.callers import parse_allowed_callers
-from scheduler_dedup.handler.cron import is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.overlap import overlap_advisory
+from scheduler_dedup.handler.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
+from scheduler_dedup.infra.locations import region_problem
+from scheduler_dedup.infra.oidc_account import oidc_account_problem
 from scheduler_dedup.handler.errors import ConfigError
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.readings import read_seconds
+from scheduler_dedup.policies.readings import read_retry, read_seconds
 from scheduler_dedup.policies.model import (
     InvalidDuration,
     Resource,
@@ -323,3 +327,102 @@ def scheduler_target_not_google_api(resource: Resource, config: Mapping[str, Any
     return [f"httpTarget.uri {uri!r} calls a Google API directly, which Scheduler may deliver more than once: point "
             "the job at the dedup handler's Cloud Run service and let its proxy target make the call once per run "
             "(or list the host in this rule's allowedHosts if duplicates are harmless)"]
+
+
+# ---------------------------------------------------------------- scheduler-runs-overlap
+
+def scheduler_runs_overlap(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A job whose retry window (or one slow attempt) reaches its next fire time: Scheduler delays or skips it.
+
+    Cloud Scheduler never runs two executions of a job at once (REST ``Job.schedule``; Retry jobs: "the next
+    scheduled execution time might be skipped if the retries continue through that time"). The finding and its
+    numbers (the schedule's smallest gap between fire times, the attempt deadline, the retry window) are
+    :func:`scheduler_dedup.handler.overlap.overlap_advisory`'s, which the component warns with too. Unknown or
+    unreadable values pass (the schedule and retry rules report those).
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    schedule, time_zone = get(resource.props, "schedule"), get(resource.props, "timeZone") or DEFAULT_TIME_ZONE
+    reading = read_retry(resource.props)
+    window = reading.window_at_least()
+    if not (isinstance(schedule, str) and isinstance(time_zone, str)) or is_unknown(schedule) or is_unknown(time_zone) \
+            or reading.problems or window is None or reading.deadline.value is None:
+        return []
+    if unix_cron_problem(schedule) or not is_iana_time_zone(time_zone):
+        return []
+    advisory = overlap_advisory(schedule, time_zone, reading.deadline.value, window)
+    return [f"job {resource.name}: {advisory}"] if advisory else []
+
+
+# ---------------------------------------------------------------- scheduler-schedule-unsettled
+
+def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A schedule form Cloud Scheduler's cron page does not settle, with the rewrite that settles it.
+
+    :func:`scheduler_dedup.handler.cron.unsettled_cron_forms` (the component's advisory too): a backwards range
+    (``0 22-2 * * *``), a day-of-week ``a/n`` whose end changes its days, a ``*``-step in one day field while the
+    other is restricted (``0 0 */2 * 1``). Run history accepts either reading of such a schedule.
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    schedule = get(resource.props, "schedule")
+    if not isinstance(schedule, str) or is_unknown(schedule) or unix_cron_problem(schedule):
+        return []
+    return [f"schedule {message}" for message in unsettled_cron_forms(schedule)]
+
+
+# ---------------------------------------------------------------- scheduler-time-zone-canonical / -fixed-offset
+
+def _time_zone(resource: Resource) -> str | None:
+    time_zone = get(resource.props, "timeZone")
+    if resource.type != SCHEDULER_JOB or not isinstance(time_zone, str) or is_unknown(time_zone):
+        return None
+    return time_zone if is_iana_time_zone(time_zone) else None
+
+
+def scheduler_time_zone_canonical(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A job's ``timeZone`` is the canonical tz database name, not an alias of it (``UTC`` -> ``Etc/UTC``).
+
+    :func:`scheduler_dedup.handler.time_zones.time_zone_alias_advisory`, the component's advisory too; fixed-offset
+    abbreviations are ``scheduler-time-zone-fixed-offset``'s.
+    """
+    time_zone = _time_zone(resource)
+    advisory = time_zone_alias_advisory(time_zone) if time_zone else None
+    return [f"timeZone {advisory}"] if advisory else []
+
+
+def scheduler_time_zone_fixed_offset(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A job's ``timeZone`` is not a fixed-offset abbreviation (``EST``, ``MST``, ``HST``: no daylight saving time).
+
+    :func:`scheduler_dedup.handler.time_zones.fixed_offset_abbreviation_problem`, which the component refuses too.
+    """
+    time_zone = _time_zone(resource)
+    problem = fixed_offset_abbreviation_problem(time_zone) if time_zone else None
+    return [f"timeZone {problem}"] if problem else []
+
+
+# ---------------------------------------------------------------- scheduler-oidc-account-project
+
+def scheduler_oidc_account_project(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """The service account of a job's OIDC token is in the job's project (``OidcToken``: "The service account must
+    be within the same project as the job"; :func:`scheduler_dedup.infra.oidc_account.oidc_account_problem`, which
+    the component refuses too). A job without ``project`` (the provider's) or with unknown values is not judged."""
+    if resource.type != SCHEDULER_JOB:
+        return []
+    project, email = get(resource.props, "project"), get(resource.props, "httpTarget.oidcToken.serviceAccountEmail")
+    if not isinstance(project, str) or not isinstance(email, str) or is_unknown(project) or is_unknown(email):
+        return []
+    problem = oidc_account_problem(email, project)
+    return [f"httpTarget.oidcToken.serviceAccountEmail {problem}"] if problem else []
+
+
+# ---------------------------------------------------------------- scheduler-job-location
+
+def scheduler_job_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A job's ``region`` is one Cloud Scheduler is offered in (:func:`scheduler_dedup.infra.locations.region_problem`,
+    the component's check of ``region`` too). A job without ``region`` (the provider's) or an unknown one passes."""
+    region = get(resource.props, "region")
+    if resource.type != SCHEDULER_JOB or not isinstance(region, str) or is_unknown(region):
+        return []
+    problem = region_problem(region, ("Cloud Scheduler",))
+    return [f"region {problem}"] if problem else []

@@ -1,27 +1,30 @@
-"""Rules on the run-record store. Firestore: a TTL policy on every dedup collection's expiry field, one owner per
-TTL policy (in this stack, or declared in another). Spanner: a row deletion policy on every run records' table, its
-retention (read from the DDL) outlasting the retries, the data role scoped to the database, drop protection. Both:
-record retention that outlasts the job's retries."""
+"""Rules on the run-record store: in Firestore, a TTL policy on every dedup collection's expiry field, one owner per
+TTL policy (in this stack, or declared in another), the composite index the run check's query needs, and a location
+Firestore is offered in; in Memorystore for Redis, an instance that neither loses nor evicts records and that only its
+jobs can read; on every store, record retention that outlasts the job's retries. The Spanner store's rules are in
+:mod:`.spanner`; :func:`store_of` tells each service's store.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler_dedup.handler.stores import spanner_schema
+from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
+from scheduler_dedup.infra.locations import region_problem
+from scheduler_dedup.infra.ttl_policy import second_ttl_owner, ttl_policy_key
+
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.readings import read_retry
 from scheduler_dedup.policies.model import Resource, get, is_unknown
-from scheduler_dedup.policies.rules.base import _env_seconds, _env_shown, _fmt, _seconds_cfg
+from scheduler_dedup.policies.rules.base import _calls_run_check, _env_seconds, _env_shown, _fmt, _seconds_cfg
 from scheduler_dedup.policies.topology import (
     FIRESTORE_FIELD,
-    Identities,
     Topology,
     env_value,
     service_env,
 )
 
-SPANNER_DATABASE = "gcp:spanner/database:Database"
 _ENV_STORE = "DEDUP_STORE"
 
 
@@ -31,7 +34,8 @@ def store_of(service: Resource) -> Any:
 
 
 def _firestore_services(topology: Topology) -> list[Resource]:
-    """Dedup services known to keep their records in Firestore (the Firestore rules' concern)."""
+    """Dedup services known to keep their records in Firestore (the Firestore rules' concern; a service whose store
+    is unknown at preview is not judged yet)."""
     return [s for s in topology.dedup_services() if store_of(s) == "firestore"]
 
 
@@ -46,6 +50,7 @@ def _database_id(value: Any) -> Any:
 def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Every dedup collection has a Firestore TTL policy on its expiry field.
 
+    Services on another store (env ``DEDUP_STORE`` not ``firestore``; Redis expires each record itself) need none.
     The collection and database come from each dedup service's env ``DEDUP_COLLECTION`` (default
     ``scheduler_runs``) and ``DEDUP_DATABASE`` (default ``(default)``); the expiry field is config
     ``expiryField`` (default ``expire_at``, the field the handler writes). Required: a
@@ -58,7 +63,7 @@ def dedup_firestore_ttl(resources: Sequence[Resource], config: Mapping[str, Any]
     expiry = str(config.get("expiryField") or limits.EXPIRY_FIELD)
     topology = Topology.of(resources)
     findings: list[tuple[Resource | None, str]] = []
-    for service in _firestore_services(topology):
+    for service in _firestore_services(topology):  # Redis and Spanner records expire by their own rules
         collection, database, candidates = _ttl_fields_of(service, topology, expiry)
         if any(get(f.props, "ttlConfig") is not None for f in candidates):
             continue
@@ -94,30 +99,31 @@ def _ttl_fields_of(service: Resource, topology: Topology, expiry: str) -> tuple[
 # ---------------------------------------------------------------- firestore-ttl-single-owner
 
 def firestore_ttl_single_owner(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """At most one ``gcp:firestore/field:Field`` with ``ttlConfig`` per project, database, collection group and field.
+    """At most one ``gcp:firestore/field:Field`` with ``ttlConfig`` per project, database and collection group, whatever
+    its field.
 
-    A TTL policy is one setting of one collection group's field (https://cloud.google.com/firestore/docs/ttl).
-    Two Field resources for it are two owners of one setting: ``pulumi destroy`` (or a replacement) of either
-    removes the policy, and the field's index exemption, for both, and nothing reports it: run records then
-    live forever. Projects compare as written (a Field without ``project`` only with others without one, since
-    the provider's project is not in the stack's resources); unknown values are not compared.
+    Firestore allows one TTL field per collection group ("You can mark only one field per collection group as a TTL
+    field", https://cloud.google.com/firestore/docs/ttl, Limits and constraints), so a TTL policy is one setting of
+    a collection group (:func:`scheduler_dedup.infra.ttl_policy.ttl_policy_key`, the component's key too). A
+    second Field with a TTL there, on the same or another field (``delete_after``), is refused by Firestore or
+    takes it over, and two owners of one setting remove it for each other on destroy: run records then live
+    forever. Projects compare as written (a Field without ``project`` only with others without one, since the
+    provider's project is not in the stack's resources); unknown values are not compared.
     """
     owners: dict[tuple[Any, ...], Resource] = {}
     findings: list[tuple[Resource | None, str]] = []
     for resource in resources:
         if resource.type != FIRESTORE_FIELD or get(resource.props, "ttlConfig") is None:
             continue
-        key = (get(resource.props, "project"), _database_id(get(resource.props, "database")) or limits.DEFAULT_DATABASE,
-               get(resource.props, "collection"), get(resource.props, "field"))
-        if any(is_unknown(part) for part in key):
+        database = _database_id(get(resource.props, "database")) or limits.DEFAULT_DATABASE
+        key = ttl_policy_key(get(resource.props, "project"), database, get(resource.props, "collection"))
+        if any(is_unknown(part) for part in key) or is_unknown(get(resource.props, "field")):
             continue
         first = owners.setdefault(key, resource)
         if first is not resource:
-            _, database, collection, field_name = key
-            findings.append((resource, f"Field {resource.name} and Field {first.name} both manage the TTL policy of "
-                                       f"{field_name!r} in collection group {collection!r} of database {database!r}: "
-                                       "destroying either removes it for both. Keep one owner: a DedupStore (one per "
-                                       "database) and store= on every job that uses it"))
+            findings.append((resource, second_ttl_owner(
+                f"Field {first.name}", f"Field {resource.name}", str(get(first.props, "field")),
+                str(get(resource.props, "field")), str(key[2]), str(database))))
     return findings
 
 
@@ -225,194 +231,220 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
     return findings
 
 
-# ---------------------------------------------------------------- Spanner: what the stack's databases hold
+# ---------------------------------------------------------------- dedup-run-check-index
 
-def _is_run_table(statement: str) -> bool:
-    """True for a ``CREATE TABLE`` with the run records' signature (the version column, attempt id and expiry)."""
-    import re
-
-    lowered = statement.lower()
-    return (lowered.lstrip().startswith("create table")
-            and all(re.search(rf"\b{c}\b", lowered) for c in (spanner_schema.VERSION_COLUMN, "attempt_id",
-                                                                spanner_schema.TTL_COLUMN)))
+FIRESTORE_INDEX = "gcp:firestore/index:Index"
 
 
-def _spanner_tables(database: Resource) -> dict[str, spanner_schema.DeletionPolicy | None] | None:
-    """Lower-cased run table name -> its row deletion policy, of a ``gcp:spanner/database:Database``; None while its
-    ``ddls`` are unknown."""
-    ddls = get(database.props, "ddls")
-    if ddls is None:
-        return {}
-    if is_unknown(ddls) or not isinstance(ddls, list) or any(not isinstance(d, str) or is_unknown(d) for d in ddls):
+def _has_fields(index: Resource, fields: Sequence[tuple[str, str]]) -> bool | None:
+    """True when the Index's ``fields`` are ``fields`` in order (paths and orders), None when not known yet."""
+    given = get(index.props, "fields")
+    if is_unknown(given):
         return None
-    policies = spanner_schema.deletion_policies(ddls)
-    run_tables = {t for statement in ddls if _is_run_table(statement)
-                  for t in spanner_schema.deletion_policies([statement])}
-    return {t: p for t, p in policies.items() if t in run_tables}
+    if not isinstance(given, list) or len(given) < len(fields):
+        return False
+    pairs = [(get(f, "fieldPath"), get(f, "order")) for f in given]
+    if any(is_unknown(v) for pair in pairs for v in pair):
+        return None
+    return [(path, order) for path, order in pairs if path != "__name__"] == list(fields)
 
 
-def _spanner_services(topology: Topology) -> list[tuple[Resource, Any, Any, Any]]:
-    """``(service, instance, database, table)`` of each dedup service on Spanner (values may be UNKNOWN)."""
-    found = []
-    for service in topology.dedup_services():
-        if store_of(service) != "spanner":
-            continue
+def dedup_run_check_index(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Where a watchdog calls the handler's run check, its collection has the composite index the check's query
+    needs: ``job_name`` ascending, ``schedule_time`` descending, collection scope
+    (:data:`scheduler_dedup.handler.stores.firestore_schema.RUN_HISTORY_INDEXES`, the index the component and a DedupStore
+    create).
+
+    The Firestore emulator does not enforce composite indexes; production does: without it every check fails with
+    ``FailedPrecondition``, is answered ``store_error``, logs no heartbeat, and the watchdog-silent alert fires.
+    A service whose records live in a store of another stack (env ``DEDUP_TTL_OWNER``; the store creates the index
+    with its TTL policy) passes; unknown values pass.
+    """
+    topology = Topology.of(resources)
+    indexes = [r for r in resources if r.type == FIRESTORE_INDEX]
+    findings: list[tuple[Resource | None, str]] = []
+    for service in _firestore_services(topology):  # Redis and Spanner index their own records
         env = service_env(service)
-        found.append((service, env_value(env, "DEDUP_SPANNER_INSTANCE", None),
-                      env_value(env, "DEDUP_SPANNER_DATABASE", None),
-                      env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)))
+        if env_value(env, limits.ENV_TTL_OWNER, None) is not None:
+            continue  # another stack's store
+        watchdogs = [p for p in topology.jobs_of(service) if _calls_run_check(p.job)]
+        if not watchdogs:
+            continue
+        collection = env_value(env, limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION)
+        database = _database_id(env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE))
+        for fields in RUN_HISTORY_INDEXES:
+            matches = []
+            for index in indexes:
+                scope = get(index.props, "queryScope")
+                same = (_same(get(index.props, "collection"), collection)
+                        and _same(_database_id(get(index.props, "database")) or limits.DEFAULT_DATABASE, database)
+                        and (scope is None or _same(scope, "COLLECTION")))
+                matches.append(same and _has_fields(index, fields) is not False)
+            if any(matches):
+                continue
+            spelled = ", ".join(f"{path} {order}" for path, order in fields)
+            where = f"collection {collection!r}" if not is_unknown(collection) else "its collection"
+            findings.append((watchdogs[0].job, f"job {watchdogs[0].job.name} calls the run check of service "
+                                               f"{service.name}, whose query on {where} needs a composite index "
+                                               f"({spelled}, query scope COLLECTION) that this stack does not create: "
+                                               "in production every check would fail with FailedPrecondition, log no "
+                                               "heartbeat and raise the watchdog-silent alert (the emulator does not "
+                                               "enforce indexes). Add a gcp.firestore.Index with collection="
+                                               f"{collection!r}, database={database!r}, query_scope='COLLECTION' and "
+                                               f"fields {spelled} (DedupScheduledJob and DedupStore create it)"
+                                               + watchdogs[0].note))
+    return findings
+
+
+# ---------------------------------------------------------------- firestore-database-location
+
+FIRESTORE_DATABASE = "gcp:firestore/database:Database"
+
+
+def firestore_database_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A Firestore database's ``locationId`` is one Firestore is offered in, a region or a multi-region
+    (:func:`scheduler_dedup.infra.locations.region_problem`, the component's check too). Unknown values pass."""
+    location = get(resource.props, "locationId")
+    if resource.type != FIRESTORE_DATABASE or not isinstance(location, str) or is_unknown(location):
+        return []
+    problem = region_problem(location, ("Firestore",))
+    return [f"locationId {problem}"] if problem else []
+
+
+# ---------------------------------------------------------------- Memorystore for Redis run stores
+
+#: The pulumi-gcp type of a Memorystore for Redis instance.
+REDIS_INSTANCE = "gcp:redis/instance:Instance"
+#: The label that marks an instance as a run store in a stack written by hand (the component sets it too).
+RUN_STORE_LABEL = ("scheduler-dedup", "run-store")
+_STORE_COMPONENT = "scheduler-dedup:index:DedupStore::"
+#: Memorystore's default ``maxmemory-policy`` (https://cloud.google.com/memorystore/docs/redis/supported-redis-configurations).
+MEMORYSTORE_DEFAULT_EVICTION = "volatile-lru"
+
+
+def _on_redis(service: Resource) -> bool:
+    return bool(store_of(service) == "redis")
+
+
+def dedup_redis_instances(resources: Sequence[Resource]) -> list[Resource]:
+    """The Memorystore instances that hold run records: a ``DedupStore``'s child, one labelled
+    ``scheduler-dedup: run-store``, or one a dedup service on Redis (env ``DEDUP_STORE=redis``) reaches: its
+    ``DEDUP_REDIS_URL`` names the instance's host, or (at preview, when the URL is not known yet) the service's
+    properties depend on the instance."""
+    instances = [r for r in resources if r.type == REDIS_INSTANCE]
+    services = [s for s in Topology.of(resources).dedup_services() if _on_redis(s)]
+    urls = [env_value(service_env(s), "DEDUP_REDIS_URL", "") for s in services]
+    depended = {urn for s in services for urns in s.dependencies.values() for urn in urns}
+    found = []
+    for instance in instances:
+        labels = get(instance.props, "labels") or {}
+        host = get(instance.props, "host")
+        by_host = isinstance(host, str) and not is_unknown(host) and any(
+            isinstance(u, str) and not is_unknown(u) and f"//{host}:" in u for u in urls)
+        if (instance.parent and _STORE_COMPONENT in instance.parent) or by_host or instance.urn in depended \
+                or (isinstance(labels, Mapping) and labels.get(RUN_STORE_LABEL[0]) == RUN_STORE_LABEL[1]):
+            found.append(instance)
     return found
 
 
-def _database_of(resources: Sequence[Resource], instance: Any, database: Any) -> list[Resource]:
-    """The stack's Spanner databases that may be ``instance``/``database`` (unknown values match)."""
-    return [r for r in resources if r.type == SPANNER_DATABASE
-            and _same(_last(get(r.props, "instance")), _last(instance)) and _same(get(r.props, "name"), database)]
-
-
-def _last(value: Any) -> Any:
-    return value.rsplit("/", 1)[-1] if isinstance(value, str) and not is_unknown(value) else value
-
-
-_POLICY_FIX = f"{spanner_schema.row_deletion_policy()}"
-
-
-# ---------------------------------------------------------------- spanner-row-deletion-policy
-
-def spanner_row_deletion_policy(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """Every Spanner run records' table has a row deletion policy (https://cloud.google.com/spanner/docs/ttl).
-
-    Checked in each ``gcp:spanner/database:Database`` of the stack (its ``ddls``: ``CREATE TABLE ... ROW DELETION
-    POLICY (...)``, or an ``ALTER TABLE ... ADD ROW DELETION POLICY`` after it, not dropped later) for every table with
-    the run records' columns, and for every dedup service with ``DEDUP_STORE=spanner``: its table
-    (``DEDUP_COLLECTION``) in its database (``DEDUP_SPANNER_INSTANCE``/``DEDUP_SPANNER_DATABASE``) must be one of
-    them, unless the service declares where its store lives (``DEDUP_TTL_OWNER``). Unknown values pass.
-    """
+def _each_store(resources: Sequence[Resource], problem: Any) -> list[tuple[Resource | None, str]]:
+    """``(instance, message)`` for each dedup store instance ``problem(props)`` finds a message for."""
     findings: list[tuple[Resource | None, str]] = []
-    for database in (r for r in resources if r.type == SPANNER_DATABASE):
-        for table, policy in (_spanner_tables(database) or {}).items():
-            if policy is None:
-                findings.append((database, f"table {table} of Spanner database {get(database.props, 'name')} holds run "
-                                           f"records but has no row deletion policy: add {_POLICY_FIX} to its CREATE "
-                                           "TABLE (or ALTER TABLE ... ADD ...), as spanner_schema's DDL has, or "
-                                           "records are never deleted"))
-    for service, instance, db, table in _spanner_services(Topology.of(resources)):
-        candidates = _database_of(resources, instance, db)
-        if any(_spanner_tables(c) is None or is_unknown(table) for c in candidates):
-            continue
-        if any(isinstance(table, str) and table.lower() in (_spanner_tables(c) or {}) for c in candidates):
-            continue
-        owner = env_value(service_env(service), limits.ENV_TTL_OWNER, None)
-        if isinstance(owner, str) and not is_unknown(owner) and owner.strip():
-            continue
-        where = f"database {db!r} of instance {instance!r}"
-        findings.append((service, f"service {service.name} keeps run records in Spanner table {table!r} of {where}, "
-                                  "but no gcp:spanner/database:Database of this stack creates that table with a row "
-                                  f"deletion policy: create it with the DDL of spanner_schema (DedupStore kind=spanner, "
-                                  "or `scheduler-dedup store init --store spanner`), with "
-                                  f"{_POLICY_FIX}; or, if a store stack owns it, say so with env "
-                                  f"{limits.ENV_TTL_OWNER} (the component sets it when given store=)"))
+    for instance in dedup_redis_instances(resources):
+        message = problem(instance.props)
+        if message:
+            findings.append((instance, f"Memorystore instance {instance.name} holds run records, but {message}"))
     return findings
 
 
-# ---------------------------------------------------------------- spanner-retention-covers-retries
-
-def spanner_retention_covers_retries(resources: Sequence[Resource],
-                                     config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """A Spanner run records' table keeps each record for longer than the job's retry window, by its DDL.
-
-    The row deletion policy ``OLDER_THAN(column, INTERVAL n DAY)`` deletes a row n days after ``column``. On
-    ``expire_at`` (which the handler sets to the run's end plus ``DEDUP_RETENTION_SECONDS``) a record lives
-    ``DEDUP_RETENTION_SECONDS`` + n days; on another column (``claimed_at``, ``create_time``...) only n days from
-    that moment, whatever ``DEDUP_RETENTION_SECONDS`` says. A record deleted before Scheduler's last retry lets that
-    retry run the job again. Deletion lags (typically within 72 hours) only make records live longer, so they are
-    not counted. Config ``marginSeconds`` (default 0) adds slack.
-    """
-    margin = _seconds_cfg(config, "marginSeconds")
-    topology = Topology.of(resources)
-    findings: list[tuple[Resource | None, str]] = []
-    for service, instance, db, table in _spanner_services(topology):
-        if not isinstance(table, str) or is_unknown(table):
-            continue
-        policies = [(c, (_spanner_tables(c) or {}).get(table.lower())) for c in _database_of(resources, instance, db)]
-        retention, error = _env_seconds(service, limits.ENV_RETENTION, limits.DEFAULT_RETENTION_S)
-        for database, policy in policies:
-            if policy is None or error or not isinstance(retention, float):
-                continue
-            kept = policy.interval_days * 86400.0 + (retention if policy.column == spanner_schema.TTL_COLUMN else 0.0)
-            for pairing in topology.jobs_of(service):
-                window = read_retry(pairing.job.props).window_at_least()
-                if window is None or kept >= window + margin:
-                    continue
-                ddl = f"OLDER_THAN({policy.column}, INTERVAL {policy.interval_days} DAY)"
-                findings.append((database, f"table {table} of Spanner database {get(database.props, 'name')} deletes "
-                                           f"records by {ddl}: about {_fmt(kept)} after "
-                                           f"{'the run finished' if policy.column == spanner_schema.TTL_COLUMN else policy.column}, "
-                                           f"shorter than job {pairing.job.name}'s retry window {_fmt(window)}"
-                                           + (f" plus {_fmt(margin)}" if margin else "") + ": a late retry would find "
-                                           f"no record and run again. Use {_POLICY_FIX} (the handler puts the "
-                                           f"retention in expire_at) or a longer interval" + pairing.note))
-    return findings
+def memorystore_dedup_standard_tier(resources: Sequence[Resource],
+                                    config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A dedup store is ``STANDARD_HA``: a Basic Tier instance (the API's default tier) has no replica and loses
+    every record on a restart, a failure or maintenance, and each run of the retry window then runs again
+    (https://cloud.google.com/memorystore/docs/redis/redis-tiers: "withstand a cold restart and full cache flush")."""
+    def problem(props: Mapping[str, Any]) -> str | None:
+        tier = get(props, "tier")
+        if is_unknown(tier) or tier == "STANDARD_HA":
+            return None
+        return (f"its tier is {tier or 'BASIC (the default)'}: a Basic instance loses every record on a restart or "
+                "maintenance, and the next delivery of each run runs the job again. Set tier='STANDARD_HA' (a new "
+                "instance: a tier cannot be changed in place)")
+    return _each_store(resources, problem)
 
 
-# ---------------------------------------------------------------- spanner-data-role-database-scoped
-
-_INSTANCE_IAM = ("gcp:spanner/instanceIAMMember:InstanceIAMMember", "gcp:spanner/instanceIAMBinding:InstanceIAMBinding",
-                 "gcp:spanner/instanceIAMPolicy:InstanceIAMPolicy")
-
-
-def spanner_data_role_database_scoped(resources: Sequence[Resource],
-                                      config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """A dedup identity's Spanner roles are granted on its database only (``gcp:spanner/databaseIAMMember``), never
-    on a Spanner instance, a project, a folder or an organization without an IAM condition.
-
-    ``roles/spanner.databaseUser`` on the instance or the project reads and writes every database there
-    (https://cloud.google.com/spanner/docs/iam#roles): a job's runtime identity needs one database. A grant with an
-    IAM condition (e.g. on ``resource.name``) is narrowed on purpose and passes.
-    """
-    from scheduler_dedup.policies.rules.iam import _is_container_level_iam, _members
-
-    identities = Identities.of(resources)
-    findings: list[tuple[Resource | None, str]] = []
-    for resource in resources:
-        instance_level = resource.type in _INSTANCE_IAM
-        if not instance_level and not _is_container_level_iam(resource.type):
-            continue
-        condition = get(resource.props, "condition")
-        if not instance_level and condition not in (None, {}) and not is_unknown(condition):
-            continue
-        by_role: dict[str, list[str]] = {}
-        for role, member in _members(resource.props):
-            if role is not None:
-                by_role.setdefault(role, []).append(member)
-        for role, members in by_role.items():
-            if not role.startswith("roles/spanner."):
-                continue
-            scope = "Spanner instance" if instance_level else "whole project, folder or organization"
-            for member, what in identities.in_grant(resource, members):
-                findings.append((resource, f"{member}, the dedup job's {what} account, is granted {role} on the "
-                                           f"{scope}: grant it on the store's database only "
-                                           "(gcp:spanner/databaseIAMMember, as the component does), so the job "
-                                           "cannot read or write other databases"))
-    return findings
+def memorystore_dedup_noeviction(resources: Sequence[Resource],
+                                 config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A dedup store's ``maxmemory-policy`` is ``noeviction``: Memorystore's default ``volatile-lru`` evicts keys that
+    have a TTL when memory runs short, and every run record has one, so an evicted claim or completion lets the next
+    delivery run the job again; with ``noeviction`` a full instance refuses writes (500, retried) instead."""
+    def problem(props: Mapping[str, Any]) -> str | None:
+        configs = get(props, "redisConfigs")
+        if is_unknown(configs):
+            return None
+        policy = configs.get("maxmemory-policy") if isinstance(configs, Mapping) else None
+        if is_unknown(policy) or policy == "noeviction":
+            return None
+        return (f"its maxmemory-policy is {policy or MEMORYSTORE_DEFAULT_EVICTION + ' (the default)'}, which "
+                f"evicts records under memory pressure ({MEMORYSTORE_DEFAULT_EVICTION} evicts exactly the keys with a "
+                "TTL, and every run record has one): an evicted claim or completion runs the job again. Set "
+                "redisConfigs={'maxmemory-policy': 'noeviction'}")
+    return _each_store(resources, problem)
 
 
-# ---------------------------------------------------------------- spanner-store-drop-protection
+def memorystore_dedup_auth(resources: Sequence[Resource],
+                           config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A dedup store has AUTH on: without it anything on its network can delete or forge run records."""
+    def problem(props: Mapping[str, Any]) -> str | None:
+        enabled = get(props, "authEnabled")
+        if is_unknown(enabled) or enabled is True:
+            return None
+        return ("AUTH is off: anything that reaches its network can delete a claim (and run a job again) or forge a "
+                "completion. Set authEnabled=True and mount the AUTH string as a file (DEDUP_REDIS_AUTH_FILE)")
+    return _each_store(resources, problem)
 
-def spanner_store_drop_protection(resources: Sequence[Resource],
+
+def memorystore_dedup_transit_encryption(resources: Sequence[Resource],
+                                         config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A dedup store encrypts in transit (``SERVER_AUTHENTICATION``): without TLS the AUTH string crosses the
+    network in clear text with every connection."""
+    def problem(props: Mapping[str, Any]) -> str | None:
+        mode = get(props, "transitEncryptionMode")
+        if is_unknown(mode) or mode == "SERVER_AUTHENTICATION":
+            return None
+        return (f"in-transit encryption is {mode or 'DISABLED (the default)'}: the AUTH string and every record cross "
+                "the network in clear text. Set transitEncryptionMode='SERVER_AUTHENTICATION' and use rediss:// with "
+                "the server CA (DEDUP_REDIS_CA_FILE)")
+    return _each_store(resources, problem)
+
+
+def memorystore_dedup_persistence(resources: Sequence[Resource],
                                   config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """A Spanner database holding run records has drop protection (``enableDropProtection: true``,
-    https://cloud.google.com/spanner/docs/prevent-database-deletion): dropping it forgets which runs completed, and
-    every retry still in flight would then run its job again. Unknown values pass."""
-    findings: list[tuple[Resource | None, str]] = []
-    for database in (r for r in resources if r.type == SPANNER_DATABASE):
-        if not _spanner_tables(database):
-            continue
-        protected = get(database.props, "enableDropProtection")
-        if protected is True or is_unknown(protected):
-            continue
-        findings.append((database, f"Spanner database {get(database.props, 'name')} holds run records without drop "
-                                   "protection: set enableDropProtection=true (DedupStore kind=spanner does by "
-                                   "default; deletion_protection=true on a job's own database), so no destroy or "
-                                   "console click forgets which runs completed"))
+    """Advisory: a dedup store takes RDB snapshots, so a restart of both nodes keeps what the last snapshot had."""
+    def problem(props: Mapping[str, Any]) -> str | None:
+        mode = get(props, "persistenceConfig.persistenceMode")
+        if is_unknown(mode) or mode == "RDB":
+            return None
+        return ("it has no persistence: if primary and replica restart together, every record is gone and each run of "
+                "the retry window runs again. Set persistenceConfig={'persistenceMode': 'RDB', "
+                "'rdbSnapshotPeriod': 'ONE_HOUR'}")
+    return _each_store(resources, problem)
+
+
+def memorystore_dedup_replica(resources: Sequence[Resource],
+                              config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Advisory: a dedup store has a replica, and the handler waits for it (``WAIT``) on the writes that decide a
+    run: a dedup service on Redis with ``DEDUP_REDIS_WAIT_TIMEOUT_MS=0`` acknowledges claims a failover may lose."""
+    def problem(props: Mapping[str, Any]) -> str | None:
+        tier, replicas = get(props, "tier"), get(props, "replicaCount")
+        if is_unknown(tier) or (tier == "STANDARD_HA" and replicas != 0):
+            return None
+        return ("it has no replica: nothing survives the primary's loss. Use tier='STANDARD_HA'")
+    findings = _each_store(resources, problem)
+    for service in Topology.of(resources).dedup_services():
+        wait = env_value(service_env(service), "DEDUP_REDIS_WAIT_TIMEOUT_MS", None)
+        if _on_redis(service) and isinstance(wait, str) and wait.strip() == "0":
+            findings.append((service, f"service {service.name} keeps run records in Redis with "
+                                      "DEDUP_REDIS_WAIT_TIMEOUT_MS=0: no claim or completion waits for the replica "
+                                      "(WAIT), so a failover can lose ones already acknowledged and run jobs again. "
+                                      "Set it to e.g. 500"))
     return findings

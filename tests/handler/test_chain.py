@@ -1,7 +1,7 @@
 """The documented chain, end to end with real processes on the real emulator and default settings.
 
 Cloud Scheduler -> dedup handler (``DEDUP_TARGET_TYPE=http``) -> a functions-framework service written as
-the README shows it (``examples/downstream_service``, ``@idempotent_endpoint()``), both on one project,
+docs/idempotent.md shows it (``examples/downstream_service``, ``@idempotent_endpoint()``), both on one project,
 one database and one collection. Only test settings differ from a deployment: no ID token
 (``DEDUP_TARGET_AUTH=none``, as in the other target tests) and a short ``DEDUP_TARGET_TIMEOUT_SECONDS``
 where the test needs the downstream's answer lost to the caller's timeout.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -93,8 +94,10 @@ def test_runs_since_a_day_passes_on_the_first_day_of_a_job(harness: Harness) -> 
     out = subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), "runs", "--job", "first-day",
                           "--since", "1d"], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"OK first-day: {len(fires)}/{len(fires)} expected runs recorded" in out.stdout
-    assert "not expected (the job got its schedule then)" in out.stdout
+    # a fire time that came due while the test ran is expected but still within its grace period (late, not missed)
+    recorded = re.search(r"OK first-day: (\d+)/(\d+) expected runs recorded", out.stdout)
+    assert recorded and int(recorded.group(1)) == len(fires) <= int(recorded.group(2)) <= len(fires) + 1, out.stdout
+    assert not re.search(r"\d+ missed", out.stdout) and "not expected (the job got its schedule then)" in out.stdout
 
 
 def _run(schedule_time: datetime, claimed: datetime, finished: datetime | None, status: str = "completed") -> HistoryRun:

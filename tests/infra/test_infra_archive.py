@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from scheduler_dedup.handler.config import STORE_KINDS
 from scheduler_dedup.infra.archive import (HANDLER_IMPORTS, HANDLER_REQUIREMENTS, STORE_REQUIREMENTS,
                                            build_deploy_archive, handler_source_dir, requirements_for)
 from scheduler_dedup.infra.errors import DeployArchiveError
@@ -48,7 +49,12 @@ def test_layout_main_handler_package_job_and_pinned_requirements() -> None:
 
 
 def test_an_archive_pins_the_client_of_its_own_store_only() -> None:
+    """Each store's client goes into the deploy archive of a job on that store only, at the version tested here."""
+    from importlib.metadata import version
+
+    assert set(STORE_REQUIREMENTS) == set(STORE_KINDS)
     for store, pins in STORE_REQUIREMENTS.items():
+        assert all(pin == f"{pin.split('==')[0]}=={version(pin.split('==')[0])}" for pin in pins), pins
         with zipfile.ZipFile(io.BytesIO(build_deploy_archive(HELLO, store=store).content)) as zf:
             lines = {line for line in zf.read("requirements.txt").decode().splitlines() if line and line[0] != "#"}
         assert lines == {*HANDLER_REQUIREMENTS, *pins}, store
@@ -58,26 +64,37 @@ def test_an_archive_pins_the_client_of_its_own_store_only() -> None:
         build_deploy_archive(HELLO, store="sqlite")
 
 
-def test_every_third_party_import_of_the_handler_is_pinned() -> None:
+def _imports(path: Path) -> set[str]:
+    """The top-level modules ``path`` imports (deferred imports included)."""
     import ast
 
     imported: set[str] = set()
-    for path in handler_source_dir().rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                imported |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                imported.add(node.module.split(".")[0])
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    return imported
+
+
+def test_every_third_party_import_of_the_handler_is_pinned() -> None:
+    imported = {name for path in handler_source_dir().rglob("*.py") for name in _imports(path)}
     third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "__future__"}
     unknown = third_party - set(HANDLER_IMPORTS)
     assert not unknown, f"handler imports {unknown}: add them to HANDLER_IMPORTS and HANDLER_REQUIREMENTS"
-    pinned = {r.split("==")[0] for r in HANDLER_REQUIREMENTS}  # what every store's archive holds
+    pinned = {r.split("==")[0] for r in (*HANDLER_REQUIREMENTS, *[r for rs in STORE_REQUIREMENTS.values() for r in rs])}
+    # grpcio is no pin of its own: only a gRPC store's module imports grpc, and that store's client requires grpcio.
     from importlib.metadata import requires
-    for pins in STORE_REQUIREMENTS.values():  # and what every store's client brings (grpcio)
-        client = pins[0].split("==")[0]
-        pinned_by_client = {r.split(";")[0].split("<")[0].split(">")[0].split("=")[0].split("!")[0].strip()
-                            for r in requires(client) or [] if "extra ==" not in r}
-        assert "grpcio" in pinned_by_client or "google-api-core[grpc]" in pinned_by_client, client
+    grpc_stores = {path.stem.split("_")[0] for path in (handler_source_dir() / "stores").glob("*.py")
+                   if "grpc" in _imports(path)}
+    assert grpc_stores and grpc_stores <= set(STORE_REQUIREMENTS), grpc_stores
+    assert not any("grpc" in _imports(path) for path in handler_source_dir().rglob("*.py")
+                   if path.parent.name != "stores"), "only a store's module may import grpc"
+    for store in grpc_stores:
+        client = STORE_REQUIREMENTS[store][0].split("==")[0]
+        required = {r.split(";")[0].split("<")[0].split(">")[0].split("=")[0].split("!")[0].strip()
+                    for r in requires(client) or [] if "extra ==" not in r}
+        assert "grpcio" in required or "google-api-core[grpc]" in required, client
     assert {HANDLER_IMPORTS[m] for m in third_party} - {""} <= pinned | {"grpcio"}
 
 

@@ -69,10 +69,10 @@ def test_scheduler_job_oidc_deadline_retry_and_headers(graph: list[RegisteredRes
     job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
     sched_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-sched").state["email"]
     service = _one(graph, "gcp:cloudrunv2/service:Service")
-    assert job["schedule"] == "*/15 * * * *" and job["timeZone"] == "Europe/Berlin"
+    assert job["schedule"] == "0 * * * *" and job["timeZone"] == "Europe/Berlin"
     assert job["attemptDeadline"] == "300s"
     assert job["retryConfig"] == {
-        "retryCount": 5, "maxRetryDuration": "3600s", "minBackoffDuration": "30s",
+        "retryCount": 5, "maxRetryDuration": "1800s", "minBackoffDuration": "30s",
         "maxBackoffDuration": "300s", "maxDoublings": 3,
     }
     target = job["httpTarget"]
@@ -98,7 +98,7 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
     runtime_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-runtime").state["email"]
     env = _env(_one(graph, "gcp:cloudrunv2/service:Service"))
     job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
-    assert (job["schedule"], job["timeZone"]) == ("*/15 * * * *", "Europe/Berlin")
+    assert (job["schedule"], job["timeZone"]) == ("0 * * * *", "Europe/Berlin")
     assert env == {
         "GOOGLE_CLOUD_PROJECT": "my-project-id", "DEDUP_JOB": "jobs:run", "DEDUP_COLLECTION": "scheduler_runs",
         "DEDUP_DATABASE": "hello-dedup-runs", "DEDUP_LEASE_SECONDS": "600", "DEDUP_RETENTION_SECONDS": "604800",

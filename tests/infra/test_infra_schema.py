@@ -59,8 +59,9 @@ def test_analyzer_schema_has_the_store_and_the_jobs_store_input() -> None:
     store = spec["resources"][STORE_TYPE_TOKEN]
     assert store["isComponent"] is True and store["requiredInputs"] == ["location"]
     assert set(store["inputProperties"]) == {"kind", "location", "project", "databaseId", "createDatabase",
-                                             "collections", "deletionProtection", "instanceId", "createInstance",
-                                             "instanceConfig", "processingUnits"}
+                                             "collections", "deletionProtection", "protectDatabase",
+                                             "instanceId", "createInstance", "instanceConfig", "processingUnits",
+                                             "memorySizeGb", "authorizedNetwork", "subnetwork", "waitTimeoutMs"}
     assert store["inputProperties"]["collections"]["items"]["type"] == "string"
     outputs = {"kind", "project", "instanceId", "databaseId", "databaseResourceName", "location", "collections",
                "ttlField"}
@@ -70,7 +71,8 @@ def test_analyzer_schema_has_the_store_and_the_jobs_store_input() -> None:
     assert {"schedulerServiceAccountEmail", "buildServiceAccountEmail"} <= set(job_inputs)
     ref = spec["types"][f"{PACKAGE_NAME}:index:DedupStoreRefArgs"]
     assert set(ref["required"]) == {"project", "databaseId", "collections"}, "the store's outputs, by their names"
-    assert set(ref["properties"]) - {"ttlOwner"} <= outputs
+    memorystore = {"kind", "redisHost", "redisPort", "authSecret", "caSecret", "network", "subnetwork", "waitTimeoutMs"}
+    assert set(ref["properties"]) - {"ttlOwner"} <= outputs | memorystore
 
 
 def test_plugin_folder_is_a_python_component_package() -> None:

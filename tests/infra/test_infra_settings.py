@@ -195,19 +195,38 @@ def test_defaults_recover_a_crashed_attempt() -> None:
     for overrides in ({}, {"attempt_deadline_seconds": 1800}, {"request_timeout_seconds": 3600},
                       {"retry": {"retry_count": 2}}, {"retry": {"max_doublings": 0}}):
         s = resolve_settings("nightly", _args(**overrides), default_project="p1")
-        assert recovers_crash(s.retry, s.lease_seconds), overrides
-        assert crash_recovery_seconds(s.retry) >= 1.5 * s.lease_seconds - s.retry.min_backoff_seconds, overrides
+        assert recovers_crash(s.retry, s.lease_seconds, s.attempt_deadline_seconds), overrides
+        assert (crash_recovery_seconds(s.retry, s.attempt_deadline_seconds)
+                >= 1.5 * s.lease_seconds - s.retry.min_backoff_seconds), overrides
 
 
 @pytest.mark.parametrize(("retry", "field", "fix"), [
     # the field case: retries at +5, +10, +20 s against a 300 s lease
     ({"retry_count": 3, "min_backoff_seconds": 5}, "retry.retry_count", "retry.min_backoff_seconds to at least 43"),
     ({"retry_count": 0}, "retry.retry_count", "retry.retry_count to at least 1"),
-    ({"retry_count": 2, "max_backoff_seconds": 100}, "retry.retry_count", "Raise retry.retry_count"),
+    ({"retry_count": 2, "max_backoff_seconds": 100}, "retry.retry_count", "raise retry.retry_count"),
+    # retries kept by the duration alone: 5, 10, 20, 40 s apart within 255 s of a 180 s attempt, the last at 75 s
+    ({"retry_count": 0, "max_retry_duration_seconds": 255}, "retry.retry_count",
+     "retry.max_retry_duration_seconds to at least 495"),
 ])
 def test_retries_that_end_before_the_lease_fail_at_preview(retry: dict[str, int], field: str, fix: str) -> None:
     err = _fails(field, fix, retry=retry)
     assert "409" in str(err) and "lease_seconds (300 s)" in str(err)
+
+
+def test_retry_count_0_with_a_max_retry_duration_retries_until_both_limits_are_reached() -> None:
+    """Retry jobs page: a job is not retried only when retryCount is 0 *and* maxRetryDuration is 0; with both set it is
+    "retried until both limits are reached". An hour of retries outlasts the 300 s lease of a crashed attempt."""
+    from scheduler_dedup.infra.schedule import crash_recovery_seconds, retries_described, surely_sent_retries
+
+    s = resolve_settings("nightly", _args(retry={"retry_count": 0, "max_retry_duration_seconds": 3600}),
+                         default_project="p1")
+    starts = surely_sent_retries(s.retry, s.attempt_deadline_seconds)
+    assert len(starts) > 5 and starts[-1] + s.attempt_deadline_seconds <= 3600
+    assert crash_recovery_seconds(s.retry, s.attempt_deadline_seconds) == starts[-1] >= s.lease_seconds
+    assert "until both limits are reached" in retries_described(s.retry, s.attempt_deadline_seconds)
+    err = _fails("retry.retry_count", "never retries a failed attempt", retry={"retry_count": 0})
+    assert "maxRetryDuration is also 0" in str(err)
 
 
 def test_a_job_entry_point_missing_from_job_source_fails_at_preview(tmp_path: Path) -> None:
@@ -234,3 +253,60 @@ def test_a_schedule_that_never_fires_fails_at_preview(schedule: str) -> None:
 @pytest.mark.parametrize("schedule", ["0 0 29 2 *", "0 0 31 2 1", "0 0 31 * *"])
 def test_rare_schedules_that_do_fire_pass(schedule: str) -> None:
     assert resolve_settings("nightly", _args(schedule=schedule), default_project="p1").schedule == schedule
+
+
+def test_every_mistake_of_a_config_is_reported_at_once() -> None:
+    """Four mistakes used to take four rounds of preview: each problem now comes in the first, naming its field."""
+    from scheduler_dedup.infra.errors import DedupConfigErrors
+
+    with pytest.raises(DedupConfigErrors) as info:
+        resolve_settings("nightly", _args(schedule="every 5 minutes", time_zone="Mars/Olympus",
+                                          attempt_deadline_seconds=10, max_instance_count=0), default_project="p1")
+    assert [e.field for e in info.value.errors] == ["schedule", "time_zone", "attempt_deadline_seconds",
+                                                    "max_instance_count"]
+    assert str(info.value).startswith("4 problems:") and "'*/5 * * * *'" in str(info.value)
+    # a check that needs an invalid input is skipped, not reported against a default
+    with pytest.raises(DedupConfigError) as one:
+        resolve_settings("nightly", _args(attempt_deadline_seconds=10, request_timeout_seconds=20), default_project="p")
+    assert not isinstance(one.value, DedupConfigErrors) and one.value.field == "attempt_deadline_seconds"
+
+
+def test_a_scheduler_account_of_another_project_is_refused_at_preview() -> None:
+    """OidcToken: "The service account must be within the same project as the job"; it used to pass preview."""
+    err = _fails("scheduler_service_account_email", "within the same project as the job",
+                 scheduler_service_account_email="dedup-scheduler@other-proj.iam.gserviceaccount.com")
+    assert "'other-proj'" in str(err) and "'p1'" in str(err)
+    for same in ("dedup-scheduler@p1.iam.gserviceaccount.com", "p1@appspot.gserviceaccount.com",
+                 "123456789-compute@developer.gserviceaccount.com"):  # a project number cannot be compared: passes
+        assert resolve_settings("nightly", _args(scheduler_service_account_email=same),
+                                default_project="p1").scheduler_service_account_email == same
+
+
+def test_the_project_of_a_service_account_email() -> None:
+    from scheduler_dedup.infra.oidc_account import service_account_project
+
+    assert service_account_project("a@my-proj.iam.gserviceaccount.com") == "my-proj"
+    assert service_account_project("a@proj.example.com.iam.gserviceaccount.com") == "example.com:proj"
+    assert service_account_project("service-1@gcp-sa-cloudscheduler.iam.gserviceaccount.com") is None
+
+
+@pytest.mark.parametrize(("field", "overrides", "needles"), [
+    ("region", {"region": "europe-west99"}, ["not a location of Cloud Scheduler or Cloud Run", "'europe-west9'"]),
+    ("region", {"region": "us-centrl1"}, ["did you mean 'us-central1'?"]),
+    ("region", {"region": "asia-southeast3"}, ["Cloud Run is not offered in 'asia-southeast3'"]),
+    ("database_location", {"database_location": "eur4"}, ["not a location of Firestore", "'eur3'"]),
+])
+def test_a_region_a_service_lacks_is_refused_naming_the_service_and_the_nearest_spelling(
+        field: str, overrides: dict[str, str], needles: list[str]) -> None:
+    err = _fails(field, "published locations as of", **overrides)
+    for needle in needles:
+        assert needle in str(err)
+
+
+def test_published_regions_and_multi_regions_pass() -> None:
+    for overrides in ({"region": "europe-west1"}, {"region": "me-central2"}, {"database_location": "nam5"},
+                      {"database_location": "eur3", "region": "europe-west1"}):
+        assert resolve_settings("nightly", _args(**overrides), default_project="p1")
+    # an adopted database's location is not the component's to check
+    assert resolve_settings("nightly", _args(create_database=False, database_location="somewhere1"),
+                            default_project="p1")

@@ -61,7 +61,7 @@ def test_a_job_without_a_store_cannot_take_a_collection_a_store_of_the_program_o
         DedupStore("shared", {"location": "eur3", "create_database": False})
         DedupScheduledJob("job-a", _job("job-a", create_database=False))  # type: ignore[arg-type]
 
-    with pytest.raises(DedupConfigError, match="already managed by DedupStore shared") as info:
+    with pytest.raises(DedupConfigError, match="DedupStore shared and DedupScheduledJob job-a both set a TTL policy") as info:
         run_program(program, {"gcp:project": "p1"})
     assert info.value.field == "store"
 
@@ -222,7 +222,7 @@ STORE_EXPORTS = {"project": "my-project-id", "database_id": "scheduler-dedup", "
 
 
 def test_root_program_store_stack_then_a_job_stack_that_names_it() -> None:
-    """The README's flow: `pulumi up` the store stack once, then a job stack whose config names it (two lines)."""
+    """The deploying page's flow: `pulumi up` the store stack once, then a job stack whose config names it (two lines)."""
     store = run_stack_config(ROOT / "Pulumi.example-store.yaml")
     assert store.exports == {
         "kind": "firestore", "instance_id": "",
@@ -329,9 +329,9 @@ def test_store_inputs_are_checked_naming_the_field(args: dict[str, Any], field: 
 
 
 def test_the_readmes_one_program_snippet_runs_under_mocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The "One store, many jobs" Python snippet of the README, as written, with the job folders it names."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### One store, many jobs"):]
+    """The "One store, many jobs" Python snippet of the deploying page, as written, with the job folders it names."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "deploying.md").read_text()
+    section = page[page.index("## One store, many jobs"):]
     snippet = section[section.index("```python\n") + len("```python\n"):]
     snippet = snippet[:snippet.index("```")]
     for name in ("nightly-report", "hourly-sync"):

@@ -203,13 +203,13 @@ def test_a_typo_or_nonsense_threshold_in_a_policy_config_is_refused_naming_the_e
     assert named in " ".join(text.split()), text
 
 
-def test_every_policy_config_in_the_readme_is_accepted() -> None:
+def test_every_policy_config_in_the_docs_is_accepted() -> None:
     import re
 
     from scheduler_dedup.policies.policy_config import check_policy_config
 
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```json\n(.*?)```", readme, flags=re.S)
+    page = (ROOT / "docs" / "policy-pack.md").read_text()
+    blocks = re.findall(r"```json\n(.*?)```", page, flags=re.S)
     assert blocks
     for block in blocks:
         check_policy_config(json.loads(block))
@@ -324,3 +324,40 @@ def test_the_table_keeps_a_readable_width_when_piped(tmp_path: Path) -> None:
     assert max(len(line) for line in lines) <= PIPE_WIDTH, done.stdout
     message_cells = [line.split("│")[4] for line in lines if line.count("│") == 5]
     assert max(len(cell.strip()) for cell in message_cells) > 45, done.stdout  # was ~22 at 80 columns
+
+
+def test_a_config_with_several_mistakes_gets_a_row_for_each_in_one_check(tmp_path: Path) -> None:
+    config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
+    config["config"].update({"scheduler-dedup:schedule": "every 5 minutes", "scheduler-dedup:timeZone": "Mars/Olympus",
+                             "scheduler-dedup:attemptDeadlineSeconds": 10, "scheduler-dedup:maxInstanceCount": 0,
+                             "scheduler-dedup:retrycount": 3})
+    path = tmp_path / "Pulumi.four.yaml"
+    path.write_text(yaml.safe_dump(config))
+    findings = check_stack_config(path, ROOT / "Pulumi.yaml")
+    assert {f.rule for f in findings} == {"component-config"} and len(findings) == 5
+    for key in ("retrycount", "scheduler-dedup:schedule", "scheduler-dedup:timeZone",
+                "scheduler-dedup:attemptDeadlineSeconds", "scheduler-dedup:maxInstanceCount"):
+        assert sum(key in f.message for f in findings) >= 1, key
+    code, text = _check(stack=None, config_file=path)
+    assert code == 1 and "5 mandatory" in text
+
+
+def test_a_hand_written_memorystore_store_is_caught_by_every_memorystore_rule(raw_program: ModuleType) -> None:
+    by_rule: dict[str, list[str]] = {}
+    for finding in check_program(raw_program.redis_program):
+        by_rule.setdefault(finding.rule, []).append(f"{finding.level}: {finding.message}")
+    expected = {"memorystore-dedup-standard-tier": "mandatory: Memorystore instance runs-redis holds run records, "
+                                                   "but its tier is BASIC (the default)",
+                "memorystore-dedup-noeviction": "mandatory: Memorystore instance runs-redis holds run records, but its "
+                                                "maxmemory-policy is volatile-lru (the default)",
+                "memorystore-dedup-auth": "mandatory: Memorystore instance runs-redis holds run records, but AUTH is off",
+                "memorystore-dedup-transit-encryption": "mandatory: Memorystore instance runs-redis holds run records, "
+                                                        "but in-transit encryption is DISABLED",
+                "memorystore-dedup-persistence": "advisory: Memorystore instance runs-redis holds run records, but it "
+                                                 "has no persistence",
+                "memorystore-dedup-replica": "DEDUP_REDIS_WAIT_TIMEOUT_MS=0"}
+    for rule, needle in expected.items():
+        assert any(needle in text for text in by_rule.get(rule, [])), f"{rule}: {by_rule.get(rule)}"
+    assert "dedup-firestore-ttl" not in by_rule, "Redis expires each record itself"
+    every = {rule.name: "mandatory" for rule in RULES}
+    assert check_program(raw_program.good_redis_program, policy_config=every) == []

@@ -44,9 +44,19 @@ def test_two_ttl_fields_for_one_collection_group_are_two_owners() -> None:
     assert run("firestore-ttl-single-owner", [ttl("a-ttl"), ttl("b-ttl", database="projects/p1/databases/runs")])
 
 
+def test_a_second_ttl_field_on_another_field_of_the_collection_group_is_a_second_owner() -> None:
+    """Firestore allows one TTL field per collection group: a Field with a TTL on delete_after beside the one on
+    expire_at used to pass, because the rule keyed on the field name (the good and the bad example)."""
+    [finding] = run("firestore-ttl-single-owner", [ttl("runs-ttl"), ttl("cleanup-ttl", field="delete_after")])
+    assert finding.level == "mandatory" and finding.resource is not None and finding.resource.name == "cleanup-ttl"
+    assert "TTL fields 'expire_at' and 'delete_after'" in finding.message
+    assert "one TTL field per collection group" in finding.message
+    assert run("firestore-ttl-single-owner", [ttl("runs-ttl"), ttl("cleanup-ttl", field="delete_after",
+                                                                     collection="sessions")]) == []
+
+
 def test_one_owner_per_key_is_fine_and_unknowns_are_not_compared() -> None:
-    distinct = [ttl("a"), ttl("b", collection="other"), ttl("c", database="db2"), ttl("d", project="p2"),
-                ttl("e", field="expires")]
+    distinct = [ttl("a"), ttl("b", collection="other"), ttl("c", database="db2"), ttl("d", project="p2")]
     assert run("firestore-ttl-single-owner", distinct) == []
     assert run("firestore-ttl-single-owner", [ttl("a"), ttl("b", collection=UNKNOWN)]) == []
     no_policy = {k: v for k, v in ttl("b").props.items() if k != "ttlConfig"}

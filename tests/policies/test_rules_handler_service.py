@@ -148,11 +148,18 @@ def test_retries_that_end_before_a_crashed_attempts_lease_are_a_mandatory_findin
     crashed = job(retryConfig={"retryCount": 3})
     [finding] = run("dedup-retries-outlast-lease", [crashed, service()])
     assert finding.level == "mandatory"
-    assert "retries 5, 10, 20 s apart (35s in all)" in finding.message
+    assert "Scheduler sends 3 retries, 5, 10, 20 s apart: the last starts 35 s after a failed attempt" in finding.message
     assert "DEDUP_LEASE_SECONDS=300 (the handler's default)" in finding.message and "409" in finding.message
     assert 'minBackoffDuration to at least "43s"' in finding.message
     [none] = run("dedup-retries-outlast-lease", [job(), service()])
-    assert "retryCount 0 (Scheduler's default): no retry" in none.message
+    assert "retryCount 0 (Scheduler's default), maxRetryDuration 0s" in none.message
+    assert "Scheduler never retries a failed attempt" in none.message
+    # retryCount 0 with a retry duration: retried "until both limits are reached" (Retry jobs page), past the lease
+    kept = job(retryConfig={"retryCount": 0, "maxRetryDuration": "3600s"})
+    assert run("dedup-retries-outlast-lease", [kept, service()]) == []
+    [short] = run("dedup-retries-outlast-lease", [job(retryConfig={"retryCount": 0, "maxRetryDuration": "255s"}),
+                                                  service()])
+    assert "until both limits are reached" in short.message and 'maxRetryDuration to at least "495s"' in short.message
     spanning = job(retryConfig={"retryCount": 5, "minBackoffDuration": "15s"})
     assert run("dedup-retries-outlast-lease", [spanning, service()]) == []
     unreadable = job(retryConfig={"retryCount": 5, "minBackoffDuration": "15 seconds"})
@@ -185,3 +192,23 @@ def test_a_dedup_service_without_cpu_always_allocated_is_flagged_advisory(resour
         assert findings[0].level == "advisory" and "cpuAlwaysAllocated" in findings[0].message
     other = res(SERVICE, "web", {"uri": "https://web-x.a.run.app", "template": {"containers": [{"image": "i"}]}})
     assert run("dedup-cpu-always-allocated", [other]) == [], "a service that is not the handler is not checked"
+
+
+# ------------------------------------------------------------------ dedup-scale-in, cloud-run-service-location
+
+def test_a_python_job_on_a_service_that_keeps_no_instance_is_a_scale_in_advisory() -> None:
+    python = {"DEDUP_COLLECTION": "scheduler_runs", "DEDUP_JOB": "jobs:run"}
+    [bad] = run("dedup-scale-in", [job(), service(env=python)])
+    assert bad.level == "advisory" and "minimum instances 0" in bad.message and "cloud_run_job_target" in bad.message
+    kept = service(env=python, template={"timeout": "300s", "scaling": {"minInstanceCount": 1},
+                                         "containers": [{"image": "i", "envs": [{"name": "DEDUP_JOB",
+                                                                                 "value": "jobs:run"}]}]})
+    assert run("dedup-scale-in", [job(), kept]) == []
+    proxy = {"DEDUP_TARGET_TYPE": "cloud_run_job", "DEDUP_TARGET": "projects/p/locations/l/jobs/j"}
+    assert run("dedup-scale-in", [job(), service(env=proxy)]) == []  # the job runs to completion elsewhere
+
+
+def test_a_service_location_cloud_run_lacks_is_mandatory() -> None:
+    [bad] = run("cloud-run-service-location", [service(location="us-centrl1")])
+    assert bad.level == "mandatory" and "did you mean 'us-central1'?" in bad.message
+    assert run("cloud-run-service-location", [service(location="us-central1"), service()]) == []

@@ -318,3 +318,49 @@ def test_no_message_quotes_a_default_as_if_the_user_wrote_it() -> None:
     [unset] = [f.message for f in run("dedup-lease-covers-deadline",
                                       [job(), service(env={"DEDUP_LEASE_SECONDS": "100"}, timeout=None)])]
     assert "300s (the platform's default)" in unset
+
+
+# ------------------------------------------------------------------ preview's truths about Scheduler (one good, one bad each)
+
+#: The component's default retries with a 600 s attempt deadline: 6 attempts and waits 30..480 s, 4530 s in all.
+COMPONENT_RETRIES = {"retryCount": 5, "minBackoffDuration": "30s", "maxBackoffDuration": "3600s", "maxDoublings": 5}
+
+
+def test_runs_that_reach_the_next_fire_time_are_an_advisory_naming_both_numbers() -> None:
+    [bad] = run("scheduler-runs-overlap", [job(schedule="*/5 * * * *", attemptDeadline="600s",
+                                               retryConfig=COMPONENT_RETRIES)])
+    assert bad.level == "advisory" and "300 s apart" in bad.message and "4530 s" in bad.message
+    assert "600 s attempt deadline" in bad.message
+    assert run("scheduler-runs-overlap", [job(schedule="0 */2 * * *", attemptDeadline="600s",
+                                              retryConfig=COMPONENT_RETRIES)]) == []
+    assert run("scheduler-runs-overlap", [job(schedule=UNKNOWN)]) == []
+
+
+def test_a_schedule_form_the_cron_page_leaves_open_is_an_advisory() -> None:
+    [bad] = run("scheduler-schedule-unsettled", [job(schedule="0 0 */2 * 1")])
+    assert bad.level == "advisory" and "'1-31/2'" in bad.message
+    assert run("scheduler-schedule-unsettled", [job(schedule="0 0 * * 1"), job(schedule="0 0 * * 7-7")]) == []
+
+
+def test_a_time_zone_alias_is_an_advisory_and_a_fixed_offset_abbreviation_mandatory() -> None:
+    [alias] = run("scheduler-time-zone-canonical", [job(timeZone="US/Eastern")])
+    assert alias.level == "advisory" and "'America/New_York'" in alias.message
+    assert run("scheduler-time-zone-canonical", [job(timeZone="America/New_York")]) == []
+    [fixed] = run("scheduler-time-zone-fixed-offset", [job(timeZone="EST")])
+    assert fixed.level == "mandatory" and "America/New_York" in fixed.message and "'Etc/GMT+5'" in fixed.message
+    assert run("scheduler-time-zone-fixed-offset", [job(timeZone="Etc/GMT+5"), job(timeZone="UTC")]) == []
+
+
+def test_a_job_region_scheduler_lacks_is_mandatory_with_the_nearest_spelling() -> None:
+    [bad] = run("scheduler-job-location", [job(region="europe-west99")])
+    assert bad.level == "mandatory" and "did you mean 'europe-west9'?" in bad.message
+    assert run("scheduler-job-location", [job(region="europe-west1"), job(), job(region=UNKNOWN)]) == []
+
+
+def test_an_oidc_account_of_another_project_is_mandatory() -> None:
+    token = {"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "dedup-scheduler@other-proj.iam.gserviceaccount.com"}}
+    [bad] = run("scheduler-oidc-account-project", [job(project="my-proj", httpTarget=token)])
+    assert bad.level == "mandatory" and "within the same project as the job" in bad.message
+    token["oidcToken"] = {"serviceAccountEmail": "dedup-scheduler@my-proj.iam.gserviceaccount.com"}
+    assert run("scheduler-oidc-account-project", [job(project="my-proj", httpTarget=token)]) == []
+    assert run("scheduler-oidc-account-project", [job()]) == []  # no project written: the provider's, not judged

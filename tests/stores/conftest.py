@@ -14,15 +14,17 @@ from scheduler_dedup.handler.stores.base import RunStore
 from scheduler_dedup.local.store_servers import SERVER_KINDS, StoreServer, store_server
 
 COLLECTION = "contract_runs"
+#: Store kinds whose server the whole test session shares (tests/conftest.py), and its fixture.
+_SESSION_SERVERS = {"firestore": "firestore_emulator", "redis": "redis_server"}
 
 
 @pytest.fixture(scope="session", params=SERVER_KINDS)
 def store_server_session(request: pytest.FixtureRequest) -> Iterator[StoreServer]:
-    """One running server per store kind for the whole session (Firestore's is the session's emulator)."""
-    if request.param == "firestore":
-        emulator: StoreServer = request.getfixturevalue("firestore_emulator")
-        emulator.prepare(COLLECTION)
-        yield emulator
+    """One running server per store kind for the whole session (the session's own where it has one)."""
+    if request.param in _SESSION_SERVERS:
+        shared: StoreServer = request.getfixturevalue(_SESSION_SERVERS[request.param])
+        shared.prepare(COLLECTION)
+        yield shared
         return
     with store_server(request.param) as server:
         server.prepare(COLLECTION)

@@ -1,0 +1,61 @@
+"""Renaming the component keeps every physical id and the database: protect by default, resource_prefix, aliases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+
+from scheduler_dedup.infra.component import DedupScheduledJob
+from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
+from scheduler_dedup.infra.store import DedupStore
+
+JOB = {"schedule": "0 * * * *", "region": "us-central1", "image": "us-docker.pkg.dev/p1/r/h:1", "job": "jobs:run"}
+#: The inputs that are GCP resource ids: a change of any replaces the resource.
+PHYSICAL = ("name", "accountId", "repositoryId", "database")
+
+
+def _physical(resources: list[RegisteredResource]) -> list[tuple[str, Any]]:
+    return sorted((r.type, tuple(r.inputs.get(k) for k in PHYSICAL)) for r in resources if r.custom)
+
+
+def _database(resources: list[RegisteredResource]) -> RegisteredResource:
+    (database,) = [r for r in resources if r.type == "gcp:firestore/database:Database"]
+    return database
+
+
+def test_the_database_is_protected_by_default() -> None:
+    """A plan that replaces or deletes the run records fails at preview instead of running (Pulumi protect)."""
+    resources = run_program(lambda: DedupScheduledJob("nightly", JOB), {"gcp:project": "p1"})  # type: ignore[arg-type]
+    assert _database(resources).protect is True
+    assert not any(r.protect for r in resources if r.type != "gcp:firestore/database:Database")
+    off = run_program(lambda: DedupScheduledJob("nightly", {**JOB, "protect_database": False}),  # type: ignore[arg-type]
+                      {"gcp:project": "p1"})
+    assert _database(off).protect is False
+    store = run_program(lambda: DedupStore("shared", {"location": "eur3"}), {"gcp:project": "p1"})
+    assert _database(store).protect is True
+
+
+def test_a_renamed_component_with_its_old_prefix_and_an_alias_keeps_every_physical_id() -> None:
+    """Physical ids derived from the name used to change with it, replacing <name>-dedup and its run records."""
+    before = run_program(lambda: DedupScheduledJob("nightly", JOB), {"gcp:project": "p1"})  # type: ignore[arg-type]
+    renamed = run_program(lambda: DedupScheduledJob(
+        "nightly-report", {**JOB, "resource_prefix": "nightly"},  # type: ignore[typeddict-item]
+        opts=pulumi.ResourceOptions(aliases=[pulumi.Alias(name="nightly")])), {"gcp:project": "p1"})
+    assert _physical(renamed) == _physical(before)
+    assert _database(renamed).inputs["name"] == "nightly-dedup"
+    # without the prefix the ids follow the new name: the database would be replaced (and protect refuses it)
+    plain = run_program(lambda: DedupScheduledJob("nightly-report", JOB), {"gcp:project": "p1"})  # type: ignore[arg-type]
+    assert _database(plain).inputs["name"] == "nightly-report-dedup" and _database(plain).protect
+
+
+def test_an_invalid_resource_prefix_is_refused_naming_it() -> None:
+    from scheduler_dedup.infra.errors import DedupConfigError
+    from scheduler_dedup.infra.settings import resolve_settings
+
+    with pytest.raises(DedupConfigError) as info:
+        resolve_settings("Nightly Report", {**JOB, "resource_prefix": "Bad_Prefix"}, default_project="p1")
+    assert info.value.field == "resource_prefix"
+    assert resolve_settings("Nightly Report", {**JOB, "resource_prefix": "nightly"},
+                            default_project="p1").service_name == "nightly"

@@ -1,0 +1,125 @@
+"""The code's layout: no import cycle between our modules, and no ticket numbers in the code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("handler", "infra", "policies", "local")
+
+
+def _modules() -> dict[str, Path]:
+    """``scheduler_dedup.<dotted name>`` -> file, for every module of the installed packages."""
+    modules = {}
+    for top in PACKAGES:
+        for path in (ROOT / top).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "__pycache__" in parts or "examples" in parts or parts[:2] == ("infra", "provider"):
+                continue
+            name = ".".join(("scheduler_dedup", *parts)).removesuffix(".__init__")
+            modules[name] = path
+    return modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports, at module level or inside a function (a deferred import that
+    only exists to break a cycle is still the cycle)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    module = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    module = node.module or ""
+                candidates = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Import):
+                candidates = [alias.name for alias in node.names]
+            else:
+                continue
+            imported |= {c for c in candidates if c in modules and c != name}
+        graph[name] = imported
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_between_our_modules() -> None:
+    """A cycle (``infra/alerts.py`` -> ``infra/settings.py`` -> ``infra/store.py`` -> ``infra/alerts.py`` was one)
+    makes the import order matter and hides which module is the lower layer: move the shared names down instead."""
+    graph = import_graph()
+    assert "scheduler_dedup.infra.alerts" in graph and graph["scheduler_dedup.infra.alerts"], "the graph is empty"
+    assert cycles(graph) == []
+
+
+#: A ticket reference: "issue 5", "issues #12", "ticket 7", "(#42)", "PR 3".
+_TICKET = re.compile(r"\b(?:issues?|tickets?|PR)\s*#?\d+\b|\(#\d+\)", re.IGNORECASE)
+#: Citations of other projects' threads are sources, not our tickets.
+_CITATION = re.compile(r"[\w.-]+/[\w.-]+#\d+|github\.com/\S+")
+
+
+def test_no_ticket_numbers_in_the_code() -> None:
+    """The code explains itself; which ticket asked for a line is the history's business (git log)."""
+    offenders = []
+    files = [p for top in (*PACKAGES, "tests", "bench", "examples", "scripts", ".ci") for p in (ROOT / top).rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix in ("", ".py", ".sh", ".yaml", ".toml")]
+    files += [ROOT / name for name in ("pyproject.toml", "__main__.py", "mkdocs.yml")] + sorted(ROOT.glob("Pulumi*.yaml"))
+    for path in files:
+        if not path.exists() or path == Path(__file__):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if _TICKET.search(_CITATION.sub("", line)):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
