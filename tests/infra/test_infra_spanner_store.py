@@ -27,7 +27,10 @@ STORE_STACK = "acme/scheduler-dedup/store"
 
 
 def _job(name: str, **extra: Any) -> dict[str, Any]:
-    return {"schedule": "*/15 * * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run", **extra}
+    """A job as the examples documented as good make it: a daily run (its retries end before the next), one instance
+    kept (the advisory rules ``scheduler-runs-overlap`` and ``dedup-scale-in``)."""
+    return {"schedule": "0 3 * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run",
+            "min_instance_count": 1, **extra}
 
 
 def _of(resources: list[RegisteredResource], typ: str) -> list[RegisteredResource]:
