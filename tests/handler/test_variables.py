@@ -100,8 +100,11 @@ def test_the_variables_documented_as_set_by_the_component_are_the_ones_it_sets()
                    "redis_host": "10.0.0.3", "redis_port": 6378, "auth_secret": "runs-auth", "ca_secret": "runs-ca",
                    "network": "projects/p1/global/networks/default",
                    "subnetwork": "projects/p1/regions/europe-west1/subnetworks/default"}
+    spanner = {"kind": "spanner", "project": "p1", "instance_id": "acme-prod", "database_id": "runs",
+               "collections": ["scheduler_runs"]}
     env = (_service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run")
            | _service_env_names(http_target={"url": "https://export-abc.a.run.app/run"}, store=store)
-           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=memorystore))
+           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=memorystore)
+           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=spanner))
     documented = {v.name for v in VARIABLES.values() if v.component}
     assert env == documented, (sorted(env - documented), sorted(documented - env))
