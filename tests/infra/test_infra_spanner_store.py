@@ -139,6 +139,9 @@ def test_a_job_puts_its_own_table_on_a_spanner_database_without_a_store() -> Non
     ({"kind": "spanner", "location": "us-central1", "collections": ["Runs", "runs"]}, "collections", "twice"),
     ({"location": "eur3", "processing_units": 100}, "processing_units", "kind to 'spanner'"),
     ({"kind": "redis", "location": "eur3"}, "kind", "not a store kind"),
+    ({"location": "eur3", "memory_size_gb": 1}, "memory_size_gb", "kind to 'memorystore'"),
+    ({"location": "eur3", "instance_id": "x1"}, "instance_id", "kind to 'spanner' or 'memorystore'"),
+    ({"kind": "spanner", "location": "us-central1", "memory_size_gb": 1}, "memory_size_gb", "Spanner DedupStore"),
 ])
 def test_a_spanner_store_refuses_bad_inputs_at_preview(store: dict[str, Any], field: str, match: str) -> None:
     with pytest.raises(DedupConfigError, match=match) as info:
@@ -155,6 +158,11 @@ def test_a_spanner_store_refuses_bad_inputs_at_preview(store: dict[str, Any], fi
                                            "database_id": "d1", "collections": ["scheduler_runs"]}}, "store_kind"),
     ({"store": {"kind": "spanner", "project": "p1", "database_id": "d1", "collections": ["scheduler_runs"]}},
      "store.instance_id"),
+    ({"store": {"project": "p1", "instance_id": "i1", "database_id": "d1", "collections": ["scheduler_runs"]}},
+     "store.instance_id"),  # a Spanner store's output on a Firestore store
+    ({"store_kind": "memorystore"}, "store_kind"),  # a Memorystore store is a DedupStore of its own
+    ({"store": {"kind": pulumi.Output.from_input("spanner"), "project": "p1", "instance_id": "i1",
+                "database_id": "d1", "collections": ["scheduler_runs"]}}, "store.kind"),  # known at preview only
 ])
 def test_a_job_refuses_contradictory_spanner_inputs(extra: dict[str, Any], field: str) -> None:
     with pytest.raises(DedupConfigError) as info:

@@ -274,6 +274,26 @@ def test_a_store_stack_refuses_job_settings(tmp_path: Path) -> None:
         run_stack_config(bad, project_file=ROOT / "Pulumi.yaml")
 
 
+@pytest.mark.parametrize(("example", "key", "value", "match"), [
+    # a store stack's key in a job stack would be read by nobody
+    ("Pulumi.example-job-on-store.yaml", "spannerProcessingUnits", 200, "is a setting of a store stack"),
+    ("Pulumi.example-job-on-store.yaml", "redisMemorySizeGb", 2, "is a setting of a store stack"),
+    # another kind's key in a store stack
+    ("Pulumi.example-store.yaml", "redisMemorySizeGb", 2, "is a Memorystore setting, which a firestore store"),
+    ("Pulumi.example-store.yaml", "createSpannerInstance", False, "is a Spanner setting, which a firestore store"),
+    ("Pulumi.example-spanner-store.yaml", "redisNetwork", "n", "is a Memorystore setting, which a spanner store"),
+    ("Pulumi.example-memorystore-store.yaml", "spannerInstance", "i", "is a Firestore or Spanner database setting, which a memorystore store"),
+])
+def test_a_stack_refuses_the_keys_its_kind_does_not_read(tmp_path: Path, example: str, key: str, value: Any,
+                                                        match: str) -> None:
+    config = yaml.safe_load((ROOT / example).read_text())
+    config["config"][f"scheduler-dedup:{key}"] = value
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    with pytest.raises(DedupConfigError, match=f"stack config scheduler-dedup:{key} {match}"):
+        run_stack_config(bad, project_file=ROOT / "Pulumi.yaml", stack_outputs={STORE_STACK: STORE_EXPORTS})
+
+
 def test_offline_check_answers_the_store_stack_reference_from_the_store_config() -> None:
     from rich.console import Console
 
