@@ -5,7 +5,8 @@ Every error the user can catch is named for what happened; messages name the fie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class DedupConfigError(ValueError):
@@ -40,3 +41,15 @@ class DedupConfigErrors(DedupConfigError):
 
 class DeployArchiveError(DedupConfigError):
     """The deploy archive cannot be built (missing handler files, a clash with the job source)."""
+
+
+def bool_input(args: Mapping[str, Any], key: str, default: bool) -> bool:
+    """The true-or-false input ``args[key]`` (``default`` when absent).
+
+    Raises:
+        DedupConfigError: field ``key``: not a bool.
+    """
+    value = args.get(key, default)
+    if not isinstance(value, bool):
+        raise DedupConfigError(key, f"must be true or false, got {value!r}")
+    return value

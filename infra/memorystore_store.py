@@ -33,7 +33,7 @@ from scheduler_dedup.handler.config import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.stores.redis_config import DEFAULT_WAIT_TIMEOUT_MS, MAX_WAIT_TIMEOUT_MS
 
-from .errors import DedupConfigError
+from .errors import DedupConfigError, bool_input
 
 TIER = "STANDARD_HA"
 REDIS_VERSION = "REDIS_7_2"
@@ -99,9 +99,7 @@ def resolve_memorystore_settings(name: str, args: Mapping[str, Any], *,
     for key, value in (("authorized_network", network), ("subnetwork", subnetwork)):
         if not isinstance(value, str):
             raise DedupConfigError(key, f"must be a name, got {value!r}")
-    protection = args.get("deletion_protection", False)
-    if not isinstance(protection, bool):
-        raise DedupConfigError("deletion_protection", f"must be true or false, got {protection!r}")
+    protection = bool_input(args, "deletion_protection", False)
     collections = args.get("collections", [DEFAULT_COLLECTION])
     if isinstance(collections, str) or not isinstance(collections, Sequence) or not collections \
             or len(set(collections)) != len(collections):

@@ -52,7 +52,7 @@ from scheduler_dedup.handler.record import TTL_OWNER_ENV
 from scheduler_dedup.handler.server import SERVER_THREADS
 from scheduler_dedup.handler.startup import startup_problems
 
-from .errors import DedupConfigError, DedupConfigErrors
+from .errors import DedupConfigError, DedupConfigErrors, bool_input
 from .locations import region_problem
 from .oidc_account import oidc_account_problem
 from .providers import child_project
@@ -424,9 +424,7 @@ def _store(args: Mapping[str, Any], prefix: str, project: str | None, region: st
     collection = _str(args, "collection") or DEFAULT_COLLECTION  # checked by _check_handler_settings
     if kind == "spanner":
         return _own_spanner_store(args, prefix, project, region, collection, spanner_instance)
-    create_database = args.get("create_database", True)
-    if not isinstance(create_database, bool):
-        raise DedupConfigError("create_database", f"must be true or false, got {create_database!r}")
+    create_database = bool_input(args, "create_database", True)
     default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
     database_id = _str(args, "database_id") or default_db  # checked by _check_handler_settings
     return _Store(None, kind, collection, create_database, database_id,
@@ -484,13 +482,6 @@ def _own_spanner_store(args: Mapping[str, Any], prefix: str, project: str | None
         default_database=f"{prefix[:24].rstrip('-')}-dedup", tables=[collection])
     return _Store(None, "spanner", collection, True, spanner.database_id, spanner.instance_config,
                   spanner_instance=spanner.instance_id, spanner=spanner)
-
-
-def _bool(args: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = args.get(key, default)
-    if not isinstance(value, bool):
-        raise DedupConfigError(key, f"must be true or false, got {value!r}")
-    return value
 
 
 def _max_instances(args: Mapping[str, Any]) -> int:
@@ -583,9 +574,9 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         if misplaced:
             problems.add(DedupConfigError("scheduler_service_account_email", misplaced))
     build_email = problems.run(lambda: _service_account_email(args, "build_service_account_email"), None)
-    deletion_protection = problems.run(lambda: _bool(args, "deletion_protection", False), False)
-    cpu_always_allocated = problems.run(lambda: _bool(args, "cpu_always_allocated", True), True)
-    protect_database = problems.run(lambda: _bool(args, "protect_database", True), True)
+    deletion_protection = problems.run(lambda: bool_input(args, "deletion_protection", False), False)
+    cpu_always_allocated = problems.run(lambda: bool_input(args, "cpu_always_allocated", True), True)
+    protect_database = problems.run(lambda: bool_input(args, "protect_database", True), True)
     max_instances = problems.run(lambda: _max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
     min_instances = problems.run(lambda: _min_instances(args, max_instances), 0)
     base_image = problems.run(lambda: _str(args, "base_image"), None) or (

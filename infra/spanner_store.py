@@ -31,7 +31,7 @@ import pulumi_gcp as gcp
 from scheduler_dedup.handler.config import DEFAULT_COLLECTION
 from scheduler_dedup.handler.stores import spanner_schema
 
-from .errors import DedupConfigError
+from .errors import DedupConfigError, bool_input
 
 #: The role a job's runtime identity gets on its store's database (data read/write, no DDL).
 DATA_ROLE = "roles/spanner.databaseUser"
@@ -111,13 +111,9 @@ def resolve_spanner_settings(args: Mapping[str, Any], *, project: str, region: O
     Raises:
         DedupConfigError: the first invalid input, naming it and the fix.
     """
-    create_instance = args.get("create_instance", True)
-    drop_protection = args.get("deletion_protection", True)
-    protect_database = args.get("protect_database", True)
-    for key, value in (("create_instance", create_instance), ("deletion_protection", drop_protection),
-                       ("protect_database", protect_database)):
-        if not isinstance(value, bool):
-            raise DedupConfigError(key, f"must be true or false, got {value!r}")
+    create_instance = bool_input(args, "create_instance", True)
+    drop_protection = bool_input(args, "deletion_protection", True)
+    protect_database = bool_input(args, "protect_database", True)
     instance_id = args.get("instance_id") or default_instance
     database_id = args.get("database_id") or default_database
     for key, value, check in (("instance_id", instance_id, spanner_schema.instance_id_problem),

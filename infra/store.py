@@ -42,7 +42,7 @@ from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
 
 from .apis import STORE_APIS, for_store
 from .args import DedupStoreArgs, DedupStoreRefArgs
-from .errors import DedupConfigError
+from .errors import DedupConfigError, bool_input
 from .locations import region_problem
 from .providers import ProjectSource, child_project, project_source
 from .spanner_store import SPANNER_KEYS, resolve_spanner_settings, spanner_children
@@ -131,13 +131,9 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | No
             raise DedupConfigError("location", offered)
 
     project = child_project(args, default_project, provider_name)
-    create_database = args.get("create_database", True)
-    deletion_protection = args.get("deletion_protection", False)
-    protect_database = args.get("protect_database", True)
-    for key, value in (("create_database", create_database), ("deletion_protection", deletion_protection),
-                       ("protect_database", protect_database)):
-        if not isinstance(value, bool):
-            raise DedupConfigError(key, f"must be true or false, got {value!r}")
+    create_database = bool_input(args, "create_database", True)
+    deletion_protection = bool_input(args, "deletion_protection", False)
+    protect_database = bool_input(args, "protect_database", True)
     database_id = args.get("database_id") or (DEFAULT_STORE_DATABASE if create_database else "(default)")
     collections = args.get("collections", [DEFAULT_COLLECTION])
     if isinstance(collections, str) or not isinstance(collections, Sequence) or not collections:
