@@ -236,7 +236,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
             database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
             # A Memorystore store: the runtime identity reads its two secrets (mounted), Direct VPC egress to its
             # network.
-            if redis is not None:
+            if s.store_kind == "memorystore":
+                assert redis is not None
                 redis_wiring = redis_job_wiring(name, s.project, redis, runtime_sa.member, db_opts)
         if s.store_kind == "firestore":
             gcp.projects.IAMMember(
