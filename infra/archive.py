@@ -11,6 +11,13 @@ https://cloud.google.com/functions/docs/writing#directory-structure):
 * the files of the user's job source directory, at the root, so ``DEDUP_JOB=jobs:run`` imports.
 * ``requirements.txt`` — only the handler's runtime dependencies, pinned (:data:`HANDLER_REQUIREMENTS`),
   followed by the lines of the job source's own ``requirements.txt`` if it has one.
+* ``app.yaml`` — the same archive as an App Engine standard (Python 3) app: ``runtime`` :data:`APP_ENGINE_RUNTIME`
+  and ``entrypoint`` :data:`APP_ENGINE_ENTRYPOINT`, gunicorn serving ``main:app`` (functions-framework's WSGI app
+  for ``handle_scheduled_job``). App Engine runs the entrypoint with ``$PORT`` set and installs
+  ``requirements.txt``; with an entrypoint of its own an app must list gunicorn there itself
+  (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup). The component
+  deploys the archive as a version with this same entrypoint; ``gcloud app deploy`` of the unpacked archive needs
+  the handler's ``DEDUP_*`` settings added under ``env_variables``.
 
 The zip is deterministic: entries sorted, fixed timestamps (1980-01-01 00:00:00) and modes, so its
 SHA-256 only changes when content changes. The component names the uploaded object after the
@@ -33,6 +40,7 @@ from .errors import DeployArchiveError
 HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "croniter==7.0.0",  # handler/cron.py: fire times of the schedule
     "functions-framework==3.10.2",
+    "gunicorn==27.0.1",  # App Engine's entrypoint (app.yaml); functions-framework serves with it on Cloud Run too
     "google-auth==2.63.0",
     "google-cloud-firestore==2.27.0",
     "gunicorn==27.0.1",  # handler/server.py: its gthread worker, with a header-read deadline
@@ -60,9 +68,16 @@ HANDLER_IMPORTS: dict[str, str] = {
     "scheduler_dedup": "",
 }
 FUNCTION_TARGET = "handle_scheduled_job"
+#: App Engine standard runtime of the archive's ``app.yaml`` and of the version the component deploys.
+APP_ENGINE_RUNTIME = "python312"
+#: How App Engine starts the handler: gunicorn on ``$PORT`` serving ``main:app``, one worker of 8 threads (the
+#: threads functions-framework gives a 2-vCPU Cloud Run instance) and ``--timeout 0``, so gunicorn never kills a
+#: worker whose job runs long (App Engine's own request deadline still applies). One worker keeps memory within an
+#: F1 instance's 384 MB (https://cloud.google.com/appengine/docs/standard#instance_classes).
+APP_ENGINE_ENTRYPOINT = "gunicorn -b :$PORT --workers 1 --threads 8 --timeout 0 main:app"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
-_RESERVED = ("main.py", "scheduler_dedup/")
+_RESERVED = ("main.py", "app.yaml", "scheduler_dedup/")
 
 
 @dataclass(frozen=True)
@@ -137,7 +152,7 @@ def archive_files(job_source: Path | None, *, handler_dir: Path | None = None,
             if rel == "requirements.txt":
                 extra_requirements = path.read_bytes()
                 continue
-            if rel == "main.py" or rel.startswith("scheduler_dedup/"):
+            if rel in ("main.py", "app.yaml") or rel.startswith("scheduler_dedup/"):
                 raise DeployArchiveError(
                     "job_source",
                     f"{path} would replace the handler's {rel.split('/')[0]}; rename it (the job module is set by 'job')",
@@ -148,7 +163,16 @@ def archive_files(job_source: Path | None, *, handler_dir: Path | None = None,
     if extra_requirements:
         requirements += "# from the job source's requirements.txt\n" + extra_requirements.decode() + "\n"
     files["requirements.txt"] = requirements.encode()
+    files["app.yaml"] = app_yaml().encode()
     return files
+
+
+def app_yaml() -> str:
+    """The archive's ``app.yaml``: App Engine standard's runtime and entrypoint for the handler."""
+    return ("# App Engine standard (Python 3): gunicorn serves main.py's WSGI app, as the component's version does.\n"
+            "# Add the handler's DEDUP_* settings under env_variables before `gcloud app deploy`.\n"
+            f"runtime: {APP_ENGINE_RUNTIME}\n"
+            f"entrypoint: {APP_ENGINE_ENTRYPOINT}\n")
 
 
 def build_deploy_archive(job_source: Path | str | None, *, handler_dir: Path | None = None,
