@@ -117,12 +117,14 @@ CLOUD_BUILD_CLOCK_SKEW_SECONDS = 300
 CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS = 86400
 _CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
-# Resource ids: letters, digits, '-', '_' (and '.'/':' in legacy project ids); nothing that would change
-# the request path or query (https://cloud.google.com/workflows/docs/reference/rest/v1/projects.locations.workflows).
-_ID = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
-_WORKFLOW_RE = re.compile(rf"^projects/{_ID}/locations/{_ID}/workflows/{_ID}$")
-_RUN_JOB_RE = re.compile(rf"^projects/{_ID}/locations/{_ID}/jobs/{_ID}$")
-_BUILD_TRIGGER_RE = re.compile(rf"^projects/(?P<project>{_ID})/locations/{_ID}/triggers/(?P<trigger>{_ID})$")
+# Resource ids: letters, digits, '-', '_'; only a (legacy, domain-scoped) project id also holds '.' and ':'
+# (example.com:my-project). Nothing that would change the request path or query, or append a custom method
+# (":run" after the id: https://google.aip.dev/136) (https://cloud.google.com/workflows/docs/reference/rest/v1/projects.locations.workflows).
+_PROJECT = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
+_ID = r"[A-Za-z0-9][A-Za-z0-9_-]*"
+_WORKFLOW_RE = re.compile(rf"^projects/{_PROJECT}/locations/{_ID}/workflows/{_ID}$")
+_RUN_JOB_RE = re.compile(rf"^projects/{_PROJECT}/locations/{_ID}/jobs/{_ID}$")
+_BUILD_TRIGGER_RE = re.compile(rf"^projects/(?P<project>{_PROJECT})/locations/{_ID}/triggers/(?P<trigger>{_ID})$")
 
 
 class TargetRetryableError(RuntimeError):
@@ -301,6 +303,26 @@ def _json(response: requests.Response, what: str) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def _first_listed(page: Callable[[str], dict[str, Any]], key: str, matches: Callable[[dict[str, Any]], bool],
+                  pages: int) -> dict[str, Any] | None:
+    """The first item under ``key`` of at most ``pages`` pages of a ``list`` call that ``matches``, or None.
+
+    Args:
+        page: fetches one page given its ``pageToken`` (``""`` for the first); the answer's ``nextPageToken``
+            names the next (AIP-158 pagination, as Cloud Run's and Cloud Build's ``list`` methods page).
+    """
+    token = ""
+    for _ in range(pages):
+        answer = page(token)
+        for item in answer.get(key, []):
+            if isinstance(item, dict) and matches(item):
+                return item
+        token = answer.get("nextPageToken", "")
+        if not token:
+            break
+    return None
+
+
 def _check_skipped(run: ScheduledRun, exc: Exception) -> None:
     """Log that the look-up for an existing execution was refused and the run starts anyway.
 
@@ -372,21 +394,20 @@ class CloudRunJobTarget:
         self.job, self.session, self.api, self.timeout = job, session, api, timeout_seconds
 
     def _existing(self, run_id: str) -> str | None:
-        url, token = f"{self.api}/v2/{self.job}/executions", ""
-        for _ in range(CLOUD_RUN_SCAN_PAGES):
+        url = f"{self.api}/v2/{self.job}/executions"
+
+        def page(token: str) -> dict[str, Any]:
             params: dict[str, Any] = {"pageSize": 100, **({"pageToken": token} if token else {})}
-            page = _json(_call(self.session, "GET", url, self.timeout, "Cloud Run executions.list", "cloud_run_job",
+            return _json(_call(self.session, "GET", url, self.timeout, "Cloud Run executions.list", "cloud_run_job",
                                existence_check=True, params=params), "list")
-            for execution in page.get("executions", []):
-                containers = (execution.get("template") or {}).get("containers") or []
-                for container in containers:
-                    for env in container.get("env") or []:
-                        if env.get("name") == RUN_ID_ENV and env.get("value") == run_id:
-                            return str(execution.get("name"))
-            token = page.get("nextPageToken", "")
-            if not token:
-                break
-        return None
+
+        def carries_run_id(execution: dict[str, Any]) -> bool:
+            containers = (execution.get("template") or {}).get("containers") or []
+            return any(env.get("name") == RUN_ID_ENV and env.get("value") == run_id
+                       for container in containers for env in container.get("env") or [])
+
+        found = _first_listed(page, "executions", carries_run_id, CLOUD_RUN_SCAN_PAGES)
+        return str(found.get("name")) if found is not None else None
 
     def __call__(self, run: ScheduledRun) -> dict[str, Any]:
         """Run the job, or find the execution already started for ``run``.
@@ -468,20 +489,19 @@ class CloudBuildTriggerTarget:
         trigger_id = self._resolved_trigger_id()
         since = self._window_start(run).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         query = f'trigger_id="{trigger_id}" AND create_time>="{since}"'
-        url, token = f"{self.api}/v1/{self.parent}/builds", ""
-        for _ in range(CLOUD_BUILD_SCAN_PAGES):
+        url = f"{self.api}/v1/{self.parent}/builds"
+
+        def page(token: str) -> dict[str, Any]:
             params: dict[str, Any] = {"projectId": self.project, "filter": query, "pageSize": 100,
                                       **({"pageToken": token} if token else {})}
-            page = _json(_call(self.session, "GET", url, self.timeout, "Cloud Build builds.list",
+            return _json(_call(self.session, "GET", url, self.timeout, "Cloud Build builds.list",
                                "cloud_build_trigger", existence_check=True, params=params), "list")
-            for build in page.get("builds", []):
-                if ((build.get("substitutions") or {}).get(RUN_ID_SUBSTITUTION) == run.run_id
-                        and build.get("buildTriggerId") in (None, trigger_id)):
-                    return dict(build)
-            token = page.get("nextPageToken", "")
-            if not token:
-                break
-        return None
+
+        def carries_run_id(build: dict[str, Any]) -> bool:
+            return ((build.get("substitutions") or {}).get(RUN_ID_SUBSTITUTION) == run.run_id
+                    and build.get("buildTriggerId") in (None, trigger_id))
+
+        return _first_listed(page, "builds", carries_run_id, CLOUD_BUILD_SCAN_PAGES)
 
     def __call__(self, run: ScheduledRun) -> dict[str, Any]:
         """Run the trigger, or find the build already started for ``run``.

@@ -25,7 +25,39 @@ def _source_of(module: str) -> Path:
     return Path(spec.origin)
 
 
-class HandlerServer:
+class _ServerProcess:
+    """A server process group started by a subclass (``proc``), with its output in ``log_path``."""
+
+    proc: subprocess.Popen[bytes] | None
+    log_path: str
+
+    def log(self) -> str:
+        """The process's output so far (its JSON logs)."""
+        return Path(self.log_path).read_text(errors="replace")
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL the process group (a crash: no cleanup runs) and reap it."""
+        self.signal(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Terminate the process group (gunicorn's arbiter and its worker) and reap it."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+class HandlerServer(_ServerProcess):
     """One functions-framework process serving a target on ``127.0.0.1:port``.
 
     The port is bound here (port 0: the kernel picks a free one) and the listening socket is handed to the
@@ -101,31 +133,6 @@ class HandlerServer:
             if ready_write >= 0:
                 os.close(ready_write)
 
-    def log(self) -> str:
-        """The process's output so far (its JSON logs)."""
-        return Path(self.log_path).read_text(errors="replace")
-
-    def signal(self, sig: int) -> None:
-        """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, sig)
-
-    def kill(self) -> None:
-        """SIGKILL the process group (a crash: no cleanup runs) and reap it."""
-        self.signal(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        """Terminate the process group and reap it."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
     def __enter__(self) -> "HandlerServer":
         return self.start()
 
@@ -141,7 +148,7 @@ class HandlerServer:
         self.stop()
         self.remove_log()
 
-class AppEngineServer:
+class AppEngineServer(_ServerProcess):
     """The handler served as App Engine standard's Python 3 runtime serves an app: ``app.yaml``'s ``entrypoint``
     run by a shell in the app's folder with ``$PORT`` set (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup).
 
@@ -209,27 +216,3 @@ class AppEngineServer:
             self._reservation.close()  # gunicorn holds the port now (or never will)
             self._reservation = None
 
-    def log(self) -> str:
-        """The process's output so far (its JSON logs and gunicorn's)."""
-        return Path(self.log_path).read_text(errors="replace")
-
-    def signal(self, sig: int) -> None:
-        """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group (gunicorn and its worker)."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, sig)
-
-    def kill(self) -> None:
-        """SIGKILL the process group (a crash: no cleanup runs) and reap it."""
-        self.signal(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        """Terminate the process group and reap it."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.kill()

@@ -280,6 +280,11 @@ def test_a_redirect_is_a_recorded_failure_never_followed(harness: Harness, fake:
     ("workflows", "projects/p/locations/l/workflows/w#frag"),
     ("workflows", "projects/p/locations/l/workflows/w?x=1"),
     ("cloud_run_job", "projects/p/locations/l/jobs/../../x"),
+    # a custom method after the id: the proxy would POST to .../jobs/j:run:run, another method than meant
+    ("cloud_run_job", "projects/p/locations/l/jobs/j:run"),
+    ("workflows", "projects/p/locations/l/workflows/w:cancel"),
+    ("cloud_build_trigger", "projects/p/locations/l/triggers/t:run"),
+    ("workflows", "projects/p/locations/l.x/workflows/w"),
 ])
 def test_targets_that_would_leak_a_token_or_change_the_request_path_are_refused(kind: str, target: str) -> None:
     with pytest.raises(ConfigError, match="DEDUP_TARGET="):
@@ -410,13 +415,18 @@ def requests_session() -> Any:
 @pytest.mark.parametrize("target", [
     "projects/p/locations/l/triggers",
     "projects/p/triggers/t",
-    "projects/p/locations/l/triggers/t:run",
     "projects/p/locations/l/triggers/t/../x",
     "projects/p/locations/l/jobs/j",
 ])
 def test_a_cloud_build_target_that_is_not_a_trigger_name_is_refused(target: str) -> None:
     with pytest.raises(ConfigError, match="DEDUP_TARGET=.*Cloud Build trigger name"):
         TargetSettings(type="cloud_build_trigger", target=target)
+
+
+def test_a_legacy_domain_scoped_project_id_is_still_accepted() -> None:
+    for kind, name in (("workflows", "projects/example.com:proj/locations/us-central1/workflows/wf"),
+                       ("cloud_build_trigger", "projects/example.com:proj/locations/global/triggers/nightly")):
+        assert TargetSettings(type=kind, target=name, auth="none").target == name
 
 
 def test_cloud_build_api_is_settable_and_checked() -> None:
