@@ -40,10 +40,9 @@ from .errors import DeployArchiveError
 HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "croniter==7.0.0",  # handler/cron.py: fire times of the schedule
     "functions-framework==3.10.2",
-    "gunicorn==27.0.1",  # App Engine's entrypoint (app.yaml); functions-framework serves with it on Cloud Run too
     "google-auth==2.63.0",
     "google-cloud-firestore==2.27.0",
-    "gunicorn==27.0.1",  # handler/server.py: its gthread worker, with a header-read deadline
+    "gunicorn==27.0.1",  # handler/server.py's gthread worker; App Engine's entrypoint (app.yaml) runs it
     "python-json-logger==4.2.0",  # handler/logs.py
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
@@ -70,11 +69,11 @@ HANDLER_IMPORTS: dict[str, str] = {
 FUNCTION_TARGET = "handle_scheduled_job"
 #: App Engine standard runtime of the archive's ``app.yaml`` and of the version the component deploys.
 APP_ENGINE_RUNTIME = "python312"
-#: How App Engine starts the handler: gunicorn on ``$PORT`` serving ``main:app``, one worker of 8 threads (the
-#: threads functions-framework gives a 2-vCPU Cloud Run instance) and ``--timeout 0``, so gunicorn never kills a
-#: worker whose job runs long (App Engine's own request deadline still applies). One worker keeps memory within an
-#: F1 instance's 384 MB (https://cloud.google.com/appengine/docs/standard#instance_classes).
-APP_ENGINE_ENTRYPOINT = "gunicorn -b :$PORT --workers 1 --threads 8 --timeout 0 main:app"
+#: How App Engine starts the handler: gunicorn on ``$PORT`` serving ``main:app`` with the same server settings as
+#: functions-framework's on Cloud Run (:mod:`scheduler_dedup.handler.gunicorn_config`: one worker of
+#: ``SERVER_THREADS`` threads, the header-read deadline worker, ``timeout`` 0 so gunicorn never kills a worker whose
+#: job runs long; App Engine's own request deadline still applies).
+APP_ENGINE_ENTRYPOINT = "gunicorn -b :$PORT -c python:scheduler_dedup.handler.gunicorn_config main:app"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
 _RESERVED = ("main.py", "app.yaml", "scheduler_dedup/")

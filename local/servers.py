@@ -148,6 +148,7 @@ class HandlerServer(_ServerProcess):
         self.stop()
         self.remove_log()
 
+
 class AppEngineServer(_ServerProcess):
     """The handler served as App Engine standard's Python 3 runtime serves an app: ``app.yaml``'s ``entrypoint``
     run by a shell in the app's folder with ``$PORT`` set (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup).
@@ -167,7 +168,7 @@ class AppEngineServer(_ServerProcess):
                  start_timeout: float = 60.0):
         import yaml
 
-        from scheduler_dedup.local.emulator import reserve_port
+        from scheduler_dedup.local.store_servers import reserve_port
 
         self.app_dir = app_dir
         self.entrypoint = str(yaml.safe_load((app_dir / "app.yaml").read_text())["entrypoint"])

@@ -80,7 +80,7 @@ def test_firestore_unreachable_answers_500_store_error_never_503(ae: Harness) ->
     with socket.socket() as closed:  # a port nobody listens on: every Firestore call fails fast
         closed.bind(("127.0.0.1", 0))
         dead = f"127.0.0.1:{closed.getsockname()[1]}"
-    server = ae.server(FIRESTORE_EMULATOR_HOST=dead, DEDUP_FIRESTORE_TIMEOUT_SECONDS="1")
+    server = ae.server(FIRESTORE_EMULATOR_HOST=dead, DEDUP_STORE_TIMEOUT_SECONDS="1")
     answers = [deliver(server.url, app_engine_headers(f"outage-{n}", T)) for n in range(3)]
     for answer in answers:
         assert answer.status_code == 500 and answer.json()["status"] == "store_error", answer.text

@@ -191,6 +191,7 @@ def test_cloud_build_trigger_target_gets_the_builds_editor_role_on_its_project_a
     runtime = "serviceAccount:build-runtime@p1.iam.gserviceaccount.com"
     assert _grants(resources, runtime) == {
         ("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"),
+        ("roles/run.viewer", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"),  # trust mode reads its own service
         (TARGET_ROLES["cloud_build_trigger"], "gcp:projects/iAMMember:IAMMember"),
         ("roles/iam.serviceAccountUser", "gcp:serviceaccount/iAMMember:IAMMember"),
     }

@@ -61,7 +61,13 @@ def test_app_yaml_is_app_engine_standard_python_with_the_gunicorn_entrypoint() -
     assert APP_ENGINE_RUNTIME.startswith("python3")
     # App Engine runs it with $PORT set; the WSGI object is main:app, and gunicorn must be in requirements.txt.
     assert APP_ENGINE_ENTRYPOINT.startswith("gunicorn -b :$PORT ") and APP_ENGINE_ENTRYPOINT.endswith(" main:app")
-    assert "--timeout 0" in APP_ENGINE_ENTRYPOINT
+    # the Cloud Run server's bounds, from the one place they are set (handler/server.py)
+    assert "-c python:scheduler_dedup.handler.gunicorn_config " in APP_ENGINE_ENTRYPOINT
+    from scheduler_dedup.handler import gunicorn_config
+    from scheduler_dedup.handler.server import SERVER_SETTINGS, SERVER_THREADS
+
+    assert (gunicorn_config.workers, gunicorn_config.threads, gunicorn_config.timeout) == (1, SERVER_THREADS, 0)
+    assert {key: getattr(gunicorn_config, key) for key in SERVER_SETTINGS} == SERVER_SETTINGS
     assert any(line.startswith("gunicorn==") for line in requirements.splitlines())
 
 
