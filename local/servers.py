@@ -47,12 +47,12 @@ class _ServerProcess:
             self.proc.wait(timeout=10)
 
     def stop(self) -> None:
-        """Terminate the process group (gunicorn's arbiter and its worker) and reap it."""
+        """Terminate the process group (gunicorn's arbiter and its worker) and reap it; SIGKILL after 10 s."""
         if self.proc is None or self.proc.poll() is not None:
             return
         self.signal(signal.SIGTERM)
         try:
-            self.proc.wait(timeout=20)
+            self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.kill()
 
