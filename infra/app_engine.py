@@ -8,7 +8,7 @@ What the component deploys, and why:
 * an App Engine **standard** version of ``service`` from the same deploy archive Cloud Run builds from
   (:mod:`scheduler_dedup.infra.archive`): runtime :data:`~scheduler_dedup.infra.archive.APP_ENGINE_RUNTIME`,
   the archive's ``app.yaml`` entrypoint (gunicorn serving ``main:app``), automatic scaling up to
-  ``max_instance_count`` instances, the job's runtime identity as the version's service account, and the
+  ``max_instance_count`` instances (at least ``min_instance_count``), the job's runtime identity as the version's service account, and the
   handler's environment with ``DEDUP_APP_ENGINE_CALLER=true``
   (https://cloud.google.com/appengine/docs/admin-api/reference/rest/v1/apps.services.versions);
 * a Scheduler job with ``appEngineHttpTarget``: POST to ``relative_uri`` of ``service`` (and ``version``), the
@@ -165,7 +165,7 @@ def default_version_id(archive_sha256: str) -> str:
 
 def app_engine_version(name: str, *, project: str, app_engine: AppEngineSettings, version_id: str,
                        source_url: pulumi.Input[str], environment: Mapping[str, pulumi.Input[str]],
-                       service_account: pulumi.Input[str], max_instances: int,
+                       service_account: pulumi.Input[str], max_instances: int, min_instances: int,
                        opts: pulumi.ResourceOptions) -> Any:
     """The ``gcp.appengine.StandardAppVersion`` serving the handler (see the module docstring).
 
@@ -189,7 +189,7 @@ def app_engine_version(name: str, *, project: str, app_engine: AppEngineSettings
             env_variables=dict(environment),
             automatic_scaling=gcp.appengine.StandardAppVersionAutomaticScalingArgs(
                 standard_scheduler_settings=gcp.appengine.StandardAppVersionAutomaticScalingStandardSchedulerSettingsArgs(
-                    max_instances=max_instances)),
+                    max_instances=max_instances, min_instances=min_instances)),
             service_account=service_account,
             # A new archive is a new version: the old one is deleted once the job routes to the new one. The
             # service may hold other versions (or be 'default', which App Engine never deletes): keep it.

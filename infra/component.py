@@ -300,6 +300,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     source_url=pulumi.Output.concat("https://storage.googleapis.com/", bucket.name, "/",
                                                     source_object.output_name),
                     environment=environment, service_account=runtime_sa.email, max_instances=s.max_instance_count,
+                    min_instances=s.min_instance_count,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]),
                 )
                 version_id = version.version_id

@@ -104,7 +104,7 @@ def test_app_engine_without_deploy_creates_only_the_job_routed_to_the_given_vers
                          default_project="p1")
     assert s.lease_seconds == 3600, "the lease covers the service's request deadline"
     # ... and a deadline whose lease no five retries can outlast is refused, as on Cloud Run
-    with pytest.raises(DedupConfigError, match="the retries must span at least the lease"):
+    with pytest.raises(DedupConfigError, match="every retry would get 409 and the run would never complete"):
         resolve_settings("nightly", {**APP_ENGINE_JOB, "app_engine": {"service": "default", "deploy": False,
                                                                        "request_timeout_seconds": 86400}},
                          default_project="p1")
