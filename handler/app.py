@@ -18,6 +18,7 @@ from scheduler_dedup.handler.logs import configure_logging
 from scheduler_dedup.handler.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
 from scheduler_dedup.handler.request_limits import bounded_body, oversized
 from scheduler_dedup.handler.run_check import RunCheck
+from scheduler_dedup.handler.statuses import DELIVERY, code
 from scheduler_dedup.handler.run_history import RunHistory
 from scheduler_dedup.handler.scheduler import SchedulerHandler
 from scheduler_dedup.handler.startup import read_startup_settings
@@ -68,7 +69,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     def view(request: flask.Request) -> flask.Response:
         if request.path.startswith(APP_ENGINE_RESERVED_PREFIX):  # App Engine's /_ah/start: 404 is a started instance
             return json_response({"status": "not_found", "error": f"{request.path} is App Engine's, not a delivery"},
-                                 404)
+                                 code(DELIVERY, "not_found"))
         refusal = oversized(request) or (verifier.check(request.headers) if verifier is not None else None)
         if refusal is None and app_engine_check is not None:
             refusal = app_engine_check.check(request.headers)

@@ -47,6 +47,8 @@ from typing import Any
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.logs import LogField
 from scheduler_dedup.handler.run_key import HeaderSource
+from scheduler_dedup.handler.statuses import DELIVERY, code
+from scheduler_dedup.handler.variables import declared
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -84,6 +86,7 @@ class AppEngineCallerSettings:
                 ``DEDUP_ALLOWED_CALLERS`` (an App Engine target carries no OIDC token, so every delivery would be
                 refused); the message names the variables and the fix.
         """
+        env = declared(env)
         raw = env.get(APP_ENGINE_CALLER_ENV, "").strip().lower() or "false"
         if raw not in ("true", "false"):
             raise ConfigError(f"{APP_ENGINE_CALLER_ENV}={raw!r} is not true or false: set true when the handler is "
@@ -107,7 +110,7 @@ class AppEngineCallerCheck:
 
     def check(self, headers: HeaderSource) -> Refusal | None:
         """None if the request carries ``X-Appengine-Cron: true`` or ``X-AppEngine-QueueName: __cron``, else
-        ``({"status": "forbidden", "error": ...}, 403)``.
+        ``({"status": "forbidden", "error": ...}, code(DELIVERY, "forbidden"))`` (403).
 
         Args:
             headers: the request's headers (Flask's ``request.headers`` or a dict).
@@ -119,5 +122,6 @@ class AppEngineCallerCheck:
                  f"{QUEUE_NAME_HEADER}: {CRON_QUEUE_NAME} is present (App Engine sets them for Scheduler's App Engine "
                  f"target and strips them from external requests); unset {APP_ENGINE_CALLER_ENV} if this handler is "
                  "not served on App Engine")
-        log.warning("refused caller: %s", error, extra={LogField.OUTCOME: "forbidden", LogField.HTTP_STATUS: 403})
-        return {"status": "forbidden", "error": error}, 403
+        status = code(DELIVERY, "forbidden")
+        log.warning("refused caller: %s", error, extra={LogField.OUTCOME: "forbidden", LogField.HTTP_STATUS: status})
+        return {"status": "forbidden", "error": error}, status
