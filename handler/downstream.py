@@ -24,9 +24,21 @@ by silently losing the runs that arrive while it is being fixed. In particular:
 - **3xx** records the run failed: redirects are not followed (a POST would become a body-less GET
   and the run be recorded done though the target never got it); point ``DEDUP_TARGET`` at the final URL.
 
-The existence check that Workflows and Cloud Run job targets make before starting (a ``list`` call)
-is a safety net, not the run: a refused check (any 4xx but 408/409/429) is logged and skipped, and the
-start call's own answer decides.
+The existence check that Workflows, Cloud Run job and Cloud Build trigger targets make before starting (a
+``list`` call; for Cloud Build also the ``triggers.get`` that resolves the trigger's id) is a safety net, not
+the run: a refused check (any 4xx but 408/409/429) is logged and skipped, and the start call's own answer
+decides.
+
+**Cloud Build triggers** answer ``projects.locations.triggers.run`` with a long-running ``Operation`` whose
+metadata holds the new ``Build``
+(https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.triggers/run); the HTTP status
+of that call decides as for the other Google APIs. The build's own ``status``
+(https://cloud.google.com/build/docs/api/reference/rest/v1/projects.builds#Build.Status: ``PENDING``,
+``QUEUED``, ``WORKING``, ``SUCCESS``, ``FAILURE``, ``INTERNAL_ERROR``, ``TIMEOUT``, ``CANCELLED``,
+``EXPIRED``) is not an answer to the start: the handler starts the build and does not wait for it, so a build
+found by the existence check completes the run whatever its status (the result names it), exactly as a
+Workflows execution found in any state does. Whether the build succeeds is Cloud Build's to report (build
+notifications, or an alert on ``FAILURE``/``TIMEOUT`` builds of the trigger).
 """
 
 from __future__ import annotations
@@ -43,7 +55,7 @@ from scheduler_dedup.handler.safe_text import scrub_secrets, utf8_safe
 SUMMARY_CHARS = 120
 
 Outcome = Literal["completed", "retry", "failed"]
-TargetType = Literal["http", "workflows", "cloud_run_job"]
+TargetType = Literal["http", "workflows", "cloud_run_job", "cloud_build_trigger"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,15 @@ TABLE: dict[TargetType, tuple[Answer, ...]] = {
         _COMMON["429"], _COMMON["5xx"], _COMMON["3xx"],
         Answer("other 4xx (400, 404, ...)", "failed", "bad override, or the job does not exist"),
     ),
+    "cloud_build_trigger": (
+        _COMMON["2xx"], _COMMON["auth"], _COMMON["408"],
+        Answer("409", "retry", "ABORTED / ALREADY_EXISTS from a concurrent request"),
+        Answer("429", "retry", "quota or rate limit (e.g. the project's concurrent builds): later deliveries may pass"),
+        _COMMON["5xx"], _COMMON["3xx"],
+        Answer("other 4xx (400, 404, ...)", "failed", "the trigger does not exist or is disabled, or it refuses the "
+                                                      "substitution (a build config that uses no $_DEDUP_RUN_ID must "
+                                                      "allow loose substitutions)"),
+    ),
 }
 
 
@@ -104,7 +125,7 @@ def classify(target_type: TargetType, status: int) -> Answer:
     """The row of :data:`TABLE` that decides what HTTP ``status`` from a ``target_type`` target means.
 
     Args:
-        target_type: ``http``, ``workflows`` or ``cloud_run_job``.
+        target_type: ``http``, ``workflows``, ``cloud_run_job`` or ``cloud_build_trigger``.
         status: the downstream's HTTP status code.
 
     Returns:

@@ -1,4 +1,11 @@
-"""Cloud Run entry point: ``functions-framework --source handler/main.py --target handle_scheduled_job``.
+"""The handler's entry point on Cloud Run and on App Engine standard.
+
+* Cloud Run: ``functions-framework --source main.py --target handle_scheduled_job`` (the build config's function
+  target).
+* App Engine: ``gunicorn main:app`` (the ``entrypoint`` in ``app.yaml``), where ``app`` is functions-framework's
+  own WSGI app for ``handle_scheduled_job`` (:func:`scheduler_dedup.handler.app.wsgi_app`): the same app,
+  served the way App Engine's Python 3 runtime serves one
+  (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup).
 
 Wires settings, store and job together at start-up; an invalid setting stops the instance
 with a message that names the environment variable.
@@ -10,17 +17,31 @@ from scheduler_dedup.handler.logs import ignore_python_version_warning
 
 ignore_python_version_warning()  # before anything imports google.api_core
 
-import flask  # noqa: E402  (after the warning filter)
+from typing import Any  # noqa: E402
+
+import flask  # noqa: E402
 import functions_framework  # noqa: E402
 
-from scheduler_dedup.handler.app import build_handler_from_env  # noqa: E402
+from scheduler_dedup.handler.app import process_handler, wsgi_app  # noqa: E402
 from scheduler_dedup.handler.server import bound_server  # noqa: E402
 
 bound_server()  # before functions-framework builds its server: header deadline, keep-alive, request limits
-_handler = build_handler_from_env()
+_handler = process_handler()
 
 
 @functions_framework.http
 def handle_scheduled_job(request: flask.Request) -> flask.Response:
     """Handle one Cloud Scheduler delivery; see ``scheduler_dedup.handler.scheduler`` for the contract."""
     return _handler(request)
+
+
+app: flask.Flask  # declared only: the first access builds it (__getattr__ below), never an import of main.py
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: App Engine's WSGI object (``gunicorn main:app``), built on first access (:func:`wsgi_app`)."""
+    if name == "app":
+        global app
+        app = wsgi_app(__file__)
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

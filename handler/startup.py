@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_dedup.handler.app_engine_caller import AppEngineCallerSettings
 from scheduler_dedup.handler.caller_auth import CallerAuthSettings
 from scheduler_dedup.handler.config import Settings
 from scheduler_dedup.handler.errors import ConfigError
@@ -31,11 +32,14 @@ class StartupSettings:
         target: what runs: the python job or a proxy target (:class:`~scheduler_dedup.handler.targets.TargetSettings`).
         caller_auth: caller verification, or None when off
             (:class:`~scheduler_dedup.handler.caller_auth.CallerAuthSettings`).
+        app_engine_caller: the App Engine caller check (``DEDUP_APP_ENGINE_CALLER``;
+            :class:`~scheduler_dedup.handler.app_engine_caller.AppEngineCallerSettings`).
     """
 
     settings: Settings
     target: TargetSettings
     caller_auth: CallerAuthSettings | None
+    app_engine_caller: AppEngineCallerSettings = AppEngineCallerSettings()
 
 
 def _job_spec(env: Mapping[str, str]) -> None:
@@ -57,6 +61,7 @@ def _trust_premise(env: Mapping[str, str]) -> None:
 #: The start-up checks, each reading the environment on its own (so one refusal does not hide another).
 _CHECKS: tuple[Callable[[Mapping[str, str]], Any], ...] = (
     Settings.from_env, TargetSettings.from_env, _job_spec, CallerAuthSettings.from_env, _trust_premise,
+    AppEngineCallerSettings.from_env,
 )
 
 
@@ -66,7 +71,7 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
     Runs every check the handler makes before serving that needs no import of the job module, no
     credentials and no Firestore: the settings' ranges and formats, the target's type and name, the
     ``DEDUP_JOB`` format (``module:function``), the ``DEDUP_OIDC_AUDIENCE`` / ``DEDUP_ALLOWED_CALLERS`` pair and
-    trust mode's ``DEDUP_SERVICE``.
+    trust mode's ``DEDUP_SERVICE``, and ``DEDUP_APP_ENGINE_CALLER`` (App Engine: no OIDC settings beside it).
 
     Raises:
         ConfigError: the first refused variable; the message names it and the fix.
@@ -75,7 +80,7 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
     target = TargetSettings.from_env(env)
     _job_spec(env)
     _trust_premise(env)
-    return StartupSettings(settings, target, CallerAuthSettings.from_env(env))
+    return StartupSettings(settings, target, CallerAuthSettings.from_env(env), AppEngineCallerSettings.from_env(env))
 
 
 def startup_problems(env: Mapping[str, str], unknown: Collection[str] = ()) -> list[str]:

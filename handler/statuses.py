@@ -58,7 +58,13 @@ DELIVERY: tuple[Answer, ...] = (
            "audience or from another issuer; or trust mode's premise does not hold. Nothing was read or written."),
     Answer(403, "forbidden", ("error", "header", "job"),
            "The token is valid but its email is not an allowed caller or not verified; or the delivery names "
-           "another job than `DEDUP_SCHEDULER_JOB` (`job` names the handler's own). Nothing was read or written."),
+           "another job than `DEDUP_SCHEDULER_JOB` (`job` names the handler's own); or, on App Engine "
+           "(`DEDUP_APP_ENGINE_CALLER=true`), the request carries neither `X-Appengine-Cron: true` nor "
+           "`X-AppEngine-QueueName: __cron`, which App Engine sets for Scheduler and strips from anyone else. "
+           "Nothing was read or written."),
+    Answer(404, "not_found", ("error",),
+           "A path under `/_ah/`, App Engine's own (it sends `/_ah/start` to start a basic- or manual-scaling "
+           "instance and takes 2xx or 404 as started): no delivery, nothing was read or written."),
     Answer(408, "request_timeout", ("error",),
            "The request line and headers took longer than 10 s to arrive (the server's header deadline, on any "
            "path); the connection is closed."),

@@ -1,4 +1,4 @@
-"""Proxy targets: start a Workflows execution, run a Cloud Run job, or call an HTTP endpoint, once per run.
+"""Proxy targets: start a Workflows execution, run a Cloud Run job or a Cloud Build trigger, or call an HTTP endpoint, once per run.
 
 Each target is a :data:`~scheduler_dedup.handler.job.Job` (a callable taking a
 :class:`ScheduledRun`), so the Scheduler handler runs it after the claim, exactly as it runs user
@@ -44,6 +44,23 @@ What each target guarantees:
   (e.g. with :func:`~scheduler_dedup.handler.idempotent`).
   API: https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run and
   https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs.executions/list
+- **Cloud Build trigger** (``projects/P/locations/L/triggers/T``, ``T`` the trigger's id or name): the trigger
+  runs with the substitution ``_DEDUP_RUN_ID=<run id>`` (``triggers.run`` with ``source.substitutions``). Before
+  running it, the proxy resolves the trigger's id (``triggers.get``, once per instance) and lists the builds of
+  that trigger created since the run could have started (``builds.list`` with
+  ``filter=trigger_id="ID" AND create_time>="..."``: the schedule time minus
+  :data:`CLOUD_BUILD_CLOCK_SKEW_SECONDS` for a scheduled run; for a forced run, whose schedule time is not when
+  it started, now minus :data:`CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS`), newest first, at most
+  :data:`CLOUD_BUILD_SCAN_PAGES` pages of 100, and looks for one whose ``substitutions`` carry the run id; an
+  existing build in any status completes the run without running the trigger again (the handler starts builds,
+  it does not wait for them). Cannot guarantee: a build deleted or outside the scan, or one created by a request
+  still in flight when the list ran (only if two attempts overlap). The trigger's build config must use
+  ``$_DEDUP_RUN_ID`` (or allow loose substitutions, ``options.substitutionOption: ALLOW_LOOSE``): Cloud Build
+  refuses a substitution the config does not use. Steps with side effects should deduplicate on it.
+  API: https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.triggers/run,
+  https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.triggers/get and
+  https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.builds/list (filter syntax:
+  https://cloud.google.com/build/docs/view-build-results#filtering_build_results_using_queries).
 - **HTTP** (an ``https://`` URL): POSTs ``{"run_id", "job_name", "schedule_time"}`` with the header
   ``Idempotency-Key: <run id>`` and a Google-signed ID token whose audience is
   ``DEDUP_TARGET_AUDIENCE``, by default :func:`scheduler_dedup.handler.audience.target_audience` (the origin
@@ -62,6 +79,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import urlparse
 
@@ -77,9 +95,10 @@ from scheduler_dedup.handler.variables import declared
 
 log = logging.getLogger("scheduler_dedup")
 
-TARGET_TYPES = ("python", "workflows", "cloud_run_job", "http")
+TARGET_TYPES = ("python", "workflows", "cloud_run_job", "cloud_build_trigger", "http")
 DEFAULT_WORKFLOWS_API = "https://workflowexecutions.googleapis.com"
 DEFAULT_RUN_API = "https://run.googleapis.com"
+DEFAULT_CLOUD_BUILD_API = "https://cloudbuild.googleapis.com"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 #: Label key on Workflows executions holding the first 63 characters of the run id.
 RUN_ID_LABEL = "dedup_run_id"
@@ -87,13 +106,25 @@ RUN_ID_LABEL = "dedup_run_id"
 RUN_ID_ENV = "DEDUP_RUN_ID"
 #: Pages of 100 executions the Cloud Run job target scans for an earlier execution of a run.
 CLOUD_RUN_SCAN_PAGES = 3
+#: User-defined substitution carrying the run id into a Cloud Build trigger's build (user substitutions start
+#: with ``_`` and use upper-case letters, digits and ``_``: https://cloud.google.com/build/docs/configuring-builds/substitute-variable-values).
+RUN_ID_SUBSTITUTION = "_DEDUP_RUN_ID"
+#: Pages of 100 builds (of the one trigger, in the run's time window) the Cloud Build target scans.
+CLOUD_BUILD_SCAN_PAGES = 3
+#: Seconds before a scheduled run's schedule time that its build may carry as ``createTime`` (clock skew).
+CLOUD_BUILD_CLOCK_SKEW_SECONDS = 300
+#: Seconds back from now that a forced run's builds are looked for (its schedule time is not when it started).
+CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS = 86400
 _CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
-# Resource ids: letters, digits, '-', '_' (and '.'/':' in legacy project ids); nothing that would change
-# the request path or query (https://cloud.google.com/workflows/docs/reference/rest/v1/projects.locations.workflows).
-_ID = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
-_WORKFLOW_RE = re.compile(rf"^projects/{_ID}/locations/{_ID}/workflows/{_ID}$")
-_RUN_JOB_RE = re.compile(rf"^projects/{_ID}/locations/{_ID}/jobs/{_ID}$")
+# Resource ids: letters, digits, '-', '_'; only a (legacy, domain-scoped) project id also holds '.' and ':'
+# (example.com:my-project). Nothing that would change the request path or query, or append a custom method
+# (":run" after the id: https://google.aip.dev/136) (https://cloud.google.com/workflows/docs/reference/rest/v1/projects.locations.workflows).
+_PROJECT = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
+_ID = r"[A-Za-z0-9][A-Za-z0-9_-]*"
+_WORKFLOW_RE = re.compile(rf"^projects/{_PROJECT}/locations/{_ID}/workflows/{_ID}$")
+_RUN_JOB_RE = re.compile(rf"^projects/{_PROJECT}/locations/{_ID}/jobs/{_ID}$")
+_BUILD_TRIGGER_RE = re.compile(rf"^projects/(?P<project>{_PROJECT})/locations/{_ID}/triggers/(?P<trigger>{_ID})$")
 
 
 class TargetRetryableError(RuntimeError):
@@ -112,11 +143,14 @@ class TargetSettings:
     """The proxy target's settings.
 
     Attributes:
-        type: ``python`` | ``workflows`` | ``cloud_run_job`` | ``http`` (``DEDUP_TARGET_TYPE``).
-        target: workflow name, job name or URL (``DEDUP_TARGET``); empty for ``python``.
+        type: ``python`` | ``workflows`` | ``cloud_run_job`` | ``cloud_build_trigger`` | ``http``
+            (``DEDUP_TARGET_TYPE``).
+        target: workflow name, job name, trigger name or URL (``DEDUP_TARGET``); empty for ``python``.
         timeout_seconds: timeout of each downstream call, seconds (``DEDUP_TARGET_TIMEOUT_SECONDS``).
         workflows_api: Workflows Executions API base URL (``DEDUP_WORKFLOWS_API``).
         run_api: Cloud Run Admin API base URL (``DEDUP_RUN_API``).
+        cloud_build_api: Cloud Build API base URL (``DEDUP_CLOUD_BUILD_API``, default
+            ``https://cloudbuild.googleapis.com``; tests point it at a local fake).
         auth: ``google`` (default) or ``none`` (``DEDUP_TARGET_AUTH``; **test only**: no
             credentials are looked up and no ``Authorization`` header is sent).
         audience: ID-token audience of an HTTP target (``DEDUP_TARGET_AUDIENCE``); empty means
@@ -129,6 +163,7 @@ class TargetSettings:
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     workflows_api: str = DEFAULT_WORKFLOWS_API
     run_api: str = DEFAULT_RUN_API
+    cloud_build_api: str = DEFAULT_CLOUD_BUILD_API
     auth: str = "google"
     audience: str = ""
 
@@ -140,13 +175,15 @@ class TargetSettings:
         if not 0 < self.timeout_seconds <= 3600:
             raise ConfigError(f"DEDUP_TARGET_TIMEOUT_SECONDS={self.timeout_seconds:g} is out of range: use 0 < "
                               "seconds <= 3600, shorter than the Scheduler job's attempt deadline")
-        for name, url in (("DEDUP_WORKFLOWS_API", self.workflows_api), ("DEDUP_RUN_API", self.run_api)):
+        for name, url in (("DEDUP_WORKFLOWS_API", self.workflows_api), ("DEDUP_RUN_API", self.run_api),
+                          ("DEDUP_CLOUD_BUILD_API", self.cloud_build_api)):
             if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
                 raise ConfigError(f"{name}={url!r} is not a base URL: use e.g. https://host (no trailing path)")
         if self.type == "python":
             if self.target:
                 raise ConfigError(f"DEDUP_TARGET={self.target!r} is set but DEDUP_TARGET_TYPE is python: set "
-                                  "DEDUP_TARGET_TYPE to workflows, cloud_run_job or http, or unset DEDUP_TARGET")
+                                  "DEDUP_TARGET_TYPE to workflows, cloud_run_job, cloud_build_trigger or http, or "
+                                  "unset DEDUP_TARGET")
             return
         if not self.target:
             raise ConfigError(f"DEDUP_TARGET is not set: DEDUP_TARGET_TYPE={self.type} needs it ({_EXAMPLES[self.type]})")
@@ -155,6 +192,10 @@ class TargetSettings:
         if self.type == "cloud_run_job" and not _RUN_JOB_RE.match(self.target):
             raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a Cloud Run job name: use "
                               f"{_EXAMPLES['cloud_run_job']}")
+        if self.type == "cloud_build_trigger" and not _BUILD_TRIGGER_RE.match(self.target):
+            raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a Cloud Build trigger name: use "
+                              f"{_EXAMPLES['cloud_build_trigger']} (T: the trigger's id or name; a global trigger's "
+                              "location is global)")
         if self.type == "http":
             parsed = urlparse(self.target)
             if parsed.scheme not in ("https", "http") or not parsed.netloc:
@@ -191,6 +232,7 @@ class TargetSettings:
             timeout_seconds=timeout,
             workflows_api=(env.get("DEDUP_WORKFLOWS_API") or DEFAULT_WORKFLOWS_API).rstrip("/"),
             run_api=(env.get("DEDUP_RUN_API") or DEFAULT_RUN_API).rstrip("/"),
+            cloud_build_api=(env.get("DEDUP_CLOUD_BUILD_API") or DEFAULT_CLOUD_BUILD_API).rstrip("/"),
             auth=(env.get("DEDUP_TARGET_AUTH") or "google").strip(),
             audience=(env.get("DEDUP_TARGET_AUDIENCE") or "").strip(),
         )
@@ -199,6 +241,7 @@ class TargetSettings:
 _EXAMPLES = {
     "workflows": "DEDUP_TARGET=projects/P/locations/L/workflows/W",
     "cloud_run_job": "DEDUP_TARGET=projects/P/locations/L/jobs/J",
+    "cloud_build_trigger": "DEDUP_TARGET=projects/P/locations/L/triggers/T",
     "http": "DEDUP_TARGET=https://service-xyz.a.run.app/path",
 }
 
@@ -258,6 +301,26 @@ def _json(response: requests.Response, what: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
+
+
+def _first_listed(page: Callable[[str], dict[str, Any]], key: str, matches: Callable[[dict[str, Any]], bool],
+                  pages: int) -> dict[str, Any] | None:
+    """The first item under ``key`` of at most ``pages`` pages of a ``list`` call that ``matches``, or None.
+
+    Args:
+        page: fetches one page given its ``pageToken`` (``""`` for the first); the answer's ``nextPageToken``
+            names the next (AIP-158 pagination, as Cloud Run's and Cloud Build's ``list`` methods page).
+    """
+    token = ""
+    for _ in range(pages):
+        answer = page(token)
+        for item in answer.get(key, []):
+            if isinstance(item, dict) and matches(item):
+                return item
+        token = answer.get("nextPageToken", "")
+        if not token:
+            break
+    return None
 
 
 def _check_skipped(run: ScheduledRun, exc: Exception) -> None:
@@ -331,21 +394,20 @@ class CloudRunJobTarget:
         self.job, self.session, self.api, self.timeout = job, session, api, timeout_seconds
 
     def _existing(self, run_id: str) -> str | None:
-        url, token = f"{self.api}/v2/{self.job}/executions", ""
-        for _ in range(CLOUD_RUN_SCAN_PAGES):
+        url = f"{self.api}/v2/{self.job}/executions"
+
+        def page(token: str) -> dict[str, Any]:
             params: dict[str, Any] = {"pageSize": 100, **({"pageToken": token} if token else {})}
-            page = _json(_call(self.session, "GET", url, self.timeout, "Cloud Run executions.list", "cloud_run_job",
+            return _json(_call(self.session, "GET", url, self.timeout, "Cloud Run executions.list", "cloud_run_job",
                                existence_check=True, params=params), "list")
-            for execution in page.get("executions", []):
-                containers = (execution.get("template") or {}).get("containers") or []
-                for container in containers:
-                    for env in container.get("env") or []:
-                        if env.get("name") == RUN_ID_ENV and env.get("value") == run_id:
-                            return str(execution.get("name"))
-            token = page.get("nextPageToken", "")
-            if not token:
-                break
-        return None
+
+        def carries_run_id(execution: dict[str, Any]) -> bool:
+            containers = (execution.get("template") or {}).get("containers") or []
+            return any(env.get("name") == RUN_ID_ENV and env.get("value") == run_id
+                       for container in containers for env in container.get("env") or [])
+
+        found = _first_listed(page, "executions", carries_run_id, CLOUD_RUN_SCAN_PAGES)
+        return str(found.get("name")) if found is not None else None
 
     def __call__(self, run: ScheduledRun) -> dict[str, Any]:
         """Run the job, or find the execution already started for ``run``.
@@ -374,6 +436,103 @@ class CloudRunJobTarget:
         return {"target": "cloud_run_job", "operation": operation.get("name"),
                 "execution": (operation.get("metadata") or {}).get("name"), "status_code": response.status_code,
                 "existing": False}
+
+
+def cloud_build_trigger_parts(trigger: str) -> tuple[str, str]:
+    """``(project, trigger id or name)`` of a trigger resource name ``projects/P/locations/L/triggers/T``.
+
+    Raises:
+        ValueError: not such a name.
+    """
+    match = _BUILD_TRIGGER_RE.match(trigger)
+    if match is None:
+        raise ValueError(f"{trigger!r} is not projects/P/locations/L/triggers/T")
+    return match.group("project"), match.group("trigger")
+
+
+class CloudBuildTriggerTarget:
+    """Run a Cloud Build trigger once per run, with ``_DEDUP_RUN_ID`` as a substitution (see the module docstring).
+
+    Args:
+        trigger: ``projects/P/locations/L/triggers/T`` (``T`` the trigger's id or name).
+        session: an authorized session (cloud-platform scope).
+        api: Cloud Build API base URL, no trailing slash.
+        timeout_seconds: timeout of each call, seconds.
+        clock: returns now as an aware UTC datetime (tests pass a fixed one).
+    """
+
+    def __init__(self, trigger: str, session: HttpSession, api: str = DEFAULT_CLOUD_BUILD_API,
+                 timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+        self.trigger, self.session, self.api, self.timeout, self.clock = trigger, session, api, timeout_seconds, clock
+        self.project, self.trigger_ref = cloud_build_trigger_parts(trigger)
+        self.parent = trigger.rsplit("/triggers/", 1)[0]
+        self._trigger_id: str | None = None
+
+    def _resolved_trigger_id(self) -> str:
+        """The trigger's id (builds carry ``buildTriggerId``, never the trigger's name): ``triggers.get`` once."""
+        if self._trigger_id is None:
+            got = _json(_call(self.session, "GET", f"{self.api}/v1/{self.trigger}", self.timeout,
+                              "Cloud Build triggers.get", "cloud_build_trigger", existence_check=True), "get")
+            trigger_id = str(got.get("id") or "")
+            if not trigger_id:
+                raise _CheckRefused("Cloud Build triggers.get: the answer has no trigger id")
+            self._trigger_id = trigger_id
+        return self._trigger_id
+
+    def _window_start(self, run: ScheduledRun) -> datetime:
+        if run.manual:
+            return self.clock() - timedelta(seconds=CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS)
+        return run.schedule_time - timedelta(seconds=CLOUD_BUILD_CLOCK_SKEW_SECONDS)
+
+    def _existing(self, run: ScheduledRun) -> dict[str, Any] | None:
+        trigger_id = self._resolved_trigger_id()
+        since = self._window_start(run).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        query = f'trigger_id="{trigger_id}" AND create_time>="{since}"'
+        url = f"{self.api}/v1/{self.parent}/builds"
+
+        def page(token: str) -> dict[str, Any]:
+            params: dict[str, Any] = {"projectId": self.project, "filter": query, "pageSize": 100,
+                                      **({"pageToken": token} if token else {})}
+            return _json(_call(self.session, "GET", url, self.timeout, "Cloud Build builds.list",
+                               "cloud_build_trigger", existence_check=True, params=params), "list")
+
+        def carries_run_id(build: dict[str, Any]) -> bool:
+            return ((build.get("substitutions") or {}).get(RUN_ID_SUBSTITUTION) == run.run_id
+                    and build.get("buildTriggerId") in (None, trigger_id))
+
+        return _first_listed(page, "builds", carries_run_id, CLOUD_BUILD_SCAN_PAGES)
+
+    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+        """Run the trigger, or find the build already started for ``run``.
+
+        Returns:
+            ``{"target": "cloud_build_trigger", "operation": name or None, "build": build name or id,
+            "build_status": Build.Status or None, "status_code": int, "existing": bool}``.
+
+        Raises:
+            TargetRetryableError, NonRetryableJobError: see :func:`_call`.
+        """
+        try:
+            existing = self._existing(run)
+        except _CheckRefused as exc:  # e.g. 403 on list: the check is best-effort, the run must still start
+            _check_skipped(run, exc)
+            existing = None
+        if existing is not None:
+            name = existing.get("name") or existing.get("id")
+            log.warning("Cloud Build build for this run already exists; not running the trigger again",
+                        extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: name})
+            return {"target": "cloud_build_trigger", "operation": None, "build": name,
+                    "build_status": existing.get("status"), "status_code": 200, "existing": True}
+        body = {"projectId": self.project, "triggerId": self.trigger_ref,
+                "source": {"projectId": self.project, "substitutions": {RUN_ID_SUBSTITUTION: run.run_id}}}
+        response = _call(self.session, "POST", f"{self.api}/v1/{self.trigger}:run", self.timeout,
+                         "Cloud Build triggers.run", "cloud_build_trigger", json=body)
+        operation = _json(response, "run")
+        build = (operation.get("metadata") or {}).get("build") or {}
+        return {"target": "cloud_build_trigger", "operation": operation.get("name"),
+                "build": build.get("name") or build.get("id"), "build_status": build.get("status"),
+                "status_code": response.status_code, "existing": False}
 
 
 class IdTokenSource:
@@ -481,4 +640,6 @@ def build_target(settings: TargetSettings, session: HttpSession | None = None) -
         return WorkflowsTarget(settings.target, session, settings.workflows_api, settings.timeout_seconds)
     if settings.type == "cloud_run_job":
         return CloudRunJobTarget(settings.target, session, settings.run_api, settings.timeout_seconds)
+    if settings.type == "cloud_build_trigger":
+        return CloudBuildTriggerTarget(settings.target, session, settings.cloud_build_api, settings.timeout_seconds)
     raise ValueError(f"target type {settings.type!r} has no proxy target: load DEDUP_JOB instead")

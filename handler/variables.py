@@ -145,8 +145,9 @@ declare("DEDUP_STORE_TIMEOUT_SECONDS", "store", """
 # ---------------------------------------------------------------- the job and proxy targets
 
 declare("DEDUP_TARGET_TYPE", "job", """
-    What runs once per scheduled run: `python` (the callable `DEDUP_JOB`), `workflows`, `cloud_run_job` or `http`
-    (a proxy target named by `DEDUP_TARGET`). See [targets](../targets-and-auth.md#proxy-targets).""",
+    What runs once per scheduled run: `python` (the callable `DEDUP_JOB`), `workflows`, `cloud_run_job`,
+    `cloud_build_trigger` or `http` (a proxy target named by `DEDUP_TARGET`). See
+    [targets](../targets-and-auth.md#proxy-targets).""",
         default="python", component="from the inputs: `python` for `job_source`/`image`, else the proxy target's type")
 declare("DEDUP_JOB", "job", """
     The job, `module:function`, importable from the deploy archive's root or the image. Required when
@@ -154,9 +155,11 @@ declare("DEDUP_JOB", "job", """
     format is.""",
         component="`job`")
 declare("DEDUP_TARGET", "job", """
-    The proxy target: `projects/P/locations/L/workflows/W`, `projects/P/locations/L/jobs/J` or an `https://` URL.
-    Required unless `DEDUP_TARGET_TYPE` is `python`, refused with it.""",
-        component="`workflow_target`, `cloud_run_job_target` or `http_target`")
+    The proxy target: `projects/P/locations/L/workflows/W`, `projects/P/locations/L/jobs/J`,
+    `projects/P/locations/L/triggers/T` (a Cloud Build trigger by id or name; `global` for a global trigger) or an
+    `https://` URL. Only a project id may hold `.` or `:` (a domain-scoped project); a custom method after the id
+    (`.../jobs/J:run`) is refused. Required unless `DEDUP_TARGET_TYPE` is `python`, refused with it.""",
+        component="`workflow_target`, `cloud_run_job_target`, `cloud_build_trigger_target` or `http_target`")
 declare("DEDUP_TARGET_TIMEOUT_SECONDS", "job", """
     Timeout of each downstream call, above 0 and at most 3600 seconds; keep it below the Scheduler job's attempt
     deadline.""",
@@ -177,6 +180,10 @@ declare("DEDUP_RUN_API", "job", """
     Base URL of the Cloud Run Admin API (tests only): Cloud Run job targets and trust mode's reading of the
     service's IAM policy.""",
         default="https://run.googleapis.com")
+declare("DEDUP_CLOUD_BUILD_API", "job", """
+    Base URL of the Cloud Build API (tests only): a Cloud Build trigger target's `triggers.get`, `builds.list` and
+    `triggers.run`.""",
+        default="https://cloudbuild.googleapis.com")
 
 # ---------------------------------------------------------------- caller verification
 
@@ -207,6 +214,13 @@ declare("DEDUP_SCHEDULER_JOB", "callers", """
     job is refused with 403, the run is keyed on this name whatever the `X-Dedup-*` headers say, and the run check
     checks only this job. See [one job per handler](../targets-and-auth.md#one-job-per-handler).""",
         component="the Scheduler job's name")
+declare("DEDUP_APP_ENGINE_CALLER", "callers", """
+    `true` or `false`. `true` (on App Engine, whose Scheduler target carries no OIDC token) admits only requests
+    carrying `X-Appengine-Cron: true` or `X-AppEngine-QueueName: __cron`, headers App Engine sets for Scheduler's
+    App Engine target and strips from external requests; any other request gets 403 before the store is touched.
+    Refused beside `DEDUP_OIDC_AUDIENCE` / `DEDUP_ALLOWED_CALLERS`. See
+    [on App Engine](../targets-and-auth.md#on-app-engine).""",
+        default="false", component="`true` with `app_engine` (not set on Cloud Run)")
 
 # ---------------------------------------------------------------- schedule and monitoring
 

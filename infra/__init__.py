@@ -7,7 +7,8 @@ Public names:
   (type ``scheduler-dedup:index:DedupStore``; :class:`DedupStoreArgs`, and :class:`DedupStoreRefArgs` for
   a job's ``store`` input).
 * :class:`DedupScheduledJobArgs`, :class:`RetryConfigArgs`, :class:`WorkflowTargetArgs`,
-  :class:`CloudRunJobTargetArgs`, :class:`HttpTargetArgs`, :class:`AlertsArgs` — its typed inputs
+  :class:`CloudRunJobTargetArgs`, :class:`CloudBuildTriggerTargetArgs`, :class:`HttpTargetArgs`,
+  :class:`AppEngineArgs` (App Engine as the Scheduler target), :class:`AlertsArgs` — its typed inputs
   (``alerts``: metrics, alert policies and a missed-run watchdog, ``scheduler_dedup.infra.alerts``).
 * :class:`DedupConfigError` — raised before any child is created when an input is invalid.
 * :func:`build_deploy_archive` — the deploy zip (``scheduler_dedup.infra.archive``).
@@ -18,6 +19,8 @@ Public names:
 from .archive import DeployArchive, build_deploy_archive
 from .args import (
     AlertsArgs,
+    AppEngineArgs,
+    CloudBuildTriggerTargetArgs,
     CloudRunJobTargetArgs,
     DedupScheduledJobArgs,
     DedupStoreArgs,
@@ -34,7 +37,9 @@ from .stack_program import CONFIG_KEYS, deploy_from_config
 
 __all__ = [
     "AlertsArgs",
+    "AppEngineArgs",
     "CONFIG_KEYS",
+    "CloudBuildTriggerTargetArgs",
     "CloudRunJobTargetArgs",
     "DedupConfigError",
     "DedupScheduledJob",

@@ -14,16 +14,20 @@ SPANNER_API = "spanner.googleapis.com"
 MEMORYSTORE_APIS = ("redis.googleapis.com", "secretmanager.googleapis.com", "compute.googleapis.com")
 #: The store's own APIs per ``DedupStore`` kind: in :data:`BASE_APIS` they take Firestore's place.
 STORE_KIND_APIS = {"firestore": (FIRESTORE_API,), "memorystore": MEMORYSTORE_APIS, "spanner": (SPANNER_API,)}
-#: What every job needs: Cloud Run, Cloud Scheduler, its store (Firestore here; :func:`for_store`) and IAM (its
-#: service accounts and grants).
-BASE_APIS = ("run.googleapis.com", "cloudscheduler.googleapis.com", FIRESTORE_API, "iam.googleapis.com")
+#: What every job needs: Cloud Scheduler, its store (Firestore here; :func:`for_store`) and IAM (its service accounts
+#: and grants).
+BASE_APIS = ("cloudscheduler.googleapis.com", FIRESTORE_API, "iam.googleapis.com")
+#: The platform serving the handler, per Scheduler target kind: Cloud Run (HTTP target) or App Engine.
+PLATFORM_APIS = {"http": ("run.googleapis.com",), "app_engine": ("appengine.googleapis.com",)}
+#: What a proxy target adds: a Cloud Build trigger target calls the Cloud Build API.
+TARGET_APIS = {"cloud_build_trigger": ("cloudbuild.googleapis.com",)}
 #: What a source deploy adds: Cloud Build builds the image, Artifact Registry holds it, Cloud Storage the zip.
 SOURCE_DEPLOY_APIS = ("cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com")
 #: What the alerts need: Cloud Logging (log-based metrics) and Cloud Monitoring (alert policies).
 ALERT_APIS = ("logging.googleapis.com", "monitoring.googleapis.com")
 #: What a Firestore store enables for every job that uses it, so that jobs on a store enable none themselves
 #: (another kind's: ``for_store(STORE_APIS, kind)``).
-STORE_APIS = (*BASE_APIS, *SOURCE_DEPLOY_APIS, *ALERT_APIS)
+STORE_APIS = (*BASE_APIS, *(api for apis in PLATFORM_APIS.values() for api in apis), *SOURCE_DEPLOY_APIS, *ALERT_APIS)
 
 
 def for_store(apis: tuple[str, ...], kind: str) -> tuple[str, ...]:

@@ -13,6 +13,13 @@ https://cloud.google.com/functions/docs/writing#directory-structure):
   client library of the one store the service uses (:data:`STORE_REQUIREMENTS`: a Firestore handler installs
   neither the Spanner nor the Redis client, and so on), followed by the lines of the job source's own
   ``requirements.txt`` if it has one.
+* ``app.yaml`` — the same archive as an App Engine standard (Python 3) app: ``runtime`` :data:`APP_ENGINE_RUNTIME`
+  and ``entrypoint`` :data:`APP_ENGINE_ENTRYPOINT`, gunicorn serving ``main:app`` (functions-framework's WSGI app
+  for ``handle_scheduled_job``). App Engine runs the entrypoint with ``$PORT`` set and installs
+  ``requirements.txt``; with an entrypoint of its own an app must list gunicorn there itself
+  (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup). The component
+  deploys the archive as a version with this same entrypoint; ``gcloud app deploy`` of the unpacked archive needs
+  the handler's ``DEDUP_*`` settings added under ``env_variables``.
 
 The zip is deterministic: entries sorted, fixed timestamps (1980-01-01 00:00:00) and modes, so its
 SHA-256 only changes when content changes. The component names the uploaded object after the
@@ -37,7 +44,7 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "croniter==7.0.0",  # handler/cron.py: fire times of the schedule
     "functions-framework==3.10.2",
     "google-auth==2.63.0",
-    "gunicorn==27.0.1",  # handler/server.py: its gthread worker, with a header-read deadline
+    "gunicorn==27.0.1",  # handler/server.py's gthread worker; App Engine's entrypoint (app.yaml) runs it
     "python-json-logger==4.2.0",  # handler/logs.py
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
@@ -65,9 +72,16 @@ HANDLER_IMPORTS: dict[str, str] = {
     "scheduler_dedup": "",
 }
 FUNCTION_TARGET = "handle_scheduled_job"
+#: App Engine standard runtime of the archive's ``app.yaml`` and of the version the component deploys.
+APP_ENGINE_RUNTIME = "python312"
+#: How App Engine starts the handler: gunicorn on ``$PORT`` serving ``main:app`` with the same server settings as
+#: functions-framework's on Cloud Run (:mod:`scheduler_dedup.handler.gunicorn_config`: one worker of
+#: ``SERVER_THREADS`` threads, the header-read deadline worker, ``timeout`` 0 so gunicorn never kills a worker whose
+#: job runs long; App Engine's own request deadline still applies).
+APP_ENGINE_ENTRYPOINT = "gunicorn -b :$PORT -c python:scheduler_dedup.handler.gunicorn_config main:app"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
-_RESERVED = ("main.py", "scheduler_dedup/")
+_RESERVED = ("main.py", "app.yaml", "scheduler_dedup/")
 
 
 @dataclass(frozen=True)
@@ -153,7 +167,7 @@ def archive_files(job_source: Path | None, *, store: str = "firestore",
             if rel == "requirements.txt":
                 extra_requirements = path.read_bytes()
                 continue
-            if rel == "main.py" or rel.startswith("scheduler_dedup/"):
+            if rel in ("main.py", "app.yaml") or rel.startswith("scheduler_dedup/"):
                 raise DeployArchiveError(
                     "job_source",
                     f"{path} would replace the handler's {rel.split('/')[0]}; rename it (the job module is set by 'job')",
@@ -164,7 +178,16 @@ def archive_files(job_source: Path | None, *, store: str = "firestore",
     if extra_requirements:
         requirements += "# from the job source's requirements.txt\n" + extra_requirements.decode() + "\n"
     files["requirements.txt"] = requirements.encode()
+    files["app.yaml"] = app_yaml().encode()
     return files
+
+
+def app_yaml() -> str:
+    """The archive's ``app.yaml``: App Engine standard's runtime and entrypoint for the handler."""
+    return ("# App Engine standard (Python 3): gunicorn serves main.py's WSGI app, as the component's version does.\n"
+            "# Add the handler's DEDUP_* settings under env_variables before `gcloud app deploy`.\n"
+            f"runtime: {APP_ENGINE_RUNTIME}\n"
+            f"entrypoint: {APP_ENGINE_ENTRYPOINT}\n")
 
 
 def build_deploy_archive(job_source: Path | str | None, *, store: str = "firestore",

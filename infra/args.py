@@ -54,6 +54,30 @@ class CloudRunJobTargetArgs(TypedDict):
     """Full job resource name ``projects/P/locations/L/jobs/J``."""
 
 
+class CloudBuildTriggerTargetArgs(TypedDict):
+    """Proxy target: run one build of a Cloud Build trigger per scheduled run (DEDUP_TARGET_TYPE=cloud_build_trigger)."""
+
+    trigger: pulumi.Input[str]
+    """Full trigger resource name ``projects/P/locations/L/triggers/T`` (``T`` the trigger's id or name; ``L`` is ``global`` for a global trigger). The build gets the substitution ``_DEDUP_RUN_ID``: its config must use ``$_DEDUP_RUN_ID`` or set ``options.substitutionOption: ALLOW_LOOSE``. The runtime identity gets ``roles/cloudbuild.builds.editor`` on the trigger's project: Cloud Build grants roles only on projects and its resources take no IAM condition."""
+    service_account_email: NotRequired[pulumi.Input[str]]
+    """Email of the service account the trigger's builds run as, if the trigger names one (or the Compute Engine default service account, if the project's builds run as it): running the trigger needs ``iam.serviceAccounts.actAs`` on it, so the runtime identity gets ``roles/iam.serviceAccountUser`` on that account only. Default: none (builds run as the legacy Cloud Build service account, which needs no grant)."""
+
+
+class AppEngineArgs(TypedDict):
+    """Scheduler target App Engine: the handler is an App Engine standard service and the Scheduler job delivers with an App Engine target (``appEngineHttpTarget``), which carries no OIDC token; the handler checks App Engine's own proof of a Scheduler delivery instead (DEDUP_APP_ENGINE_CALLER). Default (no ``app_engine``): a Cloud Run service called with OIDC. The project needs an App Engine application (``gcloud app create``); the component does not create one."""
+
+    service: str
+    """App Engine service that receives the deliveries (AppEngineRouting.service), e.g. ``default`` or ``dedup``: 1-63 lower-case letters, digits and hyphens, starting with a letter."""
+    version: NotRequired[str]
+    """Version the Scheduler job routes to (AppEngineRouting.version): 1-63 lower-case letters, digits and hyphens, not starting with ``ah-``, not ``default`` or ``latest``. With ``deploy``: the id of the deployed version; default ``dedup-`` and 16 hex digits of the deploy archive's SHA-256 (a changed archive is a new version, and the job routes to it). Without ``deploy``: default none, the versions serving the service's traffic."""
+    relative_uri: NotRequired[str]
+    """Path (and query) the deliveries are POSTed to: starts with ``/``, at most 2083 characters, no spaces (AppEngineHttpTarget.relativeUri), not under App Engine's ``/_ah/`` and not the run check's path. Default ``/``."""
+    deploy: NotRequired[bool]
+    """Deploy the handler from the deploy archive (the one Cloud Run builds from: ``job_source`` + ``job``, or a proxy target) as an App Engine standard version of ``service``: runtime python312, the archive's ``app.yaml`` entrypoint (gunicorn serving ``main:app``), automatic scaling up to ``max_instance_count``, the runtime identity as its service account, the handler's ``DEDUP_*`` environment. Its requests end at App Engine's 10-minute deadline, so ``attempt_deadline_seconds`` is at most 600. False: only the Scheduler job (and store, identities, grants); serve the handler in ``service`` yourself, e.g. ``gcloud app deploy`` of the unpacked archive with the environment the component would set. Default true."""
+    request_timeout_seconds: NotRequired[int]
+    """Without ``deploy``: the request deadline of your App Engine service, seconds (600 with automatic scaling, up to 86400 with basic or manual scaling): the lease covers it and the attempt deadline may not exceed it. Default 600. With ``deploy`` it is 600 and cannot be set."""
+
+
 class HttpTargetArgs(TypedDict):
     """Proxy target: one HTTP POST per scheduled run with an ``Idempotency-Key`` (DEDUP_TARGET_TYPE=http)."""
 
@@ -108,7 +132,7 @@ class AlertsArgs(TypedDict):
 
 
 class DedupScheduledJobArgs(TypedDict):
-    """Inputs of DedupScheduledJob. Give exactly one of: ``job_source`` + ``job``, ``image`` (+ ``job``), or one proxy target."""
+    """Inputs of DedupScheduledJob. Give exactly one of: ``job_source`` + ``job``, ``image`` (+ ``job``; Cloud Run only), or one proxy target. ``app_engine`` serves the handler on App Engine instead of Cloud Run."""
 
     schedule: str
     """unix-cron schedule with five fields, e.g. ``*/15 * * * *``. English (groc) forms such as ``every 5 minutes`` are refused: Scheduler sends X-CloudScheduler-ScheduleTime only for unix-cron."""
@@ -128,12 +152,16 @@ class DedupScheduledJobArgs(TypedDict):
     """Proxy target: a Workflows workflow."""
     cloud_run_job_target: NotRequired[CloudRunJobTargetArgs]
     """Proxy target: a Cloud Run job."""
+    cloud_build_trigger_target: NotRequired[CloudBuildTriggerTargetArgs]
+    """Proxy target: a Cloud Build trigger."""
     http_target: NotRequired[HttpTargetArgs]
     """Proxy target: an https URL."""
+    app_engine: NotRequired[AppEngineArgs]
+    """Serve the handler on App Engine standard and deliver with a Scheduler App Engine target instead of Cloud Run with OIDC (see AppEngineArgs). ``image``, ``base_image``, ``request_timeout_seconds``, ``cpu_always_allocated``, ``oidc_audience``, ``scheduler_service_account_email``, ``build_service_account_email`` and ``alerts`` are Cloud Run's and refused with it."""
     attempt_deadline_seconds: NotRequired[int]
-    """How long Scheduler waits for the handler's response, 15 to 1800 seconds. Default 180."""
+    """How long Scheduler waits for the handler's response: 15 to 1800 seconds for an HTTP target (Cloud Run), 15 to 86400 for an App Engine target (at most the App Engine request deadline, 600 when the component deploys the handler). Default 180."""
     request_timeout_seconds: NotRequired[int]
-    """Cloud Run request timeout in seconds, >= attempt deadline, <= 3600. Default: the attempt deadline + 15 (195), so Scheduler's cut-off and Cloud Run's do not race."""
+    """Cloud Run request timeout in seconds, >= attempt deadline, <= 3600. Default: the attempt deadline + 15 (195), so Scheduler's cut-off and Cloud Run's do not race. With ``app_engine``: set ``app_engine.request_timeout_seconds`` instead."""
     lease_seconds: NotRequired[int]
     """How long a claim blocks other attempts (DEDUP_LEASE_SECONDS), >= request timeout and attempt deadline. Default max(300, request timeout)."""
     retention_seconds: NotRequired[int]
@@ -163,7 +191,7 @@ class DedupScheduledJobArgs(TypedDict):
     max_instance_count: NotRequired[int]
     """Upper bound of Cloud Run instances. Default 3."""
     min_instance_count: NotRequired[int]
-    """Cloud Run instances kept running even without requests (``template.scaling.min_instance_count``), 0 to ``max_instance_count``. Default 0 (Cloud Run's). A Python job that outlives its attempt deadline keeps running with no request in flight, and with 0 Cloud Run may scale its instance in and kill it: 1 keeps one instance (billed while it lives). Preview warns about 0 for Python jobs."""
+    """Cloud Run instances kept running even without requests (``template.scaling.min_instance_count``), 0 to ``max_instance_count``. Default 0 (Cloud Run's). A Python job that outlives its attempt deadline keeps running with no request in flight, and with 0 Cloud Run may scale its instance in and kill it: 1 keeps one instance (billed while it lives). Preview warns about 0 for Python jobs. With ``app_engine``: the deployed version's automatic scaling ``min_instances``."""
     oidc_audience: NotRequired[str]
     """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""
     store_kind: NotRequired[str]

@@ -19,6 +19,10 @@ Type token ``scheduler-dedup:index:DedupScheduledJob``. Children (all ``parent=s
   image; or a prebuilt ``image``.
 * Cloud Run v2 service (build config for Cloud Run functions, target ``handle_scheduled_job``).
 * Cloud Scheduler job: POST to the service URL with an OIDC token.
+* With ``app_engine`` instead (:mod:`scheduler_dedup.infra.app_engine`): no Cloud Run service, no ``-sched``
+  account, no image repository; an App Engine standard version built from the same archive (unless ``deploy``
+  is false) and a Scheduler job with an App Engine target (service, version, relative URI, ``X-Dedup-*``
+  headers, retry config), which carries no OIDC token; the handler checks App Engine's cron headers instead.
 * Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the deploying page of the docs.
 
 OIDC audience decision
@@ -45,8 +49,9 @@ import pulumiverse_time
 
 
 from .alerts import resolve_alerts, provision_alerts
-from .apis import ALERT_APIS, BASE_APIS, SOURCE_DEPLOY_APIS, for_store
-from .archive import FUNCTION_TARGET, build_deploy_archive
+from .apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
+from .app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
+from .archive import FUNCTION_TARGET, DeployArchive, build_deploy_archive
 from .args import DedupScheduledJobArgs
 from .errors import DedupConfigError
 from scheduler_dedup.handler.server import SERVER_THREADS
@@ -69,6 +74,13 @@ TARGET_ROLES = {
     # granted on that one job with gcp.cloudrunv2.JobIamMember.
     # https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run
     "cloud_run_job": "roles/run.jobsExecutorWithOverrides",
+    # cloudbuild.builds.create (triggers.run: "Authorization requires ... cloudbuild.builds.create"),
+    # cloudbuild.builds.get (triggers.get) and cloudbuild.builds.list (builds.list): the least predefined Cloud Build
+    # role holding all three (https://cloud.google.com/build/docs/iam-roles-permissions; Viewer lacks create).
+    # Cloud Build grants roles on projects only, and its resources take no IAM condition
+    # (cloudbuild.googleapis.com is not among https://cloud.google.com/iam/docs/conditions-resource-attributes),
+    # so the grant is on the trigger's project, without a condition.
+    "cloud_build_trigger": "roles/cloudbuild.builds.editor",
     # run.routes.invoke on the named Cloud Run service only.
     "http": "roles/run.invoker",
 }
@@ -105,7 +117,12 @@ runtime SA   : roles/run.viewer on this Cloud Run service only (the handler read
                On a Spanner store instead: roles/spanner.databaseUser on that one database (a database-level
                IAM member: data read/write, no schema change), never on the instance or the project.
                On a Memorystore store instead: roles/secretmanager.secretAccessor on its AUTH and CA secrets only.
-               Plus the role of the proxy target, on that target only (TARGET_ROLES).
+               Plus the role of the proxy target, on that target only (TARGET_ROLES); a Cloud Build trigger's role is
+               on its project (Cloud Build has no narrower IAM resource), plus roles/iam.serviceAccountUser on the
+               trigger's own service account when one is named (running a trigger needs iam.serviceAccounts.actAs
+               on the account its builds run as).
+App Engine   : no scheduler SA (its target sends no token) and no invoker grant; the runtime SA is the version's
+               service account.
 build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
                repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
 A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
@@ -130,17 +147,17 @@ class DedupScheduledJob(pulumi.ComponentResource):
     """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> Cloud Run dedup handler -> Firestore claim -> your job or proxy target."""
 
     service_url: pulumi.Output[str]
-    """URL of the Cloud Run service that runs the dedup handler."""
+    """URL of the Cloud Run service that runs the dedup handler (with ``app_engine``: of its App Engine version, ``https://VERSION-dot-SERVICE-dot-PROJECT.REGION_ID.r.appspot.com``)."""
     job_name: pulumi.Output[str]
     """Full name of the Cloud Scheduler job, projects/P/locations/R/jobs/J."""
     scheduler_service_account_email: pulumi.Output[str]
-    """Email of the identity whose OIDC token Scheduler sends (the only allowed caller)."""
+    """Email of the identity whose OIDC token Scheduler sends (the only allowed caller); empty with ``app_engine``, whose target sends no token."""
     runtime_service_account_email: pulumi.Output[str]
     """Email of the Cloud Run service's runtime identity."""
     database_name: pulumi.Output[str]
     """Firestore database id holding the run records."""
     oidc_audience: pulumi.Output[str]
-    """Audience of the Scheduler's OIDC token (a Cloud Run custom audience, also DEDUP_OIDC_AUDIENCE)."""
+    """Audience of the Scheduler's OIDC token (a Cloud Run custom audience, also DEDUP_OIDC_AUDIENCE); empty with ``app_engine``."""
 
     def __init__(self, name: str, args: DedupScheduledJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         """Validate ``args`` and create the children.
@@ -170,9 +187,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
             )
             claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
         alerts = resolve_alerts(args.get("alerts"), settings)
+        app_engine = settings.app_engine
         archive = None
         redis = settings.store.redis if settings.store is not None else None  # a Memorystore store
-        if settings.image is None:
+        if settings.image is None and (app_engine is None or app_engine.deploy):
             archive = build_deploy_archive(settings.job_source, store=HANDLER_STORE[settings.store_kind])
         super().__init__(TYPE_TOKEN, name, None, opts)
         self.settings = settings
@@ -183,8 +201,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
 
         # --- APIs -------------------------------------------------------------------------------
         # A shared store enables every API its jobs need, alerting's included (store.store_apis()).
-        base = list(for_store(BASE_APIS, s.store_kind))  # with the store's API in Firestore's place
-        apis = [] if s.store else base + (list(SOURCE_DEPLOY_APIS) if archive is not None else [])
+        apis = [] if s.store else [*for_store(BASE_APIS, s.store_kind), *PLATFORM_APIS[s.scheduler_target],
+                                   *TARGET_APIS.get(s.target_type, ()), *(SOURCE_DEPLOY_APIS if archive is not None else ())]
         apis += list(ALERT_APIS) if alerts is not None and not s.store else []
         enabled: list[pulumi.Resource] = [
             gcp.projects.Service(
@@ -192,7 +210,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
                 opts=child,
             )
-            for api in apis
+            for api in dict.fromkeys(apis)
         ]
         if s.store is not None and s.store.component is not None:
             enabled.append(s.store.component)
@@ -209,10 +227,13 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 opts=after_apis,
             )
 
-        scheduler_email, scheduler_member = self._identity(
-            s.scheduler_service_account_email, lambda: service_account(
-                "sched", "Cloud Scheduler caller",
-                "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service."))
+        scheduler_email: pulumi.Input[str] = ""
+        scheduler_member: pulumi.Input[str] = ""
+        if app_engine is None:  # an App Engine target sends no OIDC token: Scheduler needs no identity there
+            scheduler_email, scheduler_member = self._identity(
+                s.scheduler_service_account_email, lambda: service_account(
+                    "sched", "Cloud Scheduler caller",
+                    "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service."))
         runtime_sa = service_account(
             "runtime", "handler runtime",
             "Runtime identity of the dedup handler: its store's database, its proxy target.")
@@ -256,7 +277,131 @@ class DedupScheduledJob(pulumi.ComponentResource):
         # --- proxy target grants ----------------------------------------------------------------
         self._grant_target(name, s, runtime_sa)
 
-        # --- container: source deploy or prebuilt image ------------------------------------------
+        # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
+        # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
+        # nothing missed (DEDUP_SCHEDULE_SINCE).
+        schedule_since = pulumiverse_time.Static(
+            f"{name}-schedule-since",
+            pulumiverse_time.StaticArgs(triggers={"schedule": s.schedule, "time_zone": s.time_zone,
+                                                  "job": s.scheduler_job_name}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
+        environment = {**handler_environment(s), database_env: database_id,
+                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339}
+        self.archive_sha256: Optional[str] = archive.sha256 if archive is not None else None
+        retry = s.retry
+        retry_config = gcp.cloudscheduler.JobRetryConfigArgs(
+            retry_count=retry.retry_count,
+            max_retry_duration=f"{retry.max_retry_duration_seconds}s",
+            min_backoff_duration=f"{retry.min_backoff_seconds}s",
+            max_backoff_duration=f"{retry.max_backoff_seconds}s",
+            max_doublings=retry.max_doublings,
+        )
+        job_args = dict(
+            name=s.scheduler_job_name, project=s.project, region=s.region,
+            description=f"scheduler-dedup {name}: exactly one execution per scheduled run",
+            schedule=s.schedule, time_zone=s.time_zone,
+            attempt_deadline=f"{s.attempt_deadline_seconds}s", retry_config=retry_config,
+        )
+
+        if app_engine is not None:
+            # --- App Engine: the handler as a standard version, Scheduler's App Engine target ----------
+            version_id: Optional[pulumi.Input[str]] = app_engine.version
+            job_depends: list[pulumi.Resource] = [*enabled]
+            if archive is not None:
+                bucket, source_object = self._upload_archive(name, s, archive, after_apis)
+                version = app_engine_version(
+                    name, project=s.project, app_engine=app_engine,
+                    version_id=app_engine.version or default_version_id(archive.sha256),
+                    source_url=pulumi.Output.concat("https://storage.googleapis.com/", bucket.name, "/",
+                                                    source_object.output_name),
+                    environment=environment, service_account=runtime_sa.email, max_instances=s.max_instance_count,
+                    min_instances=s.min_instance_count,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]),
+                )
+                version_id = version.version_id
+                job_depends.append(version)
+            job = gcp.cloudscheduler.Job(
+                f"{name}-job",
+                gcp.cloudscheduler.JobArgs(
+                    **job_args,  # type: ignore[arg-type]
+                    app_engine_http_target=app_engine_http_target(app_engine, version_id, scheduler_headers(s)),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=job_depends),
+            )
+            service_url = app_engine_url(name, s.project, app_engine.service, version_id, child)
+        else:
+            service_url, invoker = self._cloud_run(name, s, archive, environment, runtime_sa, scheduler_email,
+                                                   scheduler_member, enabled, database, after_apis, service_account,
+                                                   redis_wiring)
+            job = gcp.cloudscheduler.Job(
+                f"{name}-job",
+                gcp.cloudscheduler.JobArgs(
+                    **job_args,  # type: ignore[arg-type]
+                    http_target=gcp.cloudscheduler.JobHttpTargetArgs(
+                        uri=service_url, http_method="POST",
+                        headers=scheduler_headers(s),
+                        oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
+                            service_account_email=scheduler_email, audience=s.oidc_audience,
+                        ),
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, invoker]),
+            )
+            if alerts is not None:
+                provision_alerts(name, s, alerts, parent=self, service_uri=service_url,
+                                 scheduler_sa_email=scheduler_email, depends_on=[*enabled, invoker])
+
+        self.service_url = pulumi.Output.from_input(service_url)
+        self.job_name = job.id
+        self.scheduler_service_account_email = pulumi.Output.from_input(scheduler_email)
+        self.runtime_service_account_email = runtime_sa.email
+        self.database_name = database.name if database is not None else pulumi.Output.from_input(database_id)
+        self.oidc_audience = pulumi.Output.from_input(s.oidc_audience if app_engine is None else "")
+        self.register_outputs(
+            {
+                "service_url": self.service_url,
+                "job_name": self.job_name,
+                "scheduler_service_account_email": self.scheduler_service_account_email,
+                "runtime_service_account_email": self.runtime_service_account_email,
+                "database_name": self.database_name,
+                "oidc_audience": self.oidc_audience,
+            }
+        )
+
+    def _upload_archive(self, name: str, s: DedupSettings, archive: DeployArchive,
+                        opts: pulumi.ResourceOptions) -> tuple[gcp.storage.Bucket, gcp.storage.BucketObject]:
+        """The private source bucket and the deploy archive in it, named after its SHA-256."""
+        bucket = gcp.storage.Bucket(
+            f"{name}-source",
+            gcp.storage.BucketArgs(
+                project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
+                public_access_prevention="enforced", force_destroy=True,
+            ),
+            opts=opts,
+        )
+        source_object = gcp.storage.BucketObject(
+            f"{name}-archive",
+            gcp.storage.BucketObjectArgs(
+                bucket=bucket.name, name=f"{s.resource_prefix}-{archive.sha256[:16]}.zip",
+                source=pulumi.FileAsset(str(archive.write())), content_type="application/zip",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return bucket, source_object
+
+    def _cloud_run(self, name: str, s: DedupSettings, archive: Optional[DeployArchive],
+                   environment: dict[str, pulumi.Input[str]], runtime_sa: gcp.serviceaccount.Account,
+                   scheduler_email: pulumi.Input[str], scheduler_member: pulumi.Input[str],
+                   enabled: list[pulumi.Resource], database: Optional[gcp.firestore.Database | gcp.spanner.Database],
+                   after_apis: pulumi.ResourceOptions,
+                   service_account: Callable[[str, str, str], gcp.serviceaccount.Account],
+                   redis_wiring: Any = None,
+                   ) -> tuple[pulumi.Output[str], gcp.cloudrunv2.ServiceIamMember]:
+        """The Cloud Run service (built from the archive, or the prebuilt image) and the Scheduler identity's
+        invoker grant on it; returns ``(service URL, invoker grant)``."""
+        child = pulumi.ResourceOptions(parent=self)
         build_config: Optional[gcp.cloudrunv2.ServiceBuildConfigArgs] = None
         service_depends: list[pulumi.Resource] = [*enabled]
         if archive is not None:
@@ -264,22 +409,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 s.build_service_account_email, lambda: service_account(
                     "build", "source build",
                     "Cloud Build identity of the source deploy: reads the archive, pushes the image."))
-            bucket = gcp.storage.Bucket(
-                f"{name}-source",
-                gcp.storage.BucketArgs(
-                    project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
-                    public_access_prevention="enforced", force_destroy=True,
-                ),
-                opts=after_apis,
-            )
-            source_object = gcp.storage.BucketObject(
-                f"{name}-archive",
-                gcp.storage.BucketObjectArgs(
-                    bucket=bucket.name, name=f"{s.resource_prefix}-{archive.sha256[:16]}.zip",
-                    source=pulumi.FileAsset(str(archive.write())), content_type="application/zip",
-                ),
-                opts=child,
-            )
+            bucket, source_object = self._upload_archive(name, s, archive, after_apis)
             repository = gcp.artifactregistry.Repository(
                 f"{name}-images",
                 gcp.artifactregistry.RepositoryArgs(
@@ -321,25 +451,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 enable_automatic_updates=True,
                 service_account=pulumi.Output.from_input(build_email).apply(_service_account_name),
             )
-            self.archive_sha256: Optional[str] = archive.sha256
         else:
             assert s.image is not None
             image = s.image
-            self.archive_sha256 = None
 
-        # --- Cloud Run service --------------------------------------------------------------------
-        # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
-        # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
-        # nothing missed (DEDUP_SCHEDULE_SINCE).
-        schedule_since = pulumiverse_time.Static(
-            f"{name}-schedule-since",
-            pulumiverse_time.StaticArgs(triggers={"schedule": s.schedule, "time_zone": s.time_zone,
-                                                  "job": s.scheduler_job_name}),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
-        environment = {**handler_environment(s), database_env: database_id,
-                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339}
         envs = [
             gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
             for key, value in environment.items()
@@ -392,54 +507,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             ),
             opts=child,
         )
-
-        # --- Cloud Scheduler job ------------------------------------------------------------------
-        retry = s.retry
-        job = gcp.cloudscheduler.Job(
-            f"{name}-job",
-            gcp.cloudscheduler.JobArgs(
-                name=s.scheduler_job_name, project=s.project, region=s.region,
-                description=f"scheduler-dedup {name}: exactly one execution per scheduled run",
-                schedule=s.schedule, time_zone=s.time_zone,
-                attempt_deadline=f"{s.attempt_deadline_seconds}s",
-                retry_config=gcp.cloudscheduler.JobRetryConfigArgs(
-                    retry_count=retry.retry_count,
-                    max_retry_duration=f"{retry.max_retry_duration_seconds}s",
-                    min_backoff_duration=f"{retry.min_backoff_seconds}s",
-                    max_backoff_duration=f"{retry.max_backoff_seconds}s",
-                    max_doublings=retry.max_doublings,
-                ),
-                http_target=gcp.cloudscheduler.JobHttpTargetArgs(
-                    uri=service.uri, http_method="POST",
-                    headers=scheduler_headers(s),
-                    oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
-                        service_account_email=scheduler_email, audience=s.oidc_audience,
-                    ),
-                ),
-            ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, invoker]),
-        )
-
-        if alerts is not None:
-            provision_alerts(name, s, alerts, parent=self, service_uri=service.uri,
-                             scheduler_sa_email=scheduler_email, depends_on=[*enabled, invoker])
-
-        self.service_url = service.uri
-        self.job_name = job.id
-        self.scheduler_service_account_email = pulumi.Output.from_input(scheduler_email)
-        self.runtime_service_account_email = runtime_sa.email
-        self.database_name = database.name if database is not None else pulumi.Output.from_input(database_id)
-        self.oidc_audience = pulumi.Output.from_input(s.oidc_audience)
-        self.register_outputs(
-            {
-                "service_url": self.service_url,
-                "job_name": self.job_name,
-                "scheduler_service_account_email": self.scheduler_service_account_email,
-                "runtime_service_account_email": self.runtime_service_account_email,
-                "database_name": self.database_name,
-                "oidc_audience": self.oidc_audience,
-            }
-        )
+        return service.uri, invoker
 
     def _spanner_store(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account,
                        enabled: list[pulumi.Resource], after_apis: pulumi.ResourceOptions,
@@ -501,6 +569,25 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+        elif s.target_type == "cloud_build_trigger" and s.cloud_build_trigger is not None:
+            trigger_project = pulumi.Output.from_input(s.cloud_build_trigger).apply(lambda t: t.split("/")[1])
+            gcp.projects.IAMMember(
+                f"{name}-runtime-build-trigger-runner",
+                gcp.projects.IAMMemberArgs(project=trigger_project, role=TARGET_ROLES["cloud_build_trigger"],
+                                           member=runtime_sa.member),
+                opts=child,
+            )
+            if s.cloud_build_service_account_email is not None:
+                # https://cloud.google.com/build/docs/cloud-build-service-account#user_access_to_triggers: running a
+                # trigger whose builds run as a user-specified service account needs actAs on that account.
+                email = pulumi.Output.from_input(s.cloud_build_service_account_email)
+                gcp.serviceaccount.IAMMember(
+                    f"{name}-runtime-build-act-as",
+                    gcp.serviceaccount.IAMMemberArgs(
+                        service_account_id=email.apply(_service_account_name), role="roles/iam.serviceAccountUser",
+                        member=runtime_sa.member),
+                    opts=child,
+                )
         elif s.target_type == "http" and s.http_cloud_run_service is not None:
             gcp.cloudrunv2.ServiceIamMember(
                 f"{name}-runtime-target-invoker",

@@ -75,7 +75,10 @@ class _Mocks(Mocks):
                 raise KeyError(f"no outputs mocked for stack {stack!r}: check with --stack-ref {stack}=<its stack "
                                f"config file>, or pass stack_outputs={{{stack!r}: {{...}}}} to run_program")
             return stack, {"name": stack, "outputs": dict(self.stack_outputs[stack]), "secretOutputNames": []}
-        resource_id, state = mock_outputs(args.typ, args.name, dict(args.inputs))
+        inputs = dict(args.inputs)
+        if args.typ == "gcp:appengine/application:Application" and args.resource_id:  # Application.get(id=project)
+            inputs.setdefault("project", args.resource_id)
+        resource_id, state = mock_outputs(args.typ, args.name, inputs)
         if args.typ.startswith("pulumi:providers:"):
             self.providers[resource_id] = dict(args.inputs)
         return resource_id, state
@@ -164,6 +167,14 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
         state.update(host="10.128.0.3", port=6378 if tls else 6379, authString="mock-auth-string",
                      serverCaCerts=[{"cert": "-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n"}])
         return f"projects/{project}/locations/{inputs.get('region')}/instances/{inputs.get('name', name)}", state
+    if typ == "gcp:appengine/application:Application":  # read with Application.get(name, id=project)
+        app_project = str(inputs.get("project") or "mock-project")
+        state.update(project=app_project, app_id=app_project, location_id="us-central",
+                     default_hostname=f"{app_project}.uc.r.appspot.com")
+        return str(app_project), state
+    if typ == "gcp:appengine/standardAppVersion:StandardAppVersion":
+        state["name"] = f"apps/{project}/services/{inputs.get('service')}/versions/{inputs.get('versionId')}"
+        return str(state["name"]), state
     if typ == "gcp:firestore/database:Database":
         return f"projects/{project}/databases/{inputs.get('name')}", state
     if typ == "time:index/static:Static":  # the time it was created (or, when given, the time asked for)

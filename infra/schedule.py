@@ -11,6 +11,49 @@ from dataclasses import dataclass
 #: the pack's ``scheduler-attempt-deadline-margin`` threshold, so Scheduler's cut-off and Cloud Run's do not race.
 REQUEST_TIMEOUT_MARGIN_SECONDS = 15
 
+#: Scheduler target kinds whose attempt deadline Scheduler bounds: ``http`` (``httpTarget``) and ``app_engine``
+#: (``appEngineHttpTarget``).
+HTTP_TARGET, APP_ENGINE_TARGET = "http", "app_engine"
+
+
+@dataclass(frozen=True)
+class AttemptDeadlineRange:
+    """Cloud Scheduler's attempt deadline for one target kind, seconds (``Job.attemptDeadline``).
+
+    Source: https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.attempt_deadline:
+    "For HTTP targets, the default is 3 minutes. The deadline must be in the interval [15 seconds, 30 minutes]";
+    for App Engine HTTP targets "between 15 seconds and 24 hours", where 0 (or unset) "indicates that the request
+    has the default deadline", which "depends on the scaling type of the service: 10 minutes for standard apps
+    with automatic scaling, 24 hours for standard apps with manual and basic scaling".
+
+    Attributes:
+        min_seconds, max_seconds: the allowed interval.
+        default_seconds: what an unset deadline means (App Engine: an automatic-scaling standard app's).
+        zero_is_default: ``0s`` means the default (App Engine targets) instead of being out of range.
+    """
+
+    min_seconds: float
+    max_seconds: float
+    default_seconds: float
+    zero_is_default: bool = False
+
+    def problem(self, seconds: float) -> str | None:
+        """Why ``seconds`` is not an attempt deadline Scheduler takes for this kind, or None."""
+        if self.zero_is_default and seconds == 0:
+            return None
+        if self.min_seconds <= seconds <= self.max_seconds:
+            return None
+        return f"{seconds:g} s is outside {self.min_seconds:g} to {self.max_seconds:g} seconds"
+
+
+ATTEMPT_DEADLINES: dict[str, AttemptDeadlineRange] = {
+    HTTP_TARGET: AttemptDeadlineRange(15, 1800, 180),
+    APP_ENGINE_TARGET: AttemptDeadlineRange(15, 86400, 600, zero_is_default=True),
+}
+#: App Engine standard's request deadline with automatic scaling, seconds (the scaling the component deploys):
+#: https://cloud.google.com/appengine/docs/standard/how-instances-are-managed#timeout
+APP_ENGINE_AUTOMATIC_SCALING_DEADLINE_SECONDS = 600
+
 
 @dataclass(frozen=True)
 class RetryPolicy:

@@ -6,8 +6,9 @@ with a :class:`~scheduler_dedup.infra.errors.DedupConfigError` that names the fi
 
 Sources of the limits (cited again at each check):
 
-* Scheduler attempt deadline, HTTP targets: 15 s to 30 min, default 3 min —
+* Scheduler attempt deadline: HTTP targets 15 s to 30 min, App Engine targets 15 s to 24 h, default 3 min here —
   https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.attempt_deadline
+  (:data:`~scheduler_dedup.infra.schedule.ATTEMPT_DEADLINES`, which the policy pack reads too)
 * Scheduler retry policy, retryCount 0..5 and the backoff defaults —
   https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#RetryConfig
 * unix-cron format, and that X-CloudScheduler-ScheduleTime is only sent for unix-cron schedules —
@@ -29,6 +30,9 @@ from typing import Any, TypeVar
 import pulumi
 
 from .schedule import (
+    APP_ENGINE_TARGET,
+    ATTEMPT_DEADLINES,
+    HTTP_TARGET,
     REQUEST_TIMEOUT_MARGIN_SECONDS,
     RetryPolicy,
     max_retry_duration_to_recover,
@@ -40,6 +44,7 @@ from .schedule import (
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
 from scheduler_dedup.handler.overlap import overlap_advisory
 from scheduler_dedup.handler.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
+from scheduler_dedup.handler.app_engine_caller import APP_ENGINE_CALLER_ENV
 from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.config import (
     DEFAULT_COLLECTION,
@@ -52,6 +57,7 @@ from scheduler_dedup.handler.record import TTL_OWNER_ENV
 from scheduler_dedup.handler.server import SERVER_THREADS
 from scheduler_dedup.handler.startup import startup_problems
 
+from .app_engine import AppEngineSettings, resolve_app_engine
 from .errors import DedupConfigError, DedupConfigErrors, bool_input
 from .locations import region_problem
 from .oidc_account import oidc_account_problem
@@ -60,8 +66,6 @@ from .scale_in import scale_in_advisory
 from .spanner_store import SpannerStoreSettings, resolve_spanner_settings
 from .store import HANDLER_STORE, StoreRef, check_firestore_ids, check_spanner_ids, resolve_store_ref, store_kind
 
-ATTEMPT_DEADLINE_MIN_SECONDS = 15
-ATTEMPT_DEADLINE_MAX_SECONDS = 1800
 DEFAULT_ATTEMPT_DEADLINE_SECONDS = 180
 REQUEST_TIMEOUT_MAX_SECONDS = 3600
 RETRY_COUNT_MAX = 5
@@ -78,7 +82,8 @@ AUDIENCE_HOST = "scheduler-dedup.invalid"
 _ALLOWED_KEYS = frozenset(
     {
         "schedule", "region", "project", "time_zone", "job_source", "job", "image",
-        "workflow_target", "cloud_run_job_target", "http_target", "attempt_deadline_seconds",
+        "workflow_target", "cloud_run_job_target", "cloud_build_trigger_target", "http_target", "app_engine",
+        "attempt_deadline_seconds",
         "request_timeout_seconds", "lease_seconds", "retention_seconds", "manual_tolerance_seconds",
         "retry", "collection", "database_id", "create_database", "database_location",
         "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "min_instance_count",
@@ -104,12 +109,14 @@ class DedupSettings:
     region: str
     schedule: str
     time_zone: str
-    target_type: str  # python | workflows | cloud_run_job | http
+    target_type: str  # python | workflows | cloud_run_job | cloud_build_trigger | http
     job: str | None
     job_source: Path | None
     image: str | None
     workflow: pulumi.Input[str] | None
     cloud_run_job: pulumi.Input[str] | None
+    cloud_build_trigger: pulumi.Input[str] | None
+    cloud_build_service_account_email: pulumi.Input[str] | None  # the trigger's builds' identity (actAs)
     http_url: pulumi.Input[str] | None
     http_cloud_run_service: pulumi.Input[str] | None
     http_audience: str | None  # DEDUP_TARGET_AUDIENCE; None: the handler's default for the URL (an output)
@@ -142,9 +149,16 @@ class DedupSettings:
     """Spanner: the instance of the database (the job's own or the store's); None for other kinds."""
     spanner: SpannerStoreSettings | None = None
     """Spanner: the job's own store (no ``store``), created under the job; None otherwise."""
+    app_engine: AppEngineSettings | None = None  # None: Cloud Run with an HTTP target and OIDC
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""
+
+    @property
+    def scheduler_target(self) -> str:
+        """The Scheduler job's target kind: ``http`` (Cloud Run) or ``app_engine``
+        (:data:`~scheduler_dedup.infra.schedule.ATTEMPT_DEADLINES` keys)."""
+        return APP_ENGINE_TARGET if self.app_engine is not None else HTTP_TARGET
 
     @property
     def retry_window_seconds(self) -> int:
@@ -246,12 +260,14 @@ class _Problems:
 
 @dataclass(frozen=True)
 class _Target:
-    type: str  # python | workflows | cloud_run_job | http
+    type: str  # python | workflows | cloud_run_job | cloud_build_trigger | http
     job: str | None = None
     job_source: Path | None = None
     image: str | None = None
     workflow: pulumi.Input[str] | None = None
     cloud_run_job: pulumi.Input[str] | None = None
+    cloud_build_trigger: pulumi.Input[str] | None = None
+    cloud_build_service_account_email: pulumi.Input[str] | None = None
     http_url: pulumi.Input[str] | None = None
     http_service: pulumi.Input[str] | None = None
     http_audience: str | None = None
@@ -266,7 +282,8 @@ def _target(args: Mapping[str, Any]) -> _Target:
     job = _str(args, "job")
     job_source_str = _str(args, "job_source")
     image = _str(args, "image")
-    targets = {k: args[k] for k in ("workflow_target", "cloud_run_job_target", "http_target") if args.get(k) is not None}
+    targets = {k: args[k] for k in ("workflow_target", "cloud_run_job_target", "cloud_build_trigger_target",
+                                    "http_target") if args.get(k) is not None}
     if len(targets) > 1:
         raise DedupConfigError(sorted(targets)[1], f"give only one proxy target, got {', '.join(sorted(targets))}")
     if targets:
@@ -280,6 +297,14 @@ def _target(args: Mapping[str, Any]) -> _Target:
             return _Target("workflows", workflow=_target_name(target, key, "workflow", "workflows"))
         if key == "cloud_run_job_target":
             return _Target("cloud_run_job", cloud_run_job=_target_name(target, key, "job", "jobs"))
+        if key == "cloud_build_trigger_target":
+            extra = set(target) - {"trigger", "service_account_email"}
+            if extra:
+                raise DedupConfigError(f"{key}.{sorted(extra)[0]}", "unknown key; valid keys are trigger, "
+                                                                    "service_account_email")
+            return _Target("cloud_build_trigger", cloud_build_trigger=_target_name(target, key, "trigger", "triggers"),
+                           cloud_build_service_account_email=_service_account_email(
+                               target, "service_account_email", field=f"{key}.service_account_email"))
         http_url = target.get("url")
         if isinstance(http_url, str) and not http_url.startswith("https://"):
             raise DedupConfigError(f"{key}.url", f"{http_url!r} must be an https:// URL")
@@ -299,7 +324,7 @@ def _target(args: Mapping[str, Any]) -> _Target:
             "job_source",
             "neither job_source nor image nor a proxy target is given: set job_source (a directory with your "
             "job module) and job ('module:function'), or image, or one of workflow_target, "
-            "cloud_run_job_target, http_target",
+            "cloud_run_job_target, cloud_build_trigger_target, http_target",
         )
     if job_source_str is not None and image is not None:
         raise DedupConfigError("image", "give job_source or image, not both")
@@ -325,20 +350,32 @@ def _target(args: Mapping[str, Any]) -> _Target:
     return _Target("python", job=job, job_source=job_source, image=image)
 
 
-def _attempt_deadline(args: Mapping[str, Any]) -> int:
+def _attempt_deadline(args: Mapping[str, Any], app_engine: AppEngineSettings | None) -> int:
     attempt_deadline = _int(args, "attempt_deadline_seconds", DEFAULT_ATTEMPT_DEADLINE_SECONDS)
-    # Scheduler: "For HTTP targets ... The deadline must be in the interval [15 seconds, 30 minutes]."
-    # https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.attempt_deadline
-    if not ATTEMPT_DEADLINE_MIN_SECONDS <= attempt_deadline <= ATTEMPT_DEADLINE_MAX_SECONDS:
+    # Scheduler: HTTP targets [15 s, 30 min], App Engine targets [15 s, 24 h] (ATTEMPT_DEADLINES cites the page).
+    kind = APP_ENGINE_TARGET if app_engine is not None else HTTP_TARGET
+    deadlines = ATTEMPT_DEADLINES[kind]
+    if attempt_deadline == 0 or deadlines.problem(attempt_deadline):
         raise DedupConfigError(
             "attempt_deadline_seconds",
-            f"{attempt_deadline} s is outside Cloud Scheduler's range for HTTP targets; "
-            f"use {ATTEMPT_DEADLINE_MIN_SECONDS} to {ATTEMPT_DEADLINE_MAX_SECONDS} seconds",
+            f"{attempt_deadline} s is outside Cloud Scheduler's range for {kind.replace('_', ' ')} targets; "
+            f"use {deadlines.min_seconds:g} to {deadlines.max_seconds:g} seconds",
+        )
+    if app_engine is not None and attempt_deadline > app_engine.request_timeout_seconds:
+        # App Engine ends a request at the service's deadline; Scheduler must not wait longer than that.
+        where = "the deployed version's (automatic scaling)" if app_engine.deploy else "app_engine.request_timeout_seconds"
+        raise DedupConfigError(
+            "attempt_deadline_seconds",
+            f"{attempt_deadline} s is longer than the App Engine request deadline, {where} "
+            f"{app_engine.request_timeout_seconds} s: App Engine would end a request Scheduler still waits for; "
+            f"lower it to at most {app_engine.request_timeout_seconds}",
         )
     return attempt_deadline
 
 
-def _request_timeout(args: Mapping[str, Any], attempt_deadline: int | None) -> int:
+def _request_timeout(args: Mapping[str, Any], attempt_deadline: int | None, app_engine: AppEngineSettings | None) -> int:
+    if app_engine is not None:  # the App Engine service's request deadline (resolve_app_engine checked it)
+        return app_engine.request_timeout_seconds
     # Default: the attempt deadline plus a margin, so Scheduler's cut-off and Cloud Run's do not race
     # (the pack's advisory scheduler-attempt-deadline-margin checks the same margin).
     deadline = attempt_deadline or DEFAULT_ATTEMPT_DEADLINE_SECONDS
@@ -551,10 +588,13 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     region = problems.run(lambda: _region(args), None)
     project = problems.run(lambda: child_project(args, default_project, provider_name), None)
     target = problems.run(lambda: _target(args), None)
+    # the Scheduler target: Cloud Run (HTTP target, OIDC) or App Engine
+    app_engine = (problems.run(lambda: resolve_app_engine(args["app_engine"], args), None)
+                  if args.get("app_engine") is not None else None)
 
     # --- deadlines, lease, retries, retention: each checked against the others that are valid ---
-    attempt_deadline = problems.run(lambda: _attempt_deadline(args), None)
-    request_timeout = problems.run(lambda: _request_timeout(args, attempt_deadline), None)
+    attempt_deadline = problems.run(lambda: _attempt_deadline(args, app_engine), None)
+    request_timeout = problems.run(lambda: _request_timeout(args, attempt_deadline, app_engine), None)
     lease = problems.run(lambda: _lease(args, request_timeout, attempt_deadline), None)
     retry = problems.run(lambda: _retry_policy(args.get("retry") or {}, lease or DEFAULT_LEASE_SECONDS,
                                                attempt_deadline or DEFAULT_ATTEMPT_DEADLINE_SECONDS), None)
@@ -599,7 +639,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     settings = DedupSettings(
         name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,
         target_type=target.type, job=target.job, job_source=target.job_source, image=target.image,
-        workflow=target.workflow, cloud_run_job=target.cloud_run_job, http_url=target.http_url,
+        workflow=target.workflow, cloud_run_job=target.cloud_run_job, cloud_build_trigger=target.cloud_build_trigger,
+        cloud_build_service_account_email=target.cloud_build_service_account_email, http_url=target.http_url,
         http_cloud_run_service=target.http_service, http_audience=target.http_audience,
         attempt_deadline_seconds=attempt_deadline, request_timeout_seconds=request_timeout, lease_seconds=lease,
         retention_seconds=retention, manual_tolerance_seconds=tolerance, retry=retry, collection=store.collection,
@@ -608,7 +649,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         cpu_always_allocated=cpu_always_allocated, base_image=base_image, max_instance_count=max_instances,
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
-        min_instance_count=min_instances, protect_database=protect_database,
+        min_instance_count=min_instances, protect_database=protect_database, app_engine=app_engine,
         store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner,
     )
     problems.run(lambda: _check_handler_settings(settings), None)
@@ -647,18 +688,18 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
 _SA_EMAIL_RE = re.compile(r"^[a-z0-9][a-z0-9-]*@[a-z0-9.-]+\.gserviceaccount\.com$")
 
 
-def _service_account_email(args: Mapping[str, Any], key: str) -> pulumi.Input[str] | None:
-    """A shared service account's email (plain values checked), or None for a dedicated account.
+def _service_account_email(args: Mapping[str, Any], key: str, *, field: str | None = None) -> pulumi.Input[str] | None:
+    """A service account's email (plain values checked), or None when not given.
 
     Raises:
-        DedupConfigError: not an ``...@....gserviceaccount.com`` email.
+        DedupConfigError: not an ``...@....gserviceaccount.com`` email; names ``field`` (default ``key``).
     """
     value = args.get(key)
     if value is None or isinstance(value, pulumi.Output):
         return value
     if not isinstance(value, str) or not _SA_EMAIL_RE.match(value):
-        raise DedupConfigError(key, f"{value!r} is not a service account email: use NAME@PROJECT.iam.gserviceaccount.com, "
-                                    "or leave it out for an account of this job's own")
+        raise DedupConfigError(field or key, f"{value!r} is not a service account email: use "
+                                             "NAME@PROJECT.iam.gserviceaccount.com, or leave it out")
     return value
 
 
@@ -669,7 +710,7 @@ _ENV_TO_FIELD = {
     "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds", "DEDUP_SCHEDULE": "schedule",
     "DEDUP_TIME_ZONE": "time_zone", "DEDUP_JOB": "job", "DEDUP_OIDC_AUDIENCE": "oidc_audience",
     "DEDUP_ALLOWED_CALLERS": "scheduler_service_account_email", "DEDUP_TARGET_AUDIENCE": "http_target.audience",
-    "DEDUP_SERVICE": "name", "DEDUP_SCHEDULER_JOB": "name",
+    "DEDUP_SERVICE": "name", "DEDUP_SCHEDULER_JOB": "name", "DEDUP_APP_ENGINE_CALLER": "app_engine",
     "DEDUP_STORE": "store_kind", "DEDUP_SPANNER_INSTANCE": "spanner_instance", "DEDUP_SPANNER_DATABASE": "database_id",
 }
 
@@ -684,7 +725,9 @@ def _check_handler_settings(s: DedupSettings) -> None:
     Raises:
         DedupConfigError: names the component input, and the handler's message says the fix (one per refusal).
     """
-    env: dict[str, Any] = {**handler_environment(s), "DEDUP_ALLOWED_CALLERS": s.scheduler_service_account_email}
+    env: dict[str, Any] = dict(handler_environment(s))
+    if s.app_engine is None:  # the component adds the Scheduler identity's email (an output) on Cloud Run
+        env["DEDUP_ALLOWED_CALLERS"] = s.scheduler_service_account_email
     unknown = [name for name, value in env.items() if not isinstance(value, str)]
     problems = _Problems()
     for problem in startup_problems({k: v for k, v in env.items() if isinstance(v, str)}, unknown):
@@ -856,10 +899,12 @@ def store_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
 
 
 def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
-    """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service.
+    """The handler's runtime contract: the ``DEDUP_*`` environment of the Cloud Run service or App Engine version.
 
-    ``DEDUP_ALLOWED_CALLERS`` (the Scheduler service account email) is added by the component, since
-    the email is an output of a child resource.
+    On Cloud Run, ``DEDUP_ALLOWED_CALLERS`` (the Scheduler service account email) is added by the component,
+    since the email is an output of a child resource. On App Engine the Scheduler target sends no OIDC token:
+    ``DEDUP_APP_ENGINE_CALLER=true`` replaces ``DEDUP_OIDC_AUDIENCE``, ``DEDUP_TRUST_CLOUD_RUN_IAM`` and
+    ``DEDUP_SERVICE`` (:mod:`scheduler_dedup.handler.app_engine_caller`).
     """
     env: dict[str, pulumi.Input[str]] = {
         "GOOGLE_CLOUD_PROJECT": s.project,
@@ -875,17 +920,22 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         # is answered (500, released) while Scheduler still listens: a quarter and a half of it.
         "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(s.attempt_deadline_seconds)),
         "DEDUP_TARGET_TYPE": s.target_type,
-        "DEDUP_OIDC_AUDIENCE": s.oidc_audience,
+        # One job per handler: deliveries naming another job are refused (403), the run check checks this one.
+        "DEDUP_SCHEDULER_JOB": scheduler_job_resource_name(s),
+    }
+    if s.app_engine is not None:
+        # App Engine strips its X-AppEngine-* headers from external requests; Scheduler's App Engine target
+        # sets them: the handler admits only requests carrying App Engine's cron proof.
+        env[APP_ENGINE_CALLER_ENV] = "true"
+    else:
+        env["DEDUP_OIDC_AUDIENCE"] = s.oidc_audience
         # Cloud Run IAM is enforced (no public invoker, invoker check on), so Cloud Run verifies the
         # token and forwards it with its signature removed; the handler then checks its claims, after
         # reading its own service's IAM policy to prove the premise (roles/run.viewer on this service).
-        "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
-        "DEDUP_SERVICE": service_resource_name(s),
-        # One job per handler: deliveries naming another job are refused (403), the run check checks this one.
-        "DEDUP_SCHEDULER_JOB": scheduler_job_resource_name(s),
+        env["DEDUP_TRUST_CLOUD_RUN_IAM"] = "true"
+        env["DEDUP_SERVICE"] = service_resource_name(s)
         # gunicorn threads = Cloud Run request concurrency (the component sets both from SERVER_THREADS).
-        "THREADS": str(SERVER_THREADS),
-    }
+        env["THREADS"] = str(SERVER_THREADS)
     if s.store is not None and s.store.ttl_owner is not None:
         # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).
         env[TTL_OWNER_ENV] = s.store.ttl_owner
@@ -893,7 +943,8 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         assert s.job is not None
         env["DEDUP_JOB"] = s.job
     else:
-        target = {"workflows": s.workflow, "cloud_run_job": s.cloud_run_job, "http": s.http_url}[s.target_type]
+        target = {"workflows": s.workflow, "cloud_run_job": s.cloud_run_job, "cloud_build_trigger": s.cloud_build_trigger,
+                  "http": s.http_url}[s.target_type]
         assert target is not None
         env["DEDUP_TARGET"] = target
         if s.http_audience is not None:

@@ -78,12 +78,26 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("image", "string", "image", "prebuilt container image instead of jobSource"),
     ConfigKey("workflow", "string", "workflow_target.workflow", "proxy target: projects/P/locations/L/workflows/W"),
     ConfigKey("cloudRunJob", "string", "cloud_run_job_target.job", "proxy target: projects/P/locations/L/jobs/J"),
+    ConfigKey("cloudBuildTrigger", "string", "cloud_build_trigger_target.trigger",
+              "proxy target: projects/P/locations/L/triggers/T (its build gets the substitution _DEDUP_RUN_ID)"),
+    ConfigKey("cloudBuildTriggerServiceAccountEmail", "string", "cloud_build_trigger_target.service_account_email",
+              "the service account cloudBuildTrigger's builds run as, for the actAs grant on it"),
     ConfigKey("httpUrl", "string", "http_target.url", "proxy target: https URL"),
     ConfigKey("httpCloudRunService", "string", "http_target.cloud_run_service",
               "Cloud Run service behind httpUrl: projects/P/locations/L/services/S"),
     ConfigKey("httpAudience", "string", "http_target.audience",
               "ID-token audience for httpUrl (default per host: origin of *.run.app, full URL on *.cloudfunctions.net)"),
-    ConfigKey("attemptDeadlineSeconds", "integer", "attempt_deadline_seconds", "Scheduler attempt deadline, 15..1800 s"),
+    ConfigKey("appEngineService", "string", "app_engine.service",
+              "serve the handler on App Engine standard: the service Scheduler's App Engine target delivers to"),
+    ConfigKey("appEngineVersion", "string", "app_engine.version",
+              "App Engine version routed to (default: dedup-<archive hash> when deployed, else the serving ones)"),
+    ConfigKey("appEngineRelativeUri", "string", "app_engine.relative_uri", "path the App Engine target POSTs to (default /)"),
+    ConfigKey("appEngineDeploy", "boolean", "app_engine.deploy",
+              "deploy the handler as an App Engine standard version (default true; false: only the Scheduler job)"),
+    ConfigKey("appEngineRequestTimeoutSeconds", "integer", "app_engine.request_timeout_seconds",
+              "request deadline of your own App Engine service (appEngineDeploy false), s (default 600)"),
+    ConfigKey("attemptDeadlineSeconds", "integer", "attempt_deadline_seconds",
+              "Scheduler attempt deadline: 15..1800 s (Cloud Run), 15..86400 s (App Engine)"),
     ConfigKey("requestTimeoutSeconds", "integer", "request_timeout_seconds", "Cloud Run request timeout, s"),
     ConfigKey("leaseSeconds", "integer", "lease_seconds", "claim lease, s"),
     ConfigKey("retentionSeconds", "integer", "retention_seconds", "run record retention (TTL), s"),
@@ -274,8 +288,12 @@ def in_stack_config_terms(message: str) -> str:
     # only identifier-like inputs: plain words (schedule, job, region) also occur as words in messages
     names = sorted(((entry.arg, entry.key) for entry in CONFIG_KEYS if "_" in entry.arg or "." in entry.arg),
                    key=lambda pair: -len(pair[0]))
+    top_level = {arg for arg, _ in names}
     for arg, key in names:
-        for spelling in (s for s in dict.fromkeys((arg, arg.rsplit(".", 1)[-1])) if "_" in s or "." in s):
+        # a nested input's leaf is its spelling too, unless a top-level input has that name (request_timeout_seconds)
+        leaf = arg.rsplit(".", 1)[-1]
+        spellings = (arg,) if leaf in top_level and leaf != arg else (arg, leaf)
+        for spelling in (s for s in dict.fromkeys(spellings) if "_" in s or "." in s):
             message = re.sub(rf"(?<![\w.:-]){re.escape(spelling)}(?![\w])", f"{PROJECT_NAME}:{key}", message)
     return message
 
@@ -333,7 +351,8 @@ def store_from_config(config: pulumi.Config) -> DedupStore:
         DedupConfigError: a job setting in a store stack, or an invalid store input (naming the stack key).
     """
     for entry in CONFIG_KEYS:
-        if entry.key in ("jobSource", "job", "image", "workflow", "cloudRunJob", "httpUrl", "storeStack") \
+        if entry.key in ("jobSource", "job", "image", "workflow", "cloudRunJob", "cloudBuildTrigger", "httpUrl",
+                         "appEngineService", "storeStack") \
                 and config.get(entry.key) is not None:
             raise DedupConfigError(entry.arg, f"a store stack (deploy: store) deploys no job: remove stack config "
                                               f"{PROJECT_NAME}:{entry.key}, and deploy jobs from stacks whose "
@@ -400,8 +419,11 @@ def _refuse_store_keys(config: pulumi.Config, keys: Any, kind: str, what: str) -
 def stack_key_for(field: str) -> str | None:
     """The stack config key that sets component input ``field`` (e.g. ``attempt_deadline_seconds`` ->
     ``attemptDeadlineSeconds``), or None if no key sets it."""
+    exact = next((entry.key for entry in CONFIG_KEYS if entry.arg == field), None)
+    if exact is not None:  # request_timeout_seconds is the top-level input, not app_engine.request_timeout_seconds
+        return exact
     for entry in CONFIG_KEYS:
-        if entry.arg and field in (entry.arg, entry.arg.rsplit(".", 1)[-1]):
+        if entry.arg and field == entry.arg.rsplit(".", 1)[-1]:
             return entry.key
     return None
 

@@ -315,7 +315,8 @@ def http_answers_page() -> str:
     from scheduler_dedup.handler.paths import CHECK_PATH
 
     titles = {"http": "HTTP (`DEDUP_TARGET_TYPE=http`)", "workflows": "Workflows (`DEDUP_TARGET_TYPE=workflows`)",
-              "cloud_run_job": "Cloud Run job (`DEDUP_TARGET_TYPE=cloud_run_job`)"}
+              "cloud_run_job": "Cloud Run job (`DEDUP_TARGET_TYPE=cloud_run_job`)",
+              "cloud_build_trigger": "Cloud Build trigger (`DEDUP_TARGET_TYPE=cloud_build_trigger`)"}
     out = [_NOTE.format(source="scheduler_dedup.handler.statuses and scheduler_dedup.handler.downstream.TABLE"),
            "# HTTP answers\n\n",
            "Every answer is a JSON object with a `status` and, once the run is known, its `run_id`, encoded strictly "

@@ -1,4 +1,5 @@
-"""Start handler processes under functions-framework on 127.0.0.1, as Cloud Run would run them."""
+"""Start handler processes on this machine: under functions-framework as Cloud Run runs them (:class:`HandlerServer`),
+or with an App Engine ``app.yaml``'s entrypoint as App Engine standard runs them (:class:`AppEngineServer`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,39 @@ def _source_of(module: str) -> Path:
     return Path(spec.origin)
 
 
-class HandlerServer:
+class _ServerProcess:
+    """A server process group started by a subclass (``proc``), with its output in ``log_path``."""
+
+    proc: subprocess.Popen[bytes] | None
+    log_path: str
+
+    def log(self) -> str:
+        """The process's output so far (its JSON logs)."""
+        return Path(self.log_path).read_text(errors="replace")
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL the process group (a crash: no cleanup runs) and reap it."""
+        self.signal(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Terminate the process group (gunicorn's arbiter and its worker) and reap it; SIGKILL after 10 s."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+class HandlerServer(_ServerProcess):
     """One functions-framework process serving a target on ``127.0.0.1:port``.
 
     The port is bound here (port 0: the kernel picks a free one) and the listening socket is handed to the
@@ -100,31 +133,6 @@ class HandlerServer:
             if ready_write >= 0:
                 os.close(ready_write)
 
-    def log(self) -> str:
-        """The process's output so far (its JSON logs)."""
-        return Path(self.log_path).read_text(errors="replace")
-
-    def signal(self, sig: int) -> None:
-        """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, sig)
-
-    def kill(self) -> None:
-        """SIGKILL the process group (a crash: no cleanup runs) and reap it."""
-        self.signal(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        """Terminate the process group and reap it."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
     def __enter__(self) -> "HandlerServer":
         return self.start()
 
@@ -139,3 +147,73 @@ class HandlerServer:
                  tb: TracebackType | None) -> None:
         self.stop()
         self.remove_log()
+
+
+class AppEngineServer(_ServerProcess):
+    """The handler served as App Engine standard's Python 3 runtime serves an app: ``app.yaml``'s ``entrypoint``
+    run by a shell in the app's folder with ``$PORT`` set (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup).
+
+    Args:
+        env: environment for the process (added to ours): ``DEDUP_*``, ``FIRESTORE_EMULATOR_HOST``...
+        app_dir: the unpacked deploy archive (``main.py``, ``app.yaml``, ``scheduler_dedup/handler/``).
+        relative_uri: the path the Scheduler job's App Engine target names; :attr:`url` ends with it.
+        start_timeout: seconds to wait for the worker to load the app.
+
+    Attributes:
+        url: ``http://127.0.0.1:PORT`` + ``relative_uri``.
+        entrypoint: the command run, from ``app.yaml``.
+    """
+
+    def __init__(self, env: Mapping[str, str], app_dir: Path, *, relative_uri: str = "/",
+                 start_timeout: float = 60.0):
+        import yaml
+
+        from scheduler_dedup.local.store_servers import reserve_port
+
+        self.app_dir = app_dir
+        self.entrypoint = str(yaml.safe_load((app_dir / "app.yaml").read_text())["entrypoint"])
+        self._reservation: socket.socket | None = reserve_port()
+        self.port = int(self._reservation.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}{relative_uri}"
+        bin_dir = str(Path(sys.executable).parent)  # gunicorn of this environment, as App Engine's of requirements.txt
+        self._env = {**os.environ, **env, "PORT": str(self.port), "PYTHONUNBUFFERED": "1",
+                     "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        self._start_timeout = start_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        fd, self.log_path = tempfile.mkstemp(prefix="app-engine-", suffix=".log")
+        os.close(fd)
+
+    def start(self) -> "AppEngineServer":
+        """Run the entrypoint and wait until the worker answers (functions-framework's ``/favicon.ico`` 404 comes
+        from the loaded app, never from the handler, so it claims nothing).
+
+        Raises:
+            RuntimeError: the process exited (a ``ConfigError`` stops gunicorn's worker from booting) or did not
+                answer within ``start_timeout`` seconds; the message holds its log. Also when called a second time.
+        """
+        import requests
+
+        if self._reservation is None:
+            raise RuntimeError("an AppEngineServer starts once; make a new one (it gets a new port)")
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(["/bin/sh", "-c", self.entrypoint], cwd=self.app_dir, env=self._env,
+                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        try:
+            deadline = time.monotonic() + self._start_timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"handler exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+                try:
+                    if requests.get(f"http://127.0.0.1:{self.port}/favicon.ico", timeout=5).status_code == 404:
+                        return self
+                except requests.RequestException:
+                    pass
+                time.sleep(0.1)
+            self.stop()
+            raise RuntimeError(f"handler was not serving {self.url} after {self._start_timeout} s:\n"
+                               f"{self.log()[-3000:]}")
+        finally:
+            self._reservation.close()  # gunicorn holds the port now (or never will)
+            self._reservation = None
+

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Final
 
 from scheduler_dedup.handler import config as handler_config
+from scheduler_dedup.infra.schedule import APP_ENGINE_TARGET, ATTEMPT_DEADLINES, HTTP_TARGET
 from scheduler_dedup.handler.record import TTL_FIELD, TTL_OWNER_ENV
 
-# Cloud Scheduler, REST reference for projects.locations.jobs (field attemptDeadline):
-# https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs
-# "For HTTP targets, the default is 3 minutes. The deadline must be in the interval [15 seconds, 30 minutes]."
-SCHEDULER_HTTP_DEADLINE_MIN_S: Final = 15.0
-SCHEDULER_HTTP_DEADLINE_MAX_S: Final = 1800.0
-SCHEDULER_HTTP_DEADLINE_DEFAULT_S: Final = 180.0
+# Cloud Scheduler, REST reference for projects.locations.jobs (field attemptDeadline), one table for the component
+# and the pack (scheduler_dedup.infra.schedule.ATTEMPT_DEADLINES): HTTP targets [15 s, 30 min], default 3 min;
+# App Engine targets [15 s, 24 h], unset or 0 the service's default (10 min with automatic scaling).
+SCHEDULER_HTTP_DEADLINE_MIN_S: Final = float(ATTEMPT_DEADLINES[HTTP_TARGET].min_seconds)
+SCHEDULER_HTTP_DEADLINE_MAX_S: Final = float(ATTEMPT_DEADLINES[HTTP_TARGET].max_seconds)
+SCHEDULER_HTTP_DEADLINE_DEFAULT_S: Final = float(ATTEMPT_DEADLINES[HTTP_TARGET].default_seconds)
+SCHEDULER_APP_ENGINE_DEADLINE_MAX_S: Final = float(ATTEMPT_DEADLINES[APP_ENGINE_TARGET].max_seconds)
 
 # Cloud Scheduler RetryConfig (same page, RetryConfig): "Values greater than 5 and negative values are not
 # allowed" for retryCount (default 0); minBackoffDuration default 5 s; maxBackoffDuration default 1 hour;

@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler_dedup.infra.schedule import RetryPolicy, retry_window_seconds
+from scheduler_dedup.infra.schedule import (
+    APP_ENGINE_TARGET,
+    ATTEMPT_DEADLINES,
+    HTTP_TARGET,
+    RetryPolicy,
+    retry_window_seconds,
+)
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import InvalidDuration, duration_seconds, get, is_unknown, number
 
@@ -103,10 +109,31 @@ def _count(retry: Any, path: str, default: int, problems: list[str]) -> int | No
     return int(value)
 
 
+def target_kind(job_props: Mapping[str, Any]) -> str | None:
+    """The job's target kind as :data:`~scheduler_dedup.infra.schedule.ATTEMPT_DEADLINES` keys it: ``http``,
+    ``app_engine``, or None (a Pub/Sub target, whose attempt deadline Scheduler ignores)."""
+    if get(job_props, "httpTarget") is not None:
+        return HTTP_TARGET
+    if get(job_props, "appEngineHttpTarget") is not None:
+        return APP_ENGINE_TARGET
+    return None
+
+
+def read_attempt_deadline(job_props: Mapping[str, Any]) -> Seconds:
+    """The job's ``attemptDeadline``, with its target kind's default when unset (and, for an App Engine target,
+    when ``0s``, which Scheduler reads as the default: 10 minutes for an automatically scaled standard app)."""
+    deadlines = ATTEMPT_DEADLINES[target_kind(job_props) or HTTP_TARGET]
+    reading = read_seconds(job_props, "attemptDeadline", deadlines.default_seconds, "Scheduler's")
+    if deadlines.zero_is_default and reading.value == 0:
+        return Seconds(deadlines.default_seconds, f"{_fmt(deadlines.default_seconds)} (0s: Scheduler's default)")
+    return reading
+
+
 def read_retry(job_props: Mapping[str, Any]) -> RetryReading:
     """Read ``attemptDeadline`` and ``retryConfig`` of a Scheduler job (Scheduler's defaults for unset fields:
-    deadline 180 s, retryCount 0, minBackoff 5 s, maxBackoff 3600 s, maxDoublings 5, maxRetryDuration 0)."""
-    deadline = read_seconds(job_props, "attemptDeadline", limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S, "Scheduler's")
+    deadline 180 s (App Engine targets 600 s), retryCount 0, minBackoff 5 s, maxBackoff 3600 s, maxDoublings 5,
+    maxRetryDuration 0)."""
+    deadline = read_attempt_deadline(job_props)
     problems = [deadline.problem] if deadline.problem else []
     retry = get(job_props, "retryConfig")
     if is_unknown(retry):

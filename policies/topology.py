@@ -1,6 +1,10 @@
-"""What the stack-level rules need to know about a stack: Cloud Run services, Scheduler jobs, and which job calls which service.
+"""What the stack-level rules need to know about a stack: handler services, Scheduler jobs, and which job calls which service.
 
-A Scheduler job is paired with the Cloud Run service it calls, in this order:
+A service is what can serve the handler: a Cloud Run service (v2 or v1), a Cloud Functions gen2 function, or an App
+Engine standard version. A job with an App Engine target (``appEngineHttpTarget``) is paired with the App Engine
+version of this stack it routes to: the same ``appEngineRouting.service`` (``default`` when unset) and, when the
+routing names one, the same version id; without a version in the routing, the service's only version in the stack.
+A job with an HTTP target is paired with the Cloud Run service it calls, in this order:
 
 1. by URL: the job's ``httpTarget.uri`` has the origin of the service's ``uri`` or one of its ``urls``
    (known after the service exists, and under mocks when the mock returns them);
@@ -16,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_dedup.infra.schedule import APP_ENGINE_AUTOMATIC_SCALING_DEADLINE_SECONDS
 from scheduler_dedup.policies.limits import CLOUD_RUN_TIMEOUT_DEFAULT_S
 from scheduler_dedup.handler.audience import url_origin as origin
 from scheduler_dedup.policies.model import UNKNOWN, Resource, get, host, is_unknown
@@ -24,8 +29,13 @@ SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
 CLOUD_RUN_SERVICE = "gcp:cloudrunv2/service:Service"
 CLOUD_RUN_SERVICE_V1 = "gcp:cloudrun/service:Service"
 CLOUD_FUNCTION_V2 = "gcp:cloudfunctionsv2/function:Function"
+APP_ENGINE_VERSION = "gcp:appengine/standardAppVersion:StandardAppVersion"
 #: What can serve the handler (it is a functions-framework target): each is checked by the stack rules.
-SERVICE_TYPES = (CLOUD_RUN_SERVICE, CLOUD_RUN_SERVICE_V1, CLOUD_FUNCTION_V2)
+SERVICE_TYPES = (CLOUD_RUN_SERVICE, CLOUD_RUN_SERVICE_V1, CLOUD_FUNCTION_V2, APP_ENGINE_VERSION)
+#: An App Engine standard version's request deadline, seconds: automatic scaling (the default) 10 minutes, basic
+#: and manual scaling 24 hours (https://cloud.google.com/appengine/docs/standard/how-instances-are-managed#timeout).
+APP_ENGINE_AUTOMATIC_DEADLINE_S = float(APP_ENGINE_AUTOMATIC_SCALING_DEADLINE_SECONDS)
+APP_ENGINE_BASIC_MANUAL_DEADLINE_S = 86400.0
 #: Cloud Functions gen2's default request timeout, seconds
 #: (https://cloud.google.com/functions/docs/configuring/timeout).
 CLOUD_FUNCTION_TIMEOUT_DEFAULT_S = 60
@@ -37,13 +47,15 @@ def service_env(service: Resource) -> dict[str, Any]:
     """The handler's environment on a service: name -> value.
 
     Read from ``template.containers[].envs[]`` (Cloud Run v2), ``template.spec.containers[].envs[]``
-    (Cloud Run v1) or ``serviceConfig.environmentVariables`` (Cloud Functions gen2). Of several
+    (Cloud Run v1), ``serviceConfig.environmentVariables`` (Cloud Functions gen2) or ``envVariables`` (App Engine
+    standard version). Of several
     containers, the one carrying ``DEDUP_*`` variables counts (a sidecar listed first does not).
     A variable that comes from Secret Manager (``valueSource``) or whose value is unknown maps to
     :data:`UNKNOWN`; an unknown list makes every variable unknown (see :func:`env_value`).
     """
-    if service.type == CLOUD_FUNCTION_V2:
-        variables = get(service.props, "serviceConfig.environmentVariables")
+    if service.type in (CLOUD_FUNCTION_V2, APP_ENGINE_VERSION):
+        variables = get(service.props, "serviceConfig.environmentVariables" if service.type == CLOUD_FUNCTION_V2
+                        else "envVariables")
         if is_unknown(variables):
             return {"*": UNKNOWN}
         return dict(variables) if isinstance(variables, Mapping) else {}
@@ -85,8 +97,11 @@ def service_timeout(service: Resource) -> Any:
     """The request timeout as a duration string (e.g. ``"300s"``), the platform default when unset, or :data:`UNKNOWN`.
 
     Cloud Run v2 ``template.timeout`` (default 300 s), v1 ``template.spec.timeoutSeconds`` (default
-    300 s), Cloud Functions gen2 ``serviceConfig.timeoutSeconds`` (default 60 s).
+    300 s), Cloud Functions gen2 ``serviceConfig.timeoutSeconds`` (default 60 s), an App Engine standard version's
+    request deadline (600 s with automatic scaling, 86400 s with ``basicScaling`` or ``manualScaling``).
     """
+    if service.type == APP_ENGINE_VERSION:
+        return f"{_app_engine_deadline(service):g}s"
     if service.type == CLOUD_RUN_SERVICE:
         value = get(service.props, "template.timeout")
         return f"{CLOUD_RUN_TIMEOUT_DEFAULT_S:g}s" if value is None else value
@@ -98,8 +113,16 @@ def service_timeout(service: Resource) -> Any:
     return f"{default if value is None else value:g}s" if isinstance(value, (int, float)) or value is None else value
 
 
+def _app_engine_deadline(service: Resource) -> float:
+    scaled = any(get(service.props, key) is not None for key in ("basicScaling", "manualScaling"))
+    return APP_ENGINE_BASIC_MANUAL_DEADLINE_S if scaled else APP_ENGINE_AUTOMATIC_DEADLINE_S
+
+
 def service_timeout_field(service: Resource) -> tuple[str, float]:
-    """(property path, platform default in seconds) of the service's request timeout."""
+    """(property path, platform default in seconds) of the service's request timeout (App Engine: its scaling, which
+    sets the deadline)."""
+    if service.type == APP_ENGINE_VERSION:
+        return "automaticScaling", _app_engine_deadline(service)
     if service.type == CLOUD_RUN_SERVICE:
         return "template.timeout", CLOUD_RUN_TIMEOUT_DEFAULT_S
     if service.type == CLOUD_FUNCTION_V2:
@@ -136,6 +159,9 @@ class Pairing:
     @property
     def note(self) -> str:
         """A sentence to append to findings that rest on an uncertain pairing ("" otherwise)."""
+        if self.how == "elimination" and self.service.type == APP_ENGINE_VERSION:
+            return (f" (job {self.job.name} was paired with App Engine version {self.service.name} because its "
+                    "routing is not known yet and it is the only App Engine version in the stack)")
         if self.how == "elimination":
             return (f" (job {self.job.name} was paired with service {self.service.name} because its target URI is "
                     "not known yet and it is the only Cloud Run service in the stack)")
@@ -204,7 +230,8 @@ class Identities:
                     accounts.setdefault(urn, what)
 
         for service in topology.dedup_services():
-            for path in ("template.serviceAccount", "template.spec.serviceAccountName", "serviceConfig.serviceAccountEmail"):
+            for path in ("template.serviceAccount", "template.spec.serviceAccountName", "serviceConfig.serviceAccountEmail",
+                         "serviceAccount"):  # the last: an App Engine version's
                 note("runtime", service, path.split(".")[0], get(service.props, path))
             for path in ("buildConfig.serviceAccount", "buildConfig.serviceAccountEmail"):
                 note("build", service, "buildConfig", get(service.props, path))
@@ -229,7 +256,33 @@ class Identities:
         return sorted(found.items())
 
 
+def _pair_app_engine(job: Resource, services: Sequence[Resource]) -> Pairing | None:
+    """The App Engine version the job's ``appEngineRouting`` names (see the module docstring), if in the stack."""
+    versions = [s for s in services if s.type == APP_ENGINE_VERSION]
+    routing = get(job.props, "appEngineHttpTarget.appEngineRouting") or {}
+    wanted_service = get(routing, "service") or "default"
+    wanted_version = get(routing, "version")
+    if is_unknown(wanted_service) or is_unknown(wanted_version):
+        if len(versions) == 1:
+            return Pairing(job, versions[0], "elimination")
+        return None
+    same_service = [v for v in versions if get(v.props, "service") in (wanted_service, UNKNOWN) or
+                    is_unknown(get(v.props, "service"))]
+    if wanted_version is not None:
+        for version in same_service:
+            if get(version.props, "versionId") == wanted_version:
+                return Pairing(job, version, "url")
+        for dep in job.dependencies.get("appEngineHttpTarget", ()):
+            if dep in {v.urn for v in same_service}:
+                return next(Pairing(job, v, "dependency") for v in same_service if v.urn == dep)
+        return None
+    return Pairing(job, same_service[0], "url") if len(same_service) == 1 else None
+
+
 def _pair(job: Resource, services: Sequence[Resource]) -> Pairing | None:
+    if get(job.props, "appEngineHttpTarget") is not None:
+        return _pair_app_engine(job, services)
+    services = [s for s in services if s.type != APP_ENGINE_VERSION]
     if get(job.props, "httpTarget") is None or not services:
         return None
     uri = get(job.props, "httpTarget.uri")

@@ -49,6 +49,7 @@ from scheduler_dedup.policies.rules.handler_service import (
 from scheduler_dedup.policies.rules.iam import (
     BROAD_ROLES,
     cloud_run_no_public_invoker,
+    dedup_cloud_build_trigger_grant,
     dedup_identity_no_broad_grants,
     no_primitive_roles,
 )
@@ -130,15 +131,21 @@ RULES: list[Rule] = [
          "one the target's host accepts (the full function URL on *.cloudfunctions.net).",
          "mandatory", dedup_target_audience, "stack"),
     Rule("scheduler-attempt-deadline",
-         "A job with an HTTP target has an attemptDeadline within 15 s to 30 min (Cloud Scheduler's limits).",
+         "A job with an HTTP target has an attemptDeadline within 15 s to 30 min, one with an App Engine target within "
+         "15 s to 24 h (Cloud Scheduler's limits).",
          "mandatory", scheduler_attempt_deadline, "resource",
          {"minSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MIN_S, "minimum": 0,
                          "maximum": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
                          "description": "lowest accepted attempt deadline in seconds (not below 15)"},
           "maxSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
                          "minimum": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
-                         "description": "highest accepted attempt deadline in seconds (not above 1800)"}},
-         ordered_settings=(("minSeconds", "maxSeconds"),)),
+                         "description": "highest accepted attempt deadline in seconds (not above 1800)"},
+          "appEngineMaxSeconds": {"type": "number", "default": limits.SCHEDULER_APP_ENGINE_DEADLINE_MAX_S,
+                                  "minimum": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
+                                  "maximum": limits.SCHEDULER_APP_ENGINE_DEADLINE_MAX_S,
+                                  "description": "highest accepted attempt deadline of an App Engine target in seconds "
+                                                 "(not above 86400)"}},
+         ordered_settings=(("minSeconds", "maxSeconds"), ("minSeconds", "appEngineMaxSeconds"))),
     Rule("scheduler-attempt-deadline-margin",
          "Advisory part of scheduler-attempt-deadline: the attempt deadline is not within a margin of the Cloud Run "
          "request timeout of the service the job calls.",
@@ -171,6 +178,11 @@ RULES: list[Rule] = [
          {"broadRoles": {"type": "array", "items": {"type": "string"}, "default": list(BROAD_ROLES),
                          "description": "roles a dedup identity may not hold on a whole project, folder or "
                                         "organization without an IAM condition"}}),
+    Rule("dedup-cloud-build-trigger-grant",
+         "A handler whose proxy target is a Cloud Build trigger has a grant in the stack that lets its runtime service "
+         "account run the trigger and list its builds (roles/cloudbuild.builds.editor on the trigger's project, "
+         "without an IAM condition).",
+         "advisory", dedup_cloud_build_trigger_grant, "stack"),
     Rule("dedup-firestore-ttl",
          "Every dedup collection (DEDUP_COLLECTION/DEDUP_DATABASE of a dedup Cloud Run service) has a Firestore TTL "
          "policy on its expiry field.",

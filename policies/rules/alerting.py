@@ -11,7 +11,7 @@ from scheduler_dedup.infra.log_query import missed_run_clause
 
 from scheduler_dedup.policies.model import Resource, get, is_unknown
 from scheduler_dedup.policies.rules.base import _calls_run_check
-from scheduler_dedup.policies.topology import Topology
+from scheduler_dedup.policies.topology import APP_ENGINE_VERSION, Topology
 
 
 # ---------------------------------------------------------------- dedup-job-alerting
@@ -45,12 +45,14 @@ def dedup_job_alerting(resources: Sequence[Resource], config: Mapping[str, Any])
     the handler's run check (``POST <service>/dedup/run-check``) and (2) an alert policy with a log-match
     condition on the handler's ``jsonPayload.event="missed_run"`` lines of that service. The component
     creates both (and more) with ``alerts={"notification_channels": [...]}``. Unknown URIs and filters
-    (preview) pass.
+    (preview) pass. App Engine versions are not checked: the component's alerting is Cloud Run's only.
     """
     topology = Topology.of(resources)
     policies = [r for r in resources if r.type == ALERT_POLICY]
     findings: list[tuple[Resource | None, str]] = []
     for service in topology.dedup_services():
+        if service.type == APP_ENGINE_VERSION:
+            continue  # the watchdog and the log queries are Cloud Run's; alerting is not available on App Engine yet
         pairings = topology.jobs_of(service)
         kinds = [_calls_run_check(p.job) for p in pairings]
         if not pairings or None in kinds:

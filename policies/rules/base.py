@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from scheduler_dedup.handler.paths import CHECK_PATH
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.readings import Seconds, read_seconds
+from scheduler_dedup.policies.readings import Seconds, read_attempt_deadline, read_seconds
 from scheduler_dedup.policies.model import Resource, get, is_unknown, number
 from scheduler_dedup.policies.topology import (
     Pairing,
@@ -73,8 +73,7 @@ def _fmt(seconds: float) -> str:
 # ---------------------------------------------------------------- readings shared by several domains
 
 def _deadline_and_timeout(pairing: Pairing) -> tuple[Seconds, Seconds]:
-    return (read_seconds(pairing.job.props, "attemptDeadline", limits.SCHEDULER_HTTP_DEADLINE_DEFAULT_S, "Scheduler's"),
-            _timeout(pairing.service))
+    return read_attempt_deadline(pairing.job.props), _timeout(pairing.service)
 
 
 def _timeout(service: Resource) -> Seconds:

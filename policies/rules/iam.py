@@ -8,7 +8,16 @@ from typing import Any
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import Resource, get, is_unknown, policy_bindings
-from scheduler_dedup.policies.topology import Identities
+from scheduler_dedup.policies.topology import (
+    APP_ENGINE_VERSION,
+    CLOUD_FUNCTION_V2,
+    CLOUD_RUN_SERVICE,
+    CLOUD_RUN_SERVICE_V1,
+    Identities,
+    Topology,
+    env_value,
+    service_env,
+)
 
 
 # ---------------------------------------------------------------- cloud-run-no-public-invoker
@@ -196,3 +205,61 @@ def dedup_identity_no_broad_grants(resources: Sequence[Resource],
                                             "Scheduler: remove the grant (only Cloud Scheduler's service agent, "
                                             f"service-PROJECT_NUMBER{SCHEDULER_AGENT_DOMAIN}, needs it)"))
     return found
+
+
+# ---------------------------------------------------------------- dedup-cloud-build-trigger-grant
+
+#: Predefined roles holding cloudbuild.builds.create, .get and .list (https://cloud.google.com/build/docs/iam-roles-permissions;
+#: the basic roles too, which no-primitive-roles refuses on its own).
+CLOUD_BUILD_RUN_ROLES = frozenset({"roles/cloudbuild.builds.editor", "roles/cloudbuild.builds.builder",
+                                   "roles/cloudbuild.admin", "roles/editor", "roles/owner"})
+#: Where each kind of handler service names its runtime service account.
+_RUNTIME_ACCOUNT_PATHS = {CLOUD_RUN_SERVICE: "template.serviceAccount", APP_ENGINE_VERSION: "serviceAccount",
+                          CLOUD_RUN_SERVICE_V1: "template.spec.serviceAccountName",
+                          CLOUD_FUNCTION_V2: "serviceConfig.serviceAccountEmail"}
+
+
+def dedup_cloud_build_trigger_grant(resources: Sequence[Resource],
+                                    config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A handler whose proxy target is a Cloud Build trigger has, in this stack, a grant that lets its runtime service
+    account run the trigger and list its builds.
+
+    ``triggers.run`` needs ``cloudbuild.builds.create``, the existence check ``cloudbuild.builds.get`` and
+    ``cloudbuild.builds.list`` (Cloud Build REST reference); ``roles/cloudbuild.builds.editor`` is the least
+    predefined role with all three. Cloud Build grants roles on projects only and recognizes no IAM condition's
+    resource attributes (https://cloud.google.com/iam/docs/conditions-resource-attributes lists no
+    ``cloudbuild.googleapis.com``), so the grant must be a project-level member, binding or policy on the
+    trigger's project, and a grant with a condition is reported as one that may never apply. Services whose
+    runtime account or target is unknown (preview) or not set pass; a grant made outside this stack cannot be
+    seen, hence advisory. The trigger's own service account (``iam.serviceAccounts.actAs``) is not visible here.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    grants = [r for r in resources if _is_container_level_iam(r.type) and r.type.startswith("gcp:projects/")]
+    for service in Topology.of(resources).dedup_services():
+        env = service_env(service)
+        if env_value(env, "DEDUP_TARGET_TYPE", None) != "cloud_build_trigger":
+            continue
+        trigger = env_value(env, "DEDUP_TARGET", None)
+        account = get(service.props, _RUNTIME_ACCOUNT_PATHS.get(service.type, "serviceAccount"))
+        if not isinstance(trigger, str) or is_unknown(trigger) or not isinstance(account, str) or is_unknown(account):
+            continue
+        parts = trigger.split("/")
+        if len(parts) < 2:
+            continue  # dedup-handler-settings reports the malformed target
+        project, member = parts[1], f"serviceAccount:{account}".lower()
+        matching = [grant for grant in grants
+                    if get(grant.props, "project") in (project, None) or is_unknown(get(grant.props, "project"))
+                    if any(role in CLOUD_BUILD_RUN_ROLES and m.lower() == member for role, m in _members(grant.props))]
+        if any(get(grant.props, "condition") is None for grant in matching):
+            continue
+        if matching:
+            findings.append((service, f"service {service.name} runs Cloud Build trigger {trigger}, but every grant of a "
+                                      f"Cloud Build role to {account} on project {project} has an IAM condition, and "
+                                      "Cloud Build evaluates no resource attributes: remove the condition (the role "
+                                      "applies to the whole project; Cloud Build has nothing narrower)"))
+            continue
+        findings.append((service, f"service {service.name} runs Cloud Build trigger {trigger}, but no grant in this stack "
+                                  f"lets its runtime account {account} run it: grant roles/cloudbuild.builds.editor on "
+                                  f"project {project} to serviceAccount:{account} (DedupScheduledJob does with "
+                                  "cloud_build_trigger_target), or disable this rule if the grant is made elsewhere"))
+    return findings

@@ -25,7 +25,8 @@ from scheduler_dedup.infra.oidc_account import oidc_account_problem
 from scheduler_dedup.handler.errors import ConfigError
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.readings import read_retry, read_seconds
+from scheduler_dedup.infra.schedule import ATTEMPT_DEADLINES, HTTP_TARGET
+from scheduler_dedup.policies.readings import read_retry, read_seconds, target_kind
 from scheduler_dedup.policies.model import (
     InvalidDuration,
     Resource,
@@ -203,22 +204,18 @@ def _caller_check_mismatch(service: Resource, audience: Any, named: str, email: 
 
 # ---------------------------------------------------------------- scheduler-attempt-deadline
 
-def _http_kind(resource: Resource) -> str | None:
-    if get(resource.props, "httpTarget") is not None:
-        return "http"
-    if get(resource.props, "appEngineHttpTarget") is not None:
-        return "appengine"
-    return None
-
-
 def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) -> list[str]:
-    """``attemptDeadline`` of a job with an HTTP target is a duration within 15 s to 30 min (1800 s).
+    """``attemptDeadline`` of a job with an HTTP target is a duration within 15 s to 30 min (1800 s); of a job with an
+    App Engine target within 15 s to 24 h (86400 s), where ``0s`` means the service's default.
 
-    Source: Cloud Scheduler REST reference, ``Job.attemptDeadline``: "For HTTP targets ... The deadline must
-    be in the interval [15 seconds, 30 minutes]"; unset means 180 s. Config ``minSeconds``/``maxSeconds``
-    narrow the range. Pub/Sub targets ignore the deadline; App Engine targets (15 s to 24 h) are not checked.
+    Source: Cloud Scheduler REST reference, ``Job.attemptDeadline`` ("For HTTP targets ... [15 seconds, 30
+    minutes]"; "For App Engine HTTP targets, between 15 seconds and 24 hours"), one table with the component's
+    (:data:`~scheduler_dedup.infra.schedule.ATTEMPT_DEADLINES`). Config ``minSeconds``/``maxSeconds`` narrow the
+    range (``maxSeconds`` for HTTP targets, ``appEngineMaxSeconds`` for App Engine targets). Pub/Sub targets ignore
+    the deadline and are not checked.
     """
-    if resource.type != SCHEDULER_JOB or _http_kind(resource) != "http":
+    kind = target_kind(resource.props) if resource.type == SCHEDULER_JOB else None
+    if kind is None:
         return []
     raw = get(resource.props, "attemptDeadline")
     if isinstance(raw, str) and not is_unknown(raw) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", raw):
@@ -228,15 +225,19 @@ def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) ->
         deadline = duration_seconds(raw)
     except InvalidDuration as error:
         return [f"attemptDeadline {error}"]
-    if not isinstance(deadline, float):
+    deadlines = ATTEMPT_DEADLINES[kind]
+    if not isinstance(deadline, float) or (deadlines.zero_is_default and deadline == 0):
         return []
-    low = max(limits.SCHEDULER_HTTP_DEADLINE_MIN_S, _seconds_cfg(config, "minSeconds"))
-    high = min(limits.SCHEDULER_HTTP_DEADLINE_MAX_S, _seconds_cfg(config, "maxSeconds") or limits.SCHEDULER_HTTP_DEADLINE_MAX_S)
+    low = max(deadlines.min_seconds, _seconds_cfg(config, "minSeconds"))
+    configured = _seconds_cfg(config, "maxSeconds" if kind == HTTP_TARGET else "appEngineMaxSeconds")
+    high = min(deadlines.max_seconds, configured or deadlines.max_seconds)
     if low <= deadline <= high:
         return []
-    return [f"attemptDeadline {_fmt(deadline)} is outside {_fmt(low)} to {_fmt(high)} for an HTTP target: set "
+    what = "an HTTP target" if kind == HTTP_TARGET else "an App Engine target"
+    platform = "Cloud Run request timeout" if kind == HTTP_TARGET else "App Engine service's request deadline"
+    return [f"attemptDeadline {_fmt(deadline)} is outside {_fmt(low)} to {_fmt(high)} for {what}: set "
             f"attemptDeadline to a value in that range, e.g. \"{_fmt(min(max(deadline, low), high))}\" "
-            "(and the Cloud Run request timeout and DEDUP_LEASE_SECONDS at least as long)"]
+            f"(and the {platform} and DEDUP_LEASE_SECONDS at least as long)"]
 
 
 def scheduler_attempt_deadline_margin(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:

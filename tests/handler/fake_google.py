@@ -1,10 +1,12 @@
-"""Local stand-ins for Workflows, Cloud Run jobs, an HTTP target and Google's OIDC certificates.
+"""Local stand-ins for Workflows, Cloud Run jobs, Cloud Build triggers, an HTTP target and Google's OIDC certificates.
 
 One :class:`FakeGoogle` is a stdlib ``ThreadingHTTPServer`` in a thread serving:
 
 - ``POST /v1/{workflow}/executions`` and ``GET`` with ``filter=labels.dedup_run_id="..."``
   (Workflows Executions API),
 - ``POST /v2/{job}:run`` and ``GET /v2/{job}/executions`` (Cloud Run Admin API v2),
+- ``GET /v1/{trigger}``, ``POST /v1/{trigger}:run`` and ``GET /v1/projects/P/locations/L/builds`` with
+  ``filter=trigger_id="..." AND create_time>="..."`` (Cloud Build API v1; triggers named by id or name),
 - ``POST /hook`` (an HTTP target that deduplicates on ``Idempotency-Key``),
 - ``POST /echo`` (an HTTP target answering 400 with :attr:`FakeGoogle.echo`, e.g. a body that quotes a token),
 - ``GET /certs`` (``{kid: PEM certificate}``, as https://www.googleapis.com/oauth2/v1/certs), with
@@ -13,7 +15,8 @@ One :class:`FakeGoogle` is a stdlib ``ThreadingHTTPServer`` in a thread serving:
   ``invokerIamDisabled`` and IAM bindings from :attr:`FakeGoogle.services`; a service not there answers 404, and
   :attr:`FakeGoogle.policy_status` answers getIamPolicy with that status instead (403: no permission).
 
-Every request is recorded. :meth:`FakeGoogle.fail_next` queues faults for the next POSTs:
+Every request is recorded. :meth:`FakeGoogle.refuse_next_list` answers the next existence-check GET (a
+``list``, or Cloud Build's ``triggers.get``) with a status. :meth:`FakeGoogle.fail_next` queues faults for the next POSTs:
 an HTTP status (500, 429, 400...), ``"hang"`` (answer nothing until the server stops) or
 ``"drop"`` (start the execution, then close the connection without answering).
 """
@@ -53,6 +56,7 @@ class FakeGoogle:
     list_faults: list[int] = field(default_factory=list)
     workflow_executions: list[dict[str, Any]] = field(default_factory=list)
     job_executions: list[dict[str, Any]] = field(default_factory=list)
+    builds: list[dict[str, Any]] = field(default_factory=list)
     hook_executions: dict[str, dict[str, Any]] = field(default_factory=dict)
     certs: dict[str, str] = field(default_factory=dict)
     certs_max_age: int | None = None
@@ -113,7 +117,7 @@ class FakeGoogle:
         with self.lock:
             self.requests.append(Received(method, url.path, parse_qs(url.query), dict(h.headers.items()), body))
             fault = self.faults.pop(0) if method == "POST" and self.faults else None
-            if method == "GET" and url.path.endswith("/executions") and self.list_faults:
+            if method == "GET" and _is_existence_check(url.path) and self.list_faults:
                 fault = self.list_faults.pop(0)
         if fault == "hang":
             self.release.wait(60)
@@ -186,6 +190,23 @@ class FakeGoogle:
             m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/jobs/[^/]+)/executions", path)
             if m and method == "GET":
                 return 200, {"executions": self.job_executions[::-1]}
+            m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+)/triggers/([^/:]+)(:run)?", path)
+            if m and method == "GET" and not m.group(3):
+                return 200, {"id": trigger_id(m.group(2)), "name": m.group(2)}
+            if m and method == "POST" and m.group(3):
+                if body.get("triggerId") != m.group(2) or "substitutions" not in (body.get("source") or {}):
+                    return 400, {"error": {"code": 400, "message": "triggerId or source.substitutions missing"}}
+                build_id = str(uuid.uuid4())
+                build = {"id": build_id, "name": f"{m.group(1)}/builds/{build_id}", "status": "QUEUED",
+                         "buildTriggerId": trigger_id(m.group(2)), "substitutions": body["source"]["substitutions"],
+                         "createTime": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+                self.builds.append(build)
+                return 200, {"name": f"{m.group(1)}/operations/{uuid.uuid4()}",
+                             "metadata": {"@type": "type.googleapis.com/google.devtools.cloudbuild.v1."
+                                                   "BuildOperationMetadata", "build": build}}
+            m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+)/builds", path)
+            if m and method == "GET":
+                return 200, self._list_builds(query)
             if path == "/moved":  # an endpoint behind a redirect (http->https, a trailing slash...)
                 return 302, {"location": "/landing"}
             if path == "/landing":
@@ -198,6 +219,31 @@ class FakeGoogle:
                     self.hook_executions[key] = {"body": body, "authorization": headers.get("Authorization")}
                 return 200, {"ok": True, "key": key}
         return 404, {"error": f"no route {method} {path}"}
+
+
+    def _list_builds(self, query: dict[str, list[str]]) -> dict[str, Any]:
+        """builds.list: the filter's trigger_id and create_time terms, newest first, pageSize / pageToken."""
+        wanted = re.fullmatch(r'trigger_id="([^"]*)" AND create_time>="([^"]*)"', query.get("filter", [""])[0])
+        if wanted is None:
+            return {"builds": []}
+        since = dt.datetime.fromisoformat(wanted.group(2))
+        found = [b for b in self.builds[::-1] if b["buildTriggerId"] == wanted.group(1)
+                 and dt.datetime.fromisoformat(b["createTime"]) >= since]
+        size = int(query.get("pageSize", ["100"])[0])
+        start = int(query.get("pageToken", ["0"])[0] or 0)
+        page = {"builds": found[start:start + size]}
+        if start + size < len(found):
+            page["nextPageToken"] = str(start + size)
+        return page
+
+
+def trigger_id(trigger: str) -> str:
+    """The id the fake gives a trigger named ``trigger`` (a trigger given by id keeps it)."""
+    return trigger if re.fullmatch(r"[0-9a-f-]{36}", trigger) else str(uuid.uuid5(uuid.NAMESPACE_URL, trigger))
+
+
+def _is_existence_check(path: str) -> bool:
+    return path.endswith(("/executions", "/builds")) or bool(re.fullmatch(r"/v1/.*/triggers/[^/:]+", path))
 
 
 # -- OIDC tokens signed with a local key ---------------------------------------------------------

@@ -1,4 +1,8 @@
-"""Exactly once under concurrent duplicates, process crashes, stalls and long jobs: real processes, real HTTP."""
+"""Exactly once under concurrent duplicates, process crashes, stalls and long jobs: real processes, real HTTP.
+
+Every check runs twice: on Cloud Run's shape (functions-framework, Scheduler's HTTP target) and on App Engine's
+(the deploy archive's ``app.yaml`` entrypoint, Scheduler's App Engine target; see ``Harness.platform``).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,18 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import requests
 
-from .conftest import Harness, deliver, scheduler_headers
+from .conftest import Harness, deliver
 
 T = "2026-10-16T12:00:00Z"
+
+
+@pytest.fixture()
+def harness(platform_harness: Harness) -> Harness:
+    """The conftest harness on each platform in turn (``cloud_run``, ``app_engine``)."""
+    return platform_harness
 
 
 def _storm(urls: list[str], headers: dict[str, str], n: int) -> list[requests.Response]:
@@ -36,7 +47,7 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-unty
 def test_50_concurrent_deliveries_to_one_threaded_server_run_once(harness: Harness) -> None:
     harness.plan("storm", sleep=0.5)
     server = harness.server(threads=16)
-    responses = _storm([server.url], scheduler_headers("storm", T), 50)
+    responses = _storm([server.url], harness.headers("storm", T), 50)
     statuses = Counter((r.status_code, r.json()["status"]) for r in responses)
     assert statuses[(200, "processed")] == 1, statuses
     assert set(statuses) <= {(200, "processed"), (200, "duplicate"), (409, "in_progress")}, statuses
@@ -47,7 +58,7 @@ def test_50_concurrent_deliveries_to_one_threaded_server_run_once(harness: Harne
 def test_50_concurrent_deliveries_to_two_server_processes_run_once(harness: Harness) -> None:
     harness.plan("storm2", sleep=0.5)
     a, b = harness.server(threads=16), harness.server(threads=16)
-    responses = _storm([a.url, b.url], scheduler_headers("storm2", T), 50)
+    responses = _storm([a.url, b.url], harness.headers("storm2", T), 50)
     statuses = Counter((r.status_code, r.json()["status"]) for r in responses)
     assert statuses[(200, "processed")] == 1, statuses
     assert not any(r.status_code >= 500 for r in responses)
@@ -58,7 +69,7 @@ def test_crashed_attempt_blocks_with_409_until_its_lease_expires_then_runs_once(
     harness.plan("crashy", sleep=30)
     victim = harness.server(DEDUP_LEASE_SECONDS="3")
     survivor = harness.server(DEDUP_LEASE_SECONDS="3")
-    headers = scheduler_headers("crashy", T)
+    headers = harness.headers("crashy", T)
     pending = ThreadPoolExecutor(1).submit(lambda: deliver(victim.url, headers))
     _wait_for(lambda: len(harness.starts()) == 1)
     victim.kill()  # SIGKILL mid-job: no release, no completion
@@ -91,7 +102,7 @@ def test_job_longer_than_the_lease_is_not_run_twice(harness: Harness) -> None:
     harness.plan("long", sleep=7)
     a = harness.server(DEDUP_LEASE_SECONDS="3")
     b = harness.server(DEDUP_LEASE_SECONDS="3")
-    headers = scheduler_headers("long", T)
+    headers = harness.headers("long", T)
     first = ThreadPoolExecutor(1).submit(lambda: deliver(a.url, headers))
     _wait_for(lambda: len(harness.starts()) == 1)
     seen = []
@@ -107,7 +118,7 @@ def test_stalled_attempt_that_lost_its_lease_is_fenced(harness: Harness) -> None
     harness.plan("stall", sleep=2)
     slow = harness.server(DEDUP_LEASE_SECONDS="1")
     fresh = harness.server(DEDUP_LEASE_SECONDS="1")
-    headers = scheduler_headers("stall", T)
+    headers = harness.headers("stall", T)
     pool = ThreadPoolExecutor(2)
     slow_reply = pool.submit(lambda: deliver(slow.url, headers))
     _wait_for(lambda: len(harness.starts()) == 1)

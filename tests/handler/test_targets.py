@@ -16,6 +16,7 @@ from .fake_google import FakeGoogle
 T = "2026-10-16T12:00:00Z"
 WORKFLOW = "projects/p1/locations/us-central1/workflows/wf"
 JOB = "projects/p1/locations/us-central1/jobs/nightly-job"
+TRIGGER = "projects/p1/locations/us-central1/triggers/nightly-build"
 
 
 @pytest.fixture()
@@ -31,19 +32,22 @@ TARGET_TIMEOUT_SECONDS = 5
 
 
 def target_env(fake: FakeGoogle, kind: str) -> dict[str, str]:
-    target = {"workflows": WORKFLOW, "cloud_run_job": JOB, "http": f"{fake.url}/hook"}[kind]
+    target = {"workflows": WORKFLOW, "cloud_run_job": JOB, "cloud_build_trigger": TRIGGER,
+              "http": f"{fake.url}/hook"}[kind]
     return {"DEDUP_TARGET_TYPE": kind, "DEDUP_TARGET": target, "DEDUP_WORKFLOWS_API": fake.url,
-            "DEDUP_RUN_API": fake.url, "DEDUP_TARGET_AUTH": "none",
+            "DEDUP_RUN_API": fake.url, "DEDUP_CLOUD_BUILD_API": fake.url, "DEDUP_TARGET_AUTH": "none",
             "DEDUP_TARGET_TIMEOUT_SECONDS": str(TARGET_TIMEOUT_SECONDS)}
 
 
 def downstream_executions(fake: FakeGoogle, kind: str) -> int:
     """Executions the downstream actually started (what a second start would duplicate)."""
     return {"workflows": len(fake.workflow_executions), "cloud_run_job": len(fake.job_executions),
-            "http": len(fake.hook_executions)}[kind]
+            "cloud_build_trigger": len(fake.builds), "http": len(fake.hook_executions)}[kind]
 
 
-TARGETS = ["workflows", "cloud_run_job", "http"]
+TARGETS = ["workflows", "cloud_run_job", "cloud_build_trigger", "http"]
+#: Targets that look for an earlier execution before starting one.
+CHECKING_TARGETS = ["workflows", "cloud_run_job", "cloud_build_trigger"]
 
 
 def test_workflows_starts_one_execution_with_the_run_in_its_argument(harness: Harness, fake: FakeGoogle) -> None:
@@ -80,6 +84,28 @@ def test_cloud_run_job_runs_once_with_the_run_id_env_override(harness: Harness, 
                                                                          "value": body["run_id"]}]}]}}
     assert body["result"]["execution"] == fake.job_executions[0]["name"]
     assert body["result"]["operation"].startswith("projects/p1/locations/us-central1/operations/")
+    assert deliver(server.url, scheduler_headers("nightly", T)).json()["status"] == "duplicate"
+    assert len(fake.posts()) == 1
+
+
+def test_cloud_build_trigger_runs_once_with_the_run_id_substitution(harness: Harness, fake: FakeGoogle) -> None:
+    server = harness.server(**target_env(fake, "cloud_build_trigger"))
+    body = deliver(server.url, scheduler_headers("nightly", T)).json()
+    assert body["status"] == "processed", body
+    [post] = fake.posts()
+    assert post.path == f"/v1/{TRIGGER}:run"
+    assert post.body == {"projectId": "p1", "triggerId": "nightly-build",
+                         "source": {"projectId": "p1", "substitutions": {"_DEDUP_RUN_ID": body["run_id"]}}}
+    [build] = fake.builds
+    assert body["result"] == {"target": "cloud_build_trigger", "operation": body["result"]["operation"],
+                              "build": build["name"], "build_status": "QUEUED", "status_code": 200, "existing": False}
+    assert body["result"]["operation"].startswith("projects/p1/locations/us-central1/operations/")
+    # The existence check: the trigger's id first (builds carry buildTriggerId, not the name), then its builds
+    # since the schedule time less the clock skew allowance.
+    [got_trigger] = fake.gets(f"/v1/{TRIGGER}")
+    [listed] = fake.gets("/builds")
+    assert listed.path == "/v1/projects/p1/locations/us-central1/builds"
+    assert listed.query["filter"] == [f'trigger_id="{build["buildTriggerId"]}" AND create_time>="2026-10-16T11:55:00Z"']
     assert deliver(server.url, scheduler_headers("nightly", T)).json()["status"] == "duplicate"
     assert len(fake.posts()) == 1
 
@@ -150,7 +176,7 @@ def test_permanent_failure_is_recorded_failed_and_not_retried(harness: Harness, 
     assert len(fake.posts()) == 1
 
 
-@pytest.mark.parametrize("kind", ["workflows", "cloud_run_job"])
+@pytest.mark.parametrize("kind", CHECKING_TARGETS)
 def test_a_refused_existence_check_does_not_fail_the_run(harness: Harness, fake: FakeGoogle, kind: str) -> None:
     """A 403 on executions.list (no list permission) must still start the run, not record it failed."""
     server = harness.server(**target_env(fake, kind))
@@ -179,8 +205,9 @@ def test_dropped_response_then_retry_starts_no_second_execution(harness: Harness
     else:
         assert len(fake.posts()) == 1  # found the execution; did not start another
         assert second.json()["result"]["existing"] is True
-        name = (fake.workflow_executions or fake.job_executions)[0]["name"]
-        assert second.json()["result"]["execution"] == name
+        name = (fake.workflow_executions or fake.job_executions or fake.builds)[0]["name"]
+        key = "build" if kind == "cloud_build_trigger" else "execution"
+        assert second.json()["result"][key] == name
 
 
 def test_invalid_target_stops_the_handler_at_start_up(harness: Harness, fake: FakeGoogle) -> None:
@@ -253,6 +280,11 @@ def test_a_redirect_is_a_recorded_failure_never_followed(harness: Harness, fake:
     ("workflows", "projects/p/locations/l/workflows/w#frag"),
     ("workflows", "projects/p/locations/l/workflows/w?x=1"),
     ("cloud_run_job", "projects/p/locations/l/jobs/../../x"),
+    # a custom method after the id: the proxy would POST to .../jobs/j:run:run, another method than meant
+    ("cloud_run_job", "projects/p/locations/l/jobs/j:run"),
+    ("workflows", "projects/p/locations/l/workflows/w:cancel"),
+    ("cloud_build_trigger", "projects/p/locations/l/triggers/t:run"),
+    ("workflows", "projects/p/locations/l.x/workflows/w"),
 ])
 def test_targets_that_would_leak_a_token_or_change_the_request_path_are_refused(kind: str, target: str) -> None:
     with pytest.raises(ConfigError, match="DEDUP_TARGET="):
@@ -304,3 +336,102 @@ def test_the_reference_page_shows_the_downstream_table_of_every_target_type() ->
         assert f"(`DEDUP_TARGET_TYPE={kind}`)" in page, kind
         for row in rows:
             assert f"| {row.statuses} | {row.outcome} | {row.reason} |" in page, (kind, row)
+
+
+def test_cloud_build_lost_run_answer_then_a_retry_on_another_instance_finds_the_build(harness: Harness,
+                                                                                      fake: FakeGoogle) -> None:
+    """triggers.run started a build and the answer was lost; Scheduler's retry reaches a fresh instance (which
+    resolves the trigger's id itself): it finds the build by its substitution and runs the trigger no more."""
+    first_server = harness.server(**target_env(fake, "cloud_build_trigger"))
+    fake.fail_next("drop")
+    first = deliver(first_server.url, scheduler_headers("lossy-build", T))
+    assert first.status_code == 500 and first.json()["status"] == "released", first.text
+    assert len(fake.builds) == 1
+
+    other_server = harness.server(**target_env(fake, "cloud_build_trigger"))
+    second = deliver(other_server.url, scheduler_headers("lossy-build", T))
+    assert second.status_code == 200 and second.json()["status"] == "processed", second.text
+    result = second.json()["result"]
+    assert result["existing"] is True and result["build"] == fake.builds[0]["name"]
+    assert result["build_status"] == "QUEUED"
+    assert len(fake.builds) == 1 and len(fake.posts()) == 1
+    assert len(fake.gets(f"/v1/{TRIGGER}")) == 2  # each instance resolved the trigger's id once
+
+
+def _run(run_id: str, schedule_time: str = T, manual: bool = False) -> Any:
+    import datetime as dt
+
+    from scheduler_dedup.handler import ScheduledRun
+
+    return ScheduledRun(run_id=run_id, job_name="j", schedule_time=dt.datetime.fromisoformat(schedule_time),
+                        project="p1", location="us-central1", attempt_id="b" * 32, manual=manual)
+
+
+def test_cloud_build_scan_pages_past_other_runs_builds_and_ignores_older_ones(fake: FakeGoogle) -> None:
+    """The run's build is found behind a full page of other runs' builds of the trigger; a build carrying the run
+    id but created before the run's window (or by another trigger) is not this run's."""
+    import requests
+
+    from scheduler_dedup.handler.targets import CloudBuildTriggerTarget
+
+    target = CloudBuildTriggerTarget(TRIGGER, requests.Session(), fake.url, 5)
+    mine = target(_run("a" * 64))
+    assert mine["existing"] is False
+    for n in range(150):  # newer builds of other runs: the run's build is on the second page
+        target(_run(f"{n:064x}"))
+    assert len(fake.builds) == 151
+    lists_before = len(fake.gets("/builds"))
+    again = target(_run("a" * 64))
+    assert again == {**again, "existing": True, "build": mine["build"]}
+    assert len(fake.builds) == 151
+    second_page = fake.gets("/builds")[lists_before:]
+    assert [r.query.get("pageToken") for r in second_page] == [None, ["100"]]
+
+    # A build of this run id created long before the schedule time is outside the window: not this run.
+    fake.builds[0]["createTime"] = "2026-10-15T00:00:00.000000Z"
+    assert target(_run("a" * 64))["existing"] is False
+    assert len(fake.builds) == 152
+
+
+def test_cloud_build_forced_run_looks_back_a_day_from_now() -> None:
+    """A forced run's schedule time is not when it started, so its builds are looked for from a day before now."""
+    import datetime as dt
+
+    from scheduler_dedup.handler.targets import CloudBuildTriggerTarget
+
+    now = dt.datetime(2026, 12, 1, 19, 0, tzinfo=dt.timezone.utc)
+    target = CloudBuildTriggerTarget(TRIGGER, requests_session(), "https://cloudbuild.invalid", 5, clock=lambda: now)
+    assert target._window_start(_run("a" * 64, "2026-12-01T21:00:00+00:00", manual=True)) == now - dt.timedelta(days=1)
+    assert (target._window_start(_run("a" * 64, "2026-10-16T12:00:00+00:00"))
+            == dt.datetime(2026, 10, 16, 11, 55, tzinfo=dt.timezone.utc))
+
+
+def requests_session() -> Any:
+    import requests
+
+    return requests.Session()
+
+
+@pytest.mark.parametrize("target", [
+    "projects/p/locations/l/triggers",
+    "projects/p/triggers/t",
+    "projects/p/locations/l/triggers/t/../x",
+    "projects/p/locations/l/jobs/j",
+])
+def test_a_cloud_build_target_that_is_not_a_trigger_name_is_refused(target: str) -> None:
+    with pytest.raises(ConfigError, match="DEDUP_TARGET=.*Cloud Build trigger name"):
+        TargetSettings(type="cloud_build_trigger", target=target)
+
+
+def test_a_legacy_domain_scoped_project_id_is_still_accepted() -> None:
+    for kind, name in (("workflows", "projects/example.com:proj/locations/us-central1/workflows/wf"),
+                       ("cloud_build_trigger", "projects/example.com:proj/locations/global/triggers/nightly")):
+        assert TargetSettings(type=kind, target=name, auth="none").target == name
+
+
+def test_cloud_build_api_is_settable_and_checked() -> None:
+    settings = TargetSettings.from_env({"DEDUP_TARGET_TYPE": "cloud_build_trigger", "DEDUP_TARGET": TRIGGER})
+    assert settings.cloud_build_api == "https://cloudbuild.googleapis.com"
+    with pytest.raises(ConfigError, match="DEDUP_CLOUD_BUILD_API="):
+        TargetSettings.from_env({"DEDUP_TARGET_TYPE": "cloud_build_trigger", "DEDUP_TARGET": TRIGGER,
+                                 "DEDUP_CLOUD_BUILD_API": "cloudbuild"})

@@ -89,7 +89,10 @@ def _service_env_names(**args: Any) -> set[str]:
 
     resources = run_program(lambda: DedupScheduledJob("nightly", {"schedule": "0 3 * * *", "region": "europe-west1",
                                                                   **args}), {"gcp:project": "p1"})
-    [service] = [r for r in resources if r.type == "gcp:cloudrunv2/service:Service"]
+    [service] = [r for r in resources if r.type in ("gcp:cloudrunv2/service:Service",
+                                                    "gcp:appengine/standardAppVersion:StandardAppVersion")]
+    if "envVariables" in service.inputs:  # App Engine (app_engine): the version's environment
+        return set(service.inputs["envVariables"])
     return {env["name"] for env in service.inputs["template"]["containers"][0]["envs"]}
 
 
@@ -105,6 +108,8 @@ def test_the_variables_documented_as_set_by_the_component_are_the_ones_it_sets()
     env = (_service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run")
            | _service_env_names(http_target={"url": "https://export-abc.a.run.app/run"}, store=store)
            | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=memorystore)
-           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=spanner))
+           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=spanner)
+           | _service_env_names(cloud_build_trigger_target={"trigger": "projects/p1/locations/global/triggers/t"},
+                                app_engine={"service": "dedup"}))
     documented = {v.name for v in VARIABLES.values() if v.component}
     assert env == documented, (sorted(env - documented), sorted(documented - env))

@@ -1,14 +1,16 @@
 """The deploy archive: deterministic layout, and the package Cloud Run would build actually works.
 
 The end-to-end test installs the archive's requirements.txt from PyPI into a fresh virtual
-environment, starts functions-framework from the unpacked archive against each store's emulator (the
-archive pins that store's client only) and sends one Scheduler delivery twice: the job runs once.
+environment, starts the unpacked archive against each store's local server (the archive pins that store's client
+only) as Cloud Run starts it (functions-framework) and as App Engine does (its ``app.yaml`` entrypoint, gunicorn
+serving ``main:app``), and sends one Scheduler delivery twice to each: the job runs once.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +37,7 @@ def test_layout_main_handler_package_job_and_pinned_requirements() -> None:
     archive = build_deploy_archive(HELLO)
     handler_py = sorted(p.relative_to(handler_source_dir()).as_posix() for p in handler_source_dir().rglob("*.py")
                         if "__pycache__" not in p.parts)
-    assert set(archive.entries) == {"main.py", "jobs.py", "requirements.txt"} | {
+    assert set(archive.entries) == {"main.py", "jobs.py", "requirements.txt", "app.yaml"} | {
         f"scheduler_dedup/handler/{p}" for p in handler_py
     }
     assert "scheduler_dedup/__init__.py" not in archive.entries  # namespace package
@@ -62,6 +64,28 @@ def test_an_archive_pins_the_client_of_its_own_store_only() -> None:
         assert not lines & others, store
     with pytest.raises(DeployArchiveError, match="store"):
         build_deploy_archive(HELLO, store="sqlite")
+
+
+def test_app_yaml_is_app_engine_standard_python_with_the_gunicorn_entrypoint() -> None:
+    import yaml
+
+    from scheduler_dedup.infra.archive import APP_ENGINE_ENTRYPOINT, APP_ENGINE_RUNTIME
+
+    with zipfile.ZipFile(io.BytesIO(build_deploy_archive(None).content)) as zf:
+        app = yaml.safe_load(zf.read("app.yaml"))
+        requirements = zf.read("requirements.txt").decode()
+    assert app == {"runtime": APP_ENGINE_RUNTIME, "entrypoint": APP_ENGINE_ENTRYPOINT}
+    assert APP_ENGINE_RUNTIME.startswith("python3")
+    # App Engine runs it with $PORT set; the WSGI object is main:app, and gunicorn must be in requirements.txt.
+    assert APP_ENGINE_ENTRYPOINT.startswith("gunicorn -b :$PORT ") and APP_ENGINE_ENTRYPOINT.endswith(" main:app")
+    # the Cloud Run server's bounds, from the one place they are set (handler/server.py)
+    assert "-c python:scheduler_dedup.handler.gunicorn_config " in APP_ENGINE_ENTRYPOINT
+    from scheduler_dedup.handler import gunicorn_config
+    from scheduler_dedup.handler.server import SERVER_SETTINGS, SERVER_THREADS
+
+    assert (gunicorn_config.workers, gunicorn_config.threads, gunicorn_config.timeout) == (1, SERVER_THREADS, 0)
+    assert {key: getattr(gunicorn_config, key) for key in SERVER_SETTINGS} == SERVER_SETTINGS
+    assert any(line.startswith("gunicorn==") for line in requirements.splitlines())
 
 
 def _imports(path: Path) -> set[str]:
@@ -109,9 +133,10 @@ def test_archive_is_deterministic_and_changes_with_content(tmp_path: Path) -> No
     assert build_deploy_archive(source).sha256 != first.sha256
 
 
-def test_job_source_may_not_shadow_the_handler(tmp_path: Path) -> None:
-    (tmp_path / "main.py").write_text("")
-    with pytest.raises(DeployArchiveError, match="main.py"):
+@pytest.mark.parametrize("name", ["main.py", "app.yaml"])
+def test_job_source_may_not_shadow_the_handler(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text("")
+    with pytest.raises(DeployArchiveError, match=name):
         build_deploy_archive(tmp_path)
 
 
@@ -213,11 +238,54 @@ def test_unpacked_archive_serves_one_run_and_skips_its_duplicate(
         assert len(lines) == 1, lines
         assert "2026-10-16T12:00:00+00:00" in lines[0]
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        if sys.exc_info()[0] is not None and server.stdout:
-            print(server.stdout.read()[-5000:])
+        _stop(server)
+    _serve_as_app_engine_once(app, env, port, log)
+
+
+def _stop(server: subprocess.Popen[str]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    if sys.exc_info()[0] is not None and server.stdout:
+        print(server.stdout.read()[-5000:])
+
+
+def _serve_as_app_engine_once(app: Path, env: dict[str, str], port: int, log: Path) -> None:
+    """The same unpacked archive and venv, started as App Engine starts it: app.yaml's entrypoint by a shell with
+    $PORT set (gunicorn from requirements.txt serving main:app), sent an App Engine target's delivery twice."""
+    import yaml
+
+    entrypoint = yaml.safe_load((app / "app.yaml").read_text())["entrypoint"]
+    server = subprocess.Popen(["/bin/sh", "-c", entrypoint], cwd=app, text=True, start_new_session=True,
+                              env={**env, "PORT": str(port), "DEDUP_APP_ENGINE_CALLER": "true"},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(300):  # readiness poll, bounded; not a timing assertion
+            if server.poll() is not None:
+                pytest.fail(f"the app.yaml entrypoint exited: {server.stdout.read() if server.stdout else ''}")
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/favicon.ico", timeout=2).status_code == 404:
+                    break  # functions-framework's own 404: the app is loaded
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        headers = {"User-Agent": "AppEngine-Google; (+http://code.google.com/appengine)", "X-CloudScheduler": "true",
+                   "X-CloudScheduler-JobName": "hello", "X-CloudScheduler-ScheduleTime": "2026-10-17T12:00:00Z",
+                   "X-Dedup-Project": "demo", "X-Dedup-Location": "us-central1", "X-Appengine-Cron": "true",
+                   "Content-Type": "application/octet-stream"}
+        url = f"http://127.0.0.1:{port}/tasks/hello"
+        first = requests.post(url, headers=headers, data=b"nightly", timeout=60)
+        assert first.status_code == 200 and first.json()["status"] == "processed", first.text
+        second = requests.post(url, headers=headers, data=b"nightly", timeout=60)
+        assert second.status_code == 200 and second.json()["status"] == "duplicate", second.text
+        forged = requests.post(url, headers={k: v for k, v in headers.items() if k != "X-Appengine-Cron"}, timeout=60)
+        assert forged.status_code == 403, forged.text
+        lines = log.read_text().splitlines()
+        assert len(lines) == 2 and "2026-10-17T12:00:00+00:00" in lines[1], lines
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)  # the shell's gunicorn and its worker
+        _stop(server)
