@@ -189,3 +189,20 @@ def test_a_job_stack_naming_a_firestore_store_stack_as_spanner_is_refused() -> N
     with pytest.raises(ValueError, match="is a firestore store, but this stack's storeKind is spanner"):
         run_stack_config(ROOT / "Pulumi.example-job-on-spanner-store.yaml", stack_outputs={STORE_STACK: {
             **store.exports, "instance_id": "x"}})
+
+
+def test_an_app_engine_job_on_its_own_spanner_database_gets_the_same_store_environment() -> None:
+    """The App Engine version is given the store's settings as the Cloud Run service is, and the grant on the
+    database; every mandatory rule passes."""
+    resources = run_program(lambda: DedupScheduledJob("nightly", _job(  # type: ignore[arg-type]
+        "nightly", store_kind="spanner", spanner_instance="acme-prod", app_engine={"service": "dedup"})),
+        {"gcp:project": "p1"})
+    (version,) = _of(resources, "gcp:appengine/standardAppVersion:StandardAppVersion")
+    env = version.inputs["envVariables"]
+    assert (env["DEDUP_STORE"], env["DEDUP_SPANNER_INSTANCE"], env["DEDUP_SPANNER_DATABASE"]) == (
+        "spanner", "acme-prod", "nightly-dedup")
+    assert "DEDUP_DATABASE" not in env
+    (grant,) = [r.inputs for r in _of(resources, MEMBER)]
+    assert (grant["instance"], grant["database"]) == ("acme-prod", "nightly-dedup")
+    found = evaluate(resources_from_registered(resources), {"dedup-job-alerting": "disabled"})
+    assert [f for f in found if f.level == "mandatory"] == []
