@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scheduler_dedup.handler.logs import ignore_python_version_warning
+
 #: The repository root: ``docs/`` is below it.
 ROOT = Path(__file__).resolve().parents[1]
 #: What each page says first: that it is generated, from what, and how to change it.
@@ -376,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/gen_docs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page is out of date")
     options = parser.parse_args(argv)
+    ignore_python_version_warning()  # before generate() imports the handler's google-cloud clients
     pages = generate()
     out_of_date = stale(pages)
     if options.check:
