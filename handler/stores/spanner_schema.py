@@ -197,8 +197,9 @@ def add_column_ddl(table: str, column: str) -> str:
 # -- reading DDL back (the policy pack and the component check what a database's statements hold) --------------
 
 _CREATE_TABLE_RE = re.compile(r"CREATE\s+TABLE\s+`?(?P<table>[A-Za-z][A-Za-z0-9_]*)`?\s*\(", re.IGNORECASE)
-_POLICY_RE = re.compile(r"ROW\s+DELETION\s+POLICY\s*\(\s*OLDER_THAN\s*\(\s*`?(?P<column>[A-Za-z][A-Za-z0-9_]*)`?"
-                        r"\s*,\s*INTERVAL\s+(?P<days>\d+)\s+DAY\s*\)\s*\)", re.IGNORECASE)
+_OLDER_THAN = (r"OLDER_THAN\s*\(\s*`?(?P<column>[A-Za-z][A-Za-z0-9_]*)`?\s*,\s*INTERVAL\s+(?P<days>\d+)\s+DAY\s*\)")
+_POLICY_RE = re.compile(r"ROW\s+DELETION\s+POLICY\s*\(\s*" + _OLDER_THAN + r"\s*\)", re.IGNORECASE)
+_EXPRESSION_RE = re.compile(r"\s*" + _OLDER_THAN + r"\s*", re.IGNORECASE)
 _ALTER_POLICY_RE = re.compile(r"ALTER\s+TABLE\s+`?(?P<table>[A-Za-z][A-Za-z0-9_]*)`?\s+"
                               r"(ADD|REPLACE)\s+ROW\s+DELETION\s+POLICY", re.IGNORECASE)
 _DROP_POLICY_RE = re.compile(r"ALTER\s+TABLE\s+`?(?P<table>[A-Za-z][A-Za-z0-9_]*)`?\s+DROP\s+ROW\s+DELETION\s+POLICY",
@@ -216,6 +217,13 @@ class DeletionPolicy:
 
     column: str
     interval_days: int
+
+
+def policy_of_expression(expression: str) -> DeletionPolicy | None:
+    """The policy of a row deletion policy expression as ``INFORMATION_SCHEMA.TABLES`` reports it
+    (``OLDER_THAN(expire_at, INTERVAL 0 DAY)``), or None if it is not of that form."""
+    found = _EXPRESSION_RE.fullmatch(expression)
+    return DeletionPolicy(found["column"], int(found["days"])) if found else None
 
 
 def deletion_policies(statements: list[str]) -> dict[str, DeletionPolicy | None]:

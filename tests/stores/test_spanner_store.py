@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import InvalidWriteError
+from scheduler_dedup.handler.errors import InvalidWriteError, StoreRefusedError
 from scheduler_dedup.handler.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.run_key import RunKey
 from scheduler_dedup.handler.scheduler import _record_fields
@@ -192,3 +192,60 @@ def test_a_result_of_several_megabytes_passes_the_fault_proxy(server: SpannerEmu
     record = client.get(run_id)
     assert record is not None and record.result == big
     client.close()
+
+
+_GOOD = "update_time TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp=true)"
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    # every claim refused: the version column cannot take the commit timestamp
+    ((_GOOD, "update_time TIMESTAMP NOT NULL"), "update_time"),
+    # every claim refused: a column the store never writes, NOT NULL without a default
+    (("  status STRING(MAX),", "  status STRING(MAX),\n  owner STRING(MAX) NOT NULL,"), "owner"),
+    # every claim refused: run ids are 64 characters
+    (("run_id STRING(64)", "run_id STRING(36)"), "run_id"),
+    # a duplicate would replay the result as a string; a long error could never be recorded
+    (("result JSON", "result STRING(MAX)"), "result"),
+    (("error STRING(MAX)", "error STRING(100)"), "error"),
+    # the claim writes NULL here
+    (("finished_at TIMESTAMP OPTIONS", "finished_at TIMESTAMP NOT NULL OPTIONS"), "finished_at"),
+    # records deleted a day after their claim, whatever DEDUP_RETENTION_SECONDS says
+    (("OLDER_THAN(expire_at, INTERVAL 0 DAY)", "OLDER_THAN(create_time, INTERVAL 1 DAY)"), "create_time"),
+])
+def test_store_init_refuses_a_table_that_cannot_hold_run_records(server: SpannerEmulator, change: tuple[str, str],
+                                                                  named: str) -> None:
+    """An existing table whose columns or row deletion policy differ from the schema: ``store init`` names what
+    differs and sends nothing, instead of saying the table is in place while every claim is refused (or a result
+    replays changed, or records are deleted before the job's retries end)."""
+    table = f"odd_{uuid.uuid4().hex[:8]}"
+    ddl = spanner_schema.create_table_ddl(table)
+    assert change[0] in ddl
+    client = server._admin()
+    database = client.instance(server.instance).database(server.database)  # type: ignore[attr-defined]
+    database.update_ddl([ddl.replace(*change)]).result(120)
+    lines: list[str] = []
+    with pytest.raises(StoreRefusedError) as caught:
+        init_table(server.project, server.instance, server.database, table, say=lines.append, client=client,
+                   emulator=True)
+    assert named in str(caught.value) and table in str(caught.value), caught.value
+    database.reload()
+    assert not any(spanner_schema.index_name(table) in s for s in database.ddl_statements), "sent DDL anyway"
+
+
+def test_store_init_accepts_what_only_adds_to_the_schema(server: SpannerEmulator) -> None:
+    """Columns of the user's own that every write can leave out (nullable, defaulted, generated), a longer
+    retention interval and upper-case names change nothing the store relies on."""
+    table = f"Wide_{uuid.uuid4().hex[:8]}"
+    ddl = spanner_schema.create_table_ddl(table).replace("  status STRING(MAX),", (
+        "  Status STRING(MAX),\n  note STRING(MAX),\n  team STRING(MAX) NOT NULL DEFAULT ('ops'),\n"
+        "  tries INT64 AS (attempts + 1) STORED,")).replace("INTERVAL 0 DAY", "INTERVAL 3 DAY")
+    client = server._admin()
+    database = client.instance(server.instance).database(server.database)  # type: ignore[attr-defined]
+    database.update_ddl([ddl]).result(120)
+    sent = init_table(server.project, server.instance, server.database, table.lower(), say=lambda _: None,
+                      client=client, emulator=True)
+    assert sent == [spanner_schema.create_index_ddl(table)], sent
+    store = server.connect(table, timeout_seconds=10.0)
+    run_id = uuid.uuid4().hex * 2
+    assert store.create(run_id, {"status": "in_progress", "attempt_id": "a" * 32, "finished_at": None}) is not None
+    store.close()
