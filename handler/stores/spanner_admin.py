@@ -4,8 +4,9 @@ local emulator's set-up. The statements are :mod:`.spanner_schema`'s, the same t
 :func:`init_table` is idempotent: it reads the database's schema (``INFORMATION_SCHEMA``) and sends only what is
 missing (the table; on an older table, new record columns, the row deletion policy, the history index), saying
 what it did. A table that differs from the schema where the store relies on it is refused, with every difference
-named (:func:`table_problems`), before anything is sent. On the emulator it also creates the instance and the database; on Spanner those must exist (the
-component creates them, or `gcloud spanner instances create` / `gcloud spanner databases create`).
+named (:func:`table_problems`), before anything is sent. On the emulator it also creates the instance and the
+database; on Spanner those must exist (the component creates them, or `gcloud spanner instances create` /
+`gcloud spanner databases create`).
 """
 
 from __future__ import annotations
@@ -170,8 +171,8 @@ class ColumnInfo:
     generated: bool = False
 
 
-def table_problems(table: str, columns: Mapping[str, ColumnInfo], commit_timestamps: set[str], primary_key: Sequence[str],
-                   policy_expression: str | None) -> list[str]:
+def table_problems(table: str, columns: Mapping[str, ColumnInfo], commit_timestamps: set[str],
+                   primary_key: Sequence[str], policy_expression: str | None) -> list[str]:
     """What in an existing run records' table breaks the store's writes or replays, or deletes records before their
     ``expire_at`` (an absent record column or policy is not a problem: ``store init`` adds it).
 
