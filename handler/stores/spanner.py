@@ -489,7 +489,7 @@ _TYPE_CODES = {"STRING(MAX)": sp.TypeCode.STRING, "INT64": sp.TypeCode.INT64, "F
 def encode(column_type: str, value: Any) -> struct_pb2.Value:
     """A Python value as the ``google.protobuf.Value`` Spanner takes for ``column_type``
     (https://cloud.google.com/spanner/docs/reference/rpc/google.spanner.v1#typecode): INT64 as a decimal string,
-    TIMESTAMP as RFC 3339 in UTC, JSON as its text."""
+    TIMESTAMP as RFC 3339 in UTC (years 1 to 9999, four digits), JSON as its text."""
     if value is None:
         return struct_pb2.Value(null_value=struct_pb2.NULL_VALUE)
     if column_type == "JSON":
@@ -497,7 +497,9 @@ def encode(column_type: str, value: Any) -> struct_pb2.Value:
     if column_type == "TIMESTAMP":
         stamp = value.astimezone(timezone.utc)
         nanos = getattr(value, "nanosecond", None) if isinstance(value, DatetimeWithNanoseconds) else None
-        text = stamp.strftime("%Y-%m-%dT%H:%M:%S.") + (f"{nanos:09d}" if nanos else f"{stamp.microsecond:06d}") + "Z"
+        # The year in four digits: strftime's %Y drops the leading zeros of years before 1000.
+        text = (f"{stamp.year:04d}-{stamp:%m-%dT%H:%M:%S}." + (f"{nanos:09d}" if nanos else f"{stamp.microsecond:06d}")
+                + "Z")
         return struct_pb2.Value(string_value=text)
     if column_type == "INT64":
         return struct_pb2.Value(string_value=str(int(value)))

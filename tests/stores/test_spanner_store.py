@@ -249,3 +249,18 @@ def test_store_init_accepts_what_only_adds_to_the_schema(server: SpannerEmulator
     run_id = uuid.uuid4().hex * 2
     assert store.create(run_id, {"status": "in_progress", "attempt_id": "a" * 32, "finished_at": None}) is not None
     store.close()
+
+
+@pytest.mark.parametrize("when", [datetime(1, 1, 1, tzinfo=timezone.utc),
+                                  datetime(999, 12, 31, 23, 59, 59, 5, tzinfo=timezone.utc),
+                                  datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)])
+def test_timestamps_of_every_year_spanner_holds_are_written_and_queried(store: RunStore, when: datetime) -> None:
+    """Spanner's TIMESTAMP holds years 1 to 9999 as four-digit RFC 3339 years: a value before year 1000 (a record
+    field, or ``runs --since 0999-01-01``) is sent as such, not refused as unparseable."""
+    run_id = uuid.uuid4().hex
+    assert store.create(run_id, {"status": "completed", "attempt_id": "a" * 32, "job_name": "old",
+                                 "schedule_time": when}) is not None
+    record = store.get(run_id)
+    assert record is not None and record.data["schedule_time"] == when
+    since = datetime(1, 1, 1, tzinfo=timezone.utc)
+    assert [r.run_id for p in store.job_run_pages("old", since=since, until=None, page_size=5) for r in p] == [run_id]
