@@ -196,7 +196,7 @@ def add_column_ddl(table: str, column: str) -> str:
 
 # -- reading DDL back (the policy pack and the component check what a database's statements hold) --------------
 
-_CREATE_TABLE_RE = re.compile(r"CREATE\s+TABLE\s+`?(?P<table>[A-Za-z][A-Za-z0-9_]*)`?\s*\(", re.IGNORECASE)
+_CREATE_TABLE_RE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?`?(?P<table>[A-Za-z][A-Za-z0-9_]*)`?\s*\(", re.IGNORECASE)
 _OLDER_THAN = (r"OLDER_THAN\s*\(\s*`?(?P<column>[A-Za-z][A-Za-z0-9_]*)`?\s*,\s*INTERVAL\s+(?P<days>\d+)\s+DAY\s*\)")
 _POLICY_RE = re.compile(r"ROW\s+DELETION\s+POLICY\s*\(\s*" + _OLDER_THAN + r"\s*\)", re.IGNORECASE)
 _EXPRESSION_RE = re.compile(r"\s*" + _OLDER_THAN + r"\s*", re.IGNORECASE)
@@ -229,9 +229,9 @@ def policy_of_expression(expression: str) -> DeletionPolicy | None:
 def deletion_policies(statements: list[str]) -> dict[str, DeletionPolicy | None]:
     """Each table that ``statements`` create, with the row deletion policy the statements leave it with.
 
-    Reads ``CREATE TABLE ... ROW DELETION POLICY (OLDER_THAN(col, INTERVAL n DAY))`` and the ``ALTER TABLE ... ADD |
-    REPLACE | DROP ROW DELETION POLICY`` statements after it, in order. Table names are matched case-insensitively,
-    as GoogleSQL does.
+    Reads ``CREATE TABLE [IF NOT EXISTS] ... ROW DELETION POLICY (OLDER_THAN(col, INTERVAL n DAY))`` and the
+    ``ALTER TABLE ... ADD | REPLACE | DROP ROW DELETION POLICY`` statements after it, in order. Table names are
+    matched case-insensitively, as GoogleSQL does.
 
     Returns:
         Lower-cased table name -> its policy, or None when it has none.

@@ -142,3 +142,17 @@ def test_drop_protection_advisory() -> None:
     assert run("spanner-store-drop-protection", [database(enableDropProtection=UNKNOWN)]) == []
     unrelated = database(ddls=["CREATE TABLE t (k STRING(10)) PRIMARY KEY (k)"], enableDropProtection=False)
     assert run("spanner-store-drop-protection", [unrelated]) == [], "only databases holding run records"
+
+
+def test_a_table_created_if_not_exists_is_read_like_any_other() -> None:
+    """``CREATE TABLE IF NOT EXISTS`` (GoogleSQL DDL) creates the run records' table too: its policy is read, so a
+    compliant one passes and one deleting by another column is checked against the retry window."""
+    def if_not_exists(ddls: list[str]) -> list[str]:
+        return [d.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS") for d in ddls]
+
+    compliant = if_not_exists(spanner_schema.ddl_statements("scheduler_runs"))
+    assert run("spanner-row-deletion-policy", [job(), spanner_service(), database(ddls=compliant)]) == []
+    assert len(run("spanner-row-deletion-policy", [database(ddls=if_not_exists(without_policy()))])) == 1
+    short = run("spanner-retention-covers-retries", [RETRYING, spanner_service(),
+                                                     database(ddls=if_not_exists(_policy_on("claimed_at", 1)))])
+    assert len(short) == 1 and "OLDER_THAN(claimed_at, INTERVAL 1 DAY)" in short[0].message
