@@ -8,6 +8,7 @@ from typing import Any
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.model import Resource, get, is_unknown, policy_bindings
+from scheduler_dedup.policies.rules.base import narrows_to_a_resource
 from scheduler_dedup.policies.topology import (
     APP_ENGINE_VERSION,
     CLOUD_FUNCTION_V2,
@@ -173,8 +174,8 @@ def dedup_identity_no_broad_grants(resources: Sequence[Resource],
     found: list[tuple[Resource | None, str]] = []
     for resource in resources:
         if _is_container_level_iam(resource.type):
-            if get(resource.props, "condition") not in (None, {}) and not is_unknown(get(resource.props, "condition")):
-                continue  # a conditional grant (e.g. datastore.user on one database) is narrowed on purpose
+            if narrows_to_a_resource(get(resource.props, "condition")):
+                continue  # a grant conditioned on resource.name (e.g. datastore.user on one database) is narrow
             by_role: dict[str | None, list[str]] = {}
             for role, member in _members(resource.props):
                 by_role.setdefault(role, []).append(member)
@@ -186,10 +187,10 @@ def dedup_identity_no_broad_grants(resources: Sequence[Resource],
                     continue
                 for member, what in identities.in_grant(resource, members):
                     found.append((resource, f"{member}, the dedup job's {what} account, is granted {role_name} on the "
-                                            f"whole {_scope(resource.type)} without a condition: grant it on the one "
+                                            f"whole {_scope(resource.type)} without a condition on resource.name: grant it on the one "
                                             "resource it needs (the component's own grants are scoped: run.invoker "
                                             "on its service, datastore.user with a condition on its database), or "
-                                            "add an IAM condition"))
+                                            "add an IAM condition on resource.name"))
         elif resource.type in _SERVICE_ACCOUNT_IAM:
             target = get(resource.props, "serviceAccountId")
             account = Resource(resource.type, resource.name, resource.urn, {}, dependencies={

@@ -145,3 +145,14 @@ def test_only_schedulers_service_agent_may_mint_the_scheduler_accounts_tokens(me
         "serviceAccountId": "projects/p/serviceAccounts/other@p.iam.gserviceaccount.com",
         "role": "roles/iam.serviceAccountOpenIdTokenCreator", "member": member})
     assert run("dedup-identity-no-broad-grants", [*_dedup_stack(), elsewhere]) == []
+
+
+def test_a_condition_on_the_request_alone_leaves_a_project_wide_grant_broad() -> None:
+    """``request.time`` (or an access level) limits when a grant holds, not what it reaches: datastore.user on the
+    project under such a condition still reads and writes every database of the project."""
+    timed = _project_member("roles/datastore.user", f"serviceAccount:{RUNTIME}",
+                            condition={"title": "until", "expression": 'request.time < timestamp("2030-01-01T00:00:00Z")'})
+    typed = _project_member("roles/run.admin", f"serviceAccount:{RUNTIME}",
+                            condition={"title": "t", "expression": 'resource.type == "run.googleapis.com/Service"'})
+    findings = run("dedup-identity-no-broad-grants", [*_dedup_stack(), timed, typed])
+    assert len(findings) == 2 and all("condition on resource.name" in f.message for f in findings)

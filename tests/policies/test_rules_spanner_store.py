@@ -156,3 +156,10 @@ def test_a_table_created_if_not_exists_is_read_like_any_other() -> None:
     short = run("spanner-retention-covers-retries", [RETRYING, spanner_service(),
                                                      database(ddls=if_not_exists(_policy_on("claimed_at", 1)))])
     assert len(short) == 1 and "OLDER_THAN(claimed_at, INTERVAL 1 DAY)" in short[0].message
+
+
+def test_a_condition_on_the_request_alone_is_no_database_scope() -> None:
+    timed = grant("gcp:projects/iAMMember:IAMMember", project="p",
+                  condition={"title": "t", "expression": 'request.time < timestamp("2030-01-01T00:00:00Z")'})
+    findings = run("spanner-data-role-database-scoped", [job(), spanner_service(), timed])
+    assert len(findings) == 1 and "grant it on the store's database only" in findings[0].message
