@@ -25,9 +25,9 @@ from rich.console import Console
 from scheduler_dedup.handler.config import store_timeout_for
 from scheduler_dedup.handler.cron import fire_times, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.record import COMPLETED, FAILED
-from scheduler_dedup.handler.run_history import HistoryRun, Report, RunHistory, compare
+from scheduler_dedup.handler.run_history import HistoryRun, Report, RunHistory, compare, rfc3339
 from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.local.console import make_console, self_command
+from scheduler_dedup.local.console import make_console, runs_command_line
 from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
 from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers import HandlerServer
@@ -203,7 +203,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         instances = _Instances(env)
         instances.start()
         history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
-        runs_command = f"{server.shell_env()} {self_command()} runs --job {name}"
+        runs_command = runs_command_line(server.shell_env(), name)
         status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
                      + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
                      + f"\n  {runs_command}", soft_wrap=True)
@@ -232,6 +232,9 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
             console.print("interrupted")
         if not delivered:
             return 0
+        # what was delivered is all there will be: the kept server's command checks exactly that window
+        runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
+                                         rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
         time.sleep(0.5)
         result = _report(console, history, name, schedule, time_zone, delivered)
         if proxy is not None and proxy.injected:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -137,5 +138,12 @@ def test_keep_emulator_prints_a_runs_command_that_works_afterwards(tmp_path: Pat
         answer = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
         assert answer.returncode == 0, command + "\n" + answer.stdout + answer.stderr
         assert "OK nightly-run: 2/2 expected runs recorded" in answer.stdout, answer.stdout
+        # It checks the fire times run-local delivered, not the ones after it stopped: run later, it must not
+        # report the next fire time late, then missed, when nothing was ever going to deliver it.
+        last = max(re.findall(r"^  (\d\d:\d\d:\d\d)Z ", out, flags=re.M))
+        as_json = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, timeout=120, check=False)
+        summary = json.loads(as_json.stdout.splitlines()[-1])
+        assert summary["record"] == "summary" and summary["until"][11:19] == f"{last[:-2]}01", as_json.stdout
+        assert summary["expected"] == 2 and summary["grace_seconds"] == 0, summary
     finally:
         os.kill(pid, 15)
