@@ -65,6 +65,22 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path) -> None:
     assert out.returncode == 2 and "step:kind" in out.stderr
 
 
+def test_every_bad_input_is_named_at_once_before_anything_starts(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--runs", "1", "--schedule", "0 25 * * *", "--time-zone", "Europe/Berlinn",
+                     "--delivery-faults", "deadline", "--store-fault", "commit:explode", "--speed", "0.5")
+    assert out.returncode == 2, out.stdout + out.stderr
+    for option in ("--schedule", "--time-zone", "--delivery-faults", "--store-fault", "--speed"):
+        assert option in out.stderr, (option, out.stderr)
+    assert "emulator" not in out.stdout.lower(), out.stdout  # nothing was started
+
+
+def test_a_job_the_handler_cannot_load_is_named_without_a_traceback(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--runs", "1", "--job", "nightly:nope")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "nightly has no callable 'nope'" in out.stderr and "--job" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+
+
 def test_the_crash_line_says_whether_the_kill_landed_mid_job(tmp_path: Path) -> None:
     # A job that returns at once: the kill, timed by the claim, often lands after it finished. Each crash
     # line must match the record: "mid-job" only where a retry took the run over.
