@@ -138,6 +138,13 @@ def test_a_stack_config_that_is_not_stack_config_is_a_usage_error_naming_the_fil
         assert code == 2 and str(bad) in out.replace("\n", "") and named in out, out
 
 
+def test_a_job_stack_on_a_store_stack_without_its_stack_ref_is_a_usage_error_naming_the_option() -> None:
+    code, out = _check(stack="example-job-on-spanner-store", config_file=None)
+    text = " ".join(out.split())
+    assert code == 2 and "scheduler-dedup:storeStack" in text, out
+    assert "--stack-ref acme/scheduler-dedup/store=Pulumi.store.yaml" in text and "run_program" not in text, out
+
+
 def test_policy_config_file_overrides_levels(tmp_path: Path) -> None:
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"scheduler-attempt-deadline-margin": {"enforcementLevel": "mandatory"}}))
