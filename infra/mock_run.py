@@ -187,21 +187,56 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
 MOCK_NOW = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+class StackConfigFileError(ValueError):
+    """A ``Pulumi.<stack>.yaml`` (or ``Pulumi.yaml``) that is not stack config: not valid YAML, or not a mapping
+    whose ``config:`` maps keys to values. The message names the file, and for bad YAML the line and column."""
+
+
+def _read_yaml_mapping(path: Path, section: str) -> Mapping[str, Any]:
+    """``path``'s ``section`` block (``config``) as a mapping, checked as Pulumi reads it.
+
+    Raises:
+        StackConfigFileError: not valid YAML, not a mapping, or ``section`` not a mapping.
+    """
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        context = getattr(error, "context", None)  # e.g. "while scanning a quoted scalar": where it began
+        mark = getattr(error, "context_mark" if context else "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        where += f" ({context})" if context else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise StackConfigFileError(f"{path} is not valid YAML{where}: {problem}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, Mapping):
+        raise StackConfigFileError(f"{path} must be a mapping with a '{section}:' key (got a "
+                                   f"{type(document).__name__}), as in Pulumi.example.yaml")
+    block = document.get(section) or {}
+    if not isinstance(block, Mapping):
+        raise StackConfigFileError(f"{path}: '{section}:' must map keys to values, e.g. "
+                                   f"'scheduler-dedup:schedule: \"0 3 * * *\"' (got a {type(block).__name__})")
+    return document
+
+
 def stack_config_from_file(config_file: Path, project_file: Path | None = None) -> dict[str, str]:
     """Flatten a ``Pulumi.<stack>.yaml`` into ``{"ns:key": "value"}`` as the engine passes config.
 
     Defaults from the ``config:`` block of ``project_file`` (``Pulumi.yaml``) apply first; keys without
     a namespace there belong to the project. Non-string values are JSON-encoded (``true``, ``180``).
+
+    Raises:
+        StackConfigFileError: either file is not valid YAML or not stack config (the message names the file).
     """
     flat: dict[str, str] = {}
     if project_file is not None and project_file.is_file():
-        project = yaml.safe_load(project_file.read_text()) or {}
+        project = _read_yaml_mapping(project_file, "config")
         for key, spec in (project.get("config") or {}).items():
             full = key if ":" in key else f"{project.get('name', PROJECT_NAME)}:{key}"
             value = spec.get("default") if isinstance(spec, Mapping) else spec
             if value is not None:
                 flat[full] = _config_value(value)
-    stack = yaml.safe_load(config_file.read_text()) or {}
+    stack = _read_yaml_mapping(config_file, "config")
     for key, value in (stack.get("config") or {}).items():
         full = key if ":" in key else f"{PROJECT_NAME}:{key}"
         flat[full] = _config_value(value)

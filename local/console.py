@@ -42,3 +42,20 @@ def self_command() -> str:
     if script.is_file():
         return shlex.quote(str(script.absolute()))
     return f"{shlex.quote(sys.executable)} -m scheduler_dedup.local.cli"
+
+
+def runs_command_line(env: str, job_name: str, since: str | None = None, until: str | None = None,
+                 grace_zero: bool = False) -> str:
+    """The printed ``scheduler-dedup runs`` command line that reads ``job_name``'s records.
+
+    Args:
+        env: ``KEY=VALUE`` words that point it at the store (``StoreServer.shell_env()``).
+        job_name: the Scheduler job id.
+        since, until: RFC 3339 UTC bounds of the fire times to check (``until`` exclusive); a local run that has
+            stopped delivering passes its own window, else the check would find every later fire time late,
+            then missed, although nothing was ever going to deliver it.
+        grace_zero: ``--grace 0``: the window's deliveries are over, so a fire time without a record is missed.
+    """
+    window = (f" --since {since}" if since else "") + (f" --until {until}" if until else "")
+    return f"{env} {self_command()} runs --job {job_name}{window}{' --grace 0' if grace_zero else ''}"
+

@@ -38,7 +38,7 @@ from scheduler_dedup.handler.run_history import (
     rfc3339,
 )
 from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.local.console import make_console, self_command
+from scheduler_dedup.local.console import make_console, runs_command_line
 from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
 from scheduler_dedup.local.recording_job import read_events
 from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
@@ -240,8 +240,7 @@ def runs_command(server: StoreServer, times: list[datetime], skipped: int) -> st
     ``--grace 0`` when that fire time is more recent than the default grace period."""
     since, until = rfc3339(times[0]), rfc3339(times[-1] + timedelta(seconds=1))
     recent = datetime.now(timezone.utc) - times[skipped] < timedelta(seconds=DEFAULT_GRACE_SECONDS)
-    return (f"{server.shell_env()} {self_command()} runs "
-            f"--job {JOB_NAME} --since {since} --until {until}{' --grace 0' if recent else ''}")
+    return runs_command_line(server.shell_env(), JOB_NAME, since, until, grace_zero=recent)
 
 
 def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_zone: str = "Europe/Berlin",

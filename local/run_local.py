@@ -23,11 +23,12 @@ from typing import Any
 from rich.console import Console
 
 from scheduler_dedup.handler.config import store_timeout_for
+from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.cron import fire_times, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.record import COMPLETED, FAILED
-from scheduler_dedup.handler.run_history import HistoryRun, Report, RunHistory, compare
+from scheduler_dedup.handler.run_history import HistoryRun, Report, RunHistory, compare, rfc3339
 from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.local.console import make_console, self_command
+from scheduler_dedup.local.console import make_console, runs_command_line
 from scheduler_dedup.local.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
 from scheduler_dedup.local.runs_cli import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers import HandlerServer
@@ -44,32 +45,50 @@ class LocalRunError(Exception):
     """Bad input or a handler that does not start; the message says what to change."""
 
 
-def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: Sequence[str]) -> None:
-    """Validate the command's inputs before anything starts.
+def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: Sequence[str],
+                 store_faults: Sequence[str] = (), speed: float = 1.0) -> None:
+    """Validate the command's inputs before anything starts, and name every bad one at once.
 
     Raises:
-        LocalRunError: naming the option and the fix.
+        LocalRunError: one line per bad option, each naming the option and the fix.
     """
-    if not _SPEC_RE.match(job):
-        raise LocalRunError(f"--job {job!r} is not module:function: use e.g. --job jobs:run")
+    from scheduler_dedup.local.fault_proxy import KINDS, STEPS
+
+    problems = []
     module = job.split(":")[0].replace(".", "/")
+    if not _SPEC_RE.match(job):
+        problems.append(f"--job {job!r} is not module:function: use e.g. --job jobs:run")
     if not source.is_dir():
-        raise LocalRunError(f"--source {source} is not a directory: give the folder that holds your job module")
-    if not ((source / f"{module}.py").is_file() or (source / module / "__init__.py").is_file()):
-        raise LocalRunError(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
+        problems.append(f"--source {source} is not a directory: give the folder that holds your job module")
+    elif _SPEC_RE.match(job) and not ((source / f"{module}.py").is_file()
+                                      or (source / module / "__init__.py").is_file()):
+        problems.append(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
     problem = unix_cron_problem(schedule)
     if problem:
-        raise LocalRunError(f"--schedule {problem}")
+        problems.append(f"--schedule {problem}")
     if not is_iana_time_zone(time_zone):
-        raise LocalRunError(f"--time-zone {time_zone!r} is not a tz database time zone: use e.g. Europe/Berlin")
+        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: use e.g. Europe/Berlin")
     unknown = [f for f in faults if f not in DELIVERY_FAULTS]
     if unknown:
-        raise LocalRunError(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
+        problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
+    for text in store_faults:
+        step, _, kind = text.partition(":")
+        if step not in STEPS or kind not in KINDS:
+            problems.append(f"--store-fault {text!r} is not step:kind: steps {', '.join(STEPS)}; "
+                            f"kinds {', '.join(KINDS)} (e.g. completion:lose_answer)")
+    if speed < 1:
+        problems.append(f"--speed {speed:g}: use 1 (real time) or more (replay faster)")
+    if problems:
+        raise LocalRunError("\n".join(problems))
 
 
 def job_name_for(job: str) -> str:
     """A Scheduler job id derived from ``module:function`` (letters, digits, '-' and '_')."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", job).strip("-")[:100] or "local-job"
+
+
+#: The last line of a handler that stopped at start-up on a :class:`ConfigError`.
+_CONFIG_ERROR_RE = re.compile(rf"^{re.escape(ConfigError.__module__)}\.ConfigError: (.+)$", re.M)
 
 
 class _Instances:
@@ -91,6 +110,10 @@ class _Instances:
         try:
             return server.start()
         except RuntimeError as exc:
+            refused = _CONFIG_ERROR_RE.findall(str(exc))
+            if refused:  # the handler's own start-up check: its message names the setting, a traceback adds nothing
+                raise LocalRunError(f"the handler refused its settings: {refused[-1]} (run-local sets DEDUP_JOB "
+                                    f"from --job, and your own variables from --env)") from None
             raise LocalRunError(f"the handler did not start; its output:\n{exc}") from None
 
     def urls(self) -> list[str]:
@@ -174,9 +197,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
     console = console or make_console()
     status = status or console
     source = source.expanduser().resolve()
-    check_inputs(source, job, schedule, time_zone, delivery_faults)
-    if speed < 1:
-        raise LocalRunError(f"--speed {speed:g}: use 1 (real time) or more (replay faster)")
+    check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed)
     name = job_name or job_name_for(job)
     now = datetime.now(timezone.utc)
     try:
@@ -203,7 +224,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         instances = _Instances(env)
         instances.start()
         history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
-        runs_command = f"{server.shell_env()} {self_command()} runs --job {name}"
+        runs_command = runs_command_line(server.shell_env(), name)
         status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
                      + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
                      + f"\n  {runs_command}", soft_wrap=True)
@@ -232,6 +253,9 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
             console.print("interrupted")
         if not delivered:
             return 0
+        # what was delivered is all there will be: the kept server's command checks exactly that window
+        runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
+                                         rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
         time.sleep(0.5)
         result = _report(console, history, name, schedule, time_zone, delivered)
         if proxy is not None and proxy.injected:
@@ -252,15 +276,11 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
 
 
 def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed: int) -> Any:
-    from scheduler_dedup.local.fault_proxy import KINDS, STEPS, Fault
-
+    from scheduler_dedup.local.fault_proxy import Fault
 
     faults = []
-    for text in planned:
+    for text in planned:  # check_inputs has checked each is step:kind
         step, _, kind = text.partition(":")
-        if step not in STEPS or kind not in KINDS:
-            raise LocalRunError(f"--store-fault {text!r} is not step:kind: steps {', '.join(STEPS)}; "
-                                f"kinds {', '.join(KINDS)} (e.g. completion:lose_answer)")
         faults.append(Fault(kind=kind, step=step))
     try:
         proxy = server.fault_proxy()

@@ -218,10 +218,23 @@ def _history(store: str, project: str | None, database: str | None, instance: st
                                       "DEDUP_STORE": store, **where, "DEDUP_COLLECTION": collection})
         return RunHistory(open_store(settings))
     except ConfigError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {exc}" + _options_for(str(exc)), highlight=False)
     except StoreCallError as exc:
-        err.print(f"[red]error:[/] {exc}" + (f"\n{exc.hint}" if exc.hint else ""))
+        hint = f"\n{exc.hint}" if exc.hint else ""
+        err.print(f"[red]error:[/] {exc}{hint}" + _options_for(f"{exc}{hint}"), highlight=False)
     sys.exit(_EXIT_ERROR)
+
+
+#: The variables the store settings name in their errors, and this command's options that set them.
+_OPTION_OF = {"GOOGLE_CLOUD_PROJECT": "--project", "DEDUP_SPANNER_INSTANCE": "--instance",
+              "DEDUP_SPANNER_DATABASE": "--database", "DEDUP_DATABASE": "--database", "DEDUP_COLLECTION": "--collection"}
+
+
+def _options_for(message: str) -> str:
+    """`` (on this command: --instance sets DEDUP_SPANNER_INSTANCE, ...)`` for each variable ``message`` names
+    that an option of ``runs`` sets, so the error's fix is one the reader can type here; else ""."""
+    named = [f"{option} sets {name}" for name, option in _OPTION_OF.items() if re.search(rf"\b{name}\b", message)]
+    return f" (on this command: {', '.join(named)})" if named else ""
 
 
 def _default_project() -> str:
@@ -243,10 +256,10 @@ def _default_project() -> str:
 def _read_failed(err: Console, collection: str, exc: StoreCallError) -> None:
     """Print why reading failed and what to check (the store's hint: the endpoint and credentials when it did
     not answer, the composite index when the query needs it)."""
-    err.print(f"[red]error:[/] reading {collection!r} failed: {exc}")
+    err.print(f"[red]error:[/] reading {collection!r} failed: {exc}", highlight=False)
     if exc.hint:
         what = f"{exc.store} did not answer: " if isinstance(exc, StoreUnavailableError) else ""
-        err.print(what + exc.hint)
+        err.print(what + exc.hint + _options_for(exc.hint), highlight=False)
 
 
 def _progress(console: Console) -> Any:

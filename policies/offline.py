@@ -183,7 +183,8 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
 
     Returns:
         1 if any mandatory violation, 0 otherwise, 2 for usage errors (neither or both of ``stack`` and
-        ``config_file``, a missing file, an unreadable policy config, or one naming an unknown policy, level
+        ``config_file``, a missing file, a stack config or ``--stack-ref`` file that is not valid YAML or not
+        stack config, a ``storeStack`` without its ``--stack-ref``, an unreadable policy config, or one naming an unknown policy, level
         or setting, or giving a threshold out of range: :func:`~scheduler_dedup.policies.policy_config.check_policy_config`).
     """
     out = console or make_console()
@@ -216,8 +217,20 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
         except (OSError, ValueError) as error:
             out.print(f"[red]cannot read policy config {policy_config}: {error}[/red]")
             return 2
-    from scheduler_dedup.infra.mock_run import run_stack_config
+    from scheduler_dedup.infra.mock_run import (PROJECT_NAME, StackConfigFileError, run_stack_config,
+                                                stack_config_from_file)
 
+    try:  # a file that is not stack config is a usage error naming it, never a program-error row or a traceback
+        for file in [*(Path(file) for _, file in stack_refs), path]:
+            flat = stack_config_from_file(file.resolve(), project_file)
+    except StackConfigFileError as error:
+        out.print(f"[red]{error}[/red]", highlight=False)
+        return 2
+    store_stack = flat.get(f"{PROJECT_NAME}:storeStack")
+    if store_stack and store_stack not in {name for name, _ in stack_refs}:
+        out.print(f"[red]{path} sets {PROJECT_NAME}:storeStack {store_stack}: the check needs that stack's outputs; "
+                  f"give its stack config, e.g. --stack-ref {store_stack}=Pulumi.store.yaml[/red]", highlight=False)
+        return 2
     outputs = {name: run_stack_config(Path(file).resolve(), project_file=project_file).exports for name, file in stack_refs}
     findings = check_stack_config(path.resolve(), project_file, levels, outputs)
     render(findings, out, f"policy check of {path}")

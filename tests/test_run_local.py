@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -62,6 +63,22 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path) -> None:
     assert out.returncode == 2 and "--delivery-faults deadline" in out.stderr
     out = _run_local(tmp_path, "--runs", "1", "--store-fault", "commit:explode")
     assert out.returncode == 2 and "step:kind" in out.stderr
+
+
+def test_every_bad_input_is_named_at_once_before_anything_starts(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--runs", "1", "--schedule", "0 25 * * *", "--time-zone", "Europe/Berlinn",
+                     "--delivery-faults", "deadline", "--store-fault", "commit:explode", "--speed", "0.5")
+    assert out.returncode == 2, out.stdout + out.stderr
+    for option in ("--schedule", "--time-zone", "--delivery-faults", "--store-fault", "--speed"):
+        assert option in out.stderr, (option, out.stderr)
+    assert "emulator" not in out.stdout.lower(), out.stdout  # nothing was started
+
+
+def test_a_job_the_handler_cannot_load_is_named_without_a_traceback(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--runs", "1", "--job", "nightly:nope")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "nightly has no callable 'nope'" in out.stderr and "--job" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
 
 
 def test_the_crash_line_says_whether_the_kill_landed_mid_job(tmp_path: Path) -> None:
@@ -137,5 +154,12 @@ def test_keep_emulator_prints_a_runs_command_that_works_afterwards(tmp_path: Pat
         answer = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
         assert answer.returncode == 0, command + "\n" + answer.stdout + answer.stderr
         assert "OK nightly-run: 2/2 expected runs recorded" in answer.stdout, answer.stdout
+        # It checks the fire times run-local delivered, not the ones after it stopped: run later, it must not
+        # report the next fire time late, then missed, when nothing was ever going to deliver it.
+        last = max(re.findall(r"^  (\d\d:\d\d:\d\d)Z ", out, flags=re.M))
+        as_json = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, timeout=120, check=False)
+        summary = json.loads(as_json.stdout.splitlines()[-1])
+        assert summary["record"] == "summary" and summary["until"][11:19] == f"{last[:-2]}01", as_json.stdout
+        assert summary["expected"] == 2 and summary["grace_seconds"] == 0, summary
     finally:
         os.kill(pid, 15)

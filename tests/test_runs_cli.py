@@ -238,3 +238,12 @@ def _cli_env(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
         full_env.pop(key)  # an empty override removes the variable
     return subprocess.run([str(scripts / "scheduler-dedup"), "runs", *args], capture_output=True, text=True,
                           env=full_env, timeout=120, check=False)
+
+
+def test_a_missing_spanner_instance_or_database_names_the_options_that_set_them() -> None:
+    """The settings name DEDUP_SPANNER_INSTANCE / DEDUP_SPANNER_DATABASE; on the command line the fix is an option."""
+    env = {"SPANNER_EMULATOR_HOST": "127.0.0.1:1", "GOOGLE_CLOUD_PROJECT": "demo-scheduler-dedup",
+           "DEDUP_SPANNER_INSTANCE": "", "DEDUP_SPANNER_DATABASE": "", "DEDUP_STORE": ""}
+    out = _cli_env(env, "--store", "spanner", "--job", "nightly")
+    text = " ".join(out.stderr.split())
+    assert out.returncode == 2 and "--instance" in text and "--database" in text, out.stderr

@@ -1,4 +1,4 @@
-"""A downstream service for the dedup handler's HTTP proxy target, as the README shows it.
+"""A downstream service for the dedup handler's HTTP proxy target, as docs/idempotent.md shows it.
 
 Deploy it with functions-framework (``--source main.py --target export``) and point the handler at it
 (``DEDUP_TARGET_TYPE=http``, ``DEDUP_TARGET=<its URL>``). The handler POSTs each scheduled run once with

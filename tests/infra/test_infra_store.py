@@ -303,7 +303,7 @@ def test_offline_check_answers_the_store_stack_reference_from_the_store_config()
     quiet = Console(file=open(os.devnull, "w"), width=200)  # noqa: SIM115 - closed with the console
     assert run_check(None, job, stack_refs=[(STORE_STACK, store)], console=quiet) == 0
     missing = Console(record=True, width=300)
-    assert run_check(None, job, console=missing) == 1
+    assert run_check(None, job, console=missing) == 2  # a usage error: the check lacks an input, the stack has no violation
     assert f"--stack-ref {STORE_STACK}=" in missing.export_text()
 
 

@@ -121,6 +121,30 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert _check(stack="no-such-stack", config_file=None)[0] == 2
 
 
+@pytest.mark.parametrize(("text", "named"), [
+    ('config:\n  scheduler-dedup:schedule: "0 3 * * *\n', "not valid YAML"),
+    ("config:\n  - scheduler-dedup:schedule\n", "'config:' must map keys to values"),
+    ("- config\n", "must be a mapping with a 'config:' key"),
+])
+def test_a_stack_config_that_is_not_stack_config_is_a_usage_error_naming_the_file(tmp_path: Path, text: str,
+                                                                                    named: str) -> None:
+    """As the checked file or a --stack-ref file: exit 2 naming the file and what is wrong, not a program error
+    row and not a traceback."""
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(text)
+    for kwargs in ({"config_file": bad}, {"config_file": ROOT / "Pulumi.example-job-on-store.yaml",
+                                          "stack_refs": [("acme/scheduler-dedup/store", bad)]}):
+        code, out = _check(stack=None, **kwargs)
+        assert code == 2 and str(bad) in out.replace("\n", "") and named in out, out
+
+
+def test_a_job_stack_on_a_store_stack_without_its_stack_ref_is_a_usage_error_naming_the_option() -> None:
+    code, out = _check(stack="example-job-on-spanner-store", config_file=None)
+    text = " ".join(out.split())
+    assert code == 2 and "scheduler-dedup:storeStack" in text, out
+    assert "--stack-ref acme/scheduler-dedup/store=Pulumi.store.yaml" in text and "run_program" not in text, out
+
+
 def test_policy_config_file_overrides_levels(tmp_path: Path) -> None:
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"scheduler-attempt-deadline-margin": {"enforcementLevel": "mandatory"}}))
