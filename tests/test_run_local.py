@@ -48,7 +48,14 @@ def test_own_job_with_delivery_faults_runs_once_per_fire_time_and_the_skipped_on
     # The crashed run was taken over after its lease expired; it started twice if the kill landed mid-job,
     # once if it landed between the claim and the job's first line (timing decides which).
     assert sorted(executions.values()) in ([1, 1, 1], [1, 1, 2]), executions
-    assert "Runs of nightly-run" in out.stdout and "1 missed" in out.stdout and "1 repeated" in out.stdout
+    assert "Runs of nightly-run" in out.stdout and "1 missed" in out.stdout
+    # The crashed run is taken over: "repeated". On a loaded machine a cold handler's first claim can also time
+    # out with its read-back (500 store_error): that claim holds until its lease expires and the retry's takeover
+    # is reported "repeated" too, as docs/monitoring.md says. No other run may be.
+    repeated = re.search(r"(\d+) repeated", out.stdout)
+    assert repeated is not None, out.stdout
+    unconfirmed = len(re.findall(r"\b500\b[^\n]*store_error", out.stdout))
+    assert 1 <= int(repeated.group(1)) <= 1 + unconfirmed, out.stdout
 
 
 def test_own_job_under_a_lost_completion_answer_still_runs_once(tmp_path: Path) -> None:
