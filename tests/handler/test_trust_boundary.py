@@ -229,6 +229,30 @@ def test_the_run_check_checks_only_its_own_job(harness: Harness) -> None:
     assert own.status_code == 200, own.text
 
 
+def test_the_run_check_reads_only_its_own_jobs_runs_on_a_shared_store(harness: Harness) -> None:
+    """Two jobs with one short id in two regions share a store: the us-central1 handler's run check counted the
+    europe-west1 job's failed run as its own 12:00 run (recorded 1, missed none, the other job's failure text),
+    though its own job never ran."""
+    harness.plan("nightly", fail="permanent")
+    eu = harness.server(DEDUP_SCHEDULER_JOB="projects/demo-project/locations/europe-west1/jobs/nightly",
+                        DEDUP_SCHEDULE="0 12 * * *")
+    ran = deliver(eu.url, scheduler_headers("nightly", T, **{"X-Dedup-Project": "demo-project",
+                                                            "X-Dedup-Location": "europe-west1"}))
+    assert ran.json()["status"] == "failed", ran.text
+    us = harness.server(DEDUP_SCHEDULER_JOB="projects/demo-project/locations/us-central1/jobs/nightly",
+                        DEDUP_SCHEDULE="0 12 * * *", DEDUP_SCHEDULE_SINCE="2026-10-16T00:00:00Z")
+    body = {"job_name": "nightly", "grace_seconds": 0, "window_seconds": 3600}
+    response = requests.post(us.url.rstrip("/") + CHECK_PATH, json=body, timeout=30,
+                             headers={"X-CloudScheduler-ScheduleTime": "2026-10-16T12:30:00Z"})
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert report["recorded"] == 0 and report["missed"] == ["2026-10-16T12:00:00Z"], report
+    assert "planned permanent failure" not in response.text
+    own_eu = requests.post(eu.url.rstrip("/") + CHECK_PATH, json=body, timeout=30,
+                           headers={"X-CloudScheduler-ScheduleTime": "2026-10-16T12:30:00Z"})
+    assert own_eu.json()["recorded"] == 1 and own_eu.json()["missed"] == [], own_eu.text
+
+
 def test_short_id_and_full_name_key_one_run_when_the_location_is_known(harness: Harness) -> None:
     """Without X-Dedup-Location, n-two and projects/P/locations/L/jobs/n-two keyed two runs."""
     server = harness.server(DEDUP_SCHEDULER_JOB="projects/demo-project/locations/us-central1/jobs/n-two")
