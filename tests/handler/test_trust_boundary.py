@@ -162,6 +162,27 @@ def test_the_premise_is_read_again_after_the_recheck_interval(fake: FakeGoogle) 
     assert premise.check() is None and premise.refusal_reason() is None
 
 
+def test_a_policy_unreadable_at_start_up_is_read_again_within_seconds_not_minutes(
+        harness: Harness, fake: FakeGoogle, signer: LocalSigner) -> None:
+    """The runtime account's roles/run.viewer grant had not reached IAM yet when the instance started (or the API
+    hiccuped): that one failed read refused every delivery for RECHECK_SECONDS (5 minutes), longer than a short
+    retry config retries, so the run was lost."""
+    from scheduler_dedup.handler.trust_premise import RECHECK_SECONDS
+
+    fake.private_service(SERVICE)
+    fake.policy_status = 403
+    server = harness.server(**trust_env(fake))
+    fake.policy_status = None  # the grant arrives
+    token = stripped(signer.token(audience=AUDIENCE, email=SCHEDULER))
+    started = time.monotonic()
+    response = deliver(server.url, scheduler_headers("guarded", T, Authorization=f"Bearer {token}"))
+    while response.status_code == 401 and time.monotonic() - started < 60:
+        time.sleep(1)
+        response = deliver(server.url, scheduler_headers("guarded", T, Authorization=f"Bearer {token}"))
+    assert response.status_code == 200 and response.json()["status"] == "processed", response.text
+    assert time.monotonic() - started < RECHECK_SECONDS / 5
+
+
 def test_trust_mode_without_its_own_service_name_does_not_start(harness: Harness, fake: FakeGoogle) -> None:
     env = trust_env(fake)
     del env["DEDUP_SERVICE"]
