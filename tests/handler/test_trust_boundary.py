@@ -329,6 +329,54 @@ def test_a_downstream_echoing_the_id_token_does_not_put_it_in_answers_records_or
     assert "HTTP 400" in error and "application/json" in error, error
 
 
+def test_credentials_in_the_target_url_never_leave_in_answers_records_or_logs(harness: Harness, fake: FakeGoogle) -> None:
+    """DEDUP_TARGET=https://user:password@host/path?key=API_KEY (basic auth in the URL, an API key or a signature
+    in the query): the URL was copied whole into the error of a failed or released run and into the result of a
+    processed one, answered, logged and stored."""
+    secrets = ("s3cr3t-pw", "AIzaSyA-0123456789abcdefghijklmnopqrstu", "c2lnLXNlY3JldA")
+    host = fake.url.removeprefix("http://")
+    query = f"key={secrets[1]}&sig={secrets[2]}"
+    fake.echo = {"error": {"code": 400, "message": "bad request"}}
+    cases = [("echo", f"http://alice:{secrets[0]}@{host}/echo?{query}", 200, "failed"),
+             ("hook", f"http://alice:{secrets[0]}@{host}/hook?{query}", 200, "processed"),
+             ("down", f"http://alice:{secrets[0]}@127.0.0.1:1/hook?{query}", 500, "released")]
+    for job, url, status, outcome in cases:
+        server = harness.server(DEDUP_TARGET_TYPE="http", DEDUP_TARGET=url, DEDUP_TARGET_AUTH="none")
+        response = deliver(server.url, scheduler_headers(job, T))
+        assert response.status_code == status and response.json()["status"] == outcome, response.text
+        stored = json.dumps(harness.records(), default=str)
+        for where, text in (("answer", response.text), ("record", stored), ("log", server.log())):
+            for secret in secrets:
+                assert secret not in text, (job, where, secret, text[-1500:])
+        assert host.split(":")[0] in response.text  # the URL is still named, without its credentials
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("POST https://alice:pw-123@hooks.example.com/x failed", "https://[redacted]@hooks.example.com/x"),
+    ("GET https://h.example/p?key=AIzaSyA-0123456789abcdefghijklmnopqrstu&page=2", "&page=2"),
+    ("url /o?X-Goog-Signature=abcdef0123&X-Goog-Date=20261016", "X-Goog-Date=20261016"),
+    ("an api key AIzaSyA-0123456789abcdefghijklmnopqrstu in prose", "in prose"),
+])
+def test_scrub_secrets_removes_url_credentials_and_api_keys(text: str, kept: str) -> None:
+    from scheduler_dedup.handler.safe_text import scrub_secrets
+
+    scrubbed = scrub_secrets(text)
+    assert kept in scrubbed, scrubbed
+    for secret in ("pw-123", "AIzaSyA-0123456789abcdefghijklmnopqrstu", "abcdef0123"):
+        assert secret not in scrubbed, scrubbed
+    assert scrub_secrets(scrubbed) == scrubbed
+
+
+def test_a_refused_setting_is_quoted_without_its_credentials() -> None:
+    """A start-up error quoted DEDUP_TARGET whole, password included, into the instance's logs."""
+    from scheduler_dedup.handler.errors import ConfigError
+    from scheduler_dedup.handler.targets import TargetSettings
+
+    with pytest.raises(ConfigError, match="plain http") as refused:
+        TargetSettings(type="http", target="http://alice:s3cr3t-pw@hooks.example.com/x")
+    assert "s3cr3t-pw" not in str(refused.value) and "hooks.example.com/x" in str(refused.value)
+
+
 # -- bounded input ---------------------------------------------------------------------------------
 
 
