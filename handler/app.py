@@ -16,7 +16,7 @@ from scheduler_dedup.handler.idempotency import Idempotency
 from scheduler_dedup.handler.job import load_job
 from scheduler_dedup.handler.logs import configure_logging
 from scheduler_dedup.handler.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
-from scheduler_dedup.handler.request_limits import bounded_body, oversized
+from scheduler_dedup.handler.request_limits import bounded_body, leave_body_unread, oversized
 from scheduler_dedup.handler.run_check import RunCheck
 from scheduler_dedup.handler.statuses import DELIVERY, code
 from scheduler_dedup.handler.run_history import RunHistory
@@ -67,6 +67,12 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
 
     @json_errors
     def view(request: flask.Request) -> flask.Response:
+        try:
+            return answer(request)
+        finally:
+            leave_body_unread(request)  # functions-framework would read the rest of any body, unbounded
+
+    def answer(request: flask.Request) -> flask.Response:
         if request.path.startswith(APP_ENGINE_RESERVED_PREFIX):  # App Engine's /_ah/start: 404 is a started instance
             return json_response({"status": "not_found", "error": f"{request.path} is App Engine's, not a delivery"},
                                  code(DELIVERY, "not_found"))

@@ -8,7 +8,16 @@ class DedupError(Exception):
 
 
 class ConfigError(DedupError, ValueError):
-    """A setting (environment variable or argument) is invalid; the message names it and the fix."""
+    """A setting (environment variable or argument) is invalid; the message names it and the fix.
+
+    The message quotes the setting without its credentials (:func:`~scheduler_dedup.handler.safe_text.scrub_secrets`):
+    it reaches start-up logs and ``pulumi preview`` output.
+    """
+
+    def __init__(self, message: str, *args: object):
+        from scheduler_dedup.handler.safe_text import scrub_secrets
+
+        super().__init__(scrub_secrets(message), *args)
 
 
 class RequestHeaderError(DedupError, ValueError):

@@ -7,7 +7,8 @@ is a small JSON object. Larger input is refused as JSON, before caller verificat
   are about 1 KB; a Scheduler job's full name at most about 620 characters), or all header values together longer
   than :data:`MAX_HEADERS_TOTAL_CHARS` (RFC 6585 section 5);
 - **413** ``request_too_large``: a body longer than :data:`MAX_BODY_BYTES`, by its ``Content-Length`` or as read
-  (RFC 9110 section 15.5.14).
+  (RFC 9110 section 15.5.14). Only the run check reads a body; a delivery's is never read
+  (:func:`leave_body_unread`).
 
 The answer names the header, never its value. The server in front of the handler has its own, larger limits
 (:mod:`scheduler_dedup.handler.server`): a request line or header beyond those is answered by gunicorn itself
@@ -16,6 +17,7 @@ The answer names the header, never its value. The server in front of the handler
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import flask
@@ -51,11 +53,28 @@ def oversized(request: flask.Request) -> Refusal | None:
 
 
 def bounded_body(request: flask.Request) -> bytes | Refusal:
-    """The body, read to at most :data:`MAX_BODY_BYTES` (also when chunked), or the 413 answer."""
-    data = request.stream.read(MAX_BODY_BYTES + 1)
+    """The body, read to at most :data:`MAX_BODY_BYTES` (also when chunked), or the 413 answer; 408 when the body
+    stops arriving or runs past the server's body deadline
+    (:data:`~scheduler_dedup.handler.server.BODY_READ_TIMEOUT_SECONDS`)."""
+    try:
+        data = request.stream.read(MAX_BODY_BYTES + 1)
+    except Exception:  # werkzeug's ClientDisconnected, gunicorn's NoMoreData: the body ended early
+        return ({"status": "request_timeout", "error": "the request body ended early or took too long to arrive"},
+                code(DELIVERY, "request_timeout"))
     if len(data) > MAX_BODY_BYTES:
         return _body_too_large(None)
     return data
+
+
+def leave_body_unread(request: flask.Request) -> None:
+    """Make the rest of ``request``'s body read as empty, once the handler has answered.
+
+    functions-framework reads every request's whole body after the view returns (its ``read_request`` after-request
+    hook calls ``get_data()``), into memory and with no bound: a body that never ends held the thread and grew the
+    process for as long as it was sent. What the handler has not read is left to the server, which discards it
+    within its body deadline (:mod:`scheduler_dedup.handler.server`).
+    """
+    request.stream = io.BytesIO(b"")
 
 
 def _body_too_large(length: int | None) -> Refusal:

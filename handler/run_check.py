@@ -29,7 +29,8 @@ Responses (JSON):
   the alert comes from the log line, and a retry would only report them again.
 * 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
 * 403 ``{"status": "forbidden", "error", "field", "job"}``: ``job_name`` is not the handler's own job
-  (``DEDUP_SCHEDULER_JOB``, when set): a handler reports only on its own job's runs.
+  (``DEDUP_SCHEDULER_JOB``, when set): a handler reports only on its own job's runs, and counts only records keyed
+  on that job's project and region (a job with the same id elsewhere may share the store).
 * 500 ``{"status": "not_configured", "error"}``: ``DEDUP_SCHEDULE`` is not set.
 * 500 ``{"status": "store_error", "error"}``: the run store failed (no heartbeat is logged).
 """
@@ -160,13 +161,16 @@ class RunCheck:
                                                               LogField.HTTP_STATUS: code(RUN_CHECK, "forbidden")})
             return ({"status": "forbidden", "error": error, "field": "job_name", "job": own}, code(RUN_CHECK, "forbidden"),
                     {})
+        project = location = None
+        if own is not None:  # projects/P/locations/L/jobs/J: only this job's runs, not another's of the same id
+            _, project, _, location, _, _ = own.split("/")
         grace = timedelta(seconds=request.grace_seconds)
         since = now - timedelta(seconds=request.window_seconds) - grace
         until = now - grace
         try:
             report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds,
-                           active_since=self.settings.schedule_since)
+                           active_since=self.settings.schedule_since, project=project, location=location)
         except STORE_ERRORS as exc:
             return self._store_error(exc)
         missed = sorted(report.of(MISSED), key=lambda f: f.schedule_time)

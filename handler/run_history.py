@@ -602,15 +602,29 @@ def _missed_detail(fire: FireTime, no_records: bool) -> str:
 
 def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
           until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
-          active_since: datetime | None = None, on_page: Callable[[int], None] | None = None) -> Report:
+          active_since: datetime | None = None, on_page: Callable[[int], None] | None = None,
+          project: str | None = None, location: str | None = None) -> Report:
     """Read the job's runs around ``[since, until)`` and :func:`compare` them with the schedule.
 
     The query reaches a day beyond both ends, so a fire time whose instants straddle an edge (a
-    repeated wall-clock hour) still finds its run. Without ``active_since``, one more query of one record tells
-    whether the job's history starts before that (then its earliest record bounds nothing).
+    repeated wall-clock hour) still finds its run. Without ``active_since``, one more query tells whether the job's
+    history starts before that (then its earliest record bounds nothing).
+
+    Args:
+        project, location: keep only runs keyed on this project and this Scheduler region (a handler's own job,
+            ``DEDUP_SCHEDULER_JOB``); None: every run of ``job_name``. Records are queried by the job's short id,
+            and jobs with one id in two projects or regions may share a store: without these, one job's records
+            would count as the other's runs (hiding its missed runs, and answering its failure texts).
     """
+    def own(run: HistoryRun) -> bool:
+        return (project is None or run.project == project) and (location is None or run.location == location)
+
     start = since - timedelta(days=1)
-    older = None if active_since is not None else history.has_runs_before(job_name, start)
-    runs = history.runs(job_name, since=start, until=until + timedelta(days=1), on_page=on_page)
+    older: bool | None = None
+    if active_since is None:
+        older = (history.has_runs_before(job_name, start) if project is None and location is None
+                 else any(own(run) for run in history.runs(job_name, until=start)))
+    runs = (run for run in history.runs(job_name, since=start, until=until + timedelta(days=1), on_page=on_page)
+            if own(run))
     return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
                    now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older)

@@ -9,8 +9,8 @@ exception's ``__str__`` is user code that may itself raise. Error text therefore
 **Credentials.** Text that leaves the handler (an answer, a run record, a log line) can carry what a job, a
 downstream or a library put into it: an ``Authorization`` header echoed by a downstream, a token quoted by a
 parser's error message. :func:`scrub_secrets` is the one function that removes credential-shaped text
-(bearer and basic credentials, JWTs such as Google ID tokens, Google OAuth access tokens, ``key=value``
-pairs whose key names a secret); :func:`exception_text` and every refusal and downstream summary go
+(bearer and basic credentials, JWTs such as Google ID tokens, Google OAuth access tokens and API keys, a URL's
+``user:password@``, query parameters such as ``key=`` or ``sig=``, ``key=value`` pairs whose key names a secret); :func:`exception_text` and every refusal and downstream summary go
 through it. It recognises shapes, not meaning: a secret of no known shape in an exception message is not
 found, so a job should not put secrets into its exception messages.
 """
@@ -26,6 +26,14 @@ _AUTH_SCHEME_RE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNOR
 _JWT_RE = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
 #: Google OAuth 2.0 access tokens (``ya29.`` prefix).
 _ACCESS_TOKEN_RE = re.compile(r"\bya29\.[A-Za-z0-9._-]+")
+#: Google API keys: ``AIza`` and 35 more characters (https://cloud.google.com/docs/authentication/api-keys).
+_API_KEY_RE = re.compile(r"\bAIza[0-9A-Za-z_-]{35}")
+#: A URL's userinfo, ``scheme://user:password@host`` (RFC 3986 section 3.2.1: "deprecated", yet URLs still carry it).
+_URL_USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@")
+#: Query parameters that carry a credential by name alone: ``key`` (Google API keys), ``sig`` / ``signature``
+#: (shared-access and signed URLs), ``X-Goog-Signature`` / ``X-Amz-Signature`` (Cloud Storage and S3 signed URLs).
+_QUERY_CREDENTIAL_RE = re.compile(r"(?P<key>[?&;](?:key|sig|signature|x-goog-signature|x-amz-signature)=)[^&#\s\"']+",
+                                  re.IGNORECASE)
 #: ``key=value`` / ``"key": "value"`` where the key names a credential (prose such as "ID token: ..." is not a pair).
 _SECRET_PAIR_RE = re.compile(
     r"""(?P<key>(?:(?P<q>["'])[A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|authorization|cookie|"""
@@ -43,6 +51,9 @@ def scrub_secrets(text: str) -> str:
     text = _AUTH_SCHEME_RE.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     text = _JWT_RE.sub(REDACTED, text)
     text = _ACCESS_TOKEN_RE.sub(REDACTED, text)
+    text = _API_KEY_RE.sub(REDACTED, text)
+    text = _URL_USERINFO_RE.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    text = _QUERY_CREDENTIAL_RE.sub(lambda m: m.group("key") + REDACTED, text)
     return _SECRET_PAIR_RE.sub(lambda m: m.group("key") + (m.group("value") if REDACTED in m.group("value")
                                                            else REDACTED), text)
 

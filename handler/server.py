@@ -20,8 +20,10 @@ functions-framework use :class:`BoundedGunicornApplication`, which sets
 - ``worker_class`` :class:`HeaderDeadlineWorker`: gthread with a deadline of :data:`HEADER_TIMEOUT_SECONDS` on
   reading a request's line and headers, from the moment its first byte is read. A connection past it is answered
   408 (JSON) and closed, freeing the thread: a slow-header connection holds a thread for at most that long;
-- ``keepalive`` :data:`KEEPALIVE_SECONDS` (an idle connection is closed after it) and a per-read body timeout of
-  :data:`BODY_READ_TIMEOUT_SECONDS`;
+- ``keepalive`` :data:`KEEPALIVE_SECONDS` (an idle connection is closed after it) and a deadline of
+  :data:`BODY_READ_TIMEOUT_SECONDS` on a request's body, from the end of its headers: past it the body reads as
+  ended, so a body that never ends (or trickles) holds a thread at most that long, whether the handler reads it
+  or gunicorn discards it before the connection's next request;
 - ``limit_request_line`` 8190, ``limit_request_fields`` 100 and ``limit_request_field_size`` 8190 (gunicorn's own
   defaults, which functions-framework had lifted for the request line), answered by gunicorn with 414/431 before
   the handler sees the request; the handler's own, smaller limits answer JSON (:mod:`scheduler_dedup.handler.request_limits`).
@@ -51,8 +53,9 @@ SERVER_THREADS = 8
 HEADER_TIMEOUT_SECONDS = 10.0
 #: How long an idle kept-alive connection is kept, seconds.
 KEEPALIVE_SECONDS = 5
-#: Longest wait for the next bytes of a request body, seconds.
-BODY_READ_TIMEOUT_SECONDS = 30.0
+#: Longest time a request's body may take to arrive, from the end of its headers, seconds (Scheduler's bodies and
+#: the run check's are a few hundred bytes).
+BODY_READ_TIMEOUT_SECONDS = 10.0
 #: The gunicorn settings :class:`BoundedGunicornApplication` applies over functions-framework's.
 SERVER_SETTINGS: dict[str, Any] = {
     "worker_class": "scheduler_dedup.handler.server.HeaderDeadlineWorker",
@@ -81,19 +84,29 @@ class _DeadlineSocket:
         self._sock = sock
         self._armed = False
         self._deadline: float | None = None
+        self._body_deadline: float | None = None
 
     def arm(self) -> None:
         """The next request's line and headers start with the next read."""
-        self._armed, self._deadline = True, None
+        self._armed, self._deadline, self._body_deadline = True, None, None
 
-    def disarm(self, body_timeout: float) -> None:
-        """The headers are read: later reads (the body) wait at most ``body_timeout`` seconds each."""
+    def disarm(self, body_seconds: float) -> None:
+        """The headers are read: the body must arrive within ``body_seconds``; past that it reads as ended."""
         self._armed, self._deadline = False, None
-        self._sock.settimeout(body_timeout)
+        self._body_deadline = time.monotonic() + body_seconds
 
     def recv(self, size: int, *flags: int) -> bytes:
         if not self._armed:
-            return self._sock.recv(size, *flags)
+            if self._body_deadline is None:
+                return self._sock.recv(size, *flags)
+            left = self._body_deadline - time.monotonic()
+            if left <= 0:
+                return b""
+            try:
+                self._sock.settimeout(left)
+                return self._sock.recv(size, *flags)
+            except (socket.timeout, TimeoutError):
+                return b""
         if self._deadline is None:
             self._deadline = time.monotonic() + HEADER_TIMEOUT_SECONDS
         left = self._deadline - time.monotonic()

@@ -67,7 +67,7 @@ DELIVERY: tuple[Answer, ...] = (
            "instance and takes 2xx or 404 as started): no delivery, nothing was read or written."),
     Answer(408, "request_timeout", ("error",),
            "The request line and headers took longer than 10 s to arrive (the server's header deadline, on any "
-           "path); the connection is closed."),
+           "path; the connection is closed), or the run check's body did not arrive within 10 s after them."),
     Answer(413, "request_too_large", ("error",), "The body is over 64 KiB."),
     Answer(431, "request_header_too_large", ("error", "header"),
            "A header value is over 4,096 characters, or all header values over 32 KiB; `header` names it, never "

@@ -598,7 +598,7 @@ class HttpTarget:
         body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
         response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.url}", "http", json=body,
                          headers=headers)
-        return {"target": "http", "url": self.url, "status_code": response.status_code}
+        return {"target": "http", "url": scrub_secrets(self.url), "status_code": response.status_code}
 
 
 def google_api_session(auth: str = "google") -> HttpSession:

@@ -22,8 +22,14 @@ unexpected answer), :meth:`ServicePremise.refusal_reason` names the cause, every
 (https://cloud.google.com/run/docs/reference/iam/roles).
 
 Between two checks the last verdict stands: a service made public is refused from the next check on, at most
-:data:`RECHECK_SECONDS` later. A re-check runs in a background thread started by the request that finds the
-verdict stale; that request and the ones during the check get the previous verdict.
+:data:`RECHECK_SECONDS` later. A re-check of a passing verdict runs in a background thread started by the request
+that finds it stale; that request and the ones during the check get the previous verdict.
+
+A **refusing** verdict is read again after only :data:`REFUSED_RECHECK_SECONDS`, by the request that finds it stale
+(it waits for the check; requests meanwhile get the refusal): the runtime account's grant reaches IAM minutes after
+``pulumi up`` (https://cloud.google.com/iam/docs/access-change-propagation), a new instance may start before it, and
+an API hiccup at start-up must not refuse every delivery for :data:`RECHECK_SECONDS`, longer than a short retry
+config retries.
 """
 
 from __future__ import annotations
@@ -41,8 +47,10 @@ from scheduler_dedup.handler.safe_text import scrub_secrets
 
 log = logging.getLogger("scheduler_dedup")
 
-#: Seconds between two checks of the service's IAM policy.
+#: Seconds between two checks of the service's IAM policy while the last one found it private.
 RECHECK_SECONDS = 300.0
+#: Seconds before a check that refused (public, invoker check off, unreadable) is made again.
+REFUSED_RECHECK_SECONDS = 5.0
 #: Members that make a binding public (https://cloud.google.com/iam/docs/principal-identifiers).
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 #: Timeout of each Admin API call, seconds.
@@ -70,16 +78,19 @@ class ServicePremise:
     def refusal_reason(self) -> str | None:
         """None while the last check found the service private, else why trust mode refuses (the cause).
 
-        Checks synchronously when nothing was checked yet; starts a background re-check when the verdict is older
-        than :data:`RECHECK_SECONDS`.
+        Checks synchronously when nothing was checked yet or a refusing verdict is older than
+        :data:`REFUSED_RECHECK_SECONDS`; starts a background re-check when a passing verdict is older than
+        :data:`RECHECK_SECONDS`.
         """
         with self._lock:
             never = self._checked_at == float("-inf")
-            stale = self._clock() - self._checked_at >= RECHECK_SECONDS
+            refused = self._reason is not None
+            interval = REFUSED_RECHECK_SECONDS if refused else RECHECK_SECONDS
+            stale = self._clock() - self._checked_at >= interval
             start = stale and not self._checking and not never
             if start:
                 self._checking = True
-        if never:
+        if never or (start and refused):  # refused anyway: this request may as well wait for the fresh verdict
             self.check()
         elif start:
             threading.Thread(target=self.check, name="dedup-trust-premise", daemon=True).start()

@@ -87,3 +87,56 @@ def test_an_idle_kept_alive_connection_is_closed(harness: Harness) -> None:
             pass
         assert time.monotonic() - idle_since < KEEPALIVE_SECONDS + 10
         sock.close()
+
+
+def _endless_body(port: int, path: str, stop: threading.Event, answers: list[tuple[str, bytes]]) -> None:
+    """A delivery (or run check) whose chunked body never ends: a 1 KiB chunk every 50 ms until stopped; the first
+    bytes of the answer go into ``answers``."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nX-CloudScheduler-JobName: endless\r\n"
+                     "X-CloudScheduler-ScheduleTime: 2026-10-16T12:00:00Z\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+        sock.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                sock.sendall(b"400\r\n" + b"x" * 1024 + b"\r\n")
+                data = sock.recv(4096)
+                if data:
+                    answers.append((path, data))
+                    return
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+    finally:
+        sock.close()
+
+
+def test_eight_endless_bodies_do_not_block_other_requests_or_fill_memory(harness: Harness) -> None:
+    """functions-framework reads every request's whole body after the answer (``get_data``), and gunicorn bounded
+    only the wait between two reads of it: 8 connections streaming a chunked body that never ends held all 8
+    threads (no answer came, memory grew with each chunk) and every other request waited as long as they went on."""
+    from scheduler_dedup.handler.paths import CHECK_PATH
+
+    server = harness.server(threads=8, DEDUP_SCHEDULE="* * * * *")
+    port = int(server.url.rstrip("/").rsplit(":", 1)[1])
+    stop = threading.Event()
+    answers: list[tuple[str, bytes]] = []
+    slow = [threading.Thread(target=_endless_body, args=(port, CHECK_PATH if i % 2 else "/", stop, answers),
+                             daemon=True) for i in range(8)]
+    for thread in slow:
+        thread.start()
+    time.sleep(1.5)
+    started = time.monotonic()
+    try:
+        response = deliver(server.url, scheduler_headers("busy", "2026-10-16T12:00:00Z"), timeout=ATTACK_SECONDS * 2)
+    finally:
+        waited = time.monotonic() - started
+        for thread in slow:  # each stops once answered: a run check after reading 64 KiB of its body
+            thread.join(timeout=ATTACK_SECONDS)
+        stop.set()
+    assert response.status_code == 200 and response.json()["status"] == "processed", response.text
+    assert waited < ATTACK_SECONDS
+    assert len(answers) == 8, answers  # each endless request was answered, its body not read to its end
+    for path, data in answers:
+        assert data.startswith((b"HTTP/1.1 413", b"HTTP/1.1 408") if path == CHECK_PATH else b"HTTP/1.1 "), data

@@ -162,6 +162,27 @@ def test_the_premise_is_read_again_after_the_recheck_interval(fake: FakeGoogle) 
     assert premise.check() is None and premise.refusal_reason() is None
 
 
+def test_a_policy_unreadable_at_start_up_is_read_again_within_seconds_not_minutes(
+        harness: Harness, fake: FakeGoogle, signer: LocalSigner) -> None:
+    """The runtime account's roles/run.viewer grant had not reached IAM yet when the instance started (or the API
+    hiccuped): that one failed read refused every delivery for RECHECK_SECONDS (5 minutes), longer than a short
+    retry config retries, so the run was lost."""
+    from scheduler_dedup.handler.trust_premise import RECHECK_SECONDS
+
+    fake.private_service(SERVICE)
+    fake.policy_status = 403
+    server = harness.server(**trust_env(fake))
+    fake.policy_status = None  # the grant arrives
+    token = stripped(signer.token(audience=AUDIENCE, email=SCHEDULER))
+    started = time.monotonic()
+    response = deliver(server.url, scheduler_headers("guarded", T, Authorization=f"Bearer {token}"))
+    while response.status_code == 401 and time.monotonic() - started < 60:
+        time.sleep(1)
+        response = deliver(server.url, scheduler_headers("guarded", T, Authorization=f"Bearer {token}"))
+    assert response.status_code == 200 and response.json()["status"] == "processed", response.text
+    assert time.monotonic() - started < RECHECK_SECONDS / 5
+
+
 def test_trust_mode_without_its_own_service_name_does_not_start(harness: Harness, fake: FakeGoogle) -> None:
     env = trust_env(fake)
     del env["DEDUP_SERVICE"]
@@ -229,6 +250,30 @@ def test_the_run_check_checks_only_its_own_job(harness: Harness) -> None:
     assert own.status_code == 200, own.text
 
 
+def test_the_run_check_reads_only_its_own_jobs_runs_on_a_shared_store(harness: Harness) -> None:
+    """Two jobs with one short id in two regions share a store: the us-central1 handler's run check counted the
+    europe-west1 job's failed run as its own 12:00 run (recorded 1, missed none, the other job's failure text),
+    though its own job never ran."""
+    harness.plan("nightly", fail="permanent")
+    eu = harness.server(DEDUP_SCHEDULER_JOB="projects/demo-project/locations/europe-west1/jobs/nightly",
+                        DEDUP_SCHEDULE="0 12 * * *")
+    ran = deliver(eu.url, scheduler_headers("nightly", T, **{"X-Dedup-Project": "demo-project",
+                                                            "X-Dedup-Location": "europe-west1"}))
+    assert ran.json()["status"] == "failed", ran.text
+    us = harness.server(DEDUP_SCHEDULER_JOB="projects/demo-project/locations/us-central1/jobs/nightly",
+                        DEDUP_SCHEDULE="0 12 * * *", DEDUP_SCHEDULE_SINCE="2026-10-16T00:00:00Z")
+    body = {"job_name": "nightly", "grace_seconds": 0, "window_seconds": 3600}
+    response = requests.post(us.url.rstrip("/") + CHECK_PATH, json=body, timeout=30,
+                             headers={"X-CloudScheduler-ScheduleTime": "2026-10-16T12:30:00Z"})
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert report["recorded"] == 0 and report["missed"] == ["2026-10-16T12:00:00Z"], report
+    assert "planned permanent failure" not in response.text
+    own_eu = requests.post(eu.url.rstrip("/") + CHECK_PATH, json=body, timeout=30,
+                           headers={"X-CloudScheduler-ScheduleTime": "2026-10-16T12:30:00Z"})
+    assert own_eu.json()["recorded"] == 1 and own_eu.json()["missed"] == [], own_eu.text
+
+
 def test_short_id_and_full_name_key_one_run_when_the_location_is_known(harness: Harness) -> None:
     """Without X-Dedup-Location, n-two and projects/P/locations/L/jobs/n-two keyed two runs."""
     server = harness.server(DEDUP_SCHEDULER_JOB="projects/demo-project/locations/us-central1/jobs/n-two")
@@ -282,6 +327,54 @@ def test_a_downstream_echoing_the_id_token_does_not_put_it_in_answers_records_or
         assert "c2lnbmF0dXJlLXNlY3JldA" not in text and token not in text, where
     error = response.json()["error"]
     assert "HTTP 400" in error and "application/json" in error, error
+
+
+def test_credentials_in_the_target_url_never_leave_in_answers_records_or_logs(harness: Harness, fake: FakeGoogle) -> None:
+    """DEDUP_TARGET=https://user:password@host/path?key=API_KEY (basic auth in the URL, an API key or a signature
+    in the query): the URL was copied whole into the error of a failed or released run and into the result of a
+    processed one, answered, logged and stored."""
+    secrets = ("s3cr3t-pw", "AIzaSyA-0123456789abcdefghijklmnopqrstu", "c2lnLXNlY3JldA")
+    host = fake.url.removeprefix("http://")
+    query = f"key={secrets[1]}&sig={secrets[2]}"
+    fake.echo = {"error": {"code": 400, "message": "bad request"}}
+    cases = [("echo", f"http://alice:{secrets[0]}@{host}/echo?{query}", 200, "failed"),
+             ("hook", f"http://alice:{secrets[0]}@{host}/hook?{query}", 200, "processed"),
+             ("down", f"http://alice:{secrets[0]}@127.0.0.1:1/hook?{query}", 500, "released")]
+    for job, url, status, outcome in cases:
+        server = harness.server(DEDUP_TARGET_TYPE="http", DEDUP_TARGET=url, DEDUP_TARGET_AUTH="none")
+        response = deliver(server.url, scheduler_headers(job, T))
+        assert response.status_code == status and response.json()["status"] == outcome, response.text
+        stored = json.dumps(harness.records(), default=str)
+        for where, text in (("answer", response.text), ("record", stored), ("log", server.log())):
+            for secret in secrets:
+                assert secret not in text, (job, where, secret, text[-1500:])
+        assert host.split(":")[0] in response.text  # the URL is still named, without its credentials
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("POST https://alice:pw-123@hooks.example.com/x failed", "https://[redacted]@hooks.example.com/x"),
+    ("GET https://h.example/p?key=AIzaSyA-0123456789abcdefghijklmnopqrstu&page=2", "&page=2"),
+    ("url /o?X-Goog-Signature=abcdef0123&X-Goog-Date=20261016", "X-Goog-Date=20261016"),
+    ("an api key AIzaSyA-0123456789abcdefghijklmnopqrstu in prose", "in prose"),
+])
+def test_scrub_secrets_removes_url_credentials_and_api_keys(text: str, kept: str) -> None:
+    from scheduler_dedup.handler.safe_text import scrub_secrets
+
+    scrubbed = scrub_secrets(text)
+    assert kept in scrubbed, scrubbed
+    for secret in ("pw-123", "AIzaSyA-0123456789abcdefghijklmnopqrstu", "abcdef0123"):
+        assert secret not in scrubbed, scrubbed
+    assert scrub_secrets(scrubbed) == scrubbed
+
+
+def test_a_refused_setting_is_quoted_without_its_credentials() -> None:
+    """A start-up error quoted DEDUP_TARGET whole, password included, into the instance's logs."""
+    from scheduler_dedup.handler.errors import ConfigError
+    from scheduler_dedup.handler.targets import TargetSettings
+
+    with pytest.raises(ConfigError, match="plain http") as refused:
+        TargetSettings(type="http", target="http://alice:s3cr3t-pw@hooks.example.com/x")
+    assert "s3cr3t-pw" not in str(refused.value) and "hooks.example.com/x" in str(refused.value)
 
 
 # -- bounded input ---------------------------------------------------------------------------------
