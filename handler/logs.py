@@ -11,8 +11,11 @@ import logging
 import sys
 import warnings
 from enum import StrEnum
+from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
+
+from scheduler_dedup.handler.safe_text import scrub_secrets
 
 _configured = False
 
@@ -73,17 +76,36 @@ class LogEvent(StrEnum):
     STUCK_RUN = "stuck_run"  #: a run is in progress past its lease: its attempt died and no retry took it over (ERROR)
 
 
+class _ScrubbingJsonFormatter(JsonFormatter):
+    """Cloud Logging JSON, every string in the line (message, extra fields, a traceback) passed through
+    :func:`~scheduler_dedup.handler.safe_text.scrub_secrets`: the one place no log line bypasses."""
+
+    def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+        return {key: _scrubbed(value) for key, value in super().process_log_record(log_data).items()}
+
+
+def _scrubbed(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub_secrets(value)
+    if isinstance(value, dict):
+        return {key: _scrubbed(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(item) for item in value]
+    return value
+
+
 def configure_logging(level: int = logging.INFO) -> logging.Logger:
     """Send the ``scheduler_dedup`` logger's records to stdout as Cloud Logging JSON; idempotent.
 
     Each record carries ``severity``, ``message``, ``time`` (RFC 3339) and any ``extra`` fields
-    (run_id, job_name, schedule_time, attempt_id, outcome, duration_ms...).
+    (run_id, job_name, schedule_time, attempt_id, outcome, duration_ms...), every string scrubbed of credentials
+    (:func:`~scheduler_dedup.handler.safe_text.scrub_secrets`), a traceback's included.
     """
     global _configured
     logger = logging.getLogger("scheduler_dedup")
     if not _configured:
         handler = logging.StreamHandler(sys.stdout)
-        handler.setFormatter(JsonFormatter(
+        handler.setFormatter(_ScrubbingJsonFormatter(
             "{levelname}{message}{asctime}",
             style="{",
             rename_fields={"levelname": "severity", "asctime": "time"},
