@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from scheduler_dedup.handler.config import SCHEDULER_JOB_RE
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, FireTime, fire_times
 from scheduler_dedup.handler.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
 from scheduler_dedup.handler.stores.base import RunStore
@@ -600,6 +601,51 @@ def _missed_detail(fire: FireTime, no_records: bool) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class JobScope:
+    """Which run records are one job's: records are keyed and queried by the job's short id, and jobs with one id in
+    two projects or Scheduler regions may share a store, so a job known by its full name
+    (``projects/P/locations/L/jobs/J``) owns only the records of its project and region.
+
+    Attributes:
+        job_id: the short id (``X-CloudScheduler-JobName``'s last part), what the history queries by.
+        project, location: the job's project and region, or None where not known (every record of ``job_id``).
+    """
+
+    job_id: str
+    project: str | None = None
+    location: str | None = None
+
+    @classmethod
+    def parse(cls, job: str) -> "JobScope":
+        """A short id (every record of it) or a full name ``projects/P/locations/L/jobs/J`` (only P's, in L)."""
+        match = SCHEDULER_JOB_RE.match(job)
+        return cls(match["job"], match["project"], match["location"]) if match else cls(job)
+
+    @property
+    def narrowed(self) -> bool:
+        return self.project is not None or self.location is not None
+
+    def owns(self, run: HistoryRun) -> bool:
+        return (self.project is None or run.project == self.project) and \
+            (self.location is None or run.location == self.location)
+
+    def runs(self, history: RunHistory, *, since: datetime | None = None, until: datetime | None = None,
+             on_page: Callable[[int], None] | None = None) -> Iterator[HistoryRun]:
+        """This job's runs, newest first (:meth:`RunHistory.runs` filtered by :meth:`owns`)."""
+        return (run for run in history.runs(self.job_id, since=since, until=until, on_page=on_page) if self.owns(run))
+
+    def latest(self, history: RunHistory) -> HistoryRun | None:
+        """This job's newest run, or None."""
+        return history.latest(self.job_id) if not self.narrowed else next(self.runs(history), None)
+
+    def has_runs_before(self, history: RunHistory, until: datetime) -> bool:
+        """True if this job has a run with a schedule time before ``until``."""
+        if not self.narrowed:
+            return history.has_runs_before(self.job_id, until)
+        return next(self.runs(history, until=until), None) is not None
+
+
 def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
           until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
           active_since: datetime | None = None, on_page: Callable[[int], None] | None = None,
@@ -616,15 +662,11 @@ def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, 
             and jobs with one id in two projects or regions may share a store: without these, one job's records
             would count as the other's runs (hiding its missed runs, and answering its failure texts).
     """
-    def own(run: HistoryRun) -> bool:
-        return (project is None or run.project == project) and (location is None or run.location == location)
-
+    scope = JobScope(job_name, project, location)
     start = since - timedelta(days=1)
     older: bool | None = None
     if active_since is None:
-        older = (history.has_runs_before(job_name, start) if project is None and location is None
-                 else any(own(run) for run in history.runs(job_name, until=start)))
-    runs = (run for run in history.runs(job_name, since=start, until=until + timedelta(days=1), on_page=on_page)
-            if own(run))
+        older = scope.has_runs_before(history, start)
+    runs = scope.runs(history, since=start, until=until + timedelta(days=1), on_page=on_page)
     return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
                    now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older)

@@ -29,6 +29,7 @@ from scheduler_dedup.handler.errors import ConfigError, StoreCallError, StoreUna
 from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.run_history import (
     DEFAULT_GRACE_SECONDS,
+    JobScope,
     KINDS,
     SINCE_SCHEDULE_CHANGE,
     STATES,
@@ -292,7 +293,9 @@ def _common(fn: Any) -> Any:
 
 
 @click.group(invoke_without_command=True)
-@click.option("--job", help="Cloud Scheduler job id (X-CloudScheduler-JobName) whose runs to list.")
+@click.option("--job", help="Cloud Scheduler job id (X-CloudScheduler-JobName) whose runs to list, or its full name "
+                            "projects/P/locations/L/jobs/J for only that project's and region's runs (jobs with one "
+                            "id elsewhere may share the store).")
 @click.option("--since", default="7d", show_default=True,
               help="oldest schedule time: 7d/36h/90m ago, a date, or RFC 3339.")
 @click.option("--until", default=None, help="newest schedule time (exclusive) [default: now].")
@@ -351,7 +354,8 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
     list_runs = bool(run_states) or not kinds
     try:
         history = _history(store, project, database, instance, collection)
-        latest = history.latest(job) if (schedule is None or time_zone is None) else None
+        scope = JobScope.parse(job)
+        latest = scope.latest(history) if (schedule is None or time_zone is None) else None
         time_zone = time_zone or (latest.time_zone if latest else None) or DEFAULT_TIME_ZONE
         schedule = schedule or (latest.schedule if latest else None)
         since = parse_when(since_text, now, time_zone)
@@ -369,13 +373,13 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
                     progress.update(task, description=f"reading runs of {job}: {scanned} records scanned")
 
             def stream() -> Iterator[HistoryRun]:
-                for run in history.runs(job, since=since - margin, until=until + margin, on_page=on_page):
+                for run in scope.runs(history, since=since - margin, until=until + margin, on_page=on_page):
                     if list_runs and since <= run.schedule_time < until and (not run_states or run.state in run_states):
                         out.run(run)
                     yield run
 
             if checking:
-                older = history.has_runs_before(job, since - margin)
+                older = scope.has_runs_before(history, since - margin)
                 report: Report | None = compare(stream(), job_name=job, schedule=schedule, time_zone=time_zone,
                                                 since=since, until=until, now=now, grace_seconds=grace_seconds,
                                                 runs_before_window=older)

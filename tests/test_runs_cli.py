@@ -247,3 +247,34 @@ def test_a_missing_spanner_instance_or_database_names_the_options_that_set_them(
     out = _cli_env(env, "--store", "spanner", "--job", "nightly")
     text = " ".join(out.stderr.split())
     assert out.returncode == 2 and "--instance" in text and "--database" in text, out.stderr
+
+
+def test_a_full_job_name_reads_only_that_projects_and_regions_runs_on_a_shared_store(
+        emulator: FirestoreEmulator) -> None:
+    # Two jobs with the id "nightly", in two regions, on one store: the EU one ran four times (its 01:30 run
+    # failed), the US one only at 01:00. By its short id the US job would count the EU runs as its own, hiding
+    # its three missed runs and reporting the EU job's failure.
+    settings = Settings(project=emulator.project, schedule=SCHEDULE, time_zone=ZONE)
+    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    handler = SchedulerHandler(settings, Idempotency(store), _job)
+    start = datetime(2026, 11, 2, 1, 0, tzinfo=UTC)
+    for i in range(4):
+        t = rfc3339(start + timedelta(minutes=15 * i)) or ""
+        for location in ("europe-west1", "us-central1")[: 2 if i == 0 else 1]:
+            handler.handle({"X-CloudScheduler-JobName": "nightly", "X-CloudScheduler-ScheduleTime": t,
+                            "X-Dedup-Location": location})
+    window = ("--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T02:00:00Z", "--json")
+
+    def summary_and_kinds(job: str) -> tuple[dict[str, object], list[tuple[str, str]]]:
+        out = _cli(emulator, "--job", job, *window)
+        objects = [json.loads(line) for line in out.stdout.splitlines()]
+        return objects[-1], sorted((o["kind"], o["schedule_time"]) for o in objects if o["record"] == "finding")
+
+    us, us_findings = summary_and_kinds(f"projects/{emulator.project}/locations/us-central1/jobs/nightly")
+    assert us["recorded"] == 1 and us_findings == [("missed", "2026-11-02T01:15:00Z"),
+                                                    ("missed", "2026-11-02T01:30:00Z"),
+                                                    ("missed", "2026-11-02T01:45:00Z")], us_findings
+    eu, eu_findings = summary_and_kinds(f"projects/{emulator.project}/locations/europe-west1/jobs/nightly")
+    assert eu["recorded"] == 4 and eu_findings == [("failed", "2026-11-02T01:30:00Z")], eu_findings
+    other_project, _ = summary_and_kinds("projects/someone-else/locations/europe-west1/jobs/nightly")
+    assert other_project["recorded"] == 0
