@@ -210,6 +210,7 @@ class RespFaultProxy(FaultPlan):
         started = time.monotonic()
         call = self._classify(args)
         decision = self._decide(call)
+        observed = False  # observers hear of a call before its client does, as on the gRPC proxy
         try:
             if decision.kind == "unavailable":
                 return False
@@ -225,10 +226,13 @@ class RespFaultProxy(FaultPlan):
             reply = read_reply(from_upstream)
             if decision.kind == "lose_answer":
                 return False
+            self._observed(call, decision, started)
+            observed = True
             client.sendall(reply)
             return True
         finally:
-            self._observed(call, decision, started)
+            if not observed:
+                self._observed(call, decision, started)
 
 
 def _hold(client: socket.socket, seconds: float, stopping: threading.Event) -> None:
