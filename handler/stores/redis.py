@@ -142,7 +142,8 @@ class RedisRunStore(RunStore):
 
         An error answer is returned in place (a ``ResponseError``), after every answer was read; a dropped or
         silent connection raises :class:`_Dropped` with the answers read so far. A refused AUTH raises redis-py's
-        ``AuthenticationError``.
+        ``AuthenticationError``, another refused set-up command of a new connection (``SELECT``, ``CLIENT SETNAME``)
+        its ``ResponseError``.
         """
         answers: list[Any] = []
         conn = None
@@ -191,6 +192,10 @@ class RedisRunStore(RunStore):
                 answers = self._roundtrip(commands, deadline)
             except (rexc.AuthenticationError, rexc.AuthorizationError) as exc:
                 raise self._refused(exc, action) from exc
+            except rexc.ResponseError as exc:  # a set-up command refused (SELECT, CLIENT SETNAME): nothing was sent
+                if not str(exc).startswith(_TRANSIENT):
+                    raise self._refused(exc, action) from exc
+                last = exc
             except _Dropped as exc:
                 got = exc.answers
                 if got and not isinstance(got[0], BaseException):
@@ -244,8 +249,12 @@ class RedisRunStore(RunStore):
     def _hint(self, exc: BaseException) -> str:
         where = f"{'rediss' if self.endpoint.tls else 'redis'}://{self.endpoint.host}:{self.endpoint.port}"
         message = str(exc)
+        if isinstance(exc, rexc.NoPermissionError) or message.startswith("NOPERM"):
+            user = self.endpoint.username or "default"
+            return (f"the ACL user {user} of DEDUP_REDIS_URL may not run a command the store needs: grant it every "
+                    f"command on the collection's keys (e.g. ACL SETUSER {user} +@all ~*), or use the default user")
         if isinstance(exc, (rexc.AuthenticationError, rexc.AuthorizationError)) or message.startswith(
-                ("NOAUTH", "WRONGPASS", "NOPERM")):
+                ("NOAUTH", "WRONGPASS")):
             return f"the AUTH string in DEDUP_REDIS_AUTH_FILE was refused by {where}: mount the instance's current one"
         if _CERTIFICATE_REFUSED in message.lower():
             return (f"the certificate of {where} is not signed by the CA in DEDUP_REDIS_CA_FILE: mount the instance's "

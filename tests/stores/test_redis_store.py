@@ -237,3 +237,17 @@ def test_rediss_with_the_server_ca_file_and_a_foreign_ca_is_refused(tmp_path: Pa
                                               "DEDUP_STORE_TIMEOUT_SECONDS": "2"}))
         with pytest.raises(StoreUnavailableError):  # a TLS port does not answer plain RESP
             plain.get("x")
+
+
+def test_a_refusal_while_connecting_is_the_contracts_refusal(redis: RedisServer) -> None:
+    """An ACL user the connection's set-up commands (``CLIENT SETNAME``, ``SELECT``) are refused to: StoreRefusedError
+    naming the endpoint, never redis-py's own exception."""
+    user = "limited-" + uuid.uuid4().hex[:8]
+    redis.command("ACL", "SETUSER", user, "on", ">pw-" + user, "~*", "&*", "+@all", "-client|setname")
+    try:
+        store = RedisRunStore(parse_redis_url(f"redis://{user}@{redis.host}/0"), C, 2.0, password="pw-" + user)
+        with pytest.raises(StoreRefusedError, match="client") as refused:
+            store.get(uuid.uuid4().hex)
+        assert f"ACL user {user} of DEDUP_REDIS_URL" in refused.value.hint
+    finally:
+        redis.command("ACL", "DELUSER", user)
