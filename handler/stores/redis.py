@@ -25,7 +25,10 @@ acknowledgement (a timeout, or the connection dropped by a failover) the write i
 is: :class:`~scheduler_dedup.handler.errors.StoreUnavailableError`, so the protocol reads the record and decides
 by attempt id. After a failover that read reaches the promoted replica: a lost claim is absent, so the delivery
 answers ``store_error`` instead of running the job (a retry claims afresh), and a lost completion shows this
-attempt's claim, so the completion is written again. The replicas are counted again after such a write. Redis' own caveat applies: "WAIT does not make Redis a strongly
+attempt's claim, so the completion is written again. The replicas are counted again after such a write.
+A decisive write whose answer was lost is found by the retry (or the protocol's read) on a new connection, whose
+``WAIT`` would acknowledge nothing: the read that follows first writes a no-op and waits for a replica to have
+it, and with it the lost write (:meth:`RedisRunStore._confirm`). Redis' own caveat applies: "WAIT does not make Redis a strongly
 consistent store": a failover can still promote a replica without acknowledged writes
 (https://redis.io/docs/latest/commands/wait/). ``WAIT`` makes that rarer; only Firestore or Spanner rule it out.
 
@@ -176,11 +179,12 @@ class RedisRunStore(RunStore):
         return time.monotonic() + (self.timeout_seconds if timeout_seconds is None else timeout_seconds)
 
     def _call(self, commands: Sequence[tuple[Any, ...]], action: str, deadline: float,
-              *, scripted: bool = True) -> list[Any]:
+              *, scripted: bool = True, dropped: list[BaseException] | None = None) -> list[Any]:
         """:meth:`_roundtrip` with retries of transient failures until ``deadline`` (monotonic seconds).
 
         ``commands[0]`` is the ``EVALSHA`` of a script when ``scripted``; a ``NOSCRIPT`` answer loads it and
         sends again (nothing ran). Returns the answers; raises the contract's error for ``commands[0]``'s failure.
+        Each try that went unanswered (it may have run) adds its cause to ``dropped``.
         """
         seconds = deadline - time.monotonic()
         backoff = 0.05
@@ -203,6 +207,8 @@ class RedisRunStore(RunStore):
                 if _CERTIFICATE_REFUSED in str(exc.cause).lower():  # TLS refused before anything was sent
                     raise self._refused(exc.cause, action) from exc.cause
                 last = exc.cause
+                if dropped is not None:
+                    dropped.append(last)
             else:
                 first = answers[0]
                 if not isinstance(first, rexc.ResponseError):
@@ -362,6 +368,44 @@ class RedisRunStore(RunStore):
             f"{self.wait_timeout_ms} ms (WAIT answered {acked!r}): a failover may have lost it", store=self.display_name,
             hint="the instance's replica is down, lagging or being promoted; see the instance's replication state")
 
+    def _decisive_call(self, commands: Sequence[tuple[Any, ...]], run_id: str, action: str, deadline: float,
+                       waits: bool) -> list[Any]:
+        """:meth:`_call` of a decisive write (followed by ``WAIT`` when ``waits``). Its answers gain a third
+        element (True) when a try went unanswered: the write found ("exists", "changed") may be that try's own,
+        which no ``WAIT`` covered. When the call raises unanswered, the next read of ``run_id`` confirms.
+        """
+        self._found.unconfirmed = None
+        dropped: list[BaseException] = []
+        try:
+            answers = self._call(commands, action, deadline, dropped=dropped)
+        except StoreUnavailableError:
+            self._note_unconfirmed(run_id, waits and bool(dropped))
+            raise
+        return [*answers, True] if waits and dropped else answers
+
+    def _note_unconfirmed(self, run_id: str, unconfirmed: bool) -> None:
+        """Mark ``run_id`` for :meth:`_confirm` by this thread's next :meth:`get` of it, when ``unconfirmed``."""
+        if unconfirmed:
+            self._found.unconfirmed = run_id
+
+    def _confirm(self, run_id: str, deadline: float) -> None:
+        """Wait for a replica to acknowledge a decisive write of ``run_id`` whose answer was lost.
+
+        ``WAIT`` acknowledges only what its own connection wrote, and the lost write's connection is gone. So this
+        connection writes too (``INCRBY {C}:clock 0``, a no-op that enters the replication stream after the lost
+        write), then waits: once a replica has that, it has the lost write as well. No acknowledgement is counted
+        and logged as for any unreplicated decisive write (:meth:`_waited`); the read that follows decides.
+        """
+        wait = self._wait_command(deadline)
+        if wait is None:
+            return
+        try:
+            answers = self._call([("INCRBY", self.prefix + "clock", 0), wait],
+                                 f"confirm a write of {run_id} whose answer was lost", deadline, scripted=False)
+            self._waited(answers, run_id, "a write whose answer was lost")
+        except (StoreUnavailableError, StoreRefusedError):
+            pass  # counted and logged by _waited, or the read that follows meets the same failure
+
     # -- the contract ------------------------------------------------------------------------------
 
     def server_now(self) -> datetime:
@@ -379,10 +423,11 @@ class RedisRunStore(RunStore):
         wait = self._wait_command(deadline)
         if wait is not None:
             commands.append(wait)
-        answers = self._call(commands, f"create {run_id}", deadline)
+        answers = self._decisive_call(commands, run_id, f"create {run_id}", deadline, wait is not None)
         created, server_us, *rest = answers[0]
         self._observe(server_us)
         if not created:
+            self._note_unconfirmed(run_id, wait is not None and len(answers) > 2)
             # The record the claim met, read in the same atomic step: the protocol reads it next.
             self._found.value = (run_id, self._record(run_id, rest[0], server_us), time.monotonic())
             return None
@@ -397,6 +442,9 @@ class RedisRunStore(RunStore):
         """
         found = getattr(self._found, "value", None)
         self._found.value = None
+        if getattr(self._found, "unconfirmed", None) == run_id:
+            self._found.unconfirmed = None
+            self._confirm(run_id, self._deadline(timeout_seconds))
         if found is not None and found[0] == run_id and time.monotonic() - found[2] < _FOUND_SECONDS:
             record: RunRecord = found[1]
             return record
@@ -419,10 +467,11 @@ class RedisRunStore(RunStore):
         wait = self._wait_command(deadline) if decisive else None
         if wait is not None:
             commands.append(wait)
-        answers = self._call(commands, f"update {run_id}", deadline)
+        answers = self._decisive_call(commands, run_id, f"update {run_id}", deadline, wait is not None)
         written, server_us = answers[0]
         self._observe(server_us)
         if not written:
+            self._note_unconfirmed(run_id, wait is not None and len(answers) > 2)
             return None
         if decisive:
             self._waited(answers, run_id, f"the {fields['status']} write")

@@ -23,6 +23,7 @@ from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment
 from scheduler_dedup.handler.stores.redis import RedisRunStore
 from scheduler_dedup.handler.stores.redis_config import parse_redis_url
 from scheduler_dedup.handler.stores.redis_values import micros
+from scheduler_dedup.local.fault_proxy import Fault
 from scheduler_dedup.local.redis_server import RedisServer
 
 T0 = datetime(2026, 11, 30, tzinfo=timezone.utc)
@@ -154,6 +155,32 @@ def test_decisive_writes_wait_for_a_replica_and_others_do_not(redis: RedisServer
         assert len(runs) == 1
     finally:
         os.kill(replica.pid or 0, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("step", ["claim", "completion"])
+def test_a_decisive_write_whose_answer_was_lost_still_waits_for_a_replica(redis: RedisServer, replica: RedisServer,
+                                                                          step: str) -> None:
+    """A claim (or completion) that committed with its answer lost is found again by the retry or the protocol's read:
+    that write, too, counts only once a replica acknowledged it (a ``WAIT`` on a connection that wrote nothing since
+    acknowledges nothing), so a stopped replica shows as one more unreplicated write, and a live one has the claim
+    before the job runs."""
+    with redis.fault_proxy() as proxy:
+        store = RedisRunStore(parse_redis_url(f"redis://{proxy.host}/0"), C, 5.0, password=redis.password,
+                              wait_timeout_ms=300)
+        Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex, lambda a: "warm")
+        assert store.unreplicated_writes == 0
+        os.kill(replica.pid or 0, signal.SIGSTOP)  # the replica stops acknowledging
+        try:
+            for count in (1, 3):  # once lost, then every try lost (the store's retries give up; the protocol reads)
+                proxy.add(Fault(step=step, kind="lose_answer", count=count))
+                before = store.unreplicated_writes
+                runs: list[str] = []
+                outcome = Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex,
+                                                                       lambda a: runs.append(a) or "ok")
+                assert len(runs) == 1 and outcome.outcome in (Outcome.PROCESSED, Outcome.FENCED)
+                assert store.unreplicated_writes - before == 2, "the write whose answer was lost never waited"
+        finally:
+            os.kill(replica.pid or 0, signal.SIGCONT)
 
 
 def test_without_replicas_nothing_waits(redis: RedisServer) -> None:
