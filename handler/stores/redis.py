@@ -32,7 +32,8 @@ it, and with it the lost write (:meth:`RedisRunStore._confirm`). Redis' own cave
 consistent store": a failover can still promote a replica without acknowledged writes
 (https://redis.io/docs/latest/commands/wait/). ``WAIT`` makes that rarer; only Firestore or Spanner rule it out.
 
-**Errors.** A dropped connection or a call unanswered within the store timeout is
+**Errors.** A call, a new connection's set-up included, ends by the store timeout. A dropped connection or a call
+unanswered within the store timeout is
 :class:`~scheduler_dedup.handler.errors.StoreUnavailableError` (the script may have run): the client retries
 within the store timeout, and a retried write whose first try ran finds its own write ("exists", "changed").
 ``READONLY``, ``LOADING``, ``MASTERDOWN`` and ``BUSY`` (a failover or restart in progress) are retried the same way.
@@ -91,6 +92,39 @@ class _Dropped(Exception):
         self.cause = cause
 
 
+#: The deadline (monotonic seconds) of the call that is getting a connection on this thread.
+_CONNECTING = threading.local()
+
+
+class _Bounded:
+    """A connection whose set-up (TCP, TLS handshake, AUTH, ``SELECT``, ``CLIENT SETNAME``) ends by the deadline of the
+    call that needs it (:data:`_CONNECTING`), not a whole socket timeout later; its socket timeout stays as set."""
+
+    def connect(self) -> None:
+        conn: Any = self
+        until = getattr(_CONNECTING, "deadline", None)
+        if until is None or conn._sock is not None:
+            super().connect()  # type: ignore[misc]
+            return
+        saved = (conn.socket_connect_timeout, conn.socket_timeout)
+        remaining = max(until - time.monotonic(), 0.001)
+        conn.socket_connect_timeout = conn.socket_timeout = remaining
+        try:
+            super().connect()  # type: ignore[misc]
+        finally:
+            conn.socket_connect_timeout, conn.socket_timeout = saved
+            if conn._sock is not None:
+                conn._sock.settimeout(saved[1])
+
+
+class _Connection(_Bounded, redis.Connection):
+    pass
+
+
+class _SSLConnection(_Bounded, redis.SSLConnection):
+    pass
+
+
 class RedisRunStore(RunStore):
     """Run records of one collection (a key prefix) in one Redis database.
 
@@ -121,11 +155,12 @@ class RedisRunStore(RunStore):
             host=endpoint.host, port=endpoint.port, db=endpoint.db, username=endpoint.username, password=password,
             socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds, socket_keepalive=True,
             retry=Retry(NoBackoff(), 0), health_check_interval=0, client_name="scheduler-dedup",
+            connection_class=_Connection,
         )
         if endpoint.tls:
             # The chain is verified against the instance's own server CA (DEDUP_REDIS_CA_FILE: Memorystore issues one
             # per instance); the name is not, since clients reach the instance by a private IP address.
-            kwargs.update(connection_class=redis.SSLConnection, ssl_cert_reqs=ssl.CERT_REQUIRED,
+            kwargs.update(connection_class=_SSLConnection, ssl_cert_reqs=ssl.CERT_REQUIRED,
                           ssl_ca_certs=ca_file, ssl_check_hostname=False)
         self._pool = redis.ConnectionPool(**kwargs)
         self._offset_lock = threading.Lock()
@@ -151,7 +186,11 @@ class RedisRunStore(RunStore):
         answers: list[Any] = []
         conn = None
         try:
-            conn = self._pool.get_connection()
+            _CONNECTING.deadline = deadline
+            try:
+                conn = self._pool.get_connection()
+            finally:
+                _CONNECTING.deadline = None
             if deadline - time.monotonic() <= 0:
                 raise rexc.TimeoutError("no time left for the call")
             with self._offset_lock:

@@ -278,3 +278,39 @@ def test_a_refusal_while_connecting_is_the_contracts_refusal(redis: RedisServer)
         assert f"ACL user {user} of DEDUP_REDIS_URL" in refused.value.hint
     finally:
         redis.command("ACL", "DELUSER", user)
+
+
+def test_a_call_ends_within_the_store_timeout_even_while_connecting() -> None:
+    """A server that drops connections and then accepts one it never answers: the call's retries and the new
+    connection's set-up together end by the store timeout, not a whole store timeout after the last try began."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    started = time.monotonic()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            if time.monotonic() - started < 1.5:
+                conn.close()  # dropped at once: the store retries
+            else:
+                held.append(conn)  # accepted, never answered
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        store = RedisRunStore(parse_redis_url(f"redis://127.0.0.1:{listener.getsockname()[1]}/0"), C, 2.0,
+                              password="x")
+        with pytest.raises(StoreUnavailableError):
+            store.get(uuid.uuid4().hex)
+        assert time.monotonic() - started < 2.0 + 0.5, "the call outlived DEDUP_STORE_TIMEOUT_SECONDS"
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
