@@ -259,6 +259,9 @@ def test_rediss_with_the_server_ca_file_and_a_foreign_ca_is_refused(tmp_path: Pa
         with pytest.raises(StoreRefusedError) as refused:  # the handshake fails at once: nothing is sent, no retry
             stranger.get("x")
         assert "DEDUP_REDIS_CA_FILE" in refused.value.hint
+        bundle = tmp_path / "bundle.pem"  # a CA rotation: the file holds the next CA and the current one
+        bundle.write_text(Path(foreign).read_text() + Path(files[2]).read_text())
+        assert open_store(Settings.from_env({**env, "DEDUP_REDIS_CA_FILE": str(bundle)})).get("x") is None
         plain = open_store(Settings.from_env({**{k: v for k, v in env.items() if k != "DEDUP_REDIS_CA_FILE"},
                                               "DEDUP_REDIS_URL": env["DEDUP_REDIS_URL"].replace("rediss", "redis"),
                                               "DEDUP_STORE_TIMEOUT_SECONDS": "2"}))
