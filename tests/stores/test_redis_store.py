@@ -224,7 +224,11 @@ def _certificates(folder: Path) -> tuple[str, str, str]:
         builder = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
                    .issuer_name(issuer).public_key(key.public_key()).serial_number(x509.random_serial_number())
                    .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=1))
-                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+                                  critical=False))  # as real CAs: tells two CAs of one name apart in a bundle
+        if ca:
+            builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         if not ca:
             builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                                             critical=False)
