@@ -569,14 +569,17 @@ def read_auth_file(path: str) -> str:
     """The AUTH string in ``path`` (a mounted secret), trailing newline stripped.
 
     Raises:
-        StoreRefusedError: the file cannot be read or is empty.
+        StoreRefusedError: the file cannot be read, is not UTF-8 text, or is empty or blank.
     """
     try:
         text = Path(path).read_text(encoding="utf-8").rstrip("\r\n")
     except OSError as exc:
         raise StoreRefusedError(f"cannot read DEDUP_REDIS_AUTH_FILE={path}: {exc}", store="Redis",
                                 hint="mount the AUTH string's secret at that path (Cloud Run: a secret volume)") from exc
-    if not text:
+    except UnicodeDecodeError:
+        raise StoreRefusedError(f"DEDUP_REDIS_AUTH_FILE={path} is not UTF-8 text", store="Redis",
+                                hint="the secret's current version must hold the AUTH string as text") from None
+    if not text.strip():
         raise StoreRefusedError(f"DEDUP_REDIS_AUTH_FILE={path} is empty", store="Redis",
                                 hint="the secret's current version holds no AUTH string")
     return text

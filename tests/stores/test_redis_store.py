@@ -203,6 +203,10 @@ def test_the_auth_string_comes_from_its_file_and_a_wrong_one_is_refused(redis: R
     assert "DEDUP_REDIS_AUTH_FILE" in caught.value.hint
     with pytest.raises(StoreRefusedError, match="DEDUP_REDIS_AUTH_FILE"):
         open_store(Settings.from_env({**env, "DEDUP_REDIS_AUTH_FILE": str(tmp_path / "missing")}))
+    for name, data in (("binary", b"\xff\xfe\x00auth"), ("blank", b" \n"), ("empty", b"")):
+        (tmp_path / name).write_bytes(data)  # a secret version uploaded in the wrong form, or with no AUTH string
+        with pytest.raises(StoreRefusedError, match="DEDUP_REDIS_AUTH_FILE"):
+            open_store(Settings.from_env({**env, "DEDUP_REDIS_AUTH_FILE": str(tmp_path / name)}))
     none = open_store(Settings.from_env({k: v for k, v in env.items() if k != "DEDUP_REDIS_AUTH_FILE"}))
     with pytest.raises(StoreRefusedError):  # the server requires AUTH
         none.get("x")
