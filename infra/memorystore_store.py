@@ -167,12 +167,16 @@ def redis_ref_from(store: Mapping[str, Any]) -> RedisStoreRef:
                          wait_timeout_ms=wait)
 
 
-def _first_cert(certs: Any) -> str:
+def _ca_bundle(certs: Any) -> str:
+    """Every server CA the instance lists, one PEM bundle: during a CA rotation the instance lists the current and
+    the next CA, and a client must trust both to keep connecting once it switches
+    (https://cloud.google.com/memorystore/docs/redis/manage-in-transit-encryption: "Download All")."""
+    texts = []
     for cert in certs or []:
         text = cert.get("cert") if isinstance(cert, Mapping) else getattr(cert, "cert", None)
         if text:
-            return str(text)
-    return ""
+            texts.append(str(text).strip() + "\n")
+    return "".join(texts)
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,7 @@ def memorystore_children(name: str, s: MemorystoreSettings, *, opts: pulumi.Reso
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[instance]))
     secrets: dict[str, gcp.secretmanager.Secret] = {}
     versions: list[pulumi.Resource] = []
-    for part, data in (("auth", instance.auth_string), ("ca", instance.server_ca_certs.apply(_first_cert))):
+    for part, data in (("auth", instance.auth_string), ("ca", instance.server_ca_certs.apply(_ca_bundle))):
         secret = gcp.secretmanager.Secret(
             f"{name}-redis-{part}",
             gcp.secretmanager.SecretArgs(

@@ -165,7 +165,9 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
     if typ == "gcp:redis/instance:Instance":  # a private IP of the peered range; TLS port with transit encryption
         tls = inputs.get("transitEncryptionMode") == "SERVER_AUTHENTICATION"
         state.update(host="10.128.0.3", port=6378 if tls else 6379, authString="mock-auth-string",
-                     serverCaCerts=[{"cert": "-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n"}])
+                     # two CAs, as during a CA rotation: the instance may present either
+                     serverCaCerts=[{"cert": "-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n"},
+                                    {"cert": "-----BEGIN CERTIFICATE-----\nnext\n-----END CERTIFICATE-----\n"}])
         return f"projects/{project}/locations/{inputs.get('region')}/instances/{inputs.get('name', name)}", state
     if typ == "gcp:appengine/application:Application":  # read with Application.get(name, id=project)
         app_project = str(inputs.get("project") or "mock-project")

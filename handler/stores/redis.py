@@ -25,11 +25,15 @@ acknowledgement (a timeout, or the connection dropped by a failover) the write i
 is: :class:`~scheduler_dedup.handler.errors.StoreUnavailableError`, so the protocol reads the record and decides
 by attempt id. After a failover that read reaches the promoted replica: a lost claim is absent, so the delivery
 answers ``store_error`` instead of running the job (a retry claims afresh), and a lost completion shows this
-attempt's claim, so the completion is written again. The replicas are counted again after such a write. Redis' own caveat applies: "WAIT does not make Redis a strongly
+attempt's claim, so the completion is written again. The replicas are counted again after such a write.
+A decisive write whose answer was lost is found by the retry (or the protocol's read) on a new connection, whose
+``WAIT`` would acknowledge nothing: the read that follows first writes a no-op and waits for a replica to have
+it, and with it the lost write (:meth:`RedisRunStore._confirm`). Redis' own caveat applies: "WAIT does not make Redis a strongly
 consistent store": a failover can still promote a replica without acknowledged writes
 (https://redis.io/docs/latest/commands/wait/). ``WAIT`` makes that rarer; only Firestore or Spanner rule it out.
 
-**Errors.** A dropped connection or a call unanswered within the store timeout is
+**Errors.** A call, a new connection's set-up included, ends by the store timeout. A dropped connection or a call
+unanswered within the store timeout is
 :class:`~scheduler_dedup.handler.errors.StoreUnavailableError` (the script may have run): the client retries
 within the store timeout, and a retried write whose first try ran finds its own write ("exists", "changed").
 ``READONLY``, ``LOADING``, ``MASTERDOWN`` and ``BUSY`` (a failover or restart in progress) are retried the same way.
@@ -88,6 +92,39 @@ class _Dropped(Exception):
         self.cause = cause
 
 
+#: The deadline (monotonic seconds) of the call that is getting a connection on this thread.
+_CONNECTING = threading.local()
+
+
+class _Bounded:
+    """A connection whose set-up (TCP, TLS handshake, AUTH, ``SELECT``, ``CLIENT SETNAME``) ends by the deadline of the
+    call that needs it (:data:`_CONNECTING`), not a whole socket timeout later; its socket timeout stays as set."""
+
+    def connect(self) -> None:
+        conn: Any = self
+        until = getattr(_CONNECTING, "deadline", None)
+        if until is None or conn._sock is not None:
+            super().connect()  # type: ignore[misc]
+            return
+        saved = (conn.socket_connect_timeout, conn.socket_timeout)
+        remaining = max(until - time.monotonic(), 0.001)
+        conn.socket_connect_timeout = conn.socket_timeout = remaining
+        try:
+            super().connect()  # type: ignore[misc]
+        finally:
+            conn.socket_connect_timeout, conn.socket_timeout = saved
+            if conn._sock is not None:
+                conn._sock.settimeout(saved[1])
+
+
+class _Connection(_Bounded, redis.Connection):
+    pass
+
+
+class _SSLConnection(_Bounded, redis.SSLConnection):
+    pass
+
+
 class RedisRunStore(RunStore):
     """Run records of one collection (a key prefix) in one Redis database.
 
@@ -118,11 +155,12 @@ class RedisRunStore(RunStore):
             host=endpoint.host, port=endpoint.port, db=endpoint.db, username=endpoint.username, password=password,
             socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds, socket_keepalive=True,
             retry=Retry(NoBackoff(), 0), health_check_interval=0, client_name="scheduler-dedup",
+            connection_class=_Connection,
         )
         if endpoint.tls:
             # The chain is verified against the instance's own server CA (DEDUP_REDIS_CA_FILE: Memorystore issues one
             # per instance); the name is not, since clients reach the instance by a private IP address.
-            kwargs.update(connection_class=redis.SSLConnection, ssl_cert_reqs=ssl.CERT_REQUIRED,
+            kwargs.update(connection_class=_SSLConnection, ssl_cert_reqs=ssl.CERT_REQUIRED,
                           ssl_ca_certs=ca_file, ssl_check_hostname=False)
         self._pool = redis.ConnectionPool(**kwargs)
         self._offset_lock = threading.Lock()
@@ -142,12 +180,17 @@ class RedisRunStore(RunStore):
 
         An error answer is returned in place (a ``ResponseError``), after every answer was read; a dropped or
         silent connection raises :class:`_Dropped` with the answers read so far. A refused AUTH raises redis-py's
-        ``AuthenticationError``.
+        ``AuthenticationError``, another refused set-up command of a new connection (``SELECT``, ``CLIENT SETNAME``)
+        its ``ResponseError``.
         """
         answers: list[Any] = []
         conn = None
         try:
-            conn = self._pool.get_connection()
+            _CONNECTING.deadline = deadline
+            try:
+                conn = self._pool.get_connection()
+            finally:
+                _CONNECTING.deadline = None
             if deadline - time.monotonic() <= 0:
                 raise rexc.TimeoutError("no time left for the call")
             with self._offset_lock:
@@ -175,11 +218,12 @@ class RedisRunStore(RunStore):
         return time.monotonic() + (self.timeout_seconds if timeout_seconds is None else timeout_seconds)
 
     def _call(self, commands: Sequence[tuple[Any, ...]], action: str, deadline: float,
-              *, scripted: bool = True) -> list[Any]:
+              *, scripted: bool = True, dropped: list[BaseException] | None = None) -> list[Any]:
         """:meth:`_roundtrip` with retries of transient failures until ``deadline`` (monotonic seconds).
 
         ``commands[0]`` is the ``EVALSHA`` of a script when ``scripted``; a ``NOSCRIPT`` answer loads it and
         sends again (nothing ran). Returns the answers; raises the contract's error for ``commands[0]``'s failure.
+        Each try that went unanswered (it may have run) adds its cause to ``dropped``.
         """
         seconds = deadline - time.monotonic()
         backoff = 0.05
@@ -191,6 +235,10 @@ class RedisRunStore(RunStore):
                 answers = self._roundtrip(commands, deadline)
             except (rexc.AuthenticationError, rexc.AuthorizationError) as exc:
                 raise self._refused(exc, action) from exc
+            except rexc.ResponseError as exc:  # a set-up command refused (SELECT, CLIENT SETNAME): nothing was sent
+                if not str(exc).startswith(_TRANSIENT):
+                    raise self._refused(exc, action) from exc
+                last = exc
             except _Dropped as exc:
                 got = exc.answers
                 if got and not isinstance(got[0], BaseException):
@@ -198,6 +246,8 @@ class RedisRunStore(RunStore):
                 if _CERTIFICATE_REFUSED in str(exc.cause).lower():  # TLS refused before anything was sent
                     raise self._refused(exc.cause, action) from exc.cause
                 last = exc.cause
+                if dropped is not None:
+                    dropped.append(last)
             else:
                 first = answers[0]
                 if not isinstance(first, rexc.ResponseError):
@@ -244,8 +294,12 @@ class RedisRunStore(RunStore):
     def _hint(self, exc: BaseException) -> str:
         where = f"{'rediss' if self.endpoint.tls else 'redis'}://{self.endpoint.host}:{self.endpoint.port}"
         message = str(exc)
+        if isinstance(exc, rexc.NoPermissionError) or message.startswith("NOPERM"):
+            user = self.endpoint.username or "default"
+            return (f"the ACL user {user} of DEDUP_REDIS_URL may not run a command the store needs: grant it every "
+                    f"command on the collection's keys (e.g. ACL SETUSER {user} +@all ~*), or use the default user")
         if isinstance(exc, (rexc.AuthenticationError, rexc.AuthorizationError)) or message.startswith(
-                ("NOAUTH", "WRONGPASS", "NOPERM")):
+                ("NOAUTH", "WRONGPASS")):
             return f"the AUTH string in DEDUP_REDIS_AUTH_FILE was refused by {where}: mount the instance's current one"
         if _CERTIFICATE_REFUSED in message.lower():
             return (f"the certificate of {where} is not signed by the CA in DEDUP_REDIS_CA_FILE: mount the instance's "
@@ -353,6 +407,44 @@ class RedisRunStore(RunStore):
             f"{self.wait_timeout_ms} ms (WAIT answered {acked!r}): a failover may have lost it", store=self.display_name,
             hint="the instance's replica is down, lagging or being promoted; see the instance's replication state")
 
+    def _decisive_call(self, commands: Sequence[tuple[Any, ...]], run_id: str, action: str, deadline: float,
+                       waits: bool) -> list[Any]:
+        """:meth:`_call` of a decisive write (followed by ``WAIT`` when ``waits``). Its answers gain a third
+        element (True) when a try went unanswered: the write found ("exists", "changed") may be that try's own,
+        which no ``WAIT`` covered. When the call raises unanswered, the next read of ``run_id`` confirms.
+        """
+        self._found.unconfirmed = None
+        dropped: list[BaseException] = []
+        try:
+            answers = self._call(commands, action, deadline, dropped=dropped)
+        except StoreUnavailableError:
+            self._note_unconfirmed(run_id, waits and bool(dropped))
+            raise
+        return [*answers, True] if waits and dropped else answers
+
+    def _note_unconfirmed(self, run_id: str, unconfirmed: bool) -> None:
+        """Mark ``run_id`` for :meth:`_confirm` by this thread's next :meth:`get` of it, when ``unconfirmed``."""
+        if unconfirmed:
+            self._found.unconfirmed = run_id
+
+    def _confirm(self, run_id: str, deadline: float) -> None:
+        """Wait for a replica to acknowledge a decisive write of ``run_id`` whose answer was lost.
+
+        ``WAIT`` acknowledges only what its own connection wrote, and the lost write's connection is gone. So this
+        connection writes too (``INCRBY {C}:clock 0``, a no-op that enters the replication stream after the lost
+        write), then waits: once a replica has that, it has the lost write as well. No acknowledgement is counted
+        and logged as for any unreplicated decisive write (:meth:`_waited`); the read that follows decides.
+        """
+        wait = self._wait_command(deadline)
+        if wait is None:
+            return
+        try:
+            answers = self._call([("INCRBY", self.prefix + "clock", 0), wait],
+                                 f"confirm a write of {run_id} whose answer was lost", deadline, scripted=False)
+            self._waited(answers, run_id, "a write whose answer was lost")
+        except (StoreUnavailableError, StoreRefusedError):
+            pass  # counted and logged by _waited, or the read that follows meets the same failure
+
     # -- the contract ------------------------------------------------------------------------------
 
     def server_now(self) -> datetime:
@@ -370,10 +462,11 @@ class RedisRunStore(RunStore):
         wait = self._wait_command(deadline)
         if wait is not None:
             commands.append(wait)
-        answers = self._call(commands, f"create {run_id}", deadline)
+        answers = self._decisive_call(commands, run_id, f"create {run_id}", deadline, wait is not None)
         created, server_us, *rest = answers[0]
         self._observe(server_us)
         if not created:
+            self._note_unconfirmed(run_id, wait is not None and len(answers) > 2)
             # The record the claim met, read in the same atomic step: the protocol reads it next.
             self._found.value = (run_id, self._record(run_id, rest[0], server_us), time.monotonic())
             return None
@@ -388,6 +481,9 @@ class RedisRunStore(RunStore):
         """
         found = getattr(self._found, "value", None)
         self._found.value = None
+        if getattr(self._found, "unconfirmed", None) == run_id:
+            self._found.unconfirmed = None
+            self._confirm(run_id, self._deadline(timeout_seconds))
         if found is not None and found[0] == run_id and time.monotonic() - found[2] < _FOUND_SECONDS:
             record: RunRecord = found[1]
             return record
@@ -410,10 +506,11 @@ class RedisRunStore(RunStore):
         wait = self._wait_command(deadline) if decisive else None
         if wait is not None:
             commands.append(wait)
-        answers = self._call(commands, f"update {run_id}", deadline)
+        answers = self._decisive_call(commands, run_id, f"update {run_id}", deadline, wait is not None)
         written, server_us = answers[0]
         self._observe(server_us)
         if not written:
+            self._note_unconfirmed(run_id, wait is not None and len(answers) > 2)
             return None
         if decisive:
             self._waited(answers, run_id, f"the {fields['status']} write")
@@ -472,14 +569,17 @@ def read_auth_file(path: str) -> str:
     """The AUTH string in ``path`` (a mounted secret), trailing newline stripped.
 
     Raises:
-        StoreRefusedError: the file cannot be read or is empty.
+        StoreRefusedError: the file cannot be read, is not UTF-8 text, or is empty or blank.
     """
     try:
         text = Path(path).read_text(encoding="utf-8").rstrip("\r\n")
     except OSError as exc:
         raise StoreRefusedError(f"cannot read DEDUP_REDIS_AUTH_FILE={path}: {exc}", store="Redis",
                                 hint="mount the AUTH string's secret at that path (Cloud Run: a secret volume)") from exc
-    if not text:
+    except UnicodeDecodeError:
+        raise StoreRefusedError(f"DEDUP_REDIS_AUTH_FILE={path} is not UTF-8 text", store="Redis",
+                                hint="the secret's current version must hold the AUTH string as text") from None
+    if not text.strip():
         raise StoreRefusedError(f"DEDUP_REDIS_AUTH_FILE={path} is empty", store="Redis",
                                 hint="the secret's current version holds no AUTH string")
     return text

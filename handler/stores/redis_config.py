@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from scheduler_dedup.handler.errors import ConfigError
 from scheduler_dedup.handler.variables import declare
@@ -73,6 +73,11 @@ def parse_redis_url(url: str) -> RedisEndpoint:
             or it holds a password (the message names the fix).
     """
     example = "e.g. redis://10.0.0.3:6379/0, or rediss://10.0.0.3:6378/0 with transit encryption"
+    # Before parsing: an AUTH string holding "/", "?", "#" or "@" splits the URL elsewhere, and a parse error would
+    # quote a piece of it. No refusal quotes any part of the URL but a port or a database number.
+    userinfo, at, _ = url.strip().partition("://")[2].rpartition("@")
+    if at and ":" in userinfo:
+        raise ConfigError(f"DEDUP_REDIS_URL holds a password: remove it from the URL, {_SECRET_FIX}")
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -85,8 +90,10 @@ def parse_redis_url(url: str) -> RedisEndpoint:
     if not parts.hostname:
         raise ConfigError(f"DEDUP_REDIS_URL has no host: use {example}")
     if parts.query or parts.fragment:
-        raise ConfigError(f"DEDUP_REDIS_URL has a query or fragment ({url.split('?', 1)[-1][:40]!r}): "
-                          f"timeouts and TLS come from DEDUP_STORE_TIMEOUT_SECONDS and DEDUP_REDIS_CA_FILE; use {example}")
+        names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)})
+        what = f"a query ({', '.join(names)[:80]})" if names else "a query or fragment"
+        raise ConfigError(f"DEDUP_REDIS_URL has {what}: timeouts and TLS come from DEDUP_STORE_TIMEOUT_SECONDS and "
+                          f"DEDUP_REDIS_CA_FILE, the AUTH string from DEDUP_REDIS_AUTH_FILE; use {example}")
     path = parts.path.strip("/") or "0"
     if not path.isdigit() or int(path) > 15:
         raise ConfigError(f"DEDUP_REDIS_URL has database {path!r}: use a number 0 to 15 as the path, {example}")

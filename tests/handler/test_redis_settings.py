@@ -44,6 +44,23 @@ def test_a_wrong_or_unsafe_setting_is_refused_naming_the_fix(change: dict[str, s
     assert any(refusal in problem for problem in startup_problems(env))
 
 
+@pytest.mark.parametrize("url", [
+    "redis://:Zq9/Xk7@10.0.0.3:6379/0", "redis://default:Zq9?Xk7@10.0.0.3:6379/0", "redis://:Zq9#Xk7@10.0.0.3/0",
+    "redis://:Zq9@Xk7@10.0.0.3/0", "redis://10.0.0.3/0?auth=Zq9Xk7", "redis://10.0.0.3/0#Zq9Xk7",
+])
+def test_a_refused_url_never_echoes_a_secret_in_it(url: str) -> None:
+    """An AUTH string holding ``/``, ``?``, ``#`` or ``@`` (base64, a generated one) breaks the URL apart; the refusal
+    still names it a password, and neither it nor a query or fragment value is in the message."""
+    env = {**BASE, "DEDUP_REDIS_URL": url}
+    with pytest.raises(ConfigError) as refused:
+        Settings.from_env(env)
+    problems = " ".join(startup_problems(env))
+    for text in (str(refused.value), problems):
+        assert "Zq9" not in text and "Xk7" not in text, text
+    if "@" in url:
+        assert "holds a password" in str(refused.value)
+
+
 def test_wait_can_be_turned_off() -> None:
     assert Settings.from_env({**BASE, "DEDUP_REDIS_WAIT_TIMEOUT_MS": "0"}).redis_wait_timeout_ms == 0
 

@@ -65,6 +65,8 @@ def test_the_instance_is_a_dedup_store_and_the_job_reaches_it_by_its_secrets_and
         "region": "us-central1"}
     versions = {r.name: r.inputs for r in resources if r.type == "gcp:secretmanager/secretVersion:SecretVersion"}
     assert set(versions) == {"runs-redis-auth-version", "runs-redis-ca-version"}
+    ca_file = str(versions["runs-redis-ca-version"]["secretData"])
+    assert "mock" in ca_file and "next" in ca_file, "the CA file trusts every CA the instance lists (a rotation)"
     (service,) = [r for r in resources if r.type == SERVICE]
     env = _env(service)
     assert {k: env[k] for k in env if "REDIS" in k or k == "DEDUP_STORE"} == {

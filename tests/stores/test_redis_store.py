@@ -23,6 +23,7 @@ from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment
 from scheduler_dedup.handler.stores.redis import RedisRunStore
 from scheduler_dedup.handler.stores.redis_config import parse_redis_url
 from scheduler_dedup.handler.stores.redis_values import micros
+from scheduler_dedup.local.fault_proxy import Fault
 from scheduler_dedup.local.redis_server import RedisServer
 
 T0 = datetime(2026, 11, 30, tzinfo=timezone.utc)
@@ -156,6 +157,32 @@ def test_decisive_writes_wait_for_a_replica_and_others_do_not(redis: RedisServer
         os.kill(replica.pid or 0, signal.SIGCONT)
 
 
+@pytest.mark.parametrize("step", ["claim", "completion"])
+def test_a_decisive_write_whose_answer_was_lost_still_waits_for_a_replica(redis: RedisServer, replica: RedisServer,
+                                                                          step: str) -> None:
+    """A claim (or completion) that committed with its answer lost is found again by the retry or the protocol's read:
+    that write, too, counts only once a replica acknowledged it (a ``WAIT`` on a connection that wrote nothing since
+    acknowledges nothing), so a stopped replica shows as one more unreplicated write, and a live one has the claim
+    before the job runs."""
+    with redis.fault_proxy() as proxy:
+        store = RedisRunStore(parse_redis_url(f"redis://{proxy.host}/0"), C, 5.0, password=redis.password,
+                              wait_timeout_ms=300)
+        Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex, lambda a: "warm")
+        assert store.unreplicated_writes == 0
+        os.kill(replica.pid or 0, signal.SIGSTOP)  # the replica stops acknowledging
+        try:
+            for count in (1, 3):  # once lost, then every try lost (the store's retries give up; the protocol reads)
+                proxy.add(Fault(step=step, kind="lose_answer", count=count))
+                before = store.unreplicated_writes
+                runs: list[str] = []
+                outcome = Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex,
+                                                                       lambda a: runs.append(a) or "ok")
+                assert len(runs) == 1 and outcome.outcome in (Outcome.PROCESSED, Outcome.FENCED)
+                assert store.unreplicated_writes - before == 2, "the write whose answer was lost never waited"
+        finally:
+            os.kill(replica.pid or 0, signal.SIGCONT)
+
+
 def test_without_replicas_nothing_waits(redis: RedisServer) -> None:
     _reset_stats(redis)
     store = _store(redis, wait_timeout_ms=2000)
@@ -176,6 +203,10 @@ def test_the_auth_string_comes_from_its_file_and_a_wrong_one_is_refused(redis: R
     assert "DEDUP_REDIS_AUTH_FILE" in caught.value.hint
     with pytest.raises(StoreRefusedError, match="DEDUP_REDIS_AUTH_FILE"):
         open_store(Settings.from_env({**env, "DEDUP_REDIS_AUTH_FILE": str(tmp_path / "missing")}))
+    for name, data in (("binary", b"\xff\xfe\x00auth"), ("blank", b" \n"), ("empty", b"")):
+        (tmp_path / name).write_bytes(data)  # a secret version uploaded in the wrong form, or with no AUTH string
+        with pytest.raises(StoreRefusedError, match="DEDUP_REDIS_AUTH_FILE"):
+            open_store(Settings.from_env({**env, "DEDUP_REDIS_AUTH_FILE": str(tmp_path / name)}))
     none = open_store(Settings.from_env({k: v for k, v in env.items() if k != "DEDUP_REDIS_AUTH_FILE"}))
     with pytest.raises(StoreRefusedError):  # the server requires AUTH
         none.get("x")
@@ -197,7 +228,11 @@ def _certificates(folder: Path) -> tuple[str, str, str]:
         builder = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
                    .issuer_name(issuer).public_key(key.public_key()).serial_number(x509.random_serial_number())
                    .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=1))
-                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+                                  critical=False))  # as real CAs: tells two CAs of one name apart in a bundle
+        if ca:
+            builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         if not ca:
             builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                                             critical=False)
@@ -232,8 +267,61 @@ def test_rediss_with_the_server_ca_file_and_a_foreign_ca_is_refused(tmp_path: Pa
         with pytest.raises(StoreRefusedError) as refused:  # the handshake fails at once: nothing is sent, no retry
             stranger.get("x")
         assert "DEDUP_REDIS_CA_FILE" in refused.value.hint
+        bundle = tmp_path / "bundle.pem"  # a CA rotation: the file holds the next CA and the current one
+        bundle.write_text(Path(foreign).read_text() + Path(files[2]).read_text())
+        assert open_store(Settings.from_env({**env, "DEDUP_REDIS_CA_FILE": str(bundle)})).get("x") is None
         plain = open_store(Settings.from_env({**{k: v for k, v in env.items() if k != "DEDUP_REDIS_CA_FILE"},
                                               "DEDUP_REDIS_URL": env["DEDUP_REDIS_URL"].replace("rediss", "redis"),
                                               "DEDUP_STORE_TIMEOUT_SECONDS": "2"}))
         with pytest.raises(StoreUnavailableError):  # a TLS port does not answer plain RESP
             plain.get("x")
+
+
+def test_a_refusal_while_connecting_is_the_contracts_refusal(redis: RedisServer) -> None:
+    """An ACL user the connection's set-up commands (``CLIENT SETNAME``, ``SELECT``) are refused to: StoreRefusedError
+    naming the endpoint, never redis-py's own exception."""
+    user = "limited-" + uuid.uuid4().hex[:8]
+    redis.command("ACL", "SETUSER", user, "on", ">pw-" + user, "~*", "&*", "+@all", "-client|setname")
+    try:
+        store = RedisRunStore(parse_redis_url(f"redis://{user}@{redis.host}/0"), C, 2.0, password="pw-" + user)
+        with pytest.raises(StoreRefusedError, match="client") as refused:
+            store.get(uuid.uuid4().hex)
+        assert f"ACL user {user} of DEDUP_REDIS_URL" in refused.value.hint
+    finally:
+        redis.command("ACL", "DELUSER", user)
+
+
+def test_a_call_ends_within_the_store_timeout_even_while_connecting() -> None:
+    """A server that drops connections and then accepts one it never answers: the call's retries and the new
+    connection's set-up together end by the store timeout, not a whole store timeout after the last try began."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    started = time.monotonic()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            if time.monotonic() - started < 1.5:
+                conn.close()  # dropped at once: the store retries
+            else:
+                held.append(conn)  # accepted, never answered
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        store = RedisRunStore(parse_redis_url(f"redis://127.0.0.1:{listener.getsockname()[1]}/0"), C, 2.0,
+                              password="x")
+        with pytest.raises(StoreUnavailableError):
+            store.get(uuid.uuid4().hex)
+        assert time.monotonic() - started < 2.0 + 0.5, "the call outlived DEDUP_STORE_TIMEOUT_SECONDS"
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
