@@ -22,7 +22,8 @@ there is none), a write that
 decides a run (a claim or takeover, a completion, a failure) is followed on the same connection by
 ``WAIT 1 <DEDUP_REDIS_WAIT_TIMEOUT_MS>``, and counts as answered only once one replica has it. Without that
 acknowledgement (a timeout, or the connection dropped by a failover) the write is unanswered, as a lost answer
-is: :class:`~scheduler_dedup.handler.errors.StoreUnavailableError`, so the protocol reads the record and decides
+is (and where the primary is still there, the read finds the write and the run goes on: a timed-out ``WAIT``
+delays a run, it never stops one): :class:`~scheduler_dedup.handler.errors.StoreUnavailableError`, so the protocol reads the record and decides
 by attempt id. After a failover that read reaches the promoted replica: a lost claim is absent, so the delivery
 answers ``store_error`` instead of running the job (a retry claims afresh), and a lost completion shows this
 attempt's claim, so the completion is written again. The replicas are counted again after such a write.

@@ -37,7 +37,9 @@ declare("DEDUP_REDIS_WAIT_TIMEOUT_MS", "store", f"""
     How long a write that decides a run (claim, takeover, completion, failure) waits for one replica's
     acknowledgement (`WAIT 1 <ms>`) where the instance has replicas, 0 to {MAX_WAIT_TIMEOUT_MS} milliseconds; 0 turns
     `WAIT` off. Must stay under `DEDUP_STORE_TIMEOUT_SECONDS`. A write no replica acknowledged counts as unanswered:
-    the handler reads it back and decides by attempt id.""",
+    the handler reads it back and decides by attempt id, so on the primary it still reaches it finds its write and
+    goes on. `WAIT` therefore protects a run only while the timeout outlasts the replication lag; a failover after a
+    timed-out `WAIT` can still lose the write ([when a run can execute twice](../stores.md#when-a-run-can-execute-twice)).""",
         default=str(DEFAULT_WAIT_TIMEOUT_MS), component="the store's `wait_timeout_ms` (default 500)")
 for _name in PLAIN_SECRET_VARIABLES:
     declare(_name, "renamed", "Refused at start-up: the Redis AUTH string is never an environment value; mount it "
