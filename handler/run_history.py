@@ -492,7 +492,7 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
     recorded: list[set[datetime]] = [set() for _ in fires]
     findings: list[Finding] = []
     unmatched: list[HistoryRun] = []  # not a fire time: unexpected, unless from before the job had its schedule
-    busy: list[tuple[datetime, datetime, datetime]] = []  # (schedule time, claimed, when it stopped occupying Scheduler)
+    busy: list[tuple[datetime, datetime, datetime]] = []  # (schedule time, busy from, when it stopped occupying Scheduler)
     newest: HistoryRun | None = None
     earliest: datetime | None = None
     seen = 0
@@ -505,7 +505,7 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                 newest = run
             end = run.finished_at or (now if run.state == IN_PROGRESS else None)
             if end is not None and run.claimed_at is not None:
-                busy.append((run.schedule_time, run.claimed_at, end))
+                busy.append((run.schedule_time, _busy_from(run, grace_seconds), end))
         match = None if run.manual else next(iter(slots.get(run.schedule_time, ())), None)
         if match is not None:
             recorded[match].add(run.schedule_time)
@@ -579,11 +579,22 @@ def _active_since(given: datetime | None, newest: HistoryRun | None, earliest: d
     return None, None
 
 
+def _busy_from(run: HistoryRun, grace_seconds: float) -> datetime:
+    """When Scheduler began the run: at its schedule time, when it sent the first attempt, if the record was claimed
+    within the grace period (the retry window, in which deliveries that failed before claiming, released, leave no
+    trace but the later claim: Scheduler skips fire times while it retries them, Retry jobs page); else (a delivery
+    replayed long after its time) at its claim."""
+    assert run.claimed_at is not None
+    if run.schedule_time <= run.claimed_at <= run.schedule_time + timedelta(seconds=grace_seconds):
+        return run.schedule_time
+    return run.claimed_at
+
+
 def _running_at(busy: list[tuple[datetime, datetime, datetime]],
                 instant: datetime) -> tuple[datetime, datetime, datetime] | None:
-    """The run scheduled last before ``instant``, if it was claimed before ``instant`` and still running (or
-    recorded later, after retries) at it: Scheduler was busy with it then. A run taken over keeps only the
-    takeover's claim time, so its busy span is counted from there (erring towards "missed")."""
+    """The run scheduled last before ``instant``, if it was still running (or recorded later, after retries) at it:
+    Scheduler was busy with it then (from :func:`_busy_from`). It ends when the run was recorded finished, so a job that outlived its attempt deadline and whose last 409-answered retry came later counts as less busy
+    than Scheduler was (erring towards "missed")."""
     index = bisect.bisect_left(busy, (instant,)) - 1
     if index >= 0 and busy[index][1] <= instant < busy[index][2]:
         return busy[index]

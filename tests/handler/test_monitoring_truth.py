@@ -175,3 +175,22 @@ def test_the_settings_refuse_a_schedule_change_time_that_is_not_rfc3339() -> Non
     parsed = Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_SCHEDULE_SINCE": "2026-11-30T18:58:00+01:00"})
     assert parsed.schedule_since == datetime(2026, 11, 30, 17, 58, tzinfo=UTC)
     assert json.dumps(rfc3339(parsed.schedule_since)) == '"2026-11-30T17:58:00Z"'
+
+
+def test_a_fire_time_skipped_while_the_previous_run_was_still_being_retried_before_its_claim_is_not_missed() -> None:
+    """``*/5``: the 10:00 run's first deliveries failed before they could claim it (released, so no record), a
+    retry claimed it at 10:07:45 and finished at 10:08. Scheduler was busy with that run from 10:00 (its first
+    attempt) and skipped 10:05; the record keeps only the last claim, so counting from the claim paged a miss.
+    A claim within the grace period (the retry window) counts from the schedule time; a delivery replayed later
+    than that (a claim an hour late) from its claim."""
+    t = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    runs = [_run(t, t + timedelta(minutes=7, seconds=45), t + timedelta(minutes=8)),
+            _run(t + timedelta(minutes=10), t + timedelta(minutes=10, seconds=1), t + timedelta(minutes=11))]
+    report = compare(runs, job_name="busy", schedule="*/5 * * * *", time_zone="Etc/UTC", since=t,
+                     until=t + timedelta(minutes=15), now=t + timedelta(hours=1), grace_seconds=600)
+    assert report.ok, report.findings
+    assert [f.schedule_time for f in report.of(SKIPPED_BUSY)] == [t + timedelta(minutes=5)]
+    runs[0] = _run(t, t + timedelta(hours=1), t + timedelta(hours=1, minutes=1))
+    report = compare(runs, job_name="busy", schedule="*/5 * * * *", time_zone="Etc/UTC", since=t,
+                     until=t + timedelta(minutes=15), now=t + timedelta(hours=2), grace_seconds=600)
+    assert [(f.kind, f.schedule_time) for f in report.problems] == [(MISSED, t + timedelta(minutes=5))]
