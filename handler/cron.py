@@ -505,6 +505,11 @@ class FireGaps:
 GAP_HORIZON_DAYS = 400
 
 
+#: Days :func:`fire_gaps` searches when a schedule fires less than twice within its horizon: the years
+#: :func:`unix_cron_problem` searches for a first fire time, so a schedule Scheduler accepts has gaps.
+_RARE_HORIZON_DAYS = _FIRE_SEARCH_YEARS * 366 + 1
+
+
 def _times_of_day(reading: CronReading) -> tuple[int, ...]:
     minutes, hours = reading.expression.split()[:2]
     minute_set = range(60) if minutes == "*" else [int(m) for m in minutes.split(",")]
@@ -535,12 +540,15 @@ def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
     Searches ``horizon_days`` from ``start`` (default: today, UTC midnight) on the job's wall clock, so
     daylight-saving days count with their real length. A wall-clock time that occurs twice (clocks go back)
     counts once, at its first instant: Cloud Scheduler's docs do not say whether it fires once or twice, and once
-    gives the longer, safer largest gap. Work is per day, not per fire time: the times of day are the same on
+    gives the longer, safer largest gap. A wall-clock time that does not exist (clocks go forward) counts for the
+    smallest gap but not for the largest: the docs allow that it does not run ("can cause jobs to run or not run
+    unexpectedly"), so ``30 2,14 * * *`` in Europe/Berlin has a 23 h largest gap on 29 March, not 13 h. Work is per day, not per fire time: the times of day are the same on
     every day a reading fires, except on daylight-saving days, which are walked fire by fire.
 
     Raises:
         ValueError: ``schedule`` or ``time_zone`` is invalid, or every reading of the schedule together does not
-            fire twice within the horizon (e.g. ``0 0 30 2 *``; the message says "does not fire").
+            fire twice within the horizon nor within :data:`_FIRE_SEARCH_YEARS` years (e.g. ``0 0 30 2 *``; the
+            message says "does not fire"). A leap-day schedule (``0 0 29 2 *``) is searched over those years.
     """
     problem = unix_cron_problem(schedule)
     if problem:
@@ -576,9 +584,14 @@ def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
                 else:
                     instants: list[datetime] = []
                     for minute in minutes:
-                        instant = fire_time_at(day + timedelta(minutes=minute), tz).first
+                        fire = fire_time_at(day + timedelta(minutes=minute), tz)
+                        if kind == "all" and fire.dst == SKIPPED:
+                            continue  # a time the clocks skip may not run at all: the longer gap
+                        instant = fire.first
                         if not instants or instant > instants[-1]:
                             instants.append(instant)  # a repeated wall-clock time: its first instant only
+                    if not instants:
+                        continue
                     first, last = instants[0], instants[-1]
                     steps = [(b - a).total_seconds() for a, b in zip(instants, instants[1:])]
                     within = (min(steps), max(steps)) if steps else None
@@ -591,5 +604,7 @@ def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
                 previous[kind] = last
         day = following
     if largest == 0.0 or smallest == float("inf"):
+        if horizon_days < _RARE_HORIZON_DAYS:  # fires rarely (a leap day, 0 0 29 2 *): look as far as the checks do
+            return fire_gaps(schedule, time_zone, start, _RARE_HORIZON_DAYS)
         raise ValueError(f"schedule {schedule!r} does not fire within {horizon_days} days")
     return FireGaps(smallest, largest)

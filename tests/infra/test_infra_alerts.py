@@ -166,16 +166,26 @@ def test_released_policy_counts_releases_per_job_over_the_retry_window() -> None
     ("*/10 0-3 * * *", "Etc/UTC", 20 * 3600 + 600),  # 03:50 -> 00:00 next day
     ("0 9-17 * * 1-5", "Etc/UTC", 64 * 3600),  # Friday 17:00 -> Monday 09:00
     ("0 3 * * *", "Europe/Berlin", 25 * 3600),  # the autumn day of 25 hours
-    ("30 2 * * *", "Europe/Berlin", 25 * 3600),
+    # 02:30 does not exist on 29 March, and Scheduler may not run it at all: 28 March 02:30 CET -> 30 March 02:30 CEST
+    ("30 2 * * *", "Europe/Berlin", 47 * 3600),
+    # the same day: 28 March 14:30 CET -> 29 March 14:30 CEST, not 13 h (a deliveries-stopped page on that day)
+    ("30 2,14 * * *", "Europe/Berlin", 23 * 3600),
+    # Lord Howe Island's clocks skip 02:00-02:29 on 4 October 2026: 3 October 14:15 -> 4 October 14:15, 23.5 h
+    ("15 2,14 * * *", "Australia/Lord_Howe", 23.5 * 3600),
+    ("0 12 29 2 *", "Etc/UTC", (datetime(2032, 2, 29) - datetime(2028, 2, 29)).total_seconds()),  # leap days
     ("* * * 1-6 *", "Etc/UTC", (datetime(2027, 1, 1) - datetime(2026, 6, 30, 23, 59)).total_seconds()),
 ])
 def test_largest_gap_between_fire_times(schedule: str, time_zone: str, gap: float) -> None:
     assert max_fire_gap_seconds(schedule, time_zone, START) == gap
 
 
-def test_a_schedule_that_does_not_fire_within_the_horizon_cannot_have_alerts() -> None:
-    with pytest.raises(ValueError, match="does not fire"):
-        max_fire_gap_seconds("0 12 29 2 *", "Etc/UTC", START)  # next leap day is more than 400 days away
+def test_a_leap_day_job_gets_the_watchdog_and_only_a_schedule_that_never_fires_is_refused() -> None:
+    """``0 12 29 2 *`` is a schedule Scheduler accepts; its next leap day is more than 400 days away, which refused
+    its alerts at preview ("a missed-run alert needs a schedule that fires")."""
+    resolved = resolve_alerts({"notification_channels": [CHANNEL]}, _settings(schedule="0 12 29 2 *"))
+    assert resolved is not None and resolved.deliveries_absence_seconds is None  # only the watchdog can tell
+    with pytest.raises(ValueError, match="never fires"):
+        max_fire_gap_seconds("0 12 30 2 *", "Etc/UTC", START)
 
 
 def test_an_hour_that_occurs_twice_counts_once_so_the_gap_is_never_underestimated() -> None:
