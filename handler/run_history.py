@@ -54,6 +54,15 @@ KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY
 SINCE_SCHEDULE_CHANGE = "schedule_since"  #: the time the job got its schedule (DEDUP_SCHEDULE_SINCE)
 SINCE_EARLIEST_RECORD = "earliest_record"  #: nothing known: the job's earliest run record
 
+#: Seconds after ``DEDUP_SCHEDULE_SINCE`` in which a fire time without a record is not expected. The component
+#: records that time before the Cloud Run service that carries it, then deploys the service (minutes), grants the
+#: invoker role (IAM changes "typically 2 minutes, potentially 7 minutes or longer" to take effect:
+#: https://cloud.google.com/iam/docs/access-change-propagation) and only then creates or updates the Scheduler job, so
+#: the first fire times after it were never due. A run recorded within them counts, and the first one ends them: the
+#: job exists from then on. (After a schedule change, a delivery of the old schedule at a time the new one shares
+#: ends them too, so a new fire time before the job's update may still be reported missed.)
+SCHEDULE_SETTLE_SECONDS = 900
+
 #: Default grace period, seconds: how long after a fire time its run may still be recorded before it
 #: counts as missed. A run is recorded when a delivery claims it; a run whose first deliveries failed
 #: is recorded on a retry, so set the grace to the job's retry window for a strict check.
@@ -462,7 +471,9 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         grace_seconds: how long after a fire time's last candidate instant a run may still appear.
         active_since: when the job got its schedule (``DEDUP_SCHEDULE_SINCE``), aware; None: the newest run's
             stored ``schedule_since``, else (unless ``runs_before_window``) the earliest run's schedule time.
-            No fire time before it is expected: a job is not missing runs from before it existed.
+            No fire time before it is expected: a job is not missing runs from before it existed. After a schedule
+            change time, nor is one without a record within :data:`SCHEDULE_SETTLE_SECONDS` (the deploy that
+            recorded it creates the Scheduler job minutes later).
         runs_before_window: True if the job has records older than every run given (its history starts before
             the scan), so the earliest run given bounds nothing; None or False: the runs given reach back to
             the job's first record.
@@ -537,10 +548,16 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
             findings.append(Finding(UNEXPECTED, run.schedule_time,
                                     f"not a fire time of {schedule!r} in {time_zone}", run=run))
     busy.sort()
+    settled = None
+    if source == SINCE_SCHEDULE_CHANGE and bound is not None:  # until the job's first run since then, at the latest
+        delivered = [instant for instants in recorded for instant in instants if instant >= bound]
+        settled = min([bound + timedelta(seconds=SCHEDULE_SETTLE_SECONDS), *delivered])
     expected = hits = 0
     for fire, instants in zip(fires, recorded):
         if not fire.required or fire.first > now or (bound is not None and fire.due < bound):
             continue
+        if not instants and settled is not None and fire.due < settled:
+            continue  # the job may not have existed yet, or not been allowed to call (SCHEDULE_SETTLE_SECONDS)
         expected += 1
         if instants:
             hits += 1

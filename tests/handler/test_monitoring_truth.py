@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,19 @@ def test_a_fire_time_skipped_while_the_previous_run_was_still_being_retried_befo
     report = compare(runs, job_name="busy", schedule="*/5 * * * *", time_zone="Etc/UTC", since=t,
                      until=t + timedelta(minutes=15), now=t + timedelta(hours=2), grace_seconds=600)
     assert [(f.kind, f.schedule_time) for f in report.problems] == [(MISSED, t + timedelta(minutes=5))]
+
+
+def test_fire_times_before_the_job_was_created_after_its_schedule_time_was_recorded_are_not_missed() -> None:
+    """The component records DEDUP_SCHEDULE_SINCE before the Cloud Run service that carries it, and creates (or
+    updates) the Scheduler job only after that service and its invoker grant: on a fresh deploy of ``* * * * *`` at
+    17:50 the job existed from 17:53, so 17:50 to 17:52 were never due (before: three missed-run pages). A fire time
+    past the settling time that has no record is missed; one recorded within it counts, and the first record ends
+    it (test_the_bound_does_not_hide_a_run_missed_after_the_job_existed)."""
+    since = datetime(2026, 11, 30, 17, 50, tzinfo=UTC)
+    runs = [_run(since + timedelta(minutes=m), since + timedelta(minutes=m, seconds=1),
+                 since + timedelta(minutes=m, seconds=2)) for m in range(3, 20) if m != 17]
+    runs = [replace(r, schedule="* * * * *", schedule_since=since) for r in runs]
+    report = compare(runs, job_name="busy", schedule="* * * * *", time_zone="Etc/UTC", since=since - timedelta(hours=1),
+                     until=since + timedelta(minutes=20), now=since + timedelta(hours=1), grace_seconds=60)
+    assert [(f.kind, f.schedule_time) for f in report.problems] == [(MISSED, since + timedelta(minutes=17))]
+    assert report.active_since == since and report.expected == 17 and report.recorded == 16
