@@ -850,25 +850,30 @@ def _retry_policy(retry: Any, lease_seconds: int, attempt_deadline_seconds: int)
     unknown = sorted(set(retry) - _RETRY_KEYS)
     if unknown:
         raise DedupConfigError(f"retry.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_RETRY_KEYS))}")
-    count = _int(retry, "retry_count", DEFAULT_RETRY_COUNT, field="retry.retry_count")
-    if not 0 <= count <= RETRY_COUNT_MAX:
-        raise DedupConfigError("retry.retry_count", f"{count} is outside Cloud Scheduler's range; use 0 to {RETRY_COUNT_MAX}")
-    duration = _int(retry, "max_retry_duration_seconds", 0, field="retry.max_retry_duration_seconds")
-    max_backoff = _int(retry, "max_backoff_seconds", DEFAULT_MAX_BACKOFF_SECONDS, field="retry.max_backoff_seconds")
-    doublings = _int(retry, "max_doublings", DEFAULT_MAX_DOUBLINGS, field="retry.max_doublings")
+    problems = _Problems()  # every field's problem at once
+
+    def whole(key: str, default: int, low: int = 0, high: int | None = None, meaning: str = "") -> int:
+        value = _int(retry, key, default, field=f"retry.{key}")
+        if value < low or (high is not None and value > high):
+            bounds = f"use {low} to {high}" if high is not None else f"use {low} or more"
+            raise DedupConfigError(f"retry.{key}", f"{value} is outside Cloud Scheduler's range; {bounds}{meaning}")
+        return value
+
+    count = problems.run(lambda: whole("retry_count", DEFAULT_RETRY_COUNT, 0, RETRY_COUNT_MAX), DEFAULT_RETRY_COUNT)
+    duration = problems.run(lambda: whole("max_retry_duration_seconds", 0, meaning=" (0 means unlimited)"), 0)
+    max_backoff = problems.run(lambda: whole("max_backoff_seconds", DEFAULT_MAX_BACKOFF_SECONDS),
+                               DEFAULT_MAX_BACKOFF_SECONDS)
+    doublings = problems.run(lambda: whole("max_doublings", DEFAULT_MAX_DOUBLINGS), DEFAULT_MAX_DOUBLINGS)
     spanning = min_backoff_to_recover(RetryPolicy(count, duration, 0, max_backoff, doublings),
                                       CRASH_RECOVERY_FACTOR * lease_seconds, attempt_deadline_seconds)
     default_min = max(DEFAULT_MIN_BACKOFF_SECONDS, spanning or 0) if spanning is not None else DEFAULT_MIN_BACKOFF_SECONDS
-    min_backoff = _int(retry, "min_backoff_seconds", min(default_min, max(max_backoff, 0)),
-                       field="retry.min_backoff_seconds")
-    if duration < 0:
-        raise DedupConfigError("retry.max_retry_duration_seconds", "must be >= 0 (0 means unlimited)")
-    if min_backoff < 0 or max_backoff < 0 or doublings < 0:
-        raise DedupConfigError("retry", "backoff durations and max_doublings must be >= 0")
-    if min_backoff > max_backoff:
-        raise DedupConfigError(
-            "retry.min_backoff_seconds", f"{min_backoff} s is longer than max_backoff_seconds ({max_backoff} s)"
-        )
+    default_min = min(default_min, max_backoff)
+    min_backoff = problems.run(lambda: whole("min_backoff_seconds", default_min), default_min)
+    bad = {error.field for error in problems.errors}
+    if not bad & {"retry.min_backoff_seconds", "retry.max_backoff_seconds"} and min_backoff > max_backoff:
+        problems.add(DedupConfigError(
+            "retry.min_backoff_seconds", f"{min_backoff} s is longer than max_backoff_seconds ({max_backoff} s)"))
+    problems.raise_any()
     return RetryPolicy(count, duration, min_backoff, max_backoff, doublings)
 
 

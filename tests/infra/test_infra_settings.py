@@ -271,6 +271,24 @@ def test_every_mistake_of_a_config_is_reported_at_once() -> None:
     assert not isinstance(one.value, DedupConfigErrors) and one.value.field == "attempt_deadline_seconds"
 
 
+def test_every_mistake_of_a_retry_config_is_reported_at_once_naming_its_field() -> None:
+    """retry_count 7, max_retry_duration -5, max_doublings -2, min_backoff -1 took four rounds of preview (and the
+    negative ones were all reported against ``retry``, naming no field)."""
+    from scheduler_dedup.infra.errors import DedupConfigErrors
+
+    with pytest.raises(DedupConfigErrors) as info:
+        resolve_settings("nightly", _args(retry={"retry_count": 7, "max_retry_duration_seconds": -5,
+                                                 "max_doublings": -2, "min_backoff_seconds": -1}), default_project="p1")
+    assert [e.field for e in info.value.errors] == ["retry.retry_count", "retry.max_retry_duration_seconds",
+                                                    "retry.max_doublings", "retry.min_backoff_seconds"]
+    assert "use 0 to 5" in str(info.value) and "0 means unlimited" in str(info.value)
+    # the pair check still runs beside another field's mistake
+    with pytest.raises(DedupConfigErrors) as pair:
+        resolve_settings("nightly", _args(retry={"retry_count": 9, "min_backoff_seconds": 600,
+                                                 "max_backoff_seconds": 60}), default_project="p1")
+    assert [e.field for e in pair.value.errors] == ["retry.retry_count", "retry.min_backoff_seconds"]
+
+
 def test_a_scheduler_account_of_another_project_is_refused_at_preview() -> None:
     """OidcToken: "The service account must be within the same project as the job"; it used to pass preview."""
     err = _fails("scheduler_service_account_email", "within the same project as the job",
