@@ -49,6 +49,18 @@ LOCATION_HEADER = "X-Dedup-Location"
 # Job ids: letters, digits, hyphens, underscores, at most 500 characters
 # (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
+
+
+def job_id_problem(job_id: str) -> str | None:
+    """Why ``job_id`` is not a Cloud Scheduler job id (:data:`JOB_ID_RE`: letters, digits, '-' or '_', 1-500
+    characters; Job.name on the REST reference), in words naming the fix, or None."""
+    if JOB_ID_RE.match(job_id):
+        return None
+    bad = sorted({c for c in job_id if not re.match(r"[A-Za-z0-9_-]", c)})
+    what = f"has {', '.join(repr(c) for c in bad)}" if bad else f"is {len(job_id)} characters long"
+    suggestion = re.sub(r"[^A-Za-z0-9_-]+", "-", job_id)[:500].strip("-") or "nightly-report"
+    return (f"{job_id[:80]!r} {what}: a Scheduler job id is 1-500 letters, digits, '-' or '_' "
+            f"(e.g. {suggestion[:80]!r})")
 # The full resource name, projects/PROJECT_ID/locations/LOCATION_ID/jobs/JOB_ID (same page).
 _FULL_NAME_RE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/jobs/(?P<job>[^/]+)$")
 # Project ids: https://cloud.google.com/resource-manager/docs/creating-managing-projects#before_you_begin

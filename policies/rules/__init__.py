@@ -57,6 +57,7 @@ from scheduler_dedup.policies.rules.scheduler import (
     scheduler_attempt_deadline,
     scheduler_attempt_deadline_margin,
     scheduler_job_location,
+    scheduler_job_name,
     scheduler_job_oidc_auth,
     scheduler_job_unix_cron,
     scheduler_oidc_account_project,
@@ -113,6 +114,9 @@ RULES: list[Rule] = [
          "A job's retry window (and one slow attempt) ends before its next fire time: Scheduler never runs two "
          "executions of a job at once, so it delays or skips the fire times a run still occupies.",
          "advisory", scheduler_runs_overlap, "resource"),
+    Rule("scheduler-job-name",
+         "A job's name is a Scheduler job id: letters, digits, '-' or '_', at most 500 characters.",
+         "mandatory", scheduler_job_name, "resource"),
     Rule("scheduler-job-location",
          "A job's region is one Cloud Scheduler is offered in.",
          "mandatory", scheduler_job_location, "resource"),

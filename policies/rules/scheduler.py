@@ -25,6 +25,7 @@ from scheduler_dedup.infra.oidc_account import oidc_account_problem
 from scheduler_dedup.handler.errors import ConfigError
 
 from scheduler_dedup.policies import limits
+from scheduler_dedup.handler.run_key import job_id_problem
 from scheduler_dedup.infra.schedule import ATTEMPT_DEADLINES, HTTP_TARGET
 from scheduler_dedup.policies.readings import read_retry, read_seconds, target_kind
 from scheduler_dedup.policies.model import (
@@ -415,6 +416,19 @@ def scheduler_oidc_account_project(resource: Resource, config: Mapping[str, Any]
         return []
     problem = oidc_account_problem(email, project)
     return [f"httpTarget.oidcToken.serviceAccountEmail {problem}"] if problem else []
+
+
+# ---------------------------------------------------------------- scheduler-job-name
+
+def scheduler_job_name(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A job's ``name`` is a Scheduler job id: letters, digits, '-' or '_', at most 500 characters
+    (:func:`scheduler_dedup.handler.run_key.job_id_problem`; Job.name on the REST reference). Scheduler refuses any
+    other at ``pulumi up``. A job without ``name`` (auto-named) or an unknown one passes."""
+    name = get(resource.props, "name")
+    if resource.type != SCHEDULER_JOB or not isinstance(name, str) or is_unknown(name):
+        return []
+    problem = job_id_problem(name)
+    return [f"name {problem}"] if problem else []
 
 
 # ---------------------------------------------------------------- scheduler-job-location

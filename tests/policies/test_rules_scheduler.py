@@ -357,6 +357,15 @@ def test_a_job_region_scheduler_lacks_is_mandatory_with_the_nearest_spelling() -
     assert run("scheduler-job-location", [job(region="europe-west1"), job(), job(region=UNKNOWN)]) == []
 
 
+def test_a_job_name_scheduler_refuses_is_mandatory_naming_the_characters() -> None:
+    """``nightly.report`` and a 501-character name passed the pack; Scheduler refuses both at ``pulumi up``."""
+    [dotted] = run("scheduler-job-name", [job(name="nightly.report")])
+    assert dotted.level == "mandatory" and "'.'" in dotted.message and "'nightly-report'" in dotted.message
+    [long] = run("scheduler-job-name", [job(name="a" * 501)])
+    assert "501 characters" in long.message
+    assert run("scheduler-job-name", [job(name="nightly_report-2"), job(name="a" * 500), job(), job(name=UNKNOWN)]) == []
+
+
 def test_an_oidc_account_of_another_project_is_mandatory() -> None:
     token = {"uri": RUN_URL, "oidcToken": {"serviceAccountEmail": "dedup-scheduler@other-proj.iam.gserviceaccount.com"}}
     [bad] = run("scheduler-oidc-account-project", [job(project="my-proj", httpTarget=token)])
