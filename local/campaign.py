@@ -505,12 +505,23 @@ def play(scenario: Scenario, cfg: CampaignConfig, fleet: _Fleet, log: _Execution
                           run_id=run_id, faults=faults.of(run_id), acknowledged=acknowledged, started=started)
 
 
+def renewals_failed_within_a_lease(result: ScenarioResult, since: float, until: float, lease_seconds: float) -> bool:
+    """True if two of the run's renewal calls between ``since`` and ``until`` (monotonic seconds) were faulted or
+    slow within one lease of each other: renewals come every third of the lease and each failure can cost up to
+    two store timeouts (the write, then the read that checks the record), so two such failures let a live
+    attempt's lease lapse, and the retry that then takes the run over runs the job again, by design
+    (docs/failures.md, "renewals fail")."""
+    times = sorted(t for t, step, _ in result.faults if step == "renewal" and since <= t <= until)
+    return any(later - earlier <= lease_seconds for earlier, later in zip(times, times[1:]))
+
+
 def check(result: ScenarioResult, cfg: CampaignConfig) -> list[str]:
     """The invariants, checked on everything one scenario did. Returns the violations (empty: all held).
 
     1. At most one execution per run: every execution after the first must follow an attempt
-       that was SIGKILLed (before it started) or that failed retryably (its claim is released
-       on purpose). Those re-runs are counted apart.
+       that was SIGKILLed (before it started), that failed retryably (its claim is released
+       on purpose), or whose renewals the store failed twice within one lease
+       (:func:`renewals_failed_within_a_lease`). Those re-runs are counted apart.
     2. A run whose deliveries continue ends ``completed`` or ``failed``: the simulated Scheduler
        retries until an answer is 2xx within its attempt deadline, and its retry budget
        (``max_deliveries``, far beyond a lease) is never used up; an acknowledged run's record is
@@ -532,12 +543,14 @@ def check(result: ScenarioResult, cfg: CampaignConfig) -> list[str]:
     ends = {e["attempt_id"]: e for e in result.events if e["event"] == "end"}
     killed = result.killed_at
 
-    # 1. one execution, except re-runs after a killed attempt or a retryable failure
+    # 1. one execution, except re-runs after a killed attempt, a retryable failure, or a lease the store did not
+    #    let its live holder renew (the lease's promise: one failed renewal per lease is survived, two are not)
     for index, start in enumerate(starts[1:], 1):
         excused = sum(1 for earlier in starts[:index]
                       if killed.get(earlier["attempt_id"], float("inf")) <= start["seen"]
                       or (earlier["attempt_id"] in ends and ends[earlier["attempt_id"]]["outcome"] == "retryable"
-                          and result.events.index(ends[earlier["attempt_id"]]) < result.events.index(start)))
+                          and result.events.index(ends[earlier["attempt_id"]]) < result.events.index(start))
+                      or renewals_failed_within_a_lease(result, earlier["seen"], start["seen"], cfg.lease_seconds))
         if excused < index:
             v.append(f"execution {index + 1} started while {index - excused} earlier attempt(s) were neither "
                      f"killed nor released ({len(starts)} executions, {len(killed)} killed)")
