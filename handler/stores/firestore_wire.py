@@ -21,7 +21,7 @@ from typing import Any
 
 from google.cloud.firestore_v1.types import firestore as fs_types
 
-from scheduler_dedup.handler.stores.wire import Call, GrpcWire
+from scheduler_dedup.handler.stores.wire import STATUS_STEPS, Call, GrpcWire
 
 
 def classify(method: str, request: bytes) -> Call:
@@ -67,12 +67,8 @@ def _classify_commit(pb: Any) -> Call:
         status = write.update.fields.get("status")
         touched = set(write.update_mask.field_paths) if write.HasField("update_mask") else set(write.update.fields)
         value = status.string_value if status is not None and "status" in touched else None
-        if value == "in_progress":
-            return Call("Commit", "takeover", doc)
-        if value == "completed":
-            return Call("Commit", "completion", doc)
-        if value == "failed":
-            return Call("Commit", "failure", doc)
+        if value in STATUS_STEPS:
+            return Call("Commit", STATUS_STEPS[value], doc)
         if value is None and write.HasField("current_document"):
             return Call("Commit", "renewal", doc)
         return Call("Commit", "other", doc)

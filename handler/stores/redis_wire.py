@@ -23,10 +23,9 @@ from collections.abc import Sequence
 
 from scheduler_dedup.handler.stores import redis_values
 from scheduler_dedup.handler.stores.redis_lua import BY_SHA
-from scheduler_dedup.handler.stores.wire import Call
+from scheduler_dedup.handler.stores.wire import STATUS_STEPS, Call
 
 _STEPS = {"create": "claim", "delete": "release", "read": "read", "job_page": "query", "id_prefix": "query"}
-_STATUS_STEPS = {"in_progress": "takeover", "completed": "completion", "failed": "failure"}
 
 
 def classify(command: Sequence[bytes]) -> Call:
@@ -64,5 +63,5 @@ def _update_step(args: Sequence[bytes]) -> str:
         kind, name, value = args[7 + 3 * i: 10 + 3 * i]
         if bytes(name) == b"status" and bytes(kind) == b"v":
             status = redis_values.decode(bytes(value))
-            return _STATUS_STEPS.get(status, "other") if isinstance(status, str) else "other"
+            return STATUS_STEPS.get(status, "other") if isinstance(status, str) else "other"
     return "renewal"

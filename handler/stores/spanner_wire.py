@@ -27,9 +27,8 @@ from typing import Any
 from google.cloud.spanner_v1 import types as sp
 
 from scheduler_dedup.handler.stores.spanner_schema import KEY_COLUMN
-from scheduler_dedup.handler.stores.wire import Call, GrpcWire
+from scheduler_dedup.handler.stores.wire import STATUS_STEPS, Call, GrpcWire
 
-_STATUS_STEPS = {"in_progress": "takeover", "completed": "completion", "failed": "failure"}
 
 
 def classify(method: str, request: bytes) -> Call:
@@ -74,7 +73,7 @@ def _classify_commit(pb: Any) -> Call:
         status = row.get("status")
         if status is None:
             return Call("Commit", "renewal", key)
-        return Call("Commit", _STATUS_STEPS.get(status.string_value, "other"), key)
+        return Call("Commit", STATUS_STEPS.get(status.string_value, "other"), key)
     return Call("Commit", "other", "")
 
 
