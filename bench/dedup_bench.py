@@ -46,14 +46,14 @@ from rich.table import Table
 from werkzeug.serving import BaseWSGIServer
 
 from scheduler_dedup.handler import Idempotency, ScheduledRun, Settings
-from scheduler_dedup.handler.run_key import run_key_from_headers
-from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.local.spanner_emulator import SpannerEmulator
-from scheduler_dedup.local.store_servers import environment
-from scheduler_dedup.local.recording_job import read_events
-from scheduler_dedup.local.servers import HandlerServer
+from scheduler_dedup.handler.schedule.run_key import run_key_from_headers
+from scheduler_dedup.handler.service.delivery import SchedulerHandler
+from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.servers.spanner_emulator import SpannerEmulator
+from scheduler_dedup.local.servers.store_servers import environment
+from scheduler_dedup.local.demo.recording_job import read_events
+from scheduler_dedup.local.servers.handlers import HandlerServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transactional_sample import make_view as transactional_view  # noqa: E402
@@ -263,7 +263,7 @@ def spanner_served(name: str, kind: str, emulator: SpannerEmulator, table: str) 
             return lambda request: _answer(handler.handle(request.headers))
         make, close = ours, store.close
     else:
-        from scheduler_dedup.handler.stores.spanner_admin import admin_client
+        from scheduler_dedup.handler.stores.spanner.admin import admin_client
 
         with environment({"SPANNER_EMULATOR_HOST": proxy.host}):
             database = admin_client(emulator.project).instance(emulator.instance).database(emulator.database)
@@ -353,7 +353,7 @@ def main() -> int:
                                                     "handle"))]:
                 log = Path(tmp) / f"{name}.jsonl"
                 env = {"FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": project,
-                       "DEDUP_JOB": "scheduler_dedup.local.recording_job:run", "DEMO_JOB_SECONDS": "0.5",
+                       "DEDUP_JOB": "scheduler_dedup.local.demo.recording_job:run", "DEMO_JOB_SECONDS": "0.5",
                        "DEMO_EXECUTIONS_LOG": str(log), "DEDUP_COLLECTION": f"storm_{name.replace('-', '_')}"}
                 console.print(f"storm against {name} (10 runs x 20 concurrent clients, 0.5 s job, "
                               f"functions-framework with {SERVER_THREADS} threads)...")

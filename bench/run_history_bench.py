@@ -26,14 +26,14 @@ from pathlib import Path
 from google.cloud import firestore
 from rich.table import Table
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.idempotency import Idempotency
-from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.handler.run_history import rfc3339
-from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
-from scheduler_dedup.local.console import make_console
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.protocol.idempotency import Idempotency
+from scheduler_dedup.handler.schedule.run_key import RunKey
+from scheduler_dedup.handler.monitoring.run_history import rfc3339
+from scheduler_dedup.handler.service.delivery import SchedulerHandler
+from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
+from scheduler_dedup.local.commands.console import make_console
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
 SCHEDULE = "* * * * *"
 START = datetime(2026, 6, 1, tzinfo=timezone.utc)

@@ -1,8 +1,8 @@
 """Benchmark: each run store's round trips per delivery and the protocol's latency, side by side, on this machine.
 
-For every store with a local server (:data:`scheduler_dedup.local.store_servers.SERVER_KINDS`: the Firestore
+For every store with a local server (:data:`scheduler_dedup.local.servers.store_servers.SERVER_KINDS`: the Firestore
 emulator, redis-server, the Spanner emulator, and any store added later), through the store contract and the one
-protocol (:class:`~scheduler_dedup.handler.idempotency.Idempotency`, the job doing nothing):
+protocol (:class:`~scheduler_dedup.handler.protocol.idempotency.Idempotency`, the job doing nothing):
 
 - round trips of a first delivery (claim, completion), of a duplicate on the instance that ran it (its cache of
   finished runs) and of a duplicate on another instance. Counted on the wire: every RPC a store's fault proxy
@@ -33,10 +33,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from scheduler_dedup.handler.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.stores.base import RunStore
-from scheduler_dedup.local.redis_server import RedisServer
-from scheduler_dedup.local.store_servers import SERVER_KINDS, StoreServer, store_server
+from scheduler_dedup.local.servers.redis_server import RedisServer
+from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
 
 SAMPLES = 200
 #: Each store's round trips (first delivery, duplicate on the same instance, duplicate on another), at most. Spanner:
@@ -101,8 +101,8 @@ def latency(stores: list[RunStore], samples: int = SAMPLES) -> tuple[tuple[float
 
 def wait_cost(samples: int = SAMPLES) -> dict[str, tuple[float, float, int]]:
     """Redis first-delivery latency (p50, p95, unacknowledged writes) without WAIT and with WAIT 1, a real replica."""
-    from scheduler_dedup.handler.stores.redis import RedisRunStore
-    from scheduler_dedup.handler.stores.redis_config import parse_redis_url
+    from scheduler_dedup.handler.stores.redis.store import RedisRunStore
+    from scheduler_dedup.handler.stores.redis.config import parse_redis_url
 
     out: dict[str, tuple[float, float, int]] = {}
     with RedisServer() as primary, RedisServer(replica_of=primary.host, password=primary.password) as replica:

@@ -18,8 +18,8 @@ import functions_framework
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from scheduler_dedup.handler.job import Job, ScheduledRun, load_job
-from scheduler_dedup.handler.run_key import run_key_from_headers
+from scheduler_dedup.handler.protocol.job import Job, ScheduledRun, load_job
+from scheduler_dedup.handler.schedule.run_key import run_key_from_headers
 
 
 

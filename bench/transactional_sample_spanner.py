@@ -18,8 +18,8 @@ from google.api_core import exceptions as gexc
 from google.cloud import spanner
 from google.cloud.spanner_v1.keyset import KeySet
 
-from scheduler_dedup.handler.job import Job, ScheduledRun
-from scheduler_dedup.handler.run_key import run_key_from_headers
+from scheduler_dedup.handler.protocol.job import Job, ScheduledRun
+from scheduler_dedup.handler.schedule.run_key import run_key_from_headers
 
 
 def make_view(database: Any, table: str, job: Job, project: str) -> Callable[[flask.Request], Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.terminal_theme import MONOKAI
 
-from scheduler_dedup.local.run_local import run_local
+from scheduler_dedup.local.commands.run_local import run_local
 
 JOB = '''
 import time

@@ -13,7 +13,7 @@ Public names:
   OIDC caller verification.
 
 Names are imported on first use (PEP 562), so that light modules such as
-``scheduler_dedup.handler.config`` (which the Pulumi component uses to validate the handler's
+``scheduler_dedup.handler.config.settings`` (which the Pulumi component uses to validate the handler's
 settings at preview time) can be imported without loading a store's client library.
 """
 
@@ -23,27 +23,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "CallerAuthSettings": "caller_auth", "CallerVerifier": "caller_auth", "OidcVerifier": "caller_auth",
-    "Settings": "config",
-    "idempotent": "decorator", "record_id_for_key": "decorator", "idempotent_endpoint": "endpoint",
-    "ConfigError": "errors", "DedupError": "errors", "LeaseLostError": "errors", "NonRetryableJobError": "errors",
-    "RequestHeaderError": "errors", "RunFailedError": "errors", "RunInProgressError": "errors", "StoreError": "errors",
-    "StoreCallError": "errors", "StoreUnavailableError": "errors", "StoreRefusedError": "errors",
-    "InvalidWriteError": "errors",
-    "Idempotency": "idempotency", "Outcome": "idempotency", "RunOutcome": "idempotency",
-    "ScheduledRun": "job",
-    "RunKey": "run_key",
-    "FirestoreRunStore": "stores.firestore", "RunStore": "stores.base", "open_store": "stores",
-    "TargetRetryableError": "targets", "TargetSettings": "targets", "build_target": "targets",
+    "CallerAuthSettings": "callers.oidc", "CallerVerifier": "callers.oidc", "OidcVerifier": "callers.oidc",
+    "Settings": "config.settings",
+    "idempotent": "protocol.idempotent", "record_id_for_key": "protocol.idempotent", "idempotent_endpoint": "service.idempotent_endpoint",
+    "ConfigError": "core.errors", "DedupError": "core.errors", "LeaseLostError": "core.errors", "NonRetryableJobError": "core.errors",
+    "RequestHeaderError": "core.errors", "RunFailedError": "core.errors", "RunInProgressError": "core.errors", "StoreError": "core.errors",
+    "StoreCallError": "core.errors", "StoreUnavailableError": "core.errors", "StoreRefusedError": "core.errors",
+    "InvalidWriteError": "core.errors",
+    "Idempotency": "protocol.idempotency", "Outcome": "protocol.idempotency", "RunOutcome": "protocol.idempotency",
+    "ScheduledRun": "protocol.job",
+    "RunKey": "schedule.run_key",
+    "FirestoreRunStore": "stores.firestore.store", "RunStore": "stores.base", "open_store": "stores",
+    "TargetRetryableError": "targets.targets", "TargetSettings": "targets.targets", "build_target": "targets.targets",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, CallerVerifier, OidcVerifier
-    from scheduler_dedup.handler.config import Settings
-    from scheduler_dedup.handler.decorator import idempotent, record_id_for_key
-    from scheduler_dedup.handler.endpoint import idempotent_endpoint
-    from scheduler_dedup.handler.errors import (
+    from scheduler_dedup.handler.callers.oidc import CallerAuthSettings, CallerVerifier, OidcVerifier
+    from scheduler_dedup.handler.config.settings import Settings
+    from scheduler_dedup.handler.protocol.idempotent import idempotent, record_id_for_key
+    from scheduler_dedup.handler.service.idempotent_endpoint import idempotent_endpoint
+    from scheduler_dedup.handler.core.errors import (
         ConfigError,
         DedupError,
         InvalidWriteError,
@@ -57,13 +57,13 @@ if TYPE_CHECKING:
         StoreRefusedError,
         StoreUnavailableError,
     )
-    from scheduler_dedup.handler.idempotency import Idempotency, Outcome, RunOutcome
-    from scheduler_dedup.handler.job import ScheduledRun
-    from scheduler_dedup.handler.run_key import RunKey
+    from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
+    from scheduler_dedup.handler.protocol.job import ScheduledRun
+    from scheduler_dedup.handler.schedule.run_key import RunKey
     from scheduler_dedup.handler.stores import open_store
     from scheduler_dedup.handler.stores.base import RunStore
-    from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
-    from scheduler_dedup.handler.targets import TargetRetryableError, TargetSettings, build_target
+    from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
+    from scheduler_dedup.handler.targets.targets import TargetRetryableError, TargetSettings, build_target
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,7 @@
 * Cloud Run: ``functions-framework --source main.py --target handle_scheduled_job`` (the build config's function
   target).
 * App Engine: ``gunicorn main:app`` (the ``entrypoint`` in ``app.yaml``), where ``app`` is functions-framework's
-  own WSGI app for ``handle_scheduled_job`` (:func:`scheduler_dedup.handler.app.wsgi_app`): the same app,
+  own WSGI app for ``handle_scheduled_job`` (:func:`scheduler_dedup.handler.service.app.wsgi_app`): the same app,
   served the way App Engine's Python 3 runtime serves one
   (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup).
 
@@ -13,7 +13,7 @@ with a message that names the environment variable.
 
 from __future__ import annotations
 
-from scheduler_dedup.handler.logs import ignore_python_version_warning
+from scheduler_dedup.handler.core.logs import ignore_python_version_warning
 
 ignore_python_version_warning()  # before anything imports google.api_core
 
@@ -22,8 +22,8 @@ from typing import Any  # noqa: E402
 import flask  # noqa: E402
 import functions_framework  # noqa: E402
 
-from scheduler_dedup.handler.app import process_handler, wsgi_app  # noqa: E402
-from scheduler_dedup.handler.server import bound_server  # noqa: E402
+from scheduler_dedup.handler.service.app import process_handler, wsgi_app  # noqa: E402
+from scheduler_dedup.handler.service.server import bound_server  # noqa: E402
 
 bound_server()  # before functions-framework builds its server: header deadline, keep-alive, request limits
 _handler = process_handler()
@@ -31,7 +31,7 @@ _handler = process_handler()
 
 @functions_framework.http
 def handle_scheduled_job(request: flask.Request) -> flask.Response:
-    """Handle one Cloud Scheduler delivery; see ``scheduler_dedup.handler.scheduler`` for the contract."""
+    """Handle one Cloud Scheduler delivery; see ``scheduler_dedup.handler.service.delivery`` for the contract."""
     return _handler(request)
 
 

@@ -9,15 +9,15 @@ Public names:
 * :class:`DedupScheduledJobArgs`, :class:`RetryConfigArgs`, :class:`WorkflowTargetArgs`,
   :class:`CloudRunJobTargetArgs`, :class:`CloudBuildTriggerTargetArgs`, :class:`HttpTargetArgs`,
   :class:`AppEngineArgs` (App Engine as the Scheduler target), :class:`AlertsArgs` — its typed inputs
-  (``alerts``: metrics, alert policies and a missed-run watchdog, ``scheduler_dedup.infra.alerts``).
+  (``alerts``: metrics, alert policies and a missed-run watchdog, ``scheduler_dedup.infra.alerts.alerts``).
 * :class:`DedupConfigError` — raised before any child is created when an input is invalid.
-* :func:`build_deploy_archive` — the deploy zip (``scheduler_dedup.infra.archive``).
-* :func:`deploy_from_config` — the root stack program (``scheduler_dedup.infra.stack_program``).
-* ``scheduler_dedup.infra.mock_run.run_stack_config`` — run the root program under Pulumi mocks.
+* :func:`build_deploy_archive` — the deploy zip (``scheduler_dedup.infra.job.archive``).
+* :func:`deploy_from_config` — the root stack program (``scheduler_dedup.infra.stack.program``).
+* ``scheduler_dedup.infra.stack.mock_run.run_stack_config`` — run the root program under Pulumi mocks.
 """
 
-from .archive import DeployArchive, build_deploy_archive
-from .args import (
+from scheduler_dedup.infra.job.archive import DeployArchive, build_deploy_archive
+from scheduler_dedup.infra.job.args import (
     AlertsArgs,
     AppEngineArgs,
     CloudBuildTriggerTargetArgs,
@@ -29,11 +29,11 @@ from .args import (
     RetryConfigArgs,
     WorkflowTargetArgs,
 )
-from .component import DedupScheduledJob
-from .errors import DedupConfigError, DeployArchiveError
-from .settings import DedupSettings, resolve_settings
-from .store import DedupStore
-from .stack_program import CONFIG_KEYS, deploy_from_config
+from scheduler_dedup.infra.job.component import DedupScheduledJob
+from scheduler_dedup.infra.errors import DedupConfigError, DeployArchiveError
+from scheduler_dedup.infra.job.settings import DedupSettings, resolve_settings
+from scheduler_dedup.infra.stores.store import DedupStore
+from scheduler_dedup.infra.stack.program import CONFIG_KEYS, deploy_from_config
 
 __all__ = [
     "AlertsArgs",

@@ -12,8 +12,8 @@ from typing import Any
 class DedupConfigError(ValueError):
     """A component input (or a stack config key) is invalid.
 
-    Raised by :func:`scheduler_dedup.infra.settings.resolve_settings` and therefore by the
-    :class:`~scheduler_dedup.infra.component.DedupScheduledJob` constructor *before* any child
+    Raised by :func:`scheduler_dedup.infra.job.settings.resolve_settings` and therefore by the
+    :class:`~scheduler_dedup.infra.job.component.DedupScheduledJob` constructor *before* any child
     resource is created, so ``pulumi preview`` fails with the message.
 
     Attributes:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from scheduler_dedup.handler import config as handler_config
-from scheduler_dedup.infra.schedule import APP_ENGINE_TARGET, ATTEMPT_DEADLINES, HTTP_TARGET
-from scheduler_dedup.handler.record import TTL_FIELD, TTL_OWNER_ENV
+from scheduler_dedup.handler.config import settings as handler_config
+from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, ATTEMPT_DEADLINES, HTTP_TARGET
+from scheduler_dedup.handler.core.record import TTL_FIELD, TTL_OWNER_ENV
 
 # Cloud Scheduler, REST reference for projects.locations.jobs (field attemptDeadline), one table for the component
-# and the pack (scheduler_dedup.infra.schedule.ATTEMPT_DEADLINES): HTTP targets [15 s, 30 min], default 3 min;
+# and the pack (scheduler_dedup.handler.schedule.retry_windows.ATTEMPT_DEADLINES): HTTP targets [15 s, 30 min], default 3 min;
 # App Engine targets [15 s, 24 h], unset or 0 the service's default (10 min with automatic scaling).
 SCHEDULER_HTTP_DEADLINE_MIN_S: Final = float(ATTEMPT_DEADLINES[HTTP_TARGET].min_seconds)
 SCHEDULER_HTTP_DEADLINE_MAX_S: Final = float(ATTEMPT_DEADLINES[HTTP_TARGET].max_seconds)
@@ -30,7 +30,7 @@ SCHEDULER_MAX_DOUBLINGS_DEFAULT: Final = 5
 CLOUD_RUN_TIMEOUT_DEFAULT_S: Final = 300.0
 CLOUD_RUN_TIMEOUT_MAX_S: Final = 3600.0
 
-# The handler's settings and their defaults (handler/config.py, Settings.from_env).
+# The handler's settings and their defaults (handler/config/settings.py, Settings.from_env).
 ENV_COLLECTION: Final = "DEDUP_COLLECTION"
 ENV_DATABASE: Final = "DEDUP_DATABASE"
 ENV_LEASE: Final = "DEDUP_LEASE_SECONDS"

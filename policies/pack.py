@@ -2,7 +2,7 @@
 
 :func:`build_policies` is what ``policies/__main__.py`` hands to ``PolicyPack``; it does not start the
 policy server, so tests can build and inspect the policies. Each adapter turns the engine's property
-proxies into plain data (:func:`~scheduler_dedup.policies.model.unwrap`, unknowns become
+proxies into plain data (:func:`~scheduler_dedup.policies.reading.model.unwrap`, unknowns become
 ``UNKNOWN``), fills in the rule's config defaults and reports each message with ``report_violation``.
 """
 
@@ -23,7 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from scheduler_dedup.policies.model import Resource, unwrap
+from scheduler_dedup.policies.reading.model import Resource, unwrap
 from scheduler_dedup.policies.rules import RULES, Rule
 
 PACK_NAME = "scheduler-dedup"

@@ -45,9 +45,9 @@ fi
 # is missing.
 "$VENV/bin/python" -c '
 import sys
-from scheduler_dedup.local.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
-from scheduler_dedup.local.redis_server import find_redis_server
-from scheduler_dedup.local.spanner_emulator import find_emulator
+from scheduler_dedup.local.servers.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
+from scheduler_dedup.local.servers.redis_server import find_redis_server
+from scheduler_dedup.local.servers.spanner_emulator import find_emulator
 try:
     find_java(); find_emulator_jar(); find_emulator(); find_redis_server()
 except EmulatorNotFoundError as exc:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.local.redis_server import RedisServer
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.servers.redis_server import RedisServer
 
 if TYPE_CHECKING:
     import redis as redispy

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from scheduler_dedup.local.campaign import (
+from scheduler_dedup.local.faults.campaign import (
     Answer,
     CampaignConfig,
     Scenario,
@@ -19,8 +19,8 @@ from scheduler_dedup.local.campaign import (
     run_campaign,
     tables,
 )
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.local.redis_server import RedisServer
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.servers.redis_server import RedisServer
 
 
 @pytest.mark.parametrize("store", ["firestore", "spanner"])

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_dedup.local import reference
-
+from scheduler_dedup.local.commands import reference
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -32,8 +31,7 @@ def test_the_generated_pages_are_up_to_date() -> None:
 
 
 def test_a_changed_source_makes_its_page_stale(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler_dedup.handler import variables
-
+    from scheduler_dedup.handler.core import variables
     variable = variables.VARIABLES["DEDUP_LEASE_SECONDS"]
     monkeypatch.setitem(variables.VARIABLES, variable.name, variable.__class__(
         variable.name, variable.group, variable.doc + " Changed.", variable.default, variable.component))
@@ -41,8 +39,8 @@ def test_a_changed_source_makes_its_page_stale(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_every_stack_key_and_input_is_on_the_stack_config_page() -> None:
-    from scheduler_dedup.infra import args
-    from scheduler_dedup.infra.stack_program import CONFIG_KEYS
+    from scheduler_dedup.infra.job import args
+    from scheduler_dedup.infra.stack.program import CONFIG_KEYS
 
     page = (ROOT / "docs/reference/stack-config.md").read_text()
     for entry in CONFIG_KEYS:
@@ -54,16 +52,14 @@ def test_every_stack_key_and_input_is_on_the_stack_config_page() -> None:
 
 
 def test_an_undocumented_input_fails_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler_dedup.infra import args
-
+    from scheduler_dedup.infra.job import args
     monkeypatch.setitem(args.RetryConfigArgs.__annotations__, "jitter_seconds", int)
     with pytest.raises(reference.UndocumentedError, match="RetryConfigArgs: no docstring for jitter_seconds"):
         reference.stack_config_page()
 
 
 def test_a_stack_key_for_a_missing_input_fails_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler_dedup.infra import stack_program
-
+    from scheduler_dedup.infra.stack import program as stack_program
     key = stack_program.ConfigKey("retryJitter", "integer", "retry.jitter_seconds", "jitter")
     monkeypatch.setattr(stack_program, "CONFIG_KEYS", (*stack_program.CONFIG_KEYS, key))
     with pytest.raises(reference.UndocumentedError, match="no field 'jitter_seconds'"):
@@ -71,7 +67,7 @@ def test_a_stack_key_for_a_missing_input_fails_the_generator(monkeypatch: pytest
 
 
 def test_every_variable_and_rule_is_on_its_page() -> None:
-    from scheduler_dedup.handler.variables import VARIABLES
+    from scheduler_dedup.handler.core.variables import VARIABLES
     from scheduler_dedup.policies.rules import RULES
 
     environment = (ROOT / "docs/reference/environment.md").read_text()

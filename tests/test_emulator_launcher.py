@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_dedup.local.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
+from scheduler_dedup.local.servers.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
 
 ROOT = Path(__file__).resolve().parents[1]
 

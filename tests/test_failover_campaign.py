@@ -7,10 +7,10 @@ import secrets
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from scheduler_dedup.handler.stores.redis import RedisRunStore
-from scheduler_dedup.handler.stores.redis_config import parse_redis_url
-from scheduler_dedup.local.failover_campaign import FailoverConfig, ModeReport, _replicated, table
-from scheduler_dedup.local.redis_server import RedisServer
+from scheduler_dedup.handler.stores.redis.store import RedisRunStore
+from scheduler_dedup.handler.stores.redis.config import parse_redis_url
+from scheduler_dedup.local.faults.failover_campaign import FailoverConfig, ModeReport, _replicated, table
+from scheduler_dedup.local.servers.redis_server import RedisServer
 
 
 def _claim(store: RedisRunStore) -> str:

@@ -14,11 +14,11 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from scheduler_dedup.handler.idempotency import Idempotency
-from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.handler.stores.firestore_wire import FIRESTORE_WIRE, classify
-from scheduler_dedup.local.fault_proxy import Fault, FaultProxy
+from scheduler_dedup.handler.protocol.idempotency import Idempotency
+from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.stores.firestore.wire import FIRESTORE_WIRE, classify
+from scheduler_dedup.local.faults.grpc_proxy import Fault, FaultProxy
 
 COLLECTION = "proxy_runs"
 

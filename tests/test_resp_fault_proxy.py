@@ -11,13 +11,13 @@ from datetime import datetime, timezone
 import pytest
 import redis as redispy
 
-from scheduler_dedup.handler.idempotency import Idempotency
+from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.stores.base import SERVER_TIME
-from scheduler_dedup.handler.stores.redis import RedisRunStore
-from scheduler_dedup.handler.stores.redis_config import parse_redis_url
-from scheduler_dedup.local.fault_proxy import Fault
-from scheduler_dedup.local.redis_server import RedisServer
-from scheduler_dedup.local.resp_fault_proxy import RespFaultProxy
+from scheduler_dedup.handler.stores.redis.store import RedisRunStore
+from scheduler_dedup.handler.stores.redis.config import parse_redis_url
+from scheduler_dedup.local.faults.grpc_proxy import Fault
+from scheduler_dedup.local.servers.redis_server import RedisServer
+from scheduler_dedup.local.faults.resp_proxy import RespFaultProxy
 
 
 @pytest.fixture()

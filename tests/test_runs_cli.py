@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import NonRetryableJobError
-from scheduler_dedup.handler.idempotency import Idempotency
-from scheduler_dedup.handler.job import ScheduledRun
-from scheduler_dedup.handler.run_history import rfc3339
-from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.core.errors import NonRetryableJobError
+from scheduler_dedup.handler.protocol.idempotency import Idempotency
+from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.monitoring.run_history import rfc3339
+from scheduler_dedup.handler.service.delivery import SchedulerHandler
+from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
 UTC = timezone.utc
 SCHEDULE = "*/15 * * * *"
@@ -201,7 +201,7 @@ def test_an_unreachable_firestore_fails_fast_naming_the_endpoint(emulator: Fires
 def test_runs_reads_a_spanner_store_as_it_reads_firestore() -> None:
     """The same handler records on the Spanner emulator: ``runs --store spanner`` (instance and database from
     DEDUP_SPANNER_INSTANCE / DEDUP_SPANNER_DATABASE, as the demo prints them) lists them and finds the missed run."""
-    from scheduler_dedup.local.spanner_emulator import SpannerEmulator
+    from scheduler_dedup.local.servers.spanner_emulator import SpannerEmulator
 
     with SpannerEmulator() as server:
         server.prepare("scheduler_runs")

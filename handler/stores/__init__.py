@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from scheduler_dedup.handler.config import Settings
+    from scheduler_dedup.handler.config.settings import Settings
     from scheduler_dedup.handler.stores.base import RunStore
 
 #: ``DEDUP_STORE`` value -> the environment variable that points its client at a local emulator instead.
@@ -23,9 +23,9 @@ EMULATOR_VARIABLES = {
 
 #: ``DEDUP_STORE`` value -> ``module:factory``; the factory takes ``(settings, collection)``.
 _FACTORIES = {
-    "firestore": "scheduler_dedup.handler.stores.firestore:from_settings",
-    "redis": "scheduler_dedup.handler.stores.redis:from_settings",
-    "spanner": "scheduler_dedup.handler.stores.spanner:from_settings",
+    "firestore": "scheduler_dedup.handler.stores.firestore.store:from_settings",
+    "redis": "scheduler_dedup.handler.stores.redis.store:from_settings",
+    "spanner": "scheduler_dedup.handler.stores.spanner.store:from_settings",
 }
 
 
@@ -37,7 +37,7 @@ def open_store(settings: "Settings", collection: str | None = None) -> "RunStore
         ConfigError: ``settings.store`` names no store (the settings refuse that already), or its client library
             is not installed (the message names the extra to install, e.g. ``scheduler-dedup[spanner]``).
     """
-    from scheduler_dedup.handler.errors import ConfigError
+    from scheduler_dedup.handler.core.errors import ConfigError
 
     target = _FACTORIES.get(settings.store)
     if target is None:

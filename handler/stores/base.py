@@ -1,7 +1,7 @@
 """The run-store contract: the few operations the exactly-once protocol needs from a store, and their rules.
 
-The protocol (:mod:`scheduler_dedup.handler.idempotency`, :mod:`scheduler_dedup.handler.lease`) and every
-reader of run history (:mod:`scheduler_dedup.handler.run_history`, the ``runs`` command, the watchdog's run
+The protocol (:mod:`scheduler_dedup.handler.protocol.idempotency`, :mod:`scheduler_dedup.handler.protocol.lease`) and every
+reader of run history (:mod:`scheduler_dedup.handler.monitoring.run_history`, the ``runs`` command, the watchdog's run
 check) are written against :class:`RunStore` only. Each store lives in a module of its own in this package
 and must pass the one contract suite (``tests/stores/``) on a real server, with faults injected on the wire.
 
@@ -25,13 +25,13 @@ are resolved by the store in the same atomic write.
 **Errors.** A method returns the *expected* answers ("already exists", "changed since", "absent") as
 values and raises one of the contract's errors for anything else:
 
-* :class:`~scheduler_dedup.handler.errors.StoreUnavailableError`: the store failed or did not answer within
+* :class:`~scheduler_dedup.handler.core.errors.StoreUnavailableError`: the store failed or did not answer within
   the store timeout, after the client's own retries of transient errors. **A write may have committed**:
   the caller reads the record and decides by its attempt id. A retried write whose first try committed
   returns "changed since" / "already exists", never a second commit.
-* :class:`~scheduler_dedup.handler.errors.StoreRefusedError`: the store refused the call; nothing was
+* :class:`~scheduler_dedup.handler.core.errors.StoreRefusedError`: the store refused the call; nothing was
   written (permission denied, no such database, a missing index).
-* :class:`~scheduler_dedup.handler.errors.InvalidWriteError`: the write's values do not fit the store;
+* :class:`~scheduler_dedup.handler.core.errors.InvalidWriteError`: the write's values do not fit the store;
   nothing was written. :meth:`RunStore.result_refusal` exists so that this never happens to a job's result.
 
 No store-specific exception type crosses this boundary.
@@ -45,12 +45,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from scheduler_dedup.handler.errors import StoreRefusedError, StoreUnavailableError
-from scheduler_dedup.handler.record import RunRecord
+from scheduler_dedup.handler.core.errors import StoreRefusedError, StoreUnavailableError
+from scheduler_dedup.handler.core.record import RunRecord
 
 #: The contract's errors: what any store call may raise. After one of them a write may or may not have
 #: committed (:class:`StoreUnavailableError`) or certainly did not (:class:`StoreRefusedError` and its
-#: subclass :class:`~scheduler_dedup.handler.errors.InvalidWriteError`).
+#: subclass :class:`~scheduler_dedup.handler.core.errors.InvalidWriteError`).
 STORE_ERRORS: tuple[type[Exception], ...] = (StoreUnavailableError, StoreRefusedError)
 
 

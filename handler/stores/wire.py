@@ -1,4 +1,4 @@
-"""How a store's calls look on the wire, for the fault proxy (:mod:`scheduler_dedup.local.fault_proxy`).
+"""How a store's calls look on the wire, for the fault proxy (:mod:`scheduler_dedup.local.faults.grpc_proxy`).
 
 Each store's ``*_wire`` module names the protocol step of every call its client sends, from the call's
 method and serialised request alone, so that faults can be injected into one step of the dedup protocol
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler_dedup.handler.record import COMPLETED, FAILED, IN_PROGRESS
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS
 
 STEPS = ("claim", "takeover", "renewal", "completion", "failure", "release", "read", "query", "other")
 #: The steps that are store calls of the dedup protocol (what a campaign injects faults into).

@@ -1,6 +1,6 @@
-"""Plugin entry point of the scheduler-dedup component package (see scheduler_dedup.infra.provider_host)."""
+"""Plugin entry point of the scheduler-dedup component package (see scheduler_dedup.infra.stack.provider_host)."""
 
-from scheduler_dedup.infra.provider_host import main
+from scheduler_dedup.infra.stack.provider_host import main
 
 if __name__ == "__main__":
     main()

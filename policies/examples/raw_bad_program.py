@@ -1,6 +1,6 @@
 """A stack written by hand with raw pulumi-gcp resources (no DedupScheduledJob), with one mistake per rule area.
 
-The offline tests run :func:`program` under Pulumi mocks (``scheduler_dedup.policies.offline.check_program``)
+The offline tests run :func:`program` under Pulumi mocks (``scheduler_dedup.policies.offline.check.check_program``)
 and expect every rule to catch its mistake, proving the pack protects stacks that do not use our component.
 :func:`good_program` is the same stack done right.
 """

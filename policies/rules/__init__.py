@@ -14,7 +14,7 @@
 
 Each rule reads resource properties in the Pulumi engine's names (camelCase inputs of pulumi-gcp, e.g.
 ``httpTarget.oidcToken.serviceAccountEmail``), treats missing values as the provider/API default and
-unknown values (:data:`~scheduler_dedup.policies.model.UNKNOWN`, during preview) as "cannot tell yet,
+unknown values (:data:`~scheduler_dedup.policies.reading.model.UNKNOWN`, during preview) as "cannot tell yet,
 no violation", and returns messages that say what to change.
 
 Resource rules have the signature ``(resource: Resource, config: Mapping[str, Any]) -> list[str]``;
@@ -31,10 +31,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_dedup.infra.schedule import REQUEST_TIMEOUT_MARGIN_SECONDS
+from scheduler_dedup.handler.schedule.retry_windows import REQUEST_TIMEOUT_MARGIN_SECONDS
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.model import Resource
+from scheduler_dedup.policies.reading.model import Resource
 from scheduler_dedup.policies.rules.alerting import dedup_job_alerting
 from scheduler_dedup.policies.rules.base import Check, Level, ResourceCheck, Rule, StackCheck  # re-exported
 from scheduler_dedup.policies.rules.handler_service import (

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler_dedup.handler.paths import CHECK_PATH
-from scheduler_dedup.infra.log_query import missed_run_clause
+from scheduler_dedup.handler.core.paths import CHECK_PATH
+from scheduler_dedup.infra.alerts.log_query import missed_run_clause
 
-from scheduler_dedup.policies.model import Resource, get, is_unknown
+from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
 from scheduler_dedup.policies.rules.base import _calls_run_check
-from scheduler_dedup.policies.topology import APP_ENGINE_VERSION, Topology
+from scheduler_dedup.policies.reading.topology import APP_ENGINE_VERSION, Topology
 
 
 # ---------------------------------------------------------------- dedup-job-alerting

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler_dedup.handler.audience import misspelt_target_audience, target_audience
-from scheduler_dedup.handler.startup import startup_problems
-from scheduler_dedup.infra.locations import region_problem
-from scheduler_dedup.infra.scale_in import scale_in_advisory
-from scheduler_dedup.infra.schedule import (
+from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
+from scheduler_dedup.handler.service.startup import startup_problems
+from scheduler_dedup.infra.project.locations import region_problem
+from scheduler_dedup.infra.job.scale_in import scale_in_advisory
+from scheduler_dedup.handler.schedule.retry_windows import (
     RetryPolicy,
     max_retry_duration_to_recover,
     min_backoff_to_recover,
@@ -21,8 +21,8 @@ from scheduler_dedup.infra.schedule import (
 )
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.readings import read_retry
-from scheduler_dedup.policies.model import UNKNOWN, Resource, get, is_unknown, number
+from scheduler_dedup.policies.reading.readings import read_retry
+from scheduler_dedup.policies.reading.model import UNKNOWN, Resource, get, is_unknown, number
 from scheduler_dedup.policies.rules.base import (
     _calls_run_check,
     _deadline_and_timeout,
@@ -32,7 +32,7 @@ from scheduler_dedup.policies.rules.base import (
     _seconds_cfg,
     _timeout,
 )
-from scheduler_dedup.policies.topology import (
+from scheduler_dedup.policies.reading.topology import (
     CLOUD_FUNCTION_V2,
     CLOUD_RUN_SERVICE,
     CLOUD_RUN_SERVICE_V1,
@@ -49,8 +49,8 @@ def dedup_target_audience(resources: Sequence[Resource], config: Mapping[str, An
     """The ID-token audience the handler sends to its HTTP proxy target is one the target's host accepts.
 
     ``DEDUP_TARGET_AUDIENCE`` (or, unset, the handler's default for ``DEDUP_TARGET``) is judged by
-    :func:`~scheduler_dedup.handler.audience.misspelt_target_audience` and
-    :func:`~scheduler_dedup.handler.audience.target_audience`, the functions the handler runs at start-up:
+    :func:`~scheduler_dedup.handler.callers.audience.misspelt_target_audience` and
+    :func:`~scheduler_dedup.handler.callers.audience.target_audience`, the functions the handler runs at start-up:
     on ``*.cloudfunctions.net`` only the full function URL works. Unknown values pass.
     """
     findings: list[tuple[Resource | None, str]] = []
@@ -131,7 +131,7 @@ def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[s
     An attempt that dies holding the claim (instance killed, Firestore down at completion) blocks the run
     with 409 until its lease expires, up to ``DEDUP_LEASE_SECONDS`` (default 300) after the crash. Only a
     retry that comes later takes the run over: the waits before retries 1..``retryCount`` must add up to
-    at least the lease (:func:`~scheduler_dedup.infra.schedule.crash_recovery_seconds`, the condition the
+    at least the lease (:func:`~scheduler_dedup.handler.schedule.retry_windows.crash_recovery_seconds`, the condition the
     component enforces). ``retryCount`` 0 (Scheduler's default) never recovers. Unreadable retry settings
     are findings; unknown values pass.
     """
@@ -223,7 +223,7 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
     The handler refuses to start (every request then fails) on a ``DEDUP_*`` / ``GOOGLE_CLOUD_PROJECT``
     environment it cannot work with: a missing project, a lease or retention out of range, a malformed
     ``DEDUP_JOB`` or ``DEDUP_TARGET``, ``DEDUP_ALLOWED_CALLERS`` without ``DEDUP_OIDC_AUDIENCE`` or the reverse.
-    The checks are the handler's (:func:`scheduler_dedup.handler.startup.startup_problems`, which the
+    The checks are the handler's (:func:`scheduler_dedup.handler.service.startup.startup_problems`, which the
     ``DedupScheduledJob`` component runs too), on the variables the service sets: Cloud Run sets none of them.
     Services with a ``DEDUP_*`` variable are checked; unknown values (preview, Secret Manager) pass.
     """
@@ -266,7 +266,7 @@ def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> 
 
     After Scheduler hangs up, such a job runs with no request in flight, and Cloud Run removes idle instances
     (min-instances and autoscaling pages): the finding and its remedies (minimum instances 1, or the Cloud Run job
-    target) are :func:`scheduler_dedup.infra.scale_in.scale_in_advisory`'s, which the component warns with too.
+    target) are :func:`scheduler_dedup.infra.job.scale_in.scale_in_advisory`'s, which the component warns with too.
     Proxy targets run elsewhere and pass; unknown values pass.
     """
     findings: list[tuple[Resource | None, str]] = []
@@ -293,7 +293,7 @@ def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> 
 
 def cloud_run_service_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A Cloud Run (v2) service's ``location`` is one Cloud Run is offered in
-    (:func:`scheduler_dedup.infra.locations.region_problem`, the component's check of ``region`` too). Unknown
+    (:func:`scheduler_dedup.infra.project.locations.region_problem`, the component's check of ``region`` too). Unknown
     values pass."""
     location = get(resource.props, "location")
     if resource.type != CLOUD_RUN_SERVICE or not isinstance(location, str) or is_unknown(location):

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.model import Resource, get, is_unknown, policy_bindings
+from scheduler_dedup.policies.reading.model import Resource, get, is_unknown, policy_bindings
 from scheduler_dedup.policies.rules.base import narrows_to_a_resource
-from scheduler_dedup.policies.topology import (
+from scheduler_dedup.policies.reading.topology import (
     APP_ENGINE_VERSION,
     CLOUD_FUNCTION_V2,
     CLOUD_RUN_SERVICE,

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler_dedup.handler.audience import (
+from scheduler_dedup.handler.callers.audience import (
     HOST_KINDS,
     handler_accepts,
     host_kind,
@@ -16,19 +16,19 @@ from scheduler_dedup.handler.audience import (
     split_audiences,
     target_audience,
 )
-from scheduler_dedup.handler.callers import parse_allowed_callers
-from scheduler_dedup.handler.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
-from scheduler_dedup.handler.overlap import overlap_advisory
-from scheduler_dedup.handler.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
-from scheduler_dedup.infra.locations import region_problem
-from scheduler_dedup.infra.oidc_account import oidc_account_problem
-from scheduler_dedup.handler.errors import ConfigError
+from scheduler_dedup.handler.callers.allowed import parse_allowed_callers
+from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.schedule.overlap import overlap_advisory
+from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
+from scheduler_dedup.infra.project.locations import region_problem
+from scheduler_dedup.infra.job.oidc_account import oidc_account_problem
+from scheduler_dedup.handler.core.errors import ConfigError
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.handler.run_key import job_id_problem
-from scheduler_dedup.infra.schedule import ATTEMPT_DEADLINES, HTTP_TARGET
-from scheduler_dedup.policies.readings import read_retry, read_seconds, target_kind
-from scheduler_dedup.policies.model import (
+from scheduler_dedup.handler.schedule.run_key import job_id_problem
+from scheduler_dedup.handler.schedule.retry_windows import ATTEMPT_DEADLINES, HTTP_TARGET
+from scheduler_dedup.policies.reading.readings import read_retry, read_seconds, target_kind
+from scheduler_dedup.policies.reading.model import (
     InvalidDuration,
     Resource,
     duration_seconds,
@@ -38,7 +38,7 @@ from scheduler_dedup.policies.model import (
     number,
 )
 from scheduler_dedup.policies.rules.base import _deadline_and_timeout, _fmt, _seconds_cfg
-from scheduler_dedup.policies.topology import (
+from scheduler_dedup.policies.reading.topology import (
     SCHEDULER_JOB,
     Pairing,
     Topology,
@@ -92,7 +92,7 @@ def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, 
     ``*.googleapis.com`` only); its audience is ``oidcToken.audience``, or the target URI when unset
     (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#OidcToken). The audience
     must pass Google's gate in front of the target and, when the handler verifies callers, the handler's own
-    exact comparison; both decisions are :mod:`scheduler_dedup.handler.audience`'s (``platform_accepts``,
+    exact comparison; both decisions are :mod:`scheduler_dedup.handler.callers.audience`'s (``platform_accepts``,
     ``handler_accepts``), which cite their sources. The gate is judged against the paired service's URL and
     ``customAudiences`` or, without a paired service, the target URI; config ``allowedAudiences`` exempts
     values. Unknown values pass.
@@ -179,8 +179,8 @@ def _caller_check_mismatch(service: Resource, audience: Any, named: str, email: 
 
     The handler verifies the token only when both ``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS``
     are set (comma-separated lists); the comparison is the handler's (exact audience,
-    :func:`~scheduler_dedup.handler.audience.handler_accepts`; callers normalised or refused by
-    :func:`~scheduler_dedup.handler.callers.normalise_caller`). Unknown values pass.
+    :func:`~scheduler_dedup.handler.callers.audience.handler_accepts`; callers normalised or refused by
+    :func:`~scheduler_dedup.handler.callers.allowed.normalise_caller`). Unknown values pass.
     """
     env = service_env(service)
     audiences, callers = env_value(env, "DEDUP_OIDC_AUDIENCE", None), env_value(env, "DEDUP_ALLOWED_CALLERS", None)
@@ -211,7 +211,7 @@ def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) ->
 
     Source: Cloud Scheduler REST reference, ``Job.attemptDeadline`` ("For HTTP targets ... [15 seconds, 30
     minutes]"; "For App Engine HTTP targets, between 15 seconds and 24 hours"), one table with the component's
-    (:data:`~scheduler_dedup.infra.schedule.ATTEMPT_DEADLINES`). Config ``minSeconds``/``maxSeconds`` narrow the
+    (:data:`~scheduler_dedup.handler.schedule.retry_windows.ATTEMPT_DEADLINES`). Config ``minSeconds``/``maxSeconds`` narrow the
     range (``maxSeconds`` for HTTP targets, ``appEngineMaxSeconds`` for App Engine targets). Pub/Sub targets ignore
     the deadline and are not checked.
     """
@@ -339,7 +339,7 @@ def scheduler_runs_overlap(resource: Resource, config: Mapping[str, Any]) -> lis
     Cloud Scheduler never runs two executions of a job at once (REST ``Job.schedule``; Retry jobs: "the next
     scheduled execution time might be skipped if the retries continue through that time"). The finding and its
     numbers (the schedule's smallest gap between fire times, the attempt deadline, the retry window) are
-    :func:`scheduler_dedup.handler.overlap.overlap_advisory`'s, which the component warns with too. Unknown or
+    :func:`scheduler_dedup.handler.schedule.overlap.overlap_advisory`'s, which the component warns with too. Unknown or
     unreadable values pass (the schedule and retry rules report those).
     """
     if resource.type != SCHEDULER_JOB:
@@ -361,7 +361,7 @@ def scheduler_runs_overlap(resource: Resource, config: Mapping[str, Any]) -> lis
 def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A schedule form Cloud Scheduler's cron page does not settle, with the rewrite that settles it.
 
-    :func:`scheduler_dedup.handler.cron.unsettled_cron_forms` (the component's advisory too): a backwards range
+    :func:`scheduler_dedup.handler.schedule.cron.unsettled_cron_forms` (the component's advisory too): a backwards range
     (``0 22-2 * * *``), a day-of-week ``a/n`` whose end changes its days, a ``*``-step in one day field while the
     other is restricted (``0 0 */2 * 1``). Run history accepts either reading of such a schedule.
     """
@@ -385,7 +385,7 @@ def _time_zone(resource: Resource) -> str | None:
 def scheduler_time_zone_canonical(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job's ``timeZone`` is the canonical tz database name, not an alias of it (``UTC`` -> ``Etc/UTC``).
 
-    :func:`scheduler_dedup.handler.time_zones.time_zone_alias_advisory`, the component's advisory too; fixed-offset
+    :func:`scheduler_dedup.handler.schedule.time_zones.time_zone_alias_advisory`, the component's advisory too; fixed-offset
     abbreviations are ``scheduler-time-zone-fixed-offset``'s.
     """
     time_zone = _time_zone(resource)
@@ -396,7 +396,7 @@ def scheduler_time_zone_canonical(resource: Resource, config: Mapping[str, Any])
 def scheduler_time_zone_fixed_offset(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job's ``timeZone`` is not a fixed-offset abbreviation (``EST``, ``MST``, ``HST``: no daylight saving time).
 
-    :func:`scheduler_dedup.handler.time_zones.fixed_offset_abbreviation_problem`, which the component refuses too.
+    :func:`scheduler_dedup.handler.schedule.time_zones.fixed_offset_abbreviation_problem`, which the component refuses too.
     """
     time_zone = _time_zone(resource)
     problem = fixed_offset_abbreviation_problem(time_zone) if time_zone else None
@@ -407,7 +407,7 @@ def scheduler_time_zone_fixed_offset(resource: Resource, config: Mapping[str, An
 
 def scheduler_oidc_account_project(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """The service account of a job's OIDC token is in the job's project (``OidcToken``: "The service account must
-    be within the same project as the job"; :func:`scheduler_dedup.infra.oidc_account.oidc_account_problem`, which
+    be within the same project as the job"; :func:`scheduler_dedup.infra.job.oidc_account.oidc_account_problem`, which
     the component refuses too). A job without ``project`` (the provider's) or with unknown values is not judged."""
     if resource.type != SCHEDULER_JOB:
         return []
@@ -422,7 +422,7 @@ def scheduler_oidc_account_project(resource: Resource, config: Mapping[str, Any]
 
 def scheduler_job_name(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job's ``name`` is a Scheduler job id: letters, digits, '-' or '_', at most 500 characters
-    (:func:`scheduler_dedup.handler.run_key.job_id_problem`; Job.name on the REST reference). Scheduler refuses any
+    (:func:`scheduler_dedup.handler.schedule.run_key.job_id_problem`; Job.name on the REST reference). Scheduler refuses any
     other at ``pulumi up``. A job without ``name`` (auto-named) or an unknown one passes."""
     name = get(resource.props, "name")
     if resource.type != SCHEDULER_JOB or not isinstance(name, str) or is_unknown(name):
@@ -434,7 +434,7 @@ def scheduler_job_name(resource: Resource, config: Mapping[str, Any]) -> list[st
 # ---------------------------------------------------------------- scheduler-job-location
 
 def scheduler_job_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
-    """A job's ``region`` is one Cloud Scheduler is offered in (:func:`scheduler_dedup.infra.locations.region_problem`,
+    """A job's ``region`` is one Cloud Scheduler is offered in (:func:`scheduler_dedup.infra.project.locations.region_problem`,
     the component's check of ``region`` too). A job without ``region`` (the provider's) or an unknown one passes."""
     region = get(resource.props, "region")
     if resource.type != SCHEDULER_JOB or not isinstance(region, str) or is_unknown(region):

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler_dedup.handler.stores import spanner_schema
+from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.model import Resource, get, is_unknown
-from scheduler_dedup.policies.readings import read_retry
+from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
+from scheduler_dedup.policies.reading.readings import read_retry
 from scheduler_dedup.policies.rules.base import _env_seconds, _fmt, _seconds_cfg, narrows_to_a_resource
 from scheduler_dedup.policies.rules.store import _same, store_of
-from scheduler_dedup.policies.topology import Identities, Topology, env_value, service_env
+from scheduler_dedup.policies.reading.topology import Identities, Topology, env_value, service_env
 
 SPANNER_DATABASE = "gcp:spanner/database:Database"
 

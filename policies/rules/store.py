@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
-from scheduler_dedup.infra.locations import region_problem
-from scheduler_dedup.infra.ttl_policy import second_ttl_owner, ttl_policy_key
+from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
+from scheduler_dedup.infra.project.locations import region_problem
+from scheduler_dedup.infra.stores.ttl_policy import second_ttl_owner, ttl_policy_key
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.readings import read_retry
-from scheduler_dedup.policies.model import Resource, get, is_unknown
+from scheduler_dedup.policies.reading.readings import read_retry
+from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
 from scheduler_dedup.policies.rules.base import _calls_run_check, _env_seconds, _env_shown, _fmt, _seconds_cfg
-from scheduler_dedup.policies.topology import (
+from scheduler_dedup.policies.reading.topology import (
     FIRESTORE_FIELD,
     Topology,
     env_value,
@@ -104,7 +104,7 @@ def firestore_ttl_single_owner(resources: Sequence[Resource], config: Mapping[st
 
     Firestore allows one TTL field per collection group ("You can mark only one field per collection group as a TTL
     field", https://cloud.google.com/firestore/docs/ttl, Limits and constraints), so a TTL policy is one setting of
-    a collection group (:func:`scheduler_dedup.infra.ttl_policy.ttl_policy_key`, the component's key too). A
+    a collection group (:func:`scheduler_dedup.infra.stores.ttl_policy.ttl_policy_key`, the component's key too). A
     second Field with a TTL there, on the same or another field (``delete_after``), is refused by Firestore or
     takes it over, and two owners of one setting remove it for each other on destroy: run records then live
     forever. Projects compare as written (a Field without ``project`` only with others without one, since the
@@ -188,9 +188,9 @@ def _same(a: Any, b: Any) -> bool:
 
 def job_retry_window_seconds(job_props: Mapping[str, Any]) -> float | None:
     """The longest time, in seconds, from a run's first attempt until Scheduler stops retrying it; None if a value
-    is unknown or unreadable (see :func:`~scheduler_dedup.policies.readings.read_retry`).
+    is unknown or unreadable (see :func:`~scheduler_dedup.policies.reading.readings.read_retry`).
 
-    The arithmetic is :func:`scheduler_dedup.infra.schedule.retry_window_seconds`, the one the component uses.
+    The arithmetic is :func:`scheduler_dedup.handler.schedule.retry_windows.retry_window_seconds`, the one the component uses.
     """
     reading = read_retry(job_props)
     return None if reading.problems else reading.window_at_least()
@@ -200,8 +200,8 @@ def dedup_retention_covers_retries(resources: Sequence[Resource], config: Mappin
     """``DEDUP_RETENTION_SECONDS`` (default 604800 = 7 days) outlasts the retry window of each job calling the service.
 
     A run record deleted by the TTL policy before Scheduler's last retry lets that retry run the job a
-    second time. The window is :func:`~scheduler_dedup.infra.schedule.retry_window_seconds` of the job's
-    retry settings (:func:`~scheduler_dedup.policies.readings.read_retry`); a setting that cannot be read is
+    second time. The window is :func:`~scheduler_dedup.handler.schedule.retry_windows.retry_window_seconds` of the job's
+    retry settings (:func:`~scheduler_dedup.policies.reading.readings.read_retry`); a setting that cannot be read is
     a finding of its own, and the window is still checked with it counted at its lowest (0 s), so what can
     be read is checked. Config ``marginSeconds`` (default 0) adds slack.
     """
@@ -252,7 +252,7 @@ def _has_fields(index: Resource, fields: Sequence[tuple[str, str]]) -> bool | No
 def dedup_run_check_index(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Where a watchdog calls the handler's run check, its collection has the composite index the check's query
     needs: ``job_name`` ascending, ``schedule_time`` descending, collection scope
-    (:data:`scheduler_dedup.handler.stores.firestore_schema.RUN_HISTORY_INDEXES`, the index the component and a DedupStore
+    (:data:`scheduler_dedup.handler.stores.firestore.schema.RUN_HISTORY_INDEXES`, the index the component and a DedupStore
     create).
 
     The Firestore emulator does not enforce composite indexes; production does: without it every check fails with
@@ -303,7 +303,7 @@ FIRESTORE_DATABASE = "gcp:firestore/database:Database"
 
 def firestore_database_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A Firestore database's ``locationId`` is one Firestore is offered in, a region or a multi-region
-    (:func:`scheduler_dedup.infra.locations.region_problem`, the component's check too). Unknown values pass."""
+    (:func:`scheduler_dedup.infra.project.locations.region_problem`, the component's check too). Unknown values pass."""
     location = get(resource.props, "locationId")
     if resource.type != FIRESTORE_DATABASE or not isinstance(location, str) or is_unknown(location):
         return []

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import requests
 
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.local.recording_job import read_events
-from scheduler_dedup.local.servers import AppEngineServer, HandlerServer
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.demo.recording_job import read_events
+from scheduler_dedup.local.servers.handlers import AppEngineServer, HandlerServer
 
 from .fake_google import FakeGoogle, LocalSigner
 
@@ -49,7 +49,7 @@ class Harness:
     def env(self, **overrides: str) -> dict[str, str]:
         return {
             **self.emulator.endpoint_env(),
-            "DEDUP_JOB": "scheduler_dedup.local.recording_job:run",
+            "DEDUP_JOB": "scheduler_dedup.local.demo.recording_job:run",
             "DEMO_EXECUTIONS_LOG": str(self.executions_log),
             "DEMO_JOB_PLAN": str(self.plan_file),
             **overrides,
@@ -145,7 +145,7 @@ def app_engine_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import io
     import zipfile
 
-    from scheduler_dedup.infra.archive import build_deploy_archive
+    from scheduler_dedup.infra.job.archive import build_deploy_archive
 
     app_dir = tmp_path_factory.mktemp("app-engine-app")
     with zipfile.ZipFile(io.BytesIO(build_deploy_archive(None).content)) as zf:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from scheduler_dedup.handler import ConfigError
-from scheduler_dedup.handler.app_engine_caller import AppEngineCallerCheck, AppEngineCallerSettings
-from scheduler_dedup.handler.startup import startup_problems
+from scheduler_dedup.handler.callers.app_engine import AppEngineCallerCheck, AppEngineCallerSettings
+from scheduler_dedup.handler.service.startup import startup_problems
 
 
 @pytest.mark.parametrize(("headers", "allowed"), [

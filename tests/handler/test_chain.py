@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from scheduler_dedup.local.servers import HandlerServer
+from scheduler_dedup.local.servers.handlers import HandlerServer
 
 from .conftest import Harness, deliver, scheduler_headers
 

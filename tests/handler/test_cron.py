@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from scheduler_dedup.handler.cron import cron_readings, fire_times, unix_cron_problem, unsettled_cron_forms
-from scheduler_dedup.handler.run_history import MISSED, UNEXPECTED, HistoryRun, compare
+from scheduler_dedup.handler.schedule.cron import cron_readings, fire_times, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.monitoring.run_history import MISSED, UNEXPECTED, HistoryRun, compare
 
 UTC = timezone.utc
 _RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
@@ -31,7 +31,7 @@ def _utc(*args: int) -> datetime:
 
 
 def _page_values(field: str, number: int) -> set[int]:
-    """The values one field stands for, by the cron page's words (written apart from handler/cron.py)."""
+    """The values one field stands for, by the cron page's words (written apart from handler/schedule/cron.py)."""
     low, high = _RANGES[number]
     top = 6 if number == 4 else high
     out: set[int] = set()

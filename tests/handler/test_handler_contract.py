@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 import pytest
 from google.api_core.datetime_helpers import DatetimeWithNanoseconds
 
-from scheduler_dedup.local.servers import HandlerServer
+from scheduler_dedup.local.servers.handlers import HandlerServer
 
 from .conftest import Harness, deliver, scheduler_headers
 
@@ -181,7 +181,7 @@ def test_schedule_time_within_tolerance_is_a_scheduled_run(harness: Harness) -> 
     ("DEDUP_RETENTION_SECONDS", "99999999999999"),
     ("GOOGLE_CLOUD_PROJECT", "Bad Project!"),
     ("DEDUP_JOB", "no-colon"),
-    ("DEDUP_JOB", "scheduler_dedup.local.recording_job:missing"),
+    ("DEDUP_JOB", "scheduler_dedup.local.demo.recording_job:missing"),
     ("GOOGLE_CLOUD_PROJECT", ""),
 ])
 def test_invalid_settings_stop_start_up_naming_the_variable(harness: Harness, variable: str, value: str) -> None:

@@ -20,8 +20,8 @@ from scheduler_dedup.handler import (
     idempotent,
     record_id_for_key,
 )
-from scheduler_dedup.handler.decorator import default_scope
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.protocol.idempotent import default_scope
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.infra import DedupScheduledJob
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 
 from .conftest import Harness, deliver, scheduler_headers
 from .logging_query import cloud_run_entry, extract, matches

@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 
-from scheduler_dedup.handler.logs import configure_logging
+from scheduler_dedup.handler.core.logs import configure_logging
 
 JWT = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJzY2hlZHVsZXIifQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbi14eXo"
 
@@ -25,7 +25,7 @@ def test_a_traceback_message_and_extra_field_carrying_a_token_are_logged_scrubbe
         raise RuntimeError(f"downstream said: Authorization: Bearer {JWT}")
     except RuntimeError:
         exc_info = sys.exc_info()
-    record = logging.LogRecord("scheduler_dedup.handler.answers", logging.ERROR, __file__, 1,
+    record = logging.LogRecord("scheduler_dedup.handler.service.answers", logging.ERROR, __file__, 1,
                                "unexpected error with %s", (f"token {JWT}",), exc_info)
     record.target = "https://alice:pw@example.com/hook?key=AIzaSyD-0123456789abcdefghijklmnopqrstu"
     line = _format(record)

@@ -20,11 +20,11 @@ import requests
 from google.cloud import firestore
 
 from scheduler_dedup.handler import RunKey
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.handler.idempotency import Idempotency, Outcome
-from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
-from scheduler_dedup.handler.stores.firestore_wire import FIRESTORE_WIRE
-from scheduler_dedup.local.fault_proxy import Call, Fault, FaultProxy
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
+from scheduler_dedup.handler.stores.firestore.wire import FIRESTORE_WIRE
+from scheduler_dedup.local.faults.grpc_proxy import Call, Fault, FaultProxy
 
 from .conftest import COLLECTION, Harness, deliver, scheduler_headers
 

@@ -17,10 +17,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.cron import fire_times
-from scheduler_dedup.handler.idempotency import Idempotency
-from scheduler_dedup.handler.run_history import (
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.schedule.cron import fire_times
+from scheduler_dedup.handler.protocol.idempotency import Idempotency
+from scheduler_dedup.handler.monitoring.run_history import (
     DST_REPEATED,
     MISSED,
     SINCE_EARLIEST_RECORD,
@@ -32,8 +32,8 @@ from scheduler_dedup.handler.run_history import (
     compare,
     rfc3339,
 )
-from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.service.delivery import SchedulerHandler
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
 from .conftest import Harness, deliver, scheduler_headers
 from .test_run_check import log_lines, run_check
@@ -167,7 +167,7 @@ def test_keyed_on_the_wall_clock_the_second_instant_is_a_duplicate(emulator: Fir
 def test_the_settings_refuse_a_schedule_change_time_that_is_not_rfc3339() -> None:
     import pytest
 
-    from scheduler_dedup.handler.errors import ConfigError
+    from scheduler_dedup.handler.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="DEDUP_SCHEDULE_SINCE='yesterday' is not an RFC 3339"):
         Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_SCHEDULE_SINCE": "yesterday"})

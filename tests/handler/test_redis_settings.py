@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import ConfigError
-from scheduler_dedup.handler.startup import startup_problems
-from scheduler_dedup.handler.stores.redis_config import parse_redis_url
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.service.startup import startup_problems
+from scheduler_dedup.handler.stores.redis.config import parse_redis_url
 
 BASE = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_JOB": "jobs:run", "DEDUP_STORE": "redis",
         "DEDUP_REDIS_URL": "rediss://10.0.0.3:6378/0", "DEDUP_REDIS_AUTH_FILE": "/secrets/redis/auth",

@@ -9,8 +9,8 @@ from typing import Any
 
 import requests
 
-from scheduler_dedup.handler.paths import CHECK_LOCATION_GUARD, CHECK_PATH
-from scheduler_dedup.local.servers import HandlerServer
+from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
+from scheduler_dedup.local.servers.handlers import HandlerServer
 
 from .conftest import Harness, deliver, scheduler_headers
 

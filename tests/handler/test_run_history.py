@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import requests
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.cron import REPEATED, SKIPPED, fire_times
-from scheduler_dedup.handler.errors import ConfigError
-from scheduler_dedup.handler.idempotency import Idempotency
-from scheduler_dedup.handler.job import ScheduledRun
-from scheduler_dedup.handler.run_history import (
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.schedule.cron import REPEATED, SKIPPED, fire_times
+from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.protocol.idempotency import Idempotency
+from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.monitoring.run_history import (
     FAILED_RUN,
     LATE,
     MISSED,
@@ -27,9 +27,9 @@ from scheduler_dedup.handler.run_history import (
     check,
     rfc3339,
 )
-from scheduler_dedup.handler.scheduler import SchedulerHandler
-from scheduler_dedup.handler.stores.firestore import FirestoreRunStore
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.service.delivery import SchedulerHandler
+from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
 from .conftest import Harness, deliver, scheduler_headers
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from scheduler_dedup.handler import ConfigError, RequestHeaderError, Settings
-from scheduler_dedup.handler.run_key import parse_schedule_time, run_key_from_headers
+from scheduler_dedup.handler.schedule.run_key import parse_schedule_time, run_key_from_headers
 
 NOW = datetime(2026, 10, 16, 12, 0, 30, tzinfo=timezone.utc)
 

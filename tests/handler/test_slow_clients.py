@@ -12,7 +12,7 @@ import time
 
 import requests
 
-from scheduler_dedup.handler.server import HEADER_TIMEOUT_SECONDS
+from scheduler_dedup.handler.service.server import HEADER_TIMEOUT_SECONDS
 
 from .conftest import Harness, deliver, scheduler_headers
 
@@ -69,7 +69,7 @@ def test_eight_slow_header_connections_do_not_block_other_requests(harness: Harn
 
 
 def test_an_idle_kept_alive_connection_is_closed(harness: Harness) -> None:
-    from scheduler_dedup.handler.server import KEEPALIVE_SECONDS
+    from scheduler_dedup.handler.service.server import KEEPALIVE_SECONDS
 
     server = harness.server()
     with requests.Session() as session:
@@ -116,7 +116,7 @@ def test_eight_endless_bodies_do_not_block_other_requests_or_fill_memory(harness
     """functions-framework reads every request's whole body after the answer (``get_data``), and gunicorn bounded
     only the wait between two reads of it: 8 connections streaming a chunked body that never ends held all 8
     threads (no answer came, memory grew with each chunk) and every other request waited as long as they went on."""
-    from scheduler_dedup.handler.paths import CHECK_PATH
+    from scheduler_dedup.handler.core.paths import CHECK_PATH
 
     server = harness.server(threads=8, DEDUP_SCHEDULE="* * * * *")
     port = int(server.url.rstrip("/").rsplit(":", 1)[1])

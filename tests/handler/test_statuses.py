@@ -1,4 +1,4 @@
-"""The answer tables (handler/statuses.py) are what the code answers: the reference page is rendered from them."""
+"""The answer tables (handler/core/statuses.py) are what the code answers: the reference page is rendered from them."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_dedup.handler.idempotency import Outcome
-from scheduler_dedup.handler.request_limits import MAX_BODY_BYTES, MAX_HEADER_VALUE_CHARS, MAX_HEADERS_TOTAL_CHARS
-from scheduler_dedup.handler.server import HEADER_TIMEOUT_SECONDS
-from scheduler_dedup.handler.statuses import DELIVERY, ENDPOINT, RUN_CHECK, Answer, code
+from scheduler_dedup.handler.protocol.idempotency import Outcome
+from scheduler_dedup.handler.service.request_limits import MAX_BODY_BYTES, MAX_HEADER_VALUE_CHARS, MAX_HEADERS_TOTAL_CHARS
+from scheduler_dedup.handler.service.server import HEADER_TIMEOUT_SECONDS
+from scheduler_dedup.handler.core.statuses import DELIVERY, ENDPOINT, RUN_CHECK, Answer, code
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"DELIVERY": DELIVERY, "RUN_CHECK": RUN_CHECK, "ENDPOINT": ENDPOINT}

@@ -1,4 +1,4 @@
-"""The store settings the handler, the component and the pack check alike (handler/startup.py): DEDUP_STORE and a
+"""The store settings the handler, the component and the pack check alike (handler/service/startup.py): DEDUP_STORE and a
 Spanner store's instance, database and table, each missing or contradictory setting named with its fix."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler_dedup.handler import ConfigError, Settings
-from scheduler_dedup.handler.startup import startup_problems
+from scheduler_dedup.handler.service.startup import startup_problems
 from scheduler_dedup.handler.stores import open_store
 
 SPANNER = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_STORE": "spanner", "DEDUP_SPANNER_INSTANCE": "dedup-prod",
@@ -60,7 +60,7 @@ def test_opening_a_spanner_store_without_its_client_library_names_the_extra(monk
 
     import sys
 
-    for module in [m for m in sys.modules if m.startswith("scheduler_dedup.handler.stores.spanner")]:
+    for module in [m for m in sys.modules if m.startswith("scheduler_dedup.handler.stores.spanner.store")]:
         monkeypatch.delitem(sys.modules, module)
     monkeypatch.setattr(builtins, "__import__", no_spanner)
     with pytest.raises(ConfigError, match=r"pip install 'scheduler-dedup\[spanner\]'"):

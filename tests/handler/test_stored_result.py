@@ -8,9 +8,9 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from scheduler_dedup.handler.stored_result import json_form, prepare_result
-from scheduler_dedup.handler.stores.firestore_values import MAX_DOCUMENT_BYTES, document_size, result_refusal
-from scheduler_dedup.local.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.core.stored_result import json_form, prepare_result
+from scheduler_dedup.handler.stores.firestore.values import MAX_DOCUMENT_BYTES, document_size, result_refusal
+from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
 COLLECTION = "probe"
 

@@ -249,7 +249,7 @@ def test_http_target_sends_the_id_token_and_a_minting_failure_is_retryable(fake:
     import requests
 
     from scheduler_dedup.handler import ScheduledRun
-    from scheduler_dedup.handler.targets import HttpTarget, TargetRetryableError
+    from scheduler_dedup.handler.targets.targets import HttpTarget, TargetRetryableError
 
     run = ScheduledRun(run_id="a" * 64, job_name="j", schedule_time=dt.datetime(2026, 10, 16, 12, tzinfo=dt.timezone.utc),
                        project="p1", location="", attempt_id="b" * 32)
@@ -294,7 +294,7 @@ def test_targets_that_would_leak_a_token_or_change_the_request_path_are_refused(
 def test_each_status_has_one_outcome_per_target_type() -> None:
     """The agreed table: 401, 403, 408, 409, 429 and 5xx are retried for every target type; 3xx, 400, 404 and 422
     (a downstream @idempotent service's permanent failure) record the run failed."""
-    from scheduler_dedup.handler.downstream import TABLE, classify
+    from scheduler_dedup.handler.targets.answers import TABLE, classify
 
     for kind in TABLE:
         assert classify(kind, 200).outcome == classify(kind, 204).outcome == "completed"
@@ -312,7 +312,7 @@ def test_each_status_has_one_outcome_per_target_type() -> None:
 ])
 def test_http_target_mints_the_audience_its_host_kind_accepts(url: str, audience: str) -> None:
     """A Cloud Functions URL needs the full function URL as audience (the origin gets 401)."""
-    from scheduler_dedup.handler.targets import HttpTarget, build_target
+    from scheduler_dedup.handler.targets.targets import HttpTarget, build_target
 
     target = build_target(TargetSettings(type="http", target=url))
     assert isinstance(target, HttpTarget) and target.token is not None
@@ -329,7 +329,7 @@ def test_a_cloud_functions_url_without_a_function_is_refused_naming_the_variable
 def test_the_reference_page_shows_the_downstream_table_of_every_target_type() -> None:
     from pathlib import Path
 
-    from scheduler_dedup.handler.downstream import TABLE
+    from scheduler_dedup.handler.targets.answers import TABLE
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "http-answers.md").read_text()
     for kind, rows in TABLE.items():
@@ -372,7 +372,7 @@ def test_cloud_build_scan_pages_past_other_runs_builds_and_ignores_older_ones(fa
     id but created before the run's window (or by another trigger) is not this run's."""
     import requests
 
-    from scheduler_dedup.handler.targets import CloudBuildTriggerTarget
+    from scheduler_dedup.handler.targets.targets import CloudBuildTriggerTarget
 
     target = CloudBuildTriggerTarget(TRIGGER, requests.Session(), fake.url, 5)
     mine = target(_run("a" * 64))
@@ -397,7 +397,7 @@ def test_cloud_build_forced_run_looks_back_a_day_from_now() -> None:
     """A forced run's schedule time is not when it started, so its builds are looked for from a day before now."""
     import datetime as dt
 
-    from scheduler_dedup.handler.targets import CloudBuildTriggerTarget
+    from scheduler_dedup.handler.targets.targets import CloudBuildTriggerTarget
 
     now = dt.datetime(2026, 12, 1, 19, 0, tzinfo=dt.timezone.utc)
     target = CloudBuildTriggerTarget(TRIGGER, requests_session(), "https://cloudbuild.invalid", 5, clock=lambda: now)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import zoneinfo
 from datetime import datetime, timedelta, timezone
 
-from scheduler_dedup.handler.cron import is_iana_time_zone
-from scheduler_dedup.handler.time_zones import _MEANT, canonical_time_zone, fixed_offset, tz_links
+from scheduler_dedup.handler.schedule.cron import is_iana_time_zone
+from scheduler_dedup.handler.schedule.time_zones import _MEANT, canonical_time_zone, fixed_offset, tz_links
 
 
 def test_every_link_has_its_target_s_offsets_and_names_a_zone() -> None:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import requests
 
-from scheduler_dedup.handler.paths import CHECK_PATH
-from scheduler_dedup.handler.run_key import RunKey, run_key_from_headers
+from scheduler_dedup.handler.core.paths import CHECK_PATH
+from scheduler_dedup.handler.schedule.run_key import RunKey, run_key_from_headers
 
 from .conftest import Harness, deliver, scheduler_headers
 from .fake_google import FakeGoogle, LocalSigner
@@ -143,7 +143,7 @@ def test_trust_mode_on_a_service_it_cannot_prove_private_refuses_every_delivery(
 
 def test_the_premise_is_read_again_after_the_recheck_interval(fake: FakeGoogle) -> None:
     """A service made public after start-up is refused from the next check on; fixed, it is served again."""
-    from scheduler_dedup.handler.trust_premise import RECHECK_SECONDS, ServicePremise
+    from scheduler_dedup.handler.callers.trust_premise import RECHECK_SECONDS, ServicePremise
 
     fake.private_service(SERVICE)
     now = [0.0]
@@ -167,7 +167,7 @@ def test_a_policy_unreadable_at_start_up_is_read_again_within_seconds_not_minute
     """The runtime account's roles/run.viewer grant had not reached IAM yet when the instance started (or the API
     hiccuped): that one failed read refused every delivery for RECHECK_SECONDS (5 minutes), longer than a short
     retry config retries, so the run was lost."""
-    from scheduler_dedup.handler.trust_premise import RECHECK_SECONDS
+    from scheduler_dedup.handler.callers.trust_premise import RECHECK_SECONDS
 
     fake.private_service(SERVICE)
     fake.policy_status = 403
@@ -219,7 +219,7 @@ def test_run_ids_of_two_jobs_never_collide_whatever_the_headers_say() -> None:
     """With DEDUP_SCHEDULER_JOB the run is keyed on the handler's own job; headers can only be refused."""
     from datetime import datetime, timezone
 
-    from scheduler_dedup.handler.errors import OtherJobError
+    from scheduler_dedup.handler.core.errors import OtherJobError
 
     now = datetime(2026, 10, 16, 12, 0, tzinfo=timezone.utc)
     a = run_key_from_headers(scheduler_headers("job-a", T), default_project="x", server_now=now,
@@ -358,7 +358,7 @@ def test_credentials_in_the_target_url_never_leave_in_answers_records_or_logs(ha
     ("an api key AIzaSyA-0123456789abcdefghijklmnopqrstu in prose", "in prose"),
 ])
 def test_scrub_secrets_removes_url_credentials_and_api_keys(text: str, kept: str) -> None:
-    from scheduler_dedup.handler.safe_text import scrub_secrets
+    from scheduler_dedup.handler.core.safe_text import scrub_secrets
 
     scrubbed = scrub_secrets(text)
     assert kept in scrubbed, scrubbed
@@ -369,8 +369,8 @@ def test_scrub_secrets_removes_url_credentials_and_api_keys(text: str, kept: str
 
 def test_a_refused_setting_is_quoted_without_its_credentials() -> None:
     """A start-up error quoted DEDUP_TARGET whole, password included, into the instance's logs."""
-    from scheduler_dedup.handler.errors import ConfigError
-    from scheduler_dedup.handler.targets import TargetSettings
+    from scheduler_dedup.handler.core.errors import ConfigError
+    from scheduler_dedup.handler.targets.targets import TargetSettings
 
     with pytest.raises(ConfigError, match="plain http") as refused:
         TargetSettings(type="http", target="http://alice:s3cr3t-pw@hooks.example.com/x")

@@ -1,4 +1,4 @@
-"""Every environment variable is declared once (handler/variables.py), with a default that is the real one."""
+"""Every environment variable is declared once (handler/core/variables.py), with a default that is the real one."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.startup import read_startup_settings
-from scheduler_dedup.handler.variables import VARIABLES, UndeclaredVariableError, declare, declared
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.service.startup import read_startup_settings
+from scheduler_dedup.handler.core.variables import VARIABLES, UndeclaredVariableError, declare, declared
 
 ROOT = Path(__file__).resolve().parents[2]
 #: An environment the handler starts with, caller verification on (so its variables' defaults are read too).
@@ -23,7 +23,7 @@ def test_reading_an_undeclared_variable_fails_naming_where_to_declare_it() -> No
     assert env.get("DEDUP_LEASE_SECONDS") == "60" and env.get("DEDUP_COLLECTION") is None
     for read in (lambda: env.get("DEDUP_NOT_A_SETTING"), lambda: env["DEDUP_NOT_A_SETTING"],
                  lambda: "DEDUP_NOT_A_SETTING" in env, lambda: env.get("DEDUP_MISSING", "x")):
-        with pytest.raises(UndeclaredVariableError, match="scheduler_dedup.handler.variables"):
+        with pytest.raises(UndeclaredVariableError, match="scheduler_dedup.handler.core.variables"):
             read()
     assert sorted(env) == ["DEDUP_LEASE_SECONDS", "DEDUP_NOT_A_SETTING"]  # listing is not reading
     assert declared(env) is env
@@ -31,8 +31,7 @@ def test_reading_an_undeclared_variable_fails_naming_where_to_declare_it() -> No
 
 def test_the_settings_read_only_declared_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     """With one variable taken out of the registry, every settings object that reads it fails loudly."""
-    from scheduler_dedup.handler import variables
-
+    from scheduler_dedup.handler.core import variables
     read_startup_settings(BASE)
     for name, reader in (("DEDUP_LEASE_SECONDS", Settings.from_env), ("DEDUP_TARGET_TYPE", read_startup_settings),
                          ("DEDUP_TRUST_CLOUD_RUN_IAM", read_startup_settings)):
@@ -68,7 +67,7 @@ def _names_in_code() -> dict[str, str]:
 
 def test_every_variable_the_code_names_is_declared() -> None:
     """A ``DEDUP_*`` name in the code (read, set by the component, checked by the pack) or a variable the handler
-    reads is on the reference page: declare it in scheduler_dedup.handler.variables."""
+    reads is on the reference page: declare it in scheduler_dedup.handler.core.variables."""
     found = _names_in_code()
     assert "DEDUP_LEASE_SECONDS" in found and "GOOGLE_CLOUD_PROJECT" in found, "the scan finds nothing"
     undeclared = {name: where for name, where in found.items() if name not in VARIABLES}
@@ -85,7 +84,7 @@ def test_the_documented_default_is_the_handlers_default(name: str) -> None:
 
 def _service_env_names(**args: Any) -> set[str]:
     from scheduler_dedup.infra import DedupScheduledJob
-    from scheduler_dedup.infra.mock_run import run_program
+    from scheduler_dedup.infra.stack.mock_run import run_program
 
     resources = run_program(lambda: DedupScheduledJob("nightly", {"schedule": "0 3 * * *", "region": "europe-west1",
                                                                   **args}), {"gcp:project": "p1"})

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.cron import fire_gaps
-from scheduler_dedup.handler.overlap import may_be_delayed_or_skipped, schedule_overlap
-from scheduler_dedup.infra.component import DedupScheduledJob
-from scheduler_dedup.infra.mock_run import run_program
-from scheduler_dedup.infra.settings import resolve_settings
+from scheduler_dedup.handler.schedule.cron import fire_gaps
+from scheduler_dedup.handler.schedule.overlap import may_be_delayed_or_skipped, schedule_overlap
+from scheduler_dedup.infra.job.component import DedupScheduledJob
+from scheduler_dedup.infra.stack.mock_run import run_program
+from scheduler_dedup.infra.job.settings import resolve_settings
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 UTC = timezone.utc

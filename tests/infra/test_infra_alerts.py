@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler_dedup.handler.logs import LogField
-from scheduler_dedup.handler.paths import CHECK_LOCATION_GUARD, CHECK_PATH
+from scheduler_dedup.handler.core.logs import LogField
+from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
-from scheduler_dedup.infra.alerts import (
+from scheduler_dedup.infra.alerts.alerts import (
     MAX_ABSENCE_SECONDS,
     log_filters,
     max_fire_gap_seconds,
     resolve_alerts,
 )
-from scheduler_dedup.infra.component import TYPE_TOKEN
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program, run_stack_config
-from scheduler_dedup.infra.settings import resolve_settings
-from scheduler_dedup.policies.offline import check_program
+from scheduler_dedup.infra.job.component import TYPE_TOKEN
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
+from scheduler_dedup.infra.job.settings import resolve_settings
+from scheduler_dedup.policies.offline.check import check_program
 from scheduler_dedup.policies.rules import RULES_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,9 +74,8 @@ def test_alerts_add_metrics_policies_and_a_watchdog_all_children_of_the_componen
 
 
 def test_the_outcomes_alerts_select_are_the_handlers() -> None:
-    from scheduler_dedup.handler.idempotency import Outcome
-    from scheduler_dedup.infra import alerts
-
+    from scheduler_dedup.handler.protocol.idempotency import Outcome
+    from scheduler_dedup.infra.alerts import alerts
     assert (alerts.OUTCOME_FAILED, alerts.OUTCOME_FENCED, alerts.OUTCOME_RELEASED) == (
         Outcome.FAILED.value, Outcome.FENCED.value, Outcome.RELEASED.value)
 
@@ -301,7 +300,7 @@ def test_policy_pack_flags_a_dedup_job_without_alerting_and_not_one_with() -> No
 
 
 def test_jobs_sharing_a_store_each_get_their_own_watchdog_and_policies() -> None:
-    from scheduler_dedup.infra.store import DedupStore
+    from scheduler_dedup.infra.stores.store import DedupStore
 
     def program() -> None:
         store = DedupStore("shared", {"location": "eur3"})

@@ -8,13 +8,13 @@ from typing import Any
 import pulumi
 import pytest
 
-from scheduler_dedup.handler.startup import startup_problems
+from scheduler_dedup.handler.service.startup import startup_problems
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
-from scheduler_dedup.infra.archive import APP_ENGINE_ENTRYPOINT, APP_ENGINE_RUNTIME
-from scheduler_dedup.infra.component import TARGET_ROLES
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program, run_stack_config
-from scheduler_dedup.infra.settings import resolve_settings
-from scheduler_dedup.infra.stack_program import args_from_config
+from scheduler_dedup.infra.job.archive import APP_ENGINE_ENTRYPOINT, APP_ENGINE_RUNTIME
+from scheduler_dedup.infra.job.component import TARGET_ROLES
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
+from scheduler_dedup.infra.job.settings import resolve_settings
+from scheduler_dedup.infra.stack.program import args_from_config
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = str(ROOT / "examples" / "hello_job")
@@ -228,7 +228,7 @@ def test_cloud_build_trigger_target_misconfiguration_names_the_field(target: dic
 
 def test_the_top_level_request_timeout_keeps_its_own_stack_key_beside_the_app_engine_one() -> None:
     """Two inputs end in request_timeout_seconds: a root-stack message about Cloud Run's names requestTimeoutSeconds."""
-    from scheduler_dedup.infra.stack_program import in_stack_config_terms, stack_key_for
+    from scheduler_dedup.infra.stack.program import in_stack_config_terms, stack_key_for
 
     assert stack_key_for("request_timeout_seconds") == "requestTimeoutSeconds"
     assert stack_key_for("app_engine.request_timeout_seconds") == "appEngineRequestTimeoutSeconds"

@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from scheduler_dedup.handler.config import STORE_KINDS
-from scheduler_dedup.infra.archive import (HANDLER_IMPORTS, HANDLER_REQUIREMENTS, STORE_REQUIREMENTS,
+from scheduler_dedup.handler.config.settings import STORE_KINDS
+from scheduler_dedup.infra.job.archive import (HANDLER_IMPORTS, HANDLER_REQUIREMENTS, STORE_REQUIREMENTS,
                                            build_deploy_archive, handler_source_dir, requirements_for)
 from scheduler_dedup.infra.errors import DeployArchiveError
-from scheduler_dedup.local.store_servers import SERVER_KINDS, StoreServer, store_server
+from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "examples" / "hello_job"
@@ -69,7 +69,7 @@ def test_an_archive_pins_the_client_of_its_own_store_only() -> None:
 def test_app_yaml_is_app_engine_standard_python_with_the_gunicorn_entrypoint() -> None:
     import yaml
 
-    from scheduler_dedup.infra.archive import APP_ENGINE_ENTRYPOINT, APP_ENGINE_RUNTIME
+    from scheduler_dedup.infra.job.archive import APP_ENGINE_ENTRYPOINT, APP_ENGINE_RUNTIME
 
     with zipfile.ZipFile(io.BytesIO(build_deploy_archive(None).content)) as zf:
         app = yaml.safe_load(zf.read("app.yaml"))
@@ -78,10 +78,10 @@ def test_app_yaml_is_app_engine_standard_python_with_the_gunicorn_entrypoint() -
     assert APP_ENGINE_RUNTIME.startswith("python3")
     # App Engine runs it with $PORT set; the WSGI object is main:app, and gunicorn must be in requirements.txt.
     assert APP_ENGINE_ENTRYPOINT.startswith("gunicorn -b :$PORT ") and APP_ENGINE_ENTRYPOINT.endswith(" main:app")
-    # the Cloud Run server's bounds, from the one place they are set (handler/server.py)
-    assert "-c python:scheduler_dedup.handler.gunicorn_config " in APP_ENGINE_ENTRYPOINT
-    from scheduler_dedup.handler import gunicorn_config
-    from scheduler_dedup.handler.server import SERVER_SETTINGS, SERVER_THREADS
+    # the Cloud Run server's bounds, from the one place they are set (handler/service/server.py)
+    assert "-c python:scheduler_dedup.handler.service.gunicorn_config " in APP_ENGINE_ENTRYPOINT
+    from scheduler_dedup.handler.service import gunicorn_config
+    from scheduler_dedup.handler.service.server import SERVER_SETTINGS, SERVER_THREADS
 
     assert (gunicorn_config.workers, gunicorn_config.threads, gunicorn_config.timeout) == (1, SERVER_THREADS, 0)
     assert {key: getattr(gunicorn_config, key) for key in SERVER_SETTINGS} == SERVER_SETTINGS
@@ -109,11 +109,11 @@ def test_every_third_party_import_of_the_handler_is_pinned() -> None:
     pinned = {r.split("==")[0] for r in (*HANDLER_REQUIREMENTS, *[r for rs in STORE_REQUIREMENTS.values() for r in rs])}
     # grpcio is no pin of its own: only a gRPC store's module imports grpc, and that store's client requires grpcio.
     from importlib.metadata import requires
-    grpc_stores = {path.stem.split("_")[0] for path in (handler_source_dir() / "stores").glob("*.py")
+    grpc_stores = {path.parent.name for path in (handler_source_dir() / "stores").glob("*/*.py")
                    if "grpc" in _imports(path)}
     assert grpc_stores and grpc_stores <= set(STORE_REQUIREMENTS), grpc_stores
     assert not any("grpc" in _imports(path) for path in handler_source_dir().rglob("*.py")
-                   if path.parent.name != "stores"), "only a store's module may import grpc"
+                   if path.parent.parent.name != "stores"), "only a store's modules may import grpc"
     for store in grpc_stores:
         client = STORE_REQUIREMENTS[store][0].split("==")[0]
         required = {r.split(";")[0].split("<")[0].split(">")[0].split("=")[0].split("!")[0].strip()

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
-from scheduler_dedup.infra.component import TARGET_ROLES, TYPE_TOKEN
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program, run_stack_config
-from scheduler_dedup.infra.settings import DEFAULT_ATTEMPT_DEADLINE_SECONDS
-from scheduler_dedup.infra.stack_program import CONFIG_KEYS
+from scheduler_dedup.infra.job.component import TARGET_ROLES, TYPE_TOKEN
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
+from scheduler_dedup.infra.job.settings import DEFAULT_ATTEMPT_DEADLINE_SECONDS
+from scheduler_dedup.infra.stack.program import CONFIG_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "Pulumi.example.yaml"
@@ -330,7 +330,7 @@ def test_programs_that_call_data_sources_run_under_the_mocks() -> None:
     registered = run_program(program, {"gcp:project": "p1"})
     assert [r.type for r in registered if r.custom] == ["gcp:projects/iAMPolicy:IAMPolicy"]
 
-    from scheduler_dedup.policies.offline import check_program
+    from scheduler_dedup.policies.offline.check import check_program
 
     findings = {f.rule for f in check_program(program, {"gcp:project": "p1"})}
     assert {"no-primitive-roles"} <= findings, findings

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program, run_stack_config
-from scheduler_dedup.policies.offline import resources_from_registered
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
+from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import RULES, evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_the_deploy_archive_of_a_job_on_redis_carries_the_redis_client() -> None
     path = archive["source"].path
     with zipfile.ZipFile(path) as zf:
         assert "redis==" in zf.read("requirements.txt").decode()
-        assert "scheduler_dedup/handler/stores/redis.py" in zf.namelist()
+        assert "scheduler_dedup/handler/stores/redis/store.py" in zf.namelist()
     del io
 
 

@@ -8,10 +8,10 @@ import pulumi
 import pulumi_gcp as gcp
 import pytest
 
-from scheduler_dedup.infra.component import DedupScheduledJob
+from scheduler_dedup.infra.job.component import DedupScheduledJob
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
-from scheduler_dedup.infra.store import DedupStore
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
+from scheduler_dedup.infra.stores.store import DedupStore
 
 JOB = {"schedule": "0 * * * *", "region": "us-central1", "image": "us-docker.pkg.dev/p/r/h:1", "job": "jobs:run"}
 

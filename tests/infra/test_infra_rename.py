@@ -7,9 +7,9 @@ from typing import Any
 import pulumi
 import pytest
 
-from scheduler_dedup.infra.component import DedupScheduledJob
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
-from scheduler_dedup.infra.store import DedupStore
+from scheduler_dedup.infra.job.component import DedupScheduledJob
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
+from scheduler_dedup.infra.stores.store import DedupStore
 
 JOB = {"schedule": "0 * * * *", "region": "us-central1", "image": "us-docker.pkg.dev/p1/r/h:1", "job": "jobs:run"}
 #: The inputs that are GCP resource ids: a change of any replaces the resource.
@@ -52,7 +52,7 @@ def test_a_renamed_component_with_its_old_prefix_and_an_alias_keeps_every_physic
 
 def test_an_invalid_resource_prefix_is_refused_naming_it() -> None:
     from scheduler_dedup.infra.errors import DedupConfigError
-    from scheduler_dedup.infra.settings import resolve_settings
+    from scheduler_dedup.infra.job.settings import resolve_settings
 
     with pytest.raises(DedupConfigError) as info:
         resolve_settings("Nightly Report", {**JOB, "resource_prefix": "Bad_Prefix"}, default_project="p1")

@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from scheduler_dedup.infra.component import TYPE_TOKEN
-from scheduler_dedup.infra.provider_host import PACKAGE_NAME
-from scheduler_dedup.infra.store import TYPE_TOKEN as STORE_TYPE_TOKEN
-from scheduler_dedup.infra.stack_program import CONFIG_KEYS
+from scheduler_dedup.infra.job.component import TYPE_TOKEN
+from scheduler_dedup.infra.stack.provider_host import PACKAGE_NAME
+from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE_TOKEN
+from scheduler_dedup.infra.stack.program import CONFIG_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUTS = {"serviceUrl", "jobName", "schedulerServiceAccountEmail", "runtimeServiceAccountEmail", "databaseName", "oidcAudience"}
@@ -25,7 +25,7 @@ def _schema() -> dict[str, Any]:
     (pulumi.provider's generated google.rpc.Status clashes with googleapis-common-protos' in one
     process's protobuf descriptor pool, so it cannot be imported after google-cloud-firestore.)
     """
-    code = "import json; from scheduler_dedup.infra.provider_host import schema; print(json.dumps(schema()))"
+    code = "import json; from scheduler_dedup.infra.stack.provider_host import schema; print(json.dumps(schema()))"
     result = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     spec: dict[str, Any] = json.loads(result.stdout)
@@ -79,4 +79,4 @@ def test_plugin_folder_is_a_python_component_package() -> None:
     plugin = ROOT / "infra" / "provider"
     assert yaml.safe_load((plugin / "PulumiPlugin.yaml").read_text()) == {"runtime": "python"}
     main = (plugin / "__main__.py").read_text()
-    assert "scheduler_dedup.infra.provider_host import main" in main
+    assert "scheduler_dedup.infra.stack.provider_host import main" in main

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.infra.schedule import RetryPolicy, retry_window_seconds
-from scheduler_dedup.infra.settings import resolve_settings
+from scheduler_dedup.handler.schedule.retry_windows import RetryPolicy, retry_window_seconds
+from scheduler_dedup.infra.job.settings import resolve_settings
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 
@@ -155,7 +155,7 @@ def test_values_the_handler_would_refuse_fail_at_preview(field: str, overrides: 
 def test_long_component_names_get_distinct_valid_service_account_ids() -> None:
     import re
 
-    from scheduler_dedup.infra.component import _account_id
+    from scheduler_dedup.infra.job.component import _account_id
 
     ids = {_account_id(name, suffix) for name in ("nightly-report-europe-west1", "nightly-report-europe-east1")
            for suffix in ("sched", "runtime", "build")}
@@ -190,7 +190,7 @@ def test_a_misspelt_http_target_audience_fails_at_preview() -> None:
 
 def test_defaults_recover_a_crashed_attempt() -> None:
     """The retries must outlast a crashed attempt's lease, or every retry gets 409 and the run never completes."""
-    from scheduler_dedup.infra.schedule import crash_recovery_seconds, recovers_crash
+    from scheduler_dedup.handler.schedule.retry_windows import crash_recovery_seconds, recovers_crash
 
     for overrides in ({}, {"attempt_deadline_seconds": 1800}, {"request_timeout_seconds": 3600},
                       {"retry": {"retry_count": 2}}, {"retry": {"max_doublings": 0}}):
@@ -217,7 +217,7 @@ def test_retries_that_end_before_the_lease_fail_at_preview(retry: dict[str, int]
 def test_retry_count_0_with_a_max_retry_duration_retries_until_both_limits_are_reached() -> None:
     """Retry jobs page: a job is not retried only when retryCount is 0 *and* maxRetryDuration is 0; with both set it is
     "retried until both limits are reached". An hour of retries outlasts the 300 s lease of a crashed attempt."""
-    from scheduler_dedup.infra.schedule import crash_recovery_seconds, retries_described, surely_sent_retries
+    from scheduler_dedup.handler.schedule.retry_windows import crash_recovery_seconds, retries_described, surely_sent_retries
 
     s = resolve_settings("nightly", _args(retry={"retry_count": 0, "max_retry_duration_seconds": 3600}),
                          default_project="p1")
@@ -301,7 +301,7 @@ def test_a_scheduler_account_of_another_project_is_refused_at_preview() -> None:
 
 
 def test_the_project_of_a_service_account_email() -> None:
-    from scheduler_dedup.infra.oidc_account import service_account_project
+    from scheduler_dedup.infra.job.oidc_account import service_account_project
 
     assert service_account_project("a@my-proj.iam.gserviceaccount.com") == "my-proj"
     assert service_account_project("a@proj.example.com.iam.gserviceaccount.com") == "example.com:proj"

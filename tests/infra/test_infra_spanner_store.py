@@ -10,13 +10,13 @@ from typing import Any
 import pulumi
 import pytest
 
-from scheduler_dedup.handler.stores import spanner_schema
+from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
-from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program, run_stack_config
-from scheduler_dedup.infra.settings import resolve_settings
-from scheduler_dedup.infra.store import store_apis
-from scheduler_dedup.policies.offline import resources_from_registered
+from scheduler_dedup.infra.job.component import TYPE_TOKEN as JOB_TYPE
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
+from scheduler_dedup.infra.job.settings import resolve_settings
+from scheduler_dedup.infra.stores.store import store_apis
+from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,14 +14,14 @@ import pulumi
 import pytest
 import yaml
 
-from scheduler_dedup.handler.record import TTL_FIELD
-from scheduler_dedup.handler.stores.firestore_schema import RUN_HISTORY_INDEXES
+from scheduler_dedup.handler.core.record import TTL_FIELD
+from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
-from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
-from scheduler_dedup.infra.mock_run import STACK_REFERENCE, RegisteredResource, run_program, run_stack_config
-from scheduler_dedup.infra.settings import resolve_settings
-from scheduler_dedup.infra.store import TYPE_TOKEN as STORE_TYPE, resolve_store_settings, store_apis
-from scheduler_dedup.policies.offline import resources_from_registered
+from scheduler_dedup.infra.job.component import TYPE_TOKEN as JOB_TYPE
+from scheduler_dedup.infra.stack.mock_run import STACK_REFERENCE, RegisteredResource, run_program, run_stack_config
+from scheduler_dedup.infra.job.settings import resolve_settings
+from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE, resolve_store_settings, store_apis
+from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
@@ -159,7 +159,7 @@ def test_store_outputs_from_a_stack_reference_are_checked_when_they_resolve() ->
     code = textwrap.dedent(f"""
         import pulumi
         from scheduler_dedup.infra import DedupScheduledJob
-        from scheduler_dedup.infra.mock_run import run_program
+        from scheduler_dedup.infra.stack.mock_run import run_program
         def program():
             ref = pulumi.StackReference("acme/scheduler-dedup/store")
             store = {{k: ref.require_output(k) for k in ("project", "database_id", "collections")}}
@@ -297,7 +297,7 @@ def test_a_stack_refuses_the_keys_its_kind_does_not_read(tmp_path: Path, example
 def test_offline_check_answers_the_store_stack_reference_from_the_store_config() -> None:
     from rich.console import Console
 
-    from scheduler_dedup.policies.offline import run_check
+    from scheduler_dedup.policies.offline.check import run_check
 
     job, store = ROOT / "Pulumi.example-job-on-store.yaml", ROOT / "Pulumi.example-store.yaml"
     quiet = Console(file=open(os.devnull, "w"), width=200)  # noqa: SIM115 - closed with the console

@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from scheduler_dedup.infra import DedupScheduledJob, DedupStore
-from scheduler_dedup.infra.component import TYPE_TOKEN as JOB_TYPE
-from scheduler_dedup.infra.mock_run import RegisteredResource, run_program
-from scheduler_dedup.infra.store import TYPE_TOKEN as STORE_TYPE
+from scheduler_dedup.infra.job.component import TYPE_TOKEN as JOB_TYPE
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
+from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 PROJECT = "p1"

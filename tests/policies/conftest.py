@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_dedup.policies.model import Resource
+from scheduler_dedup.policies.reading.model import Resource
 from scheduler_dedup.policies.rules import RULES_BY_NAME, Finding, evaluate
 
 

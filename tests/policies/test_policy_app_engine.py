@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.infra import DedupScheduledJob
-from scheduler_dedup.policies.model import UNKNOWN, Resource
-from scheduler_dedup.policies.offline import check_program, check_stack_config
+from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
+from scheduler_dedup.policies.offline.check import check_program, check_stack_config
 from scheduler_dedup.policies.rules import RULES, RULES_BY_NAME, Finding, evaluate
-from scheduler_dedup.policies.topology import Topology
+from scheduler_dedup.policies.reading.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = "gcp:cloudscheduler/job:Job"

@@ -16,8 +16,8 @@ import pytest
 import yaml
 from rich.console import Console
 
-from scheduler_dedup.infra.mock_run import run_stack_config
-from scheduler_dedup.policies.offline import check_program, check_stack_config, run_check
+from scheduler_dedup.infra.stack.mock_run import run_stack_config
+from scheduler_dedup.policies.offline.check import check_program, check_stack_config, run_check
 from scheduler_dedup.policies.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,8 +75,8 @@ def test_component_defaults_and_good_examples_pass_every_rule(raw_program: Modul
 def test_a_hand_written_env_the_handler_refuses_at_start_up_fails_the_pack(raw_program: ModuleType,
                                                                         change: dict[str, str | None]) -> None:
     """Whatever stops the real handler at start-up is one mandatory dedup-handler-settings row with its message."""
-    from scheduler_dedup.handler.app import build_handler_from_env
-    from scheduler_dedup.handler.errors import ConfigError
+    from scheduler_dedup.handler.service.app import build_handler_from_env
+    from scheduler_dedup.handler.core.errors import ConfigError
 
     env = {k: v for k, v in {**raw_program.GOOD_ENV, **change}.items() if v is not None}
     with pytest.raises(ConfigError) as refused:
@@ -155,7 +155,7 @@ def test_policy_config_file_overrides_levels(tmp_path: Path) -> None:
 
 
 def test_mocked_inputs_arrive_in_engine_names(raw_program: ModuleType) -> None:
-    from scheduler_dedup.infra.mock_run import run_program
+    from scheduler_dedup.infra.stack.mock_run import run_program
 
     job = next(r for r in run_program(raw_program.good_program, {}) if r.type == "gcp:cloudscheduler/job:Job")
     assert job.inputs["attemptDeadline"] == "300s"
@@ -194,7 +194,7 @@ def test_cli_passes_the_policy_config_through(tmp_path: Path) -> None:
 
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"scheduler-attempt-deadline-margin": {"enforcementLevel": "mandatory"}}))
-    command = [sys.executable, "-m", "scheduler_dedup.local.cli", "check", "--config", str(advisory_config(tmp_path))]
+    command = [sys.executable, "-m", "scheduler_dedup.local.commands.cli", "check", "--config", str(advisory_config(tmp_path))]
     env = {**os.environ, "COLUMNS": "250"}  # keep rule names on one line of the table
     plain = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     raised = subprocess.run([*command, "--policy-config", str(config)], capture_output=True, text=True, timeout=300,
@@ -230,7 +230,7 @@ def test_a_typo_or_nonsense_threshold_in_a_policy_config_is_refused_naming_the_e
 def test_every_policy_config_in_the_docs_is_accepted() -> None:
     import re
 
-    from scheduler_dedup.policies.policy_config import check_policy_config
+    from scheduler_dedup.policies.offline.policy_config import check_policy_config
 
     page = (ROOT / "docs" / "policy-pack.md").read_text()
     blocks = re.findall(r"```json\n(.*?)```", page, flags=re.S)
@@ -281,7 +281,7 @@ def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
     import base64
     import time
 
-    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc import CallerAuthSettings, OidcVerifier
 
     settings = CallerAuthSettings.from_env({k: str(v) for k, v in env.items() if isinstance(v, str)})
     if settings is None:
@@ -304,12 +304,12 @@ def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
 ])
 def test_a_stack_the_check_passes_never_refuses_its_own_scheduler_job(tmp_path: Path, overrides: dict[str, Any]) -> None:
     """As a new user: whatever `check` passes, the handler and Cloud Run admit the token the job sends."""
-    from scheduler_dedup.handler.audience import platform_accepts
-    from scheduler_dedup.infra.mock_run import run_stack_config
-    from scheduler_dedup.policies.model import get
-    from scheduler_dedup.policies.offline import resources_from_registered
+    from scheduler_dedup.handler.callers.audience import platform_accepts
+    from scheduler_dedup.infra.stack.mock_run import run_stack_config
+    from scheduler_dedup.policies.reading.model import get
+    from scheduler_dedup.policies.offline.check import resources_from_registered
     from scheduler_dedup.policies.rules import evaluate
-    from scheduler_dedup.policies.topology import Topology, service_env, service_urls
+    from scheduler_dedup.policies.reading.topology import Topology, service_env, service_urls
 
     config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
     for key, value in overrides.items():
@@ -337,10 +337,10 @@ def test_the_table_keeps_a_readable_width_when_piped(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from scheduler_dedup.local.console import PIPE_WIDTH
+    from scheduler_dedup.local.commands.console import PIPE_WIDTH
 
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    command = [sys.executable, "-m", "scheduler_dedup.local.cli", "check", "--config", str(advisory_config(tmp_path))]
+    command = [sys.executable, "-m", "scheduler_dedup.local.commands.cli", "check", "--config", str(advisory_config(tmp_path))]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()

@@ -17,7 +17,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime import proto
 from pulumi_policy import proxy as policy_proxy
 
-from scheduler_dedup.policies.model import UNKNOWN_SENTINELS
+from scheduler_dedup.policies.reading.model import UNKNOWN_SENTINELS
 from scheduler_dedup.policies.rules import RULES
 
 PACK_DIR = Path(__file__).resolve().parents[2] / "policies"

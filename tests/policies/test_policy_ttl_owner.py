@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_dedup.infra import DedupScheduledJob, DedupStore
-from scheduler_dedup.infra.mock_run import run_program
-from scheduler_dedup.policies.model import UNKNOWN, Resource
-from scheduler_dedup.policies.offline import check_program
+from scheduler_dedup.infra.stack.mock_run import run_program
+from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
+from scheduler_dedup.policies.offline.check import check_program
 from scheduler_dedup.policies.rules import RULES_BY_NAME, Finding, evaluate
 
 FIELD = "gcp:firestore/field:Field"

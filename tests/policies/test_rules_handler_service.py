@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.policies.model import UNKNOWN, Resource
+from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
 
 from .conftest import JOB, RUN_URL, SERVICE, good_stack, job, res, run, service, ttl_field
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.policies.model import UNKNOWN
+from scheduler_dedup.policies.reading.model import UNKNOWN
 
 from .conftest import SERVICE, res, run, service
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.policies.model import UNKNOWN, Resource
+from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
 from scheduler_dedup.policies.rules import RULES_BY_NAME, evaluate
-from scheduler_dedup.handler.cron import groc_to_unix_cron
+from scheduler_dedup.handler.schedule.cron import groc_to_unix_cron
 
 from .conftest import JOB, RUN_URL, SERVICE, job, public_config_job, res, run, service
 
@@ -67,7 +67,7 @@ def test_day_and_month_names_are_plain_unix_cron(schedule: str) -> None:
 @pytest.mark.parametrize("schedule", ["0 0 L * *", "0 0 * * 5#3", "0 0 ? * *", "0 0 15W * *", "H * * * *"])
 def test_the_component_and_the_rule_refuse_the_same_extensions(schedule: str) -> None:
     from scheduler_dedup.infra.errors import DedupConfigError
-    from scheduler_dedup.infra.settings import validate_schedule
+    from scheduler_dedup.infra.job.settings import validate_schedule
 
     assert run("scheduler-job-unix-cron", [job(schedule=schedule)]), schedule
     with pytest.raises(DedupConfigError, match="extensions|not a valid"):
@@ -77,7 +77,7 @@ def test_the_component_and_the_rule_refuse_the_same_extensions(schedule: str) ->
 @pytest.mark.parametrize("zone", ["Factory", "localtime", "posixrules", "Mars/Olympus", "../etc/passwd", ""])
 def test_non_zones_are_refused_by_the_rule_and_the_component(zone: str) -> None:
     from scheduler_dedup.infra.errors import DedupConfigError
-    from scheduler_dedup.infra.settings import validate_time_zone
+    from scheduler_dedup.infra.job.settings import validate_time_zone
 
     assert run("scheduler-job-unix-cron", [job(timeZone=zone)]), zone
     with pytest.raises(DedupConfigError):
@@ -201,7 +201,7 @@ def test_the_handler_and_the_pack_decide_the_same_audiences() -> None:
     import json
     import time
 
-    from scheduler_dedup.handler.caller_auth import CallerAuthSettings, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc import CallerAuthSettings, OidcVerifier
 
     def b64(data: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()

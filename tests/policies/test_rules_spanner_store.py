@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_dedup.handler.stores import spanner_schema
-from scheduler_dedup.policies.model import UNKNOWN
+from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
+from scheduler_dedup.policies.reading.model import UNKNOWN
 
 from .conftest import job, res, run, service
 

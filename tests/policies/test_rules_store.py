@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_dedup.policies.model import UNKNOWN, Resource
+from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
 from scheduler_dedup.policies.rules import job_retry_window_seconds
 
 from .conftest import FIELD, JOB, RUN_URL, SERVICE, good_stack, job, public_config_job, res, run, service, ttl_field

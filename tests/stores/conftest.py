@@ -1,7 +1,7 @@
 """The contract suite's fixtures: every store of ``SERVER_KINDS`` on its real local server.
 
 A store passes only by passing every test of ``tests/stores`` on its own server; a new store joins by adding its
-server to :data:`scheduler_dedup.local.store_servers.SERVER_KINDS`, which parametrises these fixtures.
+server to :data:`scheduler_dedup.local.servers.store_servers.SERVER_KINDS`, which parametrises these fixtures.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler_dedup.handler.stores.base import RunStore
-from scheduler_dedup.local.store_servers import SERVER_KINDS, StoreServer, store_server
+from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
 
 COLLECTION = "contract_runs"
 #: Store kinds whose server the whole test session shares (tests/conftest.py), and its fixture.

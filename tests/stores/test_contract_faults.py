@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.errors import NonRetryableJobError, StoreError
-from scheduler_dedup.handler.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.core.errors import NonRetryableJobError, StoreError
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
-from scheduler_dedup.local.fault_proxy import Call, Fault
-from scheduler_dedup.local.store_servers import StoreServer
+from scheduler_dedup.local.faults.grpc_proxy import Call, Fault
+from scheduler_dedup.local.servers.store_servers import StoreServer
 
 from .conftest import COLLECTION
 

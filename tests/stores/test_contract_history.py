@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from scheduler_dedup.handler.run_history import RunHistory
+from scheduler_dedup.handler.monitoring.run_history import RunHistory
 from scheduler_dedup.handler.stores.base import SERVER_TIME, RunStore
 
 T0 = datetime(2026, 11, 30, 0, 0, tzinfo=timezone.utc)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.errors import InvalidWriteError
-from scheduler_dedup.handler.idempotency import Idempotency, Outcome
-from scheduler_dedup.handler.stored_result import json_form
+from scheduler_dedup.handler.core.errors import InvalidWriteError
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.core.stored_result import json_form
 from scheduler_dedup.handler.stores.base import SERVER_TIME, RunStore
 
 

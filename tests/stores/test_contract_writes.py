@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.errors import StoreCallError, StoreUnavailableError
+from scheduler_dedup.handler.core.errors import StoreCallError, StoreUnavailableError
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
-from scheduler_dedup.local.store_servers import StoreServer, reserve_port
+from scheduler_dedup.local.servers.store_servers import StoreServer, reserve_port
 
 from .conftest import COLLECTION
 

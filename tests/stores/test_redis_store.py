@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import StoreRefusedError, StoreUnavailableError
-from scheduler_dedup.handler.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.core.errors import StoreRefusedError, StoreUnavailableError
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.stores import open_store
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment
-from scheduler_dedup.handler.stores.redis import RedisRunStore
-from scheduler_dedup.handler.stores.redis_config import parse_redis_url
-from scheduler_dedup.handler.stores.redis_values import micros
-from scheduler_dedup.local.fault_proxy import Fault
-from scheduler_dedup.local.redis_server import RedisServer
+from scheduler_dedup.handler.stores.redis.store import RedisRunStore
+from scheduler_dedup.handler.stores.redis.config import parse_redis_url
+from scheduler_dedup.handler.stores.redis.values import micros
+from scheduler_dedup.local.faults.grpc_proxy import Fault
+from scheduler_dedup.local.servers.redis_server import RedisServer
 
 T0 = datetime(2026, 11, 30, tzinfo=timezone.utc)
 C = "redis_runs"

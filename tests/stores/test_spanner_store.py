@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.config import Settings
-from scheduler_dedup.handler.errors import InvalidWriteError, StoreRefusedError
-from scheduler_dedup.handler.idempotency import Idempotency, Outcome
-from scheduler_dedup.handler.run_key import RunKey
-from scheduler_dedup.handler.scheduler import _record_fields
-from scheduler_dedup.handler.stores import spanner_schema
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.core.errors import InvalidWriteError, StoreRefusedError
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.schedule.run_key import RunKey
+from scheduler_dedup.handler.service.delivery import _record_fields
+from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.handler.stores.base import SERVER_TIME, RunStore
-from scheduler_dedup.handler.stores.spanner_admin import init_table
-from scheduler_dedup.local.spanner_emulator import SpannerEmulator
+from scheduler_dedup.handler.stores.spanner.admin import init_table
+from scheduler_dedup.local.servers.spanner_emulator import SpannerEmulator
 
 # The contract's races, collected again in this module, where ``store`` is a client of the aborting emulator.
 from .test_contract_writes import (  # noqa: F401

@@ -1,0 +1,127 @@
+"""Caller verification on App Engine: the request reached the handler from Cloud Scheduler's App Engine target.
+
+A Scheduler job with an App Engine target (``appEngineHttpTarget``) carries **no OIDC token**
+(https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#AppEngineHttpTarget has no
+``oidcToken``), so :mod:`scheduler_dedup.handler.callers.oidc` has nothing to verify there. What App Engine
+guarantees instead is who may set its own headers:
+
+- App Engine **removes** from every incoming request "headers with names that match App Engine-specific headers"
+  (exact, case-insensitive names) and ``X-Google-*``, if a client sends them
+  (https://cloud.google.com/appengine/docs/standard/reference/request-headers, "Headers removed from incoming
+  requests").
+- Cloud Scheduler's App Engine target sets ``X-AppEngine-*`` headers itself: "The headers below are output only.
+  They cannot be set or overridden: ... ``X-AppEngine-*``: For Google internal use only. In addition, some App
+  Engine headers, which contain job-specific information, are also sent to the job handler"
+  (``AppEngineHttpTarget.headers``, same Scheduler reference), so not even the job's own configuration can forge
+  them.
+- Requests of App Engine's Cron Service (cron.yaml jobs, which are Cloud Scheduler jobs with an App Engine
+  target) carry ``X-Appengine-Cron: true``; App Engine sets it internally and strips it from external requests
+  (https://cloud.google.com/appengine/docs/standard/scheduling-jobs-with-cron-yaml, "Validating cron requests").
+  App Engine's internal queue for cron is ``__cron``, sent as ``X-AppEngine-QueueName`` (google/nomulus,
+  ``AppEngineInternalAuthenticationMechanism``: "Cron requests set this header value to __cron"); it is the
+  task-queue header, stripped from external requests the same way
+  (https://cloud.google.com/appengine/docs/standard/services/taskqueue/push/creating-handlers#reading_request_headers).
+
+With ``DEDUP_APP_ENGINE_CALLER=true`` every request must carry one of those two proofs, ``X-Appengine-Cron:
+true`` or ``X-AppEngine-QueueName: __cron``, or it is refused **before Firestore is touched** with 403
+``forbidden`` (JSON). The ``X-CloudScheduler`` header alone proves nothing: it is not an App Engine header, so
+App Engine passes a client's copy through.
+
+Limits (say them, do not hide them): the proof holds only behind App Engine's front end (the handler served
+anywhere else can be sent any header); App Engine lets **signed-in administrators of the app** set these headers
+for testing (the same pages), so an app admin can forge a delivery; and Scheduler's reference does not name
+which ``X-AppEngine-*`` headers a job created through the Scheduler API (not cron.yaml) carries, which is why
+either proof is accepted. Not verified against a live project here.
+
+Never 503: App Engine treats 503 as a system error and Scheduler retries it "regardless of retry configuration
+and not counted against retry counts" (same Scheduler reference), so a refusal is 403, never 503.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.logs import LogField
+from scheduler_dedup.handler.schedule.run_key import HeaderSource
+from scheduler_dedup.handler.core.statuses import DELIVERY, code
+from scheduler_dedup.handler.core.variables import declared
+
+log = logging.getLogger("scheduler_dedup")
+
+#: The setting: ``true`` turns the check on (the component sets it on an App Engine deployment).
+APP_ENGINE_CALLER_ENV = "DEDUP_APP_ENGINE_CALLER"
+#: Set by App Engine's Cron Service (Cloud Scheduler's App Engine target); stripped from external requests.
+CRON_HEADER = "X-Appengine-Cron"
+#: App Engine's queue header; ``__cron`` for cron deliveries; stripped from external requests.
+QUEUE_NAME_HEADER = "X-AppEngine-QueueName"
+CRON_QUEUE_NAME = "__cron"
+#: The OIDC settings an App Engine target can never satisfy (it sends no token).
+_OIDC_VARIABLES = ("DEDUP_OIDC_AUDIENCE", "DEDUP_ALLOWED_CALLERS")
+
+#: ``(body, status)`` of a refusal.
+Refusal = tuple[dict[str, Any], int]
+
+
+@dataclass(frozen=True)
+class AppEngineCallerSettings:
+    """The App Engine caller check's setting.
+
+    Attributes:
+        required: every request must prove it came from Cloud Scheduler through App Engine
+            (``DEDUP_APP_ENGINE_CALLER``, ``true``/``false``, default false).
+    """
+
+    required: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "AppEngineCallerSettings":
+        """Read ``DEDUP_APP_ENGINE_CALLER``.
+
+        Raises:
+            ConfigError: not ``true``/``false``, or ``true`` together with ``DEDUP_OIDC_AUDIENCE`` /
+                ``DEDUP_ALLOWED_CALLERS`` (an App Engine target carries no OIDC token, so every delivery would be
+                refused); the message names the variables and the fix.
+        """
+        env = declared(env)
+        raw = env.get(APP_ENGINE_CALLER_ENV, "").strip().lower() or "false"
+        if raw not in ("true", "false"):
+            raise ConfigError(f"{APP_ENGINE_CALLER_ENV}={raw!r} is not true or false: set true when the handler is "
+                              "served on App Engine behind a Scheduler job with an App Engine target")
+        required = raw == "true"
+        oidc = [name for name in _OIDC_VARIABLES if env.get(name, "").strip(" ,")]
+        if required and oidc:
+            raise ConfigError(f"{APP_ENGINE_CALLER_ENV}=true and {' and '.join(oidc)} are both set: a Scheduler job's "
+                              f"App Engine target sends no OIDC token, so every delivery would be refused; unset "
+                              f"{' and '.join(oidc)} on App Engine (or {APP_ENGINE_CALLER_ENV} on Cloud Run)")
+        return cls(required)
+
+
+def _values(headers: HeaderSource, name: str) -> list[str]:
+    wanted = name.lower()
+    return [part.strip() for key, value in headers.items() if key.lower() == wanted for part in value.split(",")]
+
+
+class AppEngineCallerCheck:
+    """Refuses requests that do not carry App Engine's proof of a Scheduler (cron) delivery."""
+
+    def check(self, headers: HeaderSource) -> Refusal | None:
+        """None if the request carries ``X-Appengine-Cron: true`` or ``X-AppEngine-QueueName: __cron``, else
+        ``({"status": "forbidden", "error": ...}, code(DELIVERY, "forbidden"))`` (403).
+
+        Args:
+            headers: the request's headers (Flask's ``request.headers`` or a dict).
+        """
+        if "true" in (v.lower() for v in _values(headers, CRON_HEADER)) or \
+                CRON_QUEUE_NAME in _values(headers, QUEUE_NAME_HEADER):
+            return None
+        error = (f"not a Cloud Scheduler delivery through App Engine: neither {CRON_HEADER}: true nor "
+                 f"{QUEUE_NAME_HEADER}: {CRON_QUEUE_NAME} is present (App Engine sets them for Scheduler's App Engine "
+                 f"target and strips them from external requests); unset {APP_ENGINE_CALLER_ENV} if this handler is "
+                 "not served on App Engine")
+        status = code(DELIVERY, "forbidden")
+        log.warning("refused caller: %s", error, extra={LogField.OUTCOME: "forbidden", LogField.HTTP_STATUS: status})
+        return {"status": "forbidden", "error": error}, status

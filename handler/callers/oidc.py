@@ -1,0 +1,402 @@
+"""Caller verification: the handler's second gate after Cloud Run IAM.
+
+The ``X-CloudScheduler-*`` headers can be set by anyone who can reach the service. When
+``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS`` are both set, every request must carry a Google-signed
+OIDC ID token (what Cloud Scheduler sends with an ``oidc_token`` on the job).
+
+**Which header carries the identity.** Cloud Run reads the token from ``X-Serverless-Authorization`` when a
+request has one, and then leaves ``Authorization`` unchecked and untouched for the container
+(https://cloud.google.com/run/docs/authenticating/service-to-service#acquire-token). The handler takes the
+identity from the same header Cloud Run checked: ``X-Serverless-Authorization`` where present,
+``Authorization`` otherwise (:func:`identity_token`); the other header is never read for identity.
+
+**What every accepted token passes** (:func:`token_problem`, one function for both paths below):
+
+- its header says ``alg: RS256`` (what Google signs ID tokens with) and names a ``kid``;
+- ``iat`` and ``exp`` are numbers, ``exp - iat`` is at most :data:`MAX_TOKEN_LIFETIME_SECONDS` (Google's ID
+  tokens are valid for one hour: https://cloud.google.com/docs/authentication/token-types#id-lifetime), ``iat`` is
+  not in the future and ``exp`` not in the past, each by more than :data:`CLOCK_SKEW_SECONDS`;
+- ``aud`` is one of the accepted audiences, compared exactly (:func:`~scheduler_dedup.handler.callers.audience.handler_accepts`);
+- ``iss`` is ``https://accounts.google.com`` or ``accounts.google.com``;
+- ``email`` is one of the allowed service accounts and ``email_verified`` is true.
+
+**Signed tokens** are verified with google-auth (``google.auth.jwt.decode`` against the certificates of
+``DEDUP_OIDC_CERTS_URL``, default https://www.googleapis.com/oauth2/v1/certs). The certificates are kept as long
+as the endpoint's ``Cache-Control: max-age`` says, and a token whose ``kid`` is not among them makes the handler
+fetch them again, at most once per :data:`KID_REFETCH_INTERVAL_SECONDS` (:class:`SigningKeys`), so a key Google
+has just published works on the first delivery signed with it.
+
+**Tokens Cloud Run already verified.** When Cloud Run IAM admits a request (the service is private), Cloud Run
+forwards the token with its signature replaced by ``SIGNATURE_REMOVED_BY_GOOGLE``
+(https://cloud.google.com/run/docs/troubleshooting#signature-removed), so no signature can be checked in the
+container. With ``DEDUP_TRUST_CLOUD_RUN_IAM=true`` (the component sets it) such a token passes on the checks
+above without its signature, but only while the handler has proven the premise: its own service
+(``DEDUP_SERVICE``) is private and enforces IAM (:mod:`scheduler_dedup.handler.callers.trust_premise`). Without the
+setting such tokens are refused (401) naming it.
+
+Anything refused is answered **before the store is touched**: 401 ``unauthorized`` (missing, malformed,
+unsigned, badly signed, expired, wrong audience or issuer; or trust mode whose premise does not hold), 403
+``forbidden`` (a valid token for an email that is not allowed). A refusal names the problem and the header,
+never the token (:func:`~scheduler_dedup.handler.core.safe_text.scrub_secrets` on every message). If the certificates
+cannot be fetched the answer is 500 ``auth_unavailable``, so Scheduler retries instead of dropping the run.
+
+**Verification modes.** :class:`CallerVerifier` is what the app calls (``check(headers)``); :class:`OidcVerifier`
+is the OIDC mode. Another mode (a platform's own caller headers) implements the same ``check`` and is chosen in
+:func:`build_caller_verifier`.
+
+Verification: https://googleapis.dev/python/google-auth/latest/reference/google.auth.jwt.html
+(``decode``, ``decode_header``); Cloud Scheduler's OIDC token: https://cloud.google.com/scheduler/docs/http-target-auth
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import google.auth.exceptions
+import google.auth.jwt
+import google.auth.transport
+import google.auth.transport.requests
+from werkzeug.http import parse_cache_control_header
+
+from scheduler_dedup.handler.callers.audience import handler_accepts, split_audiences
+from scheduler_dedup.handler.callers.allowed import parse_allowed_callers
+from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.logs import LogField
+from scheduler_dedup.handler.schedule.run_key import HeaderSource
+from scheduler_dedup.handler.core.safe_text import scrub_secrets
+from scheduler_dedup.handler.core.statuses import DELIVERY, code
+from scheduler_dedup.handler.core.variables import declared
+
+log = logging.getLogger("scheduler_dedup")
+
+GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
+GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
+#: Certificates are reused this long when the endpoint sends no ``Cache-Control: max-age``, seconds.
+DEFAULT_CERTS_TTL_SECONDS = 3600.0
+#: Longest ``max-age`` honoured, seconds: a day (Google publishes new keys days before it signs with them).
+MAX_CERTS_TTL_SECONDS = 86400.0
+#: An unknown ``kid`` refetches the certificates at most this often, seconds: a stream of forged ``kid`` values
+#: cannot turn every request into a fetch.
+KID_REFETCH_INTERVAL_SECONDS = 30.0
+#: Leeway on ``iat`` and ``exp``, seconds (OpenID Connect Core 1.0 section 3.1.3.7 allows "a small leeway";
+#: google-auth's ``clock_skew_in_seconds``).
+CLOCK_SKEW_SECONDS = 60
+#: Longest ``exp - iat`` accepted, seconds: Google's ID tokens live one hour
+#: (https://cloud.google.com/docs/authentication/token-types#id-lifetime).
+MAX_TOKEN_LIFETIME_SECONDS = 3600
+#: The one algorithm Google signs ID tokens with (the ``alg`` of https://www.googleapis.com/oauth2/v3/certs keys).
+TOKEN_ALGORITHM = "RS256"
+#: What Cloud Run puts in place of the signature of a token it verified.
+REMOVED_SIGNATURE = "SIGNATURE_REMOVED_BY_GOOGLE"
+#: The header Cloud Run checks first; when present, ``Authorization`` is neither checked nor used for identity.
+SERVERLESS_AUTHORIZATION = "X-Serverless-Authorization"
+AUTHORIZATION = "Authorization"
+
+#: ``(body, status)`` of a refusal.
+Refusal = tuple[dict[str, Any], int]
+
+
+@dataclass(frozen=True)
+class CallerAuthSettings:
+    """Accepted audiences and callers.
+
+    Attributes:
+        audiences: accepted ``aud`` values (``DEDUP_OIDC_AUDIENCE``, comma-separated; usually the
+            service URL, which is what Cloud Scheduler's ``oidc_token.audience`` defaults to).
+        allowed_callers: accepted ``email`` claims, service-account emails, lower-cased
+            (``DEDUP_ALLOWED_CALLERS``, comma-separated emails or ``serviceAccount:EMAIL`` members; any
+            other member type is refused, see :mod:`scheduler_dedup.handler.callers.allowed`).
+        certs_url: certificate endpoint (``DEDUP_OIDC_CERTS_URL``; override in tests only).
+        trust_cloud_run_iam: accept tokens whose signature Cloud Run removed after verifying them
+            (``DEDUP_TRUST_CLOUD_RUN_IAM``, ``true``/``false``, default false); only for services that
+            enforce Cloud Run IAM, which the handler then checks itself (``DEDUP_SERVICE``).
+    """
+
+    audiences: tuple[str, ...]
+    allowed_callers: frozenset[str]
+    certs_url: str = GOOGLE_CERTS_URL
+    trust_cloud_run_iam: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "CallerAuthSettings | None":
+        """The settings, or None when verification is off (neither variable set).
+
+        Raises:
+            ConfigError: only one of the two variables is set, one is empty of values, an allowed
+                caller is not a service account (:func:`~scheduler_dedup.handler.callers.allowed.normalise_caller`),
+                or ``DEDUP_TRUST_CLOUD_RUN_IAM`` is not ``true``/``false`` or is true with verification off.
+        """
+        env = declared(env)
+        audiences = split_audiences(env.get("DEDUP_OIDC_AUDIENCE", ""))
+        raw_callers = env.get("DEDUP_ALLOWED_CALLERS", "")
+        trust = env.get("DEDUP_TRUST_CLOUD_RUN_IAM", "false").strip().lower()
+        if trust not in ("true", "false"):
+            raise ConfigError(f"DEDUP_TRUST_CLOUD_RUN_IAM={trust!r} is not true or false: set true only if the service "
+                              "enforces Cloud Run IAM (no allUsers invoker)")
+        if not audiences and not raw_callers.strip(" ,"):
+            if trust == "true":
+                raise ConfigError("DEDUP_TRUST_CLOUD_RUN_IAM=true but caller verification is off: set "
+                                  "DEDUP_OIDC_AUDIENCE and DEDUP_ALLOWED_CALLERS, or unset DEDUP_TRUST_CLOUD_RUN_IAM")
+            return None
+        if not audiences:
+            raise ConfigError("DEDUP_ALLOWED_CALLERS is set but DEDUP_OIDC_AUDIENCE is not: set DEDUP_OIDC_AUDIENCE "
+                              "to the audience Cloud Scheduler's OIDC token carries (the service URL), or unset both")
+        callers = parse_allowed_callers(raw_callers)
+        if not callers:
+            raise ConfigError("DEDUP_OIDC_AUDIENCE is set but DEDUP_ALLOWED_CALLERS is not: set DEDUP_ALLOWED_CALLERS "
+                              "to the Scheduler job's service-account email(s), comma-separated, or unset both")
+        certs_url = env.get("DEDUP_OIDC_CERTS_URL", "").strip() or GOOGLE_CERTS_URL
+        if not certs_url.startswith(("https://", "http://")):
+            raise ConfigError(f"DEDUP_OIDC_CERTS_URL={certs_url!r} is not a URL: unset it to use Google's")
+        return cls(audiences, callers, certs_url, trust == "true")
+
+
+class CallerVerifier(Protocol):
+    """A verification mode: decides from a request's headers whether its caller may be served."""
+
+    def check(self, headers: HeaderSource) -> Refusal | None:
+        """None if the caller is allowed, else the ``(body, status)`` to answer (401, 403 or 500)."""
+        ...
+
+
+class TrustPremise(Protocol):
+    """What trust mode relies on (:class:`~scheduler_dedup.handler.callers.trust_premise.ServicePremise`)."""
+
+    def refusal_reason(self) -> str | None:
+        """None while Cloud Run IAM is known to guard this service, else why trust mode must refuse."""
+        ...
+
+
+class CallerRefused(Exception):
+    """A request's caller is refused; ``refusal`` is the ``(body, status)`` to answer."""
+
+    def __init__(self, refusal: Refusal):
+        super().__init__(refusal[0]["error"])
+        self.refusal = refusal
+
+
+def identity_token(headers: HeaderSource) -> tuple[str, str]:
+    """``(header name, token)`` of the header Cloud Run checked.
+
+    ``X-Serverless-Authorization`` when the request has it (then ``Authorization`` is ignored), else
+    ``Authorization``; names compared case-insensitively.
+
+    Raises:
+        CallerRefused: 401, the header holds no bearer token or is sent more than once.
+    """
+    found: dict[str, list[str]] = {}
+    for name, value in headers.items():
+        if name.lower() in (SERVERLESS_AUTHORIZATION.lower(), AUTHORIZATION.lower()):
+            found.setdefault(name.lower(), []).append(value)
+    header = SERVERLESS_AUTHORIZATION if SERVERLESS_AUTHORIZATION.lower() in found else AUTHORIZATION
+    values = found.get(header.lower(), [])
+    if len(values) > 1 or any("," in value for value in values):  # WSGI servers comma-join repeated headers
+        raise CallerRefused(_refuse("unauthorized", f"{header} is sent more than once; send one bearer token"))
+    scheme, _, token = (values[0] if values else "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise CallerRefused(_refuse(
+            "unauthorized", f"missing {AUTHORIZATION}: Bearer <Google-signed OIDC ID token> (or "
+            f"{SERVERLESS_AUTHORIZATION}); give the Scheduler job an oidc_token with the handler's audience"))
+    return header, token.strip()
+
+
+def token_problem(header: Mapping[str, Any], claims: Mapping[str, Any], audiences: tuple[str, ...],
+                  now: float | None = None) -> str | None:
+    """Why a token with this JOSE ``header`` and these ``claims`` is not a well-formed Google ID token for us, or None.
+
+    Checks ``alg``, ``kid``, ``iat``, ``exp``, the lifetime and ``aud`` (see the module docstring); issuer and
+    email are :meth:`OidcVerifier._caller_problem`'s. ``now`` is seconds since the epoch (default: the clock).
+    """
+    now = time.time() if now is None else now
+    if header.get("alg") != TOKEN_ALGORITHM:
+        return f"its algorithm is {str(header.get('alg'))[:20]!r}, not {TOKEN_ALGORITHM} (Google signs ID tokens so)"
+    if not isinstance(header.get("kid"), str) or not header["kid"]:
+        return "its header names no signing key (kid)"
+    iat, exp = claims.get("iat"), claims.get("exp")
+    for name, value in (("iat", iat), ("exp", exp)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"it has no numeric {name} claim"
+    assert isinstance(iat, (int, float)) and isinstance(exp, (int, float))
+    if exp - iat > MAX_TOKEN_LIFETIME_SECONDS:
+        return (f"it is valid for {exp - iat:.0f} s, longer than Google's ID tokens ({MAX_TOKEN_LIFETIME_SECONDS} s): "
+                "it was not minted by Google")
+    if iat > now + CLOCK_SKEW_SECONDS:
+        return "it was issued in the future"
+    if exp < now - CLOCK_SKEW_SECONDS:
+        return "it has expired"
+    if not handler_accepts(str(claims.get("aud")), audiences):
+        return f"its audience {str(claims.get('aud'))[:200]!r} is not in DEDUP_OIDC_AUDIENCE"
+    return None
+
+
+class SigningKeys:
+    """Google's token-signing certificates, ``{kid: PEM}``, cached as the endpoint's ``Cache-Control`` says.
+
+    Args:
+        certs_url: the endpoint (``{kid: x509 PEM}``, as https://www.googleapis.com/oauth2/v1/certs).
+        timeout_seconds: timeout of one fetch, seconds.
+
+    :meth:`certs_for` refetches once when a token names a ``kid`` the cached set lacks (a key rotated in since
+    the last fetch), at most once per :data:`KID_REFETCH_INTERVAL_SECONDS`.
+    """
+
+    def __init__(self, certs_url: str, timeout_seconds: float = 10.0):
+        self.certs_url = certs_url
+        self._request = google.auth.transport.requests.Request()
+        self._timeout = timeout_seconds
+        self._lock = threading.Lock()
+        self._certs: dict[str, str] = {}
+        self._expires = 0.0
+        self._last_kid_refetch = float("-inf")
+
+    def certs_for(self, kid: str) -> dict[str, str]:
+        """The certificates, fresh per their ``max-age``, refetched (rate-limited) if ``kid`` is not among them.
+
+        Raises:
+            google.auth.exceptions.TransportError: the endpoint could not be read (not 200, not JSON, unreachable).
+        """
+        with self._lock:
+            now = time.monotonic()
+            if now >= self._expires:
+                self._fetch(now)
+            elif kid not in self._certs and now - self._last_kid_refetch >= KID_REFETCH_INTERVAL_SECONDS:
+                self._last_kid_refetch = now
+                self._fetch(now)
+            return self._certs
+
+    def _fetch(self, now: float) -> None:
+        response = self._request(self.certs_url, method="GET", timeout=self._timeout)
+        if response.status != 200:
+            raise google.auth.exceptions.TransportError(f"HTTP {response.status} from the certificate endpoint")
+        try:
+            certs = json.loads(response.data.decode("utf-8"))
+        except ValueError:
+            raise google.auth.exceptions.TransportError("the certificate endpoint did not answer JSON") from None
+        if not isinstance(certs, dict) or not all(isinstance(v, str) for v in certs.values()):
+            raise google.auth.exceptions.TransportError("the certificate endpoint did not answer {kid: certificate}")
+        self._certs = certs
+        self._expires = now + _max_age(response.headers)
+
+
+def _max_age(headers: Mapping[str, str]) -> float:
+    """Seconds the certificates may be reused per ``Cache-Control`` (RFC 9111 section 5.2.2.1), capped at a day."""
+    value = next((v for k, v in headers.items() if k.lower() == "cache-control"), None)
+    if value is None:
+        return DEFAULT_CERTS_TTL_SECONDS
+    control = parse_cache_control_header(value)
+    if control.no_store or control.no_cache:
+        return 0.0
+    if control.max_age is None:
+        return DEFAULT_CERTS_TTL_SECONDS
+    return float(min(max(control.max_age, 0), MAX_CERTS_TTL_SECONDS))
+
+
+class OidcVerifier:
+    """Verifies the caller's Google OIDC ID token (see the module docstring).
+
+    Args:
+        settings: the accepted audiences and callers.
+        premise: trust mode's proof that Cloud Run IAM guards this service; required when
+            ``settings.trust_cloud_run_iam`` is set (None there means the caller vouches for it: offline checks).
+    """
+
+    def __init__(self, settings: CallerAuthSettings, premise: TrustPremise | None = None):
+        self.settings = settings
+        self.premise = premise
+        self.keys = SigningKeys(settings.certs_url)
+
+    def check(self, headers: HeaderSource) -> Refusal | None:
+        """None if the caller is allowed, else the ``(body, status)`` to answer (401, 403 or 500)."""
+        if self.settings.trust_cloud_run_iam and self.premise is not None:
+            reason = self.premise.refusal_reason()
+            if reason is not None:
+                return _refuse("unauthorized", f"DEDUP_TRUST_CLOUD_RUN_IAM=true is refused: {reason}")
+        try:
+            header_name, token = identity_token(headers)
+        except CallerRefused as refused:
+            return refused.refusal
+        try:
+            jose, claims, signature = _decode_unverified(token)
+        except ValueError as exc:
+            return _refuse("unauthorized", f"{header_name} holds no valid ID token: {exc}")
+        problem = token_problem(jose, claims, self.settings.audiences)
+        if problem is not None:
+            return _refuse("unauthorized", f"{header_name} holds no valid ID token: {problem}")
+        if signature == REMOVED_SIGNATURE:
+            if not self.settings.trust_cloud_run_iam:
+                return _refuse("unauthorized", f"the ID token in {header_name} had its signature removed by Cloud "
+                               "Run, so it cannot be checked here: set DEDUP_TRUST_CLOUD_RUN_IAM=true if this service "
+                               "enforces Cloud Run IAM (no allUsers invoker)")
+        else:
+            try:
+                certs = self.keys.certs_for(str(jose["kid"]))
+                claims = google.auth.jwt.decode(token, certs=certs, audience=list(self.settings.audiences),
+                                                clock_skew_in_seconds=CLOCK_SKEW_SECONDS)
+            except google.auth.exceptions.TransportError as exc:
+                log.error("could not fetch OIDC certificates: %s", scrub_secrets(str(exc)),
+                          extra={LogField.OUTCOME: "auth_unavailable"})
+                return _refuse("auth_unavailable", "could not fetch the token-signing certificates; retry")
+            except (ValueError, google.auth.exceptions.GoogleAuthError) as exc:
+                return _refuse("unauthorized", f"{header_name} holds no valid ID token: "
+                               f"{_library_reason(exc)}")
+        return self._caller_problem(claims)
+
+    def _caller_problem(self, claims: Mapping[str, Any]) -> Refusal | None:
+        """The checks on who the token names: Google issuer, verified and allowed email."""
+        if claims.get("iss") not in GOOGLE_ISSUERS:
+            return _refuse("unauthorized", f"ID token issuer {str(claims.get('iss'))[:200]!r} is not Google")
+        email = str(claims.get("email") or "").lower()
+        if not email or claims.get("email_verified") is not True:
+            return _refuse("forbidden", "ID token has no verified email; use a service account's OIDC token")
+        if email not in self.settings.allowed_callers:
+            return _refuse("forbidden", f"caller {email[:320]} is not in DEDUP_ALLOWED_CALLERS")
+        return None
+
+
+def build_caller_verifier(settings: CallerAuthSettings | None, premise: TrustPremise | None) -> CallerVerifier | None:
+    """The verification mode the settings ask for, or None when verification is off."""
+    if settings is None:
+        return None
+    return OidcVerifier(settings, premise)
+
+
+def _decode_unverified(token: str) -> tuple[Mapping[str, Any], Mapping[str, Any], str]:
+    """``(JOSE header, claims, signature segment)`` of a compact JWS, unverified (google-auth's own parser).
+
+    Raises:
+        ValueError: not three base64url JSON segments; the message never quotes the token.
+    """
+    if token.count(".") != 2:
+        raise ValueError("it is not a JWT (three dot-separated segments)")
+    try:
+        header = google.auth.jwt.decode_header(token)
+        claims = google.auth.jwt.decode(token, verify=False)
+    except (ValueError, google.auth.exceptions.GoogleAuthError, UnicodeDecodeError):
+        raise ValueError("its segments are not base64url JSON objects") from None
+    if not isinstance(header, Mapping) or not isinstance(claims, Mapping):
+        raise ValueError("its segments are not JSON objects")
+    return header, claims, token.rsplit(".", 1)[1]
+
+
+def _library_reason(exc: BaseException) -> str:
+    """google-auth's reason for refusing a token, without any part of the token (its messages may quote it)."""
+    text = scrub_secrets(str(exc))
+    if "signature" in text.lower():
+        return "its signature does not verify against Google's certificates"
+    if "key id" in text.lower() or "certificate for" in text.lower():
+        return "it is signed with a key Google does not publish"
+    return text[:200]
+
+
+def _refuse(kind: str, error: str) -> Refusal:
+    """The answer ``kind`` (``unauthorized``, ``forbidden``, ``auth_unavailable``) with its delivery status code."""
+    error = scrub_secrets(error)
+    status = code(DELIVERY, kind)
+    log.warning("refused caller: %s", error, extra={LogField.OUTCOME: kind, LogField.HTTP_STATUS: status})
+    return {"status": kind, "error": error}, status

@@ -1,0 +1,276 @@
+"""The handler's settings: one immutable object, read from the environment in one place."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
+from scheduler_dedup.handler.stores.redis.config import (DEFAULT_WAIT_TIMEOUT_MS as DEFAULT_REDIS_WAIT_TIMEOUT_MS,
+                                                        check_redis_settings, plain_secret_problem,
+                                                        wait_timeout_ms_from_env)
+from scheduler_dedup.handler.stores.spanner.config import check_spanner_settings
+from scheduler_dedup.handler.core.variables import declared
+
+#: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
+MAX_RETENTION_SECONDS = 10 * 365 * 86400
+
+# Defaults of the handler's settings; the component and the policy pack use these same names.
+DEFAULT_DATABASE = "(default)"
+DEFAULT_COLLECTION = "scheduler_runs"
+DEFAULT_LEASE_SECONDS = 300  # Cloud Run's default request timeout
+DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
+DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
+DEFAULT_STORE_TIMEOUT_SECONDS = 20
+#: ``DEDUP_STORE`` values: the run stores of :mod:`scheduler_dedup.handler.stores`.
+STORE_KINDS = ("firestore", "redis", "spanner")
+DEFAULT_STORE = "firestore"
+
+# Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
+_COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
+# Database ids: https://cloud.google.com/firestore/docs/manage-databases#database_id
+_DATABASE_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
+# Full resource names (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services and
+# https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
+_SERVICE_RE = re.compile(r"^projects/(?P<project>[a-z](?:[a-z0-9.:-]{0,98}[a-z0-9])?)/locations/(?P<location>[a-z][a-z0-9-]*)/"
+                         r"services/(?P<name>[a-z][a-z0-9-]{0,62})$")
+SCHEDULER_JOB_RE = re.compile(r"^projects/(?P<project>[a-z](?:[a-z0-9.:-]{0,98}[a-z0-9])?)/locations/(?P<location>[a-z][a-z0-9-]*)/"
+                              r"jobs/(?P<job>[A-Za-z0-9_-]{1,500})$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings of the dedup handler and of the ``idempotent`` primitive.
+
+    Attributes:
+        project: Google Cloud project id of the run store (``GOOGLE_CLOUD_PROJECT``).
+        store: the run store (``DEDUP_STORE``): ``firestore`` (default), ``redis`` (Memorystore for Redis) or
+            ``spanner``.
+        database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``; Firestore only).
+        collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``); on Spanner the
+            table's name.
+        lease_seconds: how long a claim stays live without renewal (``DEDUP_LEASE_SECONDS``,
+            default 300, the Cloud Run request timeout's default). The lease is renewed every
+            ``lease_seconds / 3`` while the job runs; a crashed attempt's lease expires this long
+            after its last renewal, and only then may another delivery take the run over.
+        retention_seconds: how long a finished record is kept before the TTL policy may delete
+            it (``DEDUP_RETENTION_SECONDS``, default 604800 = 7 days). Must outlast the Scheduler
+            job's retry window, or a late retry would run the job again.
+        manual_tolerance_seconds: a schedule time more than this many seconds ahead of now is a
+            forced run (``gcloud scheduler jobs run``), deduplicated on a key of its own
+            (``DEDUP_MANUAL_TOLERANCE_SECONDS``, default 5: it only absorbs clock skew).
+        store_timeout_seconds: how long one store operation may take, retries of transient errors
+            included (``DEDUP_STORE_TIMEOUT_SECONDS``, default 20); keep it well under the attempt
+            deadline so a store outage answers 500 in time.
+        schedule: the Scheduler job's unix-cron schedule (``DEDUP_SCHEDULE``, optional; the component
+            sets it). Stored on every run record, so run history can tell missed runs without being
+            told the schedule.
+        time_zone: the schedule's tz database time zone (``DEDUP_TIME_ZONE``, default ``Etc/UTC``,
+            Cloud Scheduler's default), stored beside it.
+        schedule_since: when the Scheduler job got its current schedule (created, or its schedule or time
+            zone last changed), aware UTC (``DEDUP_SCHEDULE_SINCE``, RFC 3339; the component sets it). Stored
+            on every run record; no fire time before it is expected, so a fresh deploy reports nothing missed.
+            None when unknown: run history then bounds its windows by the job's earliest record.
+        key_local_time: key each scheduled run on its wall-clock time in ``time_zone`` instead of its UTC
+            instant (``DEDUP_KEY_LOCAL_TIME``, default false). On the day clocks go back, Scheduler may
+            deliver a time of the repeated hour at both instants (its cron page warns of "execution anomalies"
+            there); keyed on the wall clock, the second delivery is a duplicate. The trade-off: a schedule that
+            fires more than once an hour then runs each repeated wall-clock time once, not twice.
+        scheduler_job: the one Cloud Scheduler job this handler serves, its full resource name
+            ``projects/P/locations/L/jobs/J`` (``DEDUP_SCHEDULER_JOB``, optional; the component sets it). With it,
+            a delivery naming another job is refused with 403, the run is keyed on this name (project, location
+            and job id) whatever the ``X-Dedup-*`` headers say, and the run check checks only this job. Without
+            it, the headers name the job, and every caller the handler admits can name any job of the store.
+        service: this Cloud Run service's full resource name ``projects/P/locations/L/services/S``
+            (``DEDUP_SERVICE``; the component sets it). Required with ``DEDUP_TRUST_CLOUD_RUN_IAM=true``: the handler
+            reads the service's IAM policy and ``invokerIamDisabled`` through the Cloud Run Admin API
+            (``DEDUP_RUN_API``) to prove that Cloud Run IAM guards it (:mod:`scheduler_dedup.handler.callers.trust_premise`).
+        redis_url, redis_auth_file, redis_ca_file, redis_wait_timeout_ms: the Redis store's
+            ``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE``, ``DEDUP_REDIS_CA_FILE`` and
+            ``DEDUP_REDIS_WAIT_TIMEOUT_MS`` (:mod:`scheduler_dedup.handler.stores.redis.config`).
+        spanner_instance, spanner_database: the Spanner store's ``DEDUP_SPANNER_INSTANCE`` and
+            ``DEDUP_SPANNER_DATABASE``, required with ``DEDUP_STORE=spanner`` ("" when unset;
+            :mod:`scheduler_dedup.handler.stores.spanner.config`).
+    """
+
+    project: str
+    store: str = DEFAULT_STORE
+    database: str = DEFAULT_DATABASE
+    collection: str = DEFAULT_COLLECTION
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS
+    manual_tolerance_seconds: float = DEFAULT_MANUAL_TOLERANCE_SECONDS
+    store_timeout_seconds: float = DEFAULT_STORE_TIMEOUT_SECONDS
+    schedule: str | None = None
+    time_zone: str = DEFAULT_TIME_ZONE
+    schedule_since: datetime | None = None
+    key_local_time: bool = False
+    scheduler_job: str | None = None
+    service: str | None = None
+    redis_url: str | None = None
+    redis_auth_file: str | None = None
+    redis_ca_file: str | None = None
+    redis_wait_timeout_ms: int = DEFAULT_REDIS_WAIT_TIMEOUT_MS
+    spanner_instance: str = ""
+    spanner_database: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            raise ConfigError("GOOGLE_CLOUD_PROJECT is empty: set it to the project id that holds the run store")
+        if self.store not in STORE_KINDS:
+            raise ConfigError(f"DEDUP_STORE={self.store!r} is not a run store: use one of {', '.join(STORE_KINDS)}")
+        if not PROJECT_ID_RE.match(self.project):
+            raise ConfigError(
+                f"GOOGLE_CLOUD_PROJECT={self.project!r} is not a project id: use lower-case letters, digits and '-', "
+                "e.g. my-project-123"
+            )
+        if not _DATABASE_RE.match(self.database):
+            raise ConfigError(
+                f"DEDUP_DATABASE={self.database!r} is not a Firestore database id: use (default) or 4-63 "
+                "characters of lower-case letters, digits and '-', starting with a letter"
+            )
+        check_spanner_settings(self.store, self.spanner_instance, self.spanner_database, self.database,
+                               self.collection, DEFAULT_DATABASE)
+        if not _COLLECTION_RE.match(self.collection) or self.collection.startswith("__"):
+            raise ConfigError(
+                f"DEDUP_COLLECTION={self.collection!r} is not a top-level collection id: use a name without '/' "
+                "that does not start with '__'"
+            )
+        if not 1 <= self.lease_seconds <= 86400:
+            raise ConfigError(f"DEDUP_LEASE_SECONDS={self.lease_seconds:g} is out of range: use 1 to 86400 seconds")
+        if self.retention_seconds > MAX_RETENTION_SECONDS:
+            raise ConfigError(
+                f"DEDUP_RETENTION_SECONDS={self.retention_seconds:g} is over {MAX_RETENTION_SECONDS} (10 years): "
+                "use a week to a few months; it only has to outlast the job's retry window"
+            )
+        if self.retention_seconds < self.lease_seconds:
+            raise ConfigError(
+                f"DEDUP_RETENTION_SECONDS={self.retention_seconds:g} is shorter than DEDUP_LEASE_SECONDS="
+                f"{self.lease_seconds:g}: keep records at least as long as a lease (a week is usual)"
+            )
+        if not 0 <= self.manual_tolerance_seconds <= 3600:
+            raise ConfigError(
+                f"DEDUP_MANUAL_TOLERANCE_SECONDS={self.manual_tolerance_seconds:g} is out of range: use 0 to 3600 "
+                "seconds (a few seconds absorb clock skew)"
+            )
+
+        if not 0.5 <= self.store_timeout_seconds <= 600:
+            raise ConfigError(
+                f"DEDUP_STORE_TIMEOUT_SECONDS={self.store_timeout_seconds:g} is out of range: use 0.5 to 600 "
+                "seconds, well under the attempt deadline"
+            )
+        if self.schedule is not None:
+            problem = unix_cron_problem(self.schedule)
+            if problem:
+                raise ConfigError(f"DEDUP_SCHEDULE is {problem}")
+        if self.scheduler_job is not None and not SCHEDULER_JOB_RE.match(self.scheduler_job):
+            raise ConfigError(
+                f"DEDUP_SCHEDULER_JOB={self.scheduler_job[:200]!r} is not a Scheduler job's full name: use "
+                "projects/PROJECT_ID/locations/REGION/jobs/JOB_ID (the job this handler serves)"
+            )
+        if self.service is not None and not _SERVICE_RE.match(self.service):
+            raise ConfigError(
+                f"DEDUP_SERVICE={self.service[:200]!r} is not a Cloud Run service's full name: use "
+                "projects/PROJECT_ID/locations/REGION/services/SERVICE (this service's own name)"
+            )
+        check_redis_settings(self.store, self.redis_url, self.redis_auth_file, self.redis_ca_file,
+                             self.redis_wait_timeout_ms, self.store_timeout_seconds)
+        if not is_iana_time_zone(self.time_zone):
+            raise ConfigError(
+                f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
+                f"zone, e.g. {DEFAULT_TIME_ZONE} or Europe/Berlin"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        """Read settings from ``environ`` (default ``os.environ``).
+
+        Raises:
+            ConfigError: a variable is missing or invalid; the message names it and the fix.
+        """
+        env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
+        project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or ""
+        if not project:
+            raise ConfigError(
+                "GOOGLE_CLOUD_PROJECT is not set: set it to the project id that holds the run store "
+                "(Cloud Run does not set it by itself)"
+            )
+        if "DEDUP_FIRESTORE_TIMEOUT_SECONDS" in env:
+            raise ConfigError("DEDUP_FIRESTORE_TIMEOUT_SECONDS was renamed DEDUP_STORE_TIMEOUT_SECONDS (it bounds "
+                              "every store's calls): rename the variable, keeping its value")
+        plain_secret = plain_secret_problem(env)
+        if plain_secret:
+            raise ConfigError(plain_secret)
+        return cls(
+            project=project,
+            store=env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE,
+            database=env.get("DEDUP_DATABASE", DEFAULT_DATABASE),
+            collection=env.get("DEDUP_COLLECTION", DEFAULT_COLLECTION),
+            lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", DEFAULT_LEASE_SECONDS),
+            retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", DEFAULT_RETENTION_SECONDS),
+            manual_tolerance_seconds=_seconds(env, "DEDUP_MANUAL_TOLERANCE_SECONDS", DEFAULT_MANUAL_TOLERANCE_SECONDS),
+            store_timeout_seconds=_seconds(env, "DEDUP_STORE_TIMEOUT_SECONDS", DEFAULT_STORE_TIMEOUT_SECONDS),
+            schedule=" ".join(env.get("DEDUP_SCHEDULE", "").split()) or None,
+            time_zone=env.get("DEDUP_TIME_ZONE", "").strip() or DEFAULT_TIME_ZONE,
+            schedule_since=_instant(env, "DEDUP_SCHEDULE_SINCE"),
+            key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
+            scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
+            service=env.get("DEDUP_SERVICE", "").strip() or None,
+            redis_url=env.get("DEDUP_REDIS_URL", "").strip() or None,
+            redis_auth_file=env.get("DEDUP_REDIS_AUTH_FILE", "").strip() or None,
+            redis_ca_file=env.get("DEDUP_REDIS_CA_FILE", "").strip() or None,
+            redis_wait_timeout_ms=wait_timeout_ms_from_env(env),
+            spanner_instance=env.get("DEDUP_SPANNER_INSTANCE", "").strip(),
+            spanner_database=env.get("DEDUP_SPANNER_DATABASE", "").strip(),
+        )
+
+
+def store_timeout_for(attempt_deadline_seconds: int) -> int:
+    """``DEDUP_STORE_TIMEOUT_SECONDS`` for a Scheduler job's attempt deadline (both in whole seconds).
+
+    A quarter of the deadline, kept to 2..20 s: a store outage is then answered (500, claim
+    released) while Scheduler still listens, and a cold instance's first call still has time.
+    """
+    return max(2, min(20, attempt_deadline_seconds // 4))
+
+
+def _instant(env: Mapping[str, str], name: str) -> datetime | None:
+    """An RFC 3339 date-time with an offset, as aware UTC; None when unset or empty."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        raise ConfigError(f"{name}={raw!r} is not an RFC 3339 date-time with an offset: use e.g. "
+                          f"{name}=2026-12-01T09:30:00Z (the component sets it)")
+    return value.astimezone(timezone.utc)
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """A boolean setting, ``true`` or ``false``; unset or empty is false."""
+    raw = env.get(name, "").strip().lower()
+    if raw not in ("", "true", "false"):
+        raise ConfigError(f"{name}={env.get(name)!r} is not true or false: use {name}=true or {name}=false")
+    return raw == "true"
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    default = float(default)
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number of seconds: use e.g. {name}={default:g}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"{name}={raw!r} is not a finite number of seconds: use e.g. {name}={default:g}")
+    return value

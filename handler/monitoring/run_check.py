@@ -1,0 +1,221 @@
+"""The run check: compares a job's expected fire times with its run records and logs what was missed.
+
+A watchdog Cloud Scheduler job (the component creates it with ``alerts``) POSTs to
+:data:`CHECK_PATH` every hour. The check reads run records only: it never creates one and never
+runs the job. For each expected fire time without a record once its grace period has passed it logs
+one ``missed_run`` line (severity ERROR, :class:`~scheduler_dedup.handler.core.logs.LogEvent`), and for
+each run of the window still in progress past its lease one ``stuck_run`` line; log-match alert
+policies turn them into notifications. Every completed check logs one ``run_check`` line, the
+heartbeat that a metric-absence policy watches.
+
+Request: ``POST /dedup/run-check`` with a JSON body ``{"job_name": "<Scheduler job id>",
+"grace_seconds": 300, "window_seconds": 3600}``. The check time ``S`` is the watchdog's
+``X-CloudScheduler-ScheduleTime`` (the store's clock when absent, and never later than it). The
+check covers the fire times ``t`` with ``S - window - grace <= t < S - grace``: consecutive checks
+one window apart tile time, so each missed run is reported once. The schedule and its time zone are
+the handler's ``DEDUP_SCHEDULE`` / ``DEDUP_TIME_ZONE``.
+
+Responses (JSON):
+
+* 200 ``{"status": "ok" | "missed" | "stuck", "job_name", "since", "until", "now", "grace_seconds",
+  "expected", "recorded", "missed": [RFC 3339 fire times], "stuck": [RFC 3339 schedule times],
+  "active_since", "active_since_source",
+  "findings": [...]}``. ``stuck`` runs are in progress past their lease (the attempt died and no retry
+  took them over), each also logged as one ``stuck_run`` ERROR line. ``findings`` are the run history's
+  (missed, late, failed, stuck, repeated, unexpected, skipped, dst_repeated) for the window. No fire time before
+  ``active_since`` is expected: the handler's ``DEDUP_SCHEDULE_SINCE`` (when the job got its schedule; the
+  component sets it), else the job's earliest record (``active_since_source`` says which), so a fresh deploy
+  reports nothing missed. 200 even when runs were missed:
+  the alert comes from the log line, and a retry would only report them again.
+* 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
+* 403 ``{"status": "forbidden", "error", "field", "job"}``: ``job_name`` is not the handler's own job
+  (``DEDUP_SCHEDULER_JOB``, when set): a handler reports only on its own job's runs, and counts only records keyed
+  on that job's project and region (a job with the same id elsewhere may share the store).
+* 500 ``{"status": "not_configured", "error"}``: ``DEDUP_SCHEDULE`` is not set.
+* 500 ``{"status": "store_error", "error"}``: the run store failed (no heartbeat is logged).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.core.errors import RequestHeaderError, store_failure
+from scheduler_dedup.handler.core.logs import LogEvent, LogField
+from scheduler_dedup.handler.core.paths import CHECK_PATH
+from scheduler_dedup.handler.monitoring.run_history import MISSED, STUCK_RUN, RunHistory, check, rfc3339
+from scheduler_dedup.handler.schedule.run_key import JOB_ID_RE, SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
+from scheduler_dedup.handler.core.statuses import RUN_CHECK, code
+from scheduler_dedup.handler.stores.base import STORE_ERRORS
+
+log = logging.getLogger("scheduler_dedup")
+
+__all__ = ["CHECK_PATH", "CheckRequest", "CheckRequestError", "RunCheck"]
+
+#: Longest check window and grace period accepted, seconds (a week).
+MAX_CHECK_SECONDS = 7 * 86400
+
+Response = tuple[dict[str, Any], int, dict[str, str]]
+
+
+class CheckRequestError(ValueError):
+    """The run check's request body is not ``{"job_name", "grace_seconds", "window_seconds"}``.
+
+    Attributes:
+        field: the offending field (``body`` when the body is not a JSON object).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What one run check covers.
+
+    Attributes:
+        job_name: the Scheduler job id whose runs are checked (``X-CloudScheduler-JobName`` of its deliveries).
+        grace_seconds: seconds after a fire time before a run without a record is missed.
+        window_seconds: the watchdog's period; the check covers one window of fire times.
+    """
+
+    job_name: str
+    grace_seconds: float
+    window_seconds: float
+
+    @classmethod
+    def from_body(cls, body: bytes) -> "CheckRequest":
+        """Parse the JSON body.
+
+        Raises:
+            CheckRequestError: not a JSON object, or a field missing or out of range (names it).
+        """
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            raise CheckRequestError("body", "is not JSON: send {\"job_name\": ..., \"grace_seconds\": ..., "
+                                            "\"window_seconds\": ...}") from None
+        if not isinstance(data, Mapping):
+            raise CheckRequestError("body", f"must be a JSON object, got {type(data).__name__}")
+        job_name = data.get("job_name")
+        if not isinstance(job_name, str) or not job_name.strip():
+            raise CheckRequestError("job_name", "is required: the Scheduler job id whose runs are checked")
+        job_name = job_name.strip()
+        if not JOB_ID_RE.match(job_name):
+            raise CheckRequestError("job_name", f"is {job_name[:80]!r} ({len(job_name)} characters): a Scheduler job "
+                                                "id is 1-500 letters, digits, '-' or '_'")
+        return cls(job_name, _seconds(data, "grace_seconds", 0), _seconds(data, "window_seconds", 60))
+
+
+def _seconds(data: Mapping[str, Any], key: str, low: float) -> float:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise CheckRequestError(key, f"is required: a number of seconds, got {value!r}")
+    if not low <= value <= MAX_CHECK_SECONDS:
+        raise CheckRequestError(key, f"{value:g} is out of range: use {low:g} to {MAX_CHECK_SECONDS} seconds")
+    return float(value)
+
+
+class RunCheck:
+    """Answers the watchdog's run check.
+
+    Args:
+        settings: the handler's settings (``schedule``, ``time_zone``).
+        history: a reader of the run records' collection.
+        server_now: the store's current time (aware UTC), the check time when the request has none.
+    """
+
+    def __init__(self, settings: Settings, history: RunHistory, server_now: Any):
+        self.settings = settings
+        self.history = history
+        self.server_now = server_now
+
+    def handle(self, headers: HeaderSource, body: bytes) -> Response:
+        """Run one check; returns ``(body, status_code, extra_headers)`` (see the module docstring)."""
+        schedule = self.settings.schedule
+        if schedule is None:
+            error = "DEDUP_SCHEDULE is not set: the run check needs the job's schedule (the component sets it)"
+            log.error("run check not possible: %s", error, extra={LogField.OUTCOME: "not_configured"})
+            return {"status": "not_configured", "error": error}, code(RUN_CHECK, "not_configured"), {}
+        try:
+            request = CheckRequest.from_body(body)
+            now = self._check_time(headers)
+        except (CheckRequestError, RequestHeaderError) as exc:
+            field = exc.field if isinstance(exc, CheckRequestError) else exc.header
+            log.warning("rejected run check: %s", exc, extra={LogField.OUTCOME: "bad_request", LogField.HEADER: field})
+            return {"status": "bad_request", "error": str(exc), "field": field}, code(RUN_CHECK, "bad_request"), {}
+        except STORE_ERRORS as exc:
+            return self._store_error(exc)
+        own = self.settings.scheduler_job
+        if own is not None and request.job_name != own.rsplit("/", 1)[1]:
+            error = (f"job_name {request.job_name!r} is not this handler's job: it checks only {own} "
+                     "(DEDUP_SCHEDULER_JOB); ask that job's own handler")
+            log.warning("refused run check: %s", error, extra={LogField.OUTCOME: "forbidden",
+                                                              LogField.HEADER: "job_name",
+                                                              LogField.HTTP_STATUS: code(RUN_CHECK, "forbidden")})
+            return ({"status": "forbidden", "error": error, "field": "job_name", "job": own}, code(RUN_CHECK, "forbidden"),
+                    {})
+        project = location = None
+        if own is not None:  # projects/P/locations/L/jobs/J: only this job's runs, not another's of the same id
+            _, project, _, location, _, _ = own.split("/")
+        grace = timedelta(seconds=request.grace_seconds)
+        since = now - timedelta(seconds=request.window_seconds) - grace
+        until = now - grace
+        try:
+            report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
+                           since=since, until=until, now=now, grace_seconds=request.grace_seconds,
+                           active_since=self.settings.schedule_since, project=project, location=location)
+        except STORE_ERRORS as exc:
+            return self._store_error(exc)
+        missed = sorted(report.of(MISSED), key=lambda f: f.schedule_time)
+        stuck = sorted(report.of(STUCK_RUN), key=lambda f: f.schedule_time)
+        for finding in missed:
+            log.error("missed run of %s at %s: %s", request.job_name, rfc3339(finding.schedule_time), finding.detail,
+                      extra={LogField.EVENT: LogEvent.MISSED_RUN, LogField.JOB_NAME: request.job_name,
+                             LogField.SCHEDULE_TIME: rfc3339(finding.schedule_time),
+                             LogField.GRACE_SECONDS: request.grace_seconds, LogField.ERROR: finding.detail})
+        for finding in stuck:
+            log.error("stuck run of %s at %s: %s", request.job_name, rfc3339(finding.schedule_time), finding.detail,
+                      extra={LogField.EVENT: LogEvent.STUCK_RUN, LogField.JOB_NAME: request.job_name,
+                             LogField.SCHEDULE_TIME: rfc3339(finding.schedule_time),
+                             LogField.RUN_ID: finding.run.run_id if finding.run else None,
+                             LogField.ERROR: finding.detail})
+        log.info("run check of %s: %d expected, %d missed, %d stuck", request.job_name, report.expected, len(missed),
+                 len(stuck), extra={LogField.EVENT: LogEvent.RUN_CHECK, LogField.JOB_NAME: request.job_name,
+                                    LogField.EXPECTED: report.expected, LogField.MISSED: len(missed),
+                                    LogField.STUCK: len(stuck), LogField.GRACE_SECONDS: request.grace_seconds})
+        summary = report.to_json()
+        status = "missed" if missed else "stuck" if stuck else "ok"
+        return {
+            "status": status,
+            "job_name": request.job_name,
+            "since": summary["since"], "until": summary["until"], "now": summary["now"],
+            "grace_seconds": request.grace_seconds,
+            "expected": report.expected,
+            "recorded": report.recorded,
+            "missed": [rfc3339(f.schedule_time) for f in missed],
+            "stuck": [rfc3339(f.schedule_time) for f in stuck],
+            "active_since": summary["active_since"], "active_since_source": summary["active_since_source"],
+            "findings": summary["findings"],
+        }, code(RUN_CHECK, status), {}
+
+    def _check_time(self, headers: HeaderSource) -> datetime:
+        """The watchdog's schedule time, but never later than the store's clock (a forced run sends the future)."""
+        now: datetime = self.server_now()
+        sent = [value for name, value in headers.items() if name.lower() == SCHEDULE_TIME_HEADER.lower()]
+        if not sent:
+            return now
+        return min(parse_schedule_time(sent[0]), now)
+
+    @staticmethod
+    def _store_error(exc: Exception) -> Response:
+        store, cause = store_failure(exc)
+        log.error("run check failed: %s: %s", store, exc, extra={LogField.OUTCOME: "store_error"})
+        return {"status": "store_error",
+                "error": f"{store} failed ({cause}); the check did not run, retry later"}, code(RUN_CHECK, "store_error"), {}

@@ -1,0 +1,104 @@
+"""The JSON contract: how an outcome becomes an answer, for the Scheduler handler and the downstream adapter.
+
+Every answer is a JSON object with a ``status`` (``processed``, ``duplicate``, ``failed``, ``in_progress``,
+``fenced``, ``released``, ``store_error``, ``bad_request``, ``internal_error``...) and, once the run is
+known, its ``run_id``. Bodies are encoded strictly (``allow_nan=False``, ASCII with ``\\u`` escapes): results
+are stored in a JSON form (:mod:`scheduler_dedup.handler.core.stored_result`) that holds UTF-8 strings only and
+error text is made UTF-8 encodable (:mod:`scheduler_dedup.handler.core.safe_text`), so no body carries ``NaN`` or a
+lone surrogate. An unexpected exception answers
+500 ``internal_error`` in JSON (:func:`json_errors`), never functions-framework's HTML error page.
+Only the status codes differ between the two adapters; each keeps its own table.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import flask
+
+from scheduler_dedup.handler.core.errors import StoreError, store_failure
+from scheduler_dedup.handler.protocol.idempotency import Outcome, RunOutcome
+from scheduler_dedup.handler.core.logs import LogField
+from scheduler_dedup.handler.core.safe_text import exception_text
+from scheduler_dedup.handler.core.statuses import DELIVERY, code
+
+log = logging.getLogger("scheduler_dedup")
+
+_FENCED = "another attempt took this run over from this one; this attempt's outcome was not recorded"
+_STEPS_AFTER_RUN = {
+    "complete": ("recording its completion", "200 duplicate"),
+    "record_failure": ("recording its permanent failure", "200 failed"),
+    "release": ("releasing its claim after a retryable failure", "a fresh run at once"),
+}
+
+
+def outcome_answer(outcome: RunOutcome) -> tuple[dict[str, Any], dict[str, str]]:
+    """The JSON body and extra headers (``Retry-After``) of an outcome; the caller picks the status code."""
+    body: dict[str, Any] = {"status": outcome.outcome.value, "run_id": outcome.run_id}
+    headers: dict[str, str] = {}
+    if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
+        body["result"] = outcome.result
+    if outcome.result_dropped:
+        body["result_dropped"] = outcome.result_dropped
+    if outcome.error is not None:
+        body["error"] = outcome.error
+    if outcome.outcome is Outcome.RELEASED:
+        body["released"] = True
+    if outcome.retry_after_seconds is not None:
+        body["retry_after_seconds"] = round(outcome.retry_after_seconds, 3)
+        headers["Retry-After"] = str(max(1, int(outcome.retry_after_seconds + 0.999)))
+    if outcome.outcome is Outcome.FENCED:
+        body["error"] = _FENCED
+    return body, headers
+
+
+def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
+    """The 500 ``store_error`` body: what happened to the run and what the next delivery will do."""
+    store, cause = store_failure(exc)
+    if not exc.executed:
+        error = (f"{store} failed ({cause}) before the job ran: the job did not run and this delivery holds no "
+                 f"claim; retry later. A claim of this delivery that reaches {store} after this answer holds "
+                 f"nothing: the next delivery runs the job at once. Only if it reached {store} in time and could "
+                 f"not be read back do deliveries get 409 in_progress until its lease expires ({lease_seconds:g} s)")
+    else:
+        what, landed = _STEPS_AFTER_RUN.get(exc.step, (exc.step, "its recorded outcome"))
+        error = (f"the job ran (attempt {exc.attempt_id}), but {store} failed ({cause}) {what}. The claim stays "
+                 f"in_progress until its lease expires ({lease_seconds:g} s after the last renewal): deliveries "
+                 f"before then get 409 in_progress, and the first one after it takes the run over and runs the "
+                 f"job again (keep its side effects idempotent on run_id); if the write reached {store} after "
+                 f"all, the next delivery gets {landed} instead")
+    return {"status": "store_error", "run_id": exc.run_id, "executed": exc.executed, "step": exc.step,
+            "error": error}
+
+
+def internal_error_body(exc: BaseException) -> dict[str, Any]:
+    """The 500 ``internal_error`` body for an exception nothing else answered."""
+    return {"status": "internal_error", "error": exception_text(exc, 500) + " (see the logs)"}
+
+
+def json_response(body: Mapping[str, Any], status: int, headers: Mapping[str, str] | None = None) -> flask.Response:
+    """A strict JSON response; a body JSON cannot hold becomes a 500 ``internal_error`` instead."""
+    try:
+        text = json.dumps(body, allow_nan=False)
+    except Exception as exc:  # TypeError, ValueError (NaN), RecursionError...
+        log.error("answer body is not JSON: %s", exc, extra={LogField.OUTCOME: "internal_error"})
+        text, status, headers = json.dumps(internal_error_body(exc)), code(DELIVERY, "internal_error"), None
+    return flask.Response(text, status=status, headers=dict(headers or {}), mimetype="application/json")
+
+
+def json_errors(view: Callable[[flask.Request], flask.Response]) -> Callable[[flask.Request], flask.Response]:
+    """Wrap a view so that any exception it lets through answers 500 ``internal_error`` in JSON."""
+
+    @functools.wraps(view)
+    def wrapper(request: flask.Request) -> flask.Response:
+        try:
+            return view(request)
+        except Exception as exc:
+            log.exception("unexpected error while answering a request", extra={LogField.OUTCOME: "internal_error"})
+            return json_response(internal_error_body(exc), code(DELIVERY, "internal_error"))
+
+    return wrapper

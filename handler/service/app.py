@@ -1,0 +1,135 @@
+"""Build the request handler from the environment (the one place environment variables are read)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import flask
+
+from scheduler_dedup.handler.service.answers import json_errors, json_response
+from scheduler_dedup.handler.callers.app_engine import AppEngineCallerCheck
+from scheduler_dedup.handler.callers.oidc import build_caller_verifier
+from scheduler_dedup.handler.protocol.idempotency import Idempotency
+from scheduler_dedup.handler.protocol.job import load_job
+from scheduler_dedup.handler.core.logs import configure_logging
+from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
+from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
+from scheduler_dedup.handler.monitoring.run_check import RunCheck
+from scheduler_dedup.handler.core.statuses import DELIVERY, code
+from scheduler_dedup.handler.monitoring.run_history import RunHistory
+from scheduler_dedup.handler.service.delivery import SchedulerHandler
+from scheduler_dedup.handler.service.startup import read_startup_settings
+from scheduler_dedup.handler.stores import open_store
+from scheduler_dedup.handler.targets.targets import build_target, google_api_session
+from scheduler_dedup.handler.callers.trust_premise import ServicePremise
+from scheduler_dedup.handler.core.variables import declared
+
+
+def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable[[flask.Request], flask.Response]:
+    """Return a Flask view for functions-framework, configured from ``environ`` (default ``os.environ``).
+
+    The job is ``DEDUP_JOB`` (``DEDUP_TARGET_TYPE=python``, the default) or a proxy target
+    (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``cloud_build_trigger`` | ``http`` with
+    ``DEDUP_TARGET``; see :mod:`scheduler_dedup.handler.targets.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
+    ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before the store is touched
+    (:mod:`scheduler_dedup.handler.callers.oidc`); in trust mode (``DEDUP_TRUST_CLOUD_RUN_IAM=true``) the service's
+    own IAM policy is read first, at start-up and every few minutes (:mod:`scheduler_dedup.handler.callers.trust_premise`).
+    On App Engine, ``DEDUP_APP_ENGINE_CALLER=true`` checks App Engine's proof of a Scheduler delivery instead
+    (:mod:`scheduler_dedup.handler.callers.app_engine`); paths under ``/_ah/`` (App Engine's own, e.g. ``/_ah/start``)
+    answer 404 at once.
+    ``POST`` to :data:`~scheduler_dedup.handler.core.paths.CHECK_PATH` is the watchdog's run check
+    (:mod:`scheduler_dedup.handler.monitoring.run_check`), verified the same way. Oversized input is refused first
+    (:mod:`scheduler_dedup.handler.service.request_limits`: 431, 413).
+    Every answer is JSON, an unexpected exception included (500 ``internal_error``;
+    :mod:`scheduler_dedup.handler.service.answers`).
+
+    Raises:
+        ConfigError: a ``DEDUP_*`` variable or ``GOOGLE_CLOUD_PROJECT`` is invalid.
+    """
+    env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
+    configure_logging()
+    startup = read_startup_settings(env)  # the checks the component and the policy pack make too
+    settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth
+    job = load_job(env.get("DEDUP_JOB")) if target.type == "python" else build_target(target)
+    premise = None
+    if auth_settings is not None and auth_settings.trust_cloud_run_iam:
+        assert settings.service is not None  # read_startup_settings refuses trust mode without DEDUP_SERVICE
+        premise = ServicePremise(settings.service, google_api_session(target.auth), target.run_api)
+        premise.check()  # at start-up: an ERROR line now if the service is public or its policy unreadable
+    verifier = build_caller_verifier(auth_settings, premise)
+    app_engine_check = AppEngineCallerCheck() if startup.app_engine_caller.required else None
+    store = open_store(settings)  # DEDUP_STORE: the run store behind the store contract
+    handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
+    run_check = RunCheck(settings, RunHistory(store, timeout_seconds=settings.store_timeout_seconds), store.server_now)
+
+    @json_errors
+    def view(request: flask.Request) -> flask.Response:
+        try:
+            return answer(request)
+        finally:
+            leave_body_unread(request)  # functions-framework would read the rest of any body, unbounded
+
+    def answer(request: flask.Request) -> flask.Response:
+        if request.path.startswith(APP_ENGINE_RESERVED_PREFIX):  # App Engine's /_ah/start: 404 is a started instance
+            return json_response({"status": "not_found", "error": f"{request.path} is App Engine's, not a delivery"},
+                                 code(DELIVERY, "not_found"))
+        refusal = oversized(request) or (verifier.check(request.headers) if verifier is not None else None)
+        if refusal is None and app_engine_check is not None:
+            refusal = app_engine_check.check(request.headers)
+        if refusal is not None:
+            return json_response(refusal[0], refusal[1])
+        if request.path.rstrip("/") == CHECK_PATH:  # the watchdog: reads records, never claims or runs
+            data = bounded_body(request)
+            if not isinstance(data, bytes):
+                return json_response(data[0], data[1])
+            body, status, headers = run_check.handle(request.headers, data)
+        else:
+            body, status, headers = handler.handle(request.headers)
+        return json_response(body, status, headers)
+
+    return view
+
+
+_process_view: Callable[[flask.Request], flask.Response] | None = None
+_process_view_lock = threading.Lock()
+
+
+def process_handler() -> Callable[[flask.Request], flask.Response]:
+    """This process's one view, built from ``os.environ`` on first call (:func:`build_handler_from_env`).
+
+    ``main.py`` calls it at import. functions-framework imports ``main.py`` once; App Engine's ``gunicorn
+    main:app`` imports it, then builds :func:`wsgi_app`, which loads ``main.py`` a second time as
+    functions-framework does: both loads get the same view, so one Firestore client and one set of settings serve
+    the process.
+
+    Raises:
+        ConfigError: as :func:`build_handler_from_env` (the instance does not start).
+    """
+    global _process_view
+    with _process_view_lock:
+        if _process_view is None:
+            _process_view = build_handler_from_env()
+        return _process_view
+
+
+#: The function functions-framework serves from ``main.py`` (Cloud Run's build config ``function_target``).
+FUNCTION_TARGET = "handle_scheduled_job"
+
+
+def wsgi_app(main_py: str | Path) -> flask.Flask:
+    """The WSGI app App Engine serves (``gunicorn main:app``): functions-framework's own Flask app for
+    ``main.py``'s :data:`FUNCTION_TARGET`, exactly what ``functions-framework --target handle_scheduled_job``
+    serves on Cloud Run (same routes for every path and method, same error handling).
+
+    Args:
+        main_py: the path of ``main.py``.
+
+    Raises:
+        ConfigError: a setting is invalid (gunicorn's worker then fails to boot and the instance does not start).
+    """
+    import functions_framework
+
+    return functions_framework.create_app(FUNCTION_TARGET, str(main_py), "http")

@@ -1,0 +1,143 @@
+"""The HTTP adapter: a Cloud Scheduler delivery in, a JSON response out.
+
+Every answer and its status code is a row of :data:`~scheduler_dedup.handler.core.statuses.DELIVERY`. In short:
+- 200 ``processed`` / ``duplicate`` / ``failed``: Scheduler stops retrying on 2xx.
+- 409 ``in_progress`` / ``fenced``: another attempt holds the run; a non-2xx lets Scheduler's
+  retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
+  job's retry count.
+- 400: a missing or malformed Scheduler header; nothing is written.
+- 403 ``forbidden``: the delivery names another job than the handler's own (``DEDUP_SCHEDULER_JOB``); nothing
+  is read or written.
+- 500: a retryable job failure, after the claim was released; or the run store failed (``store_error``,
+  which says whether the job ran and what the next delivery will do).
+
+The bodies are :mod:`scheduler_dedup.handler.service.answers`' JSON contract.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from scheduler_dedup.handler.service.answers import outcome_answer, store_error_body
+from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.core.errors import OtherJobError, RequestHeaderError, StoreError
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
+from scheduler_dedup.handler.protocol.job import Job, ScheduledRun
+from scheduler_dedup.handler.core.logs import LogEvent, LogField
+from scheduler_dedup.handler.schedule.run_key import HeaderSource, RunKey, run_key_from_headers
+from scheduler_dedup.handler.core.statuses import DELIVERY, code
+
+log = logging.getLogger("scheduler_dedup")
+
+Response = tuple[dict[str, Any], int, dict[str, str]]
+
+#: Status code per outcome, from the delivery answer table (:data:`~scheduler_dedup.handler.core.statuses.DELIVERY`).
+_STATUS_CODES = {outcome: code(DELIVERY, outcome.value) for outcome in Outcome}
+
+
+class SchedulerHandler:
+    """Deduplicates Cloud Scheduler deliveries and runs ``job`` once per scheduled run.
+
+    Args:
+        settings: the handler's settings.
+        idempotency: the claim/lease/fence/complete machinery on the run store.
+        job: the callable run once per run, with a :class:`ScheduledRun`.
+    """
+
+    def __init__(self, settings: Settings, idempotency: Idempotency, job: Job):
+        self.settings = settings
+        self.idempotency = idempotency
+        self.job = job
+
+    def handle(self, headers: HeaderSource) -> Response:
+        """Handle one delivery given its request headers.
+
+        Returns:
+            ``(body, status_code, extra_headers)``; body is a JSON object with ``status`` and
+            ``run_id`` (except for 400, which has ``error`` and no run id).
+
+        A store failure gives 500 ``store_error`` (Scheduler retries); its body says whether the
+        job ran and what the next delivery will do.
+        """
+        started = time.monotonic()
+        try:
+            key = run_key_from_headers(
+                headers,
+                default_project=self.settings.project,
+                server_now=self.idempotency.store.server_now(),
+                manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
+                wall_clock_zone=self.settings.time_zone if self.settings.key_local_time else None,
+                own_job=self.settings.scheduler_job,
+            )
+        except OtherJobError as exc:
+            log.warning("refused delivery for another job: %s", exc, extra={
+                LogField.EVENT: LogEvent.DELIVERY, LogField.OUTCOME: "forbidden", LogField.HEADER: exc.header,
+                LogField.HTTP_STATUS: code(DELIVERY, "forbidden")})
+            return ({"status": "forbidden", "error": str(exc), "header": exc.header, "job": exc.own_job},
+                    code(DELIVERY, "forbidden"), {})
+        except RequestHeaderError as exc:
+            log.warning("rejected delivery: %s", exc, extra={
+                LogField.EVENT: LogEvent.DELIVERY, LogField.OUTCOME: "bad_request", LogField.HEADER: exc.header,
+                LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
+            return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
+
+        def work(attempt_id: str) -> Any:
+            return self.job(ScheduledRun.of(key, attempt_id))
+
+        try:
+            outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
+        except StoreError as exc:
+            body = store_error_body(exc, self.idempotency.lease_seconds)
+            log.error("%s failed: %s", self.idempotency.store.display_name, exc.__cause__, extra={
+                LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
+                LogField.ATTEMPT_ID: exc.attempt_id, LogField.OUTCOME: "store_error", LogField.STEP: exc.step,
+                LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: code(DELIVERY, "store_error"),
+                LogField.ERROR: body["error"]})
+            return body, code(DELIVERY, "store_error"), {}
+        body, status, extra = _response(outcome)
+        _log_outcome(key, outcome, status, time.monotonic() - started)
+        return body, status, extra
+
+
+def _record_fields(key: RunKey, settings: Settings) -> dict[str, Any]:
+    # schedule and time_zone let run history compare expected fire times with records by itself.
+    return {
+        "job_name": key.job_name,
+        "schedule_time": key.schedule_time,
+        "project": key.project,
+        "location": key.location,
+        "manual": key.manual,
+        "schedule": settings.schedule,
+        "time_zone": settings.time_zone,
+        # since when the job has had this schedule: run history expects no fire time before it
+        "schedule_since": settings.schedule_since,
+    }
+
+
+def _response(outcome: RunOutcome) -> Response:
+    body, headers = outcome_answer(outcome)
+    return body, _STATUS_CODES[outcome.outcome], headers
+
+
+def _log_outcome(key: RunKey, outcome: RunOutcome, status: int, seconds: float) -> None:
+    severity = logging.INFO
+    if outcome.outcome in (Outcome.RELEASED, Outcome.FENCED) or (outcome.outcome is Outcome.FAILED and outcome.executed):
+        severity = logging.ERROR
+    log.log(severity, "delivery %s: %s", key.job_name, outcome.outcome.value, extra={
+        LogField.EVENT: LogEvent.DELIVERY,
+        LogField.RUN_ID: outcome.run_id,
+        LogField.JOB_NAME: key.job_name,
+        LogField.SCHEDULE_TIME: key.schedule_time_rfc3339,
+        LogField.PROJECT: key.project,
+        LogField.LOCATION: key.location,
+        LogField.MANUAL: key.manual,
+        LogField.ATTEMPT_ID: outcome.attempt_id,
+        LogField.OUTCOME: outcome.outcome.value,
+        LogField.EXECUTED: outcome.executed,
+        LogField.TOOK_OVER: outcome.took_over,
+        LogField.HTTP_STATUS: status,
+        LogField.ERROR: outcome.error,
+        LogField.DURATION_MS: round(seconds * 1000, 1),
+    })

@@ -1,0 +1,636 @@
+"""``DedupScheduledJob``: one Pulumi component that deploys a deduplicated Cloud Scheduler job.
+
+Type token ``scheduler-dedup:index:DedupScheduledJob``. Children (all ``parent=self``, logical names
+``<name>-<part>``):
+
+* ``gcp:projects:Service`` per needed API, ``disable_on_destroy=False`` (other stacks may use them).
+* Two (three for source deploys) dedicated service accounts:
+  ``<name>-sched`` (Scheduler's OIDC identity), ``<name>-runtime`` (the Cloud Run service identity),
+  ``<name>-build`` (Cloud Build identity of the source deploy).
+* Without ``store``: the job's own store (:func:`~scheduler_dedup.infra.stores.store.firestore_children`): the
+  Firestore database (native mode) unless an existing one is used, a ``gcp:firestore:Field`` with the TTL
+  policy on ``expire_at`` in the dedup collection (its single-field indexes off) and the run history
+  indexes. With ``store`` (a :class:`~scheduler_dedup.infra.stores.store.DedupStore` or its outputs): none of
+  these and no API, only the runtime identity's grant on the store's database.
+* ``scheduler_service_account_email`` / ``build_service_account_email`` replace the dedicated ``-sched`` /
+  ``-build`` accounts with shared ones; the runtime account is always the job's own.
+* Source deploy: private bucket (uniform bucket-level access, public access prevention enforced),
+  the deploy archive object named after its SHA-256, an Artifact Registry repository for the built
+  image; or a prebuilt ``image``.
+* Cloud Run v2 service (build config for Cloud Run functions, target ``handle_scheduled_job``).
+* Cloud Scheduler job: POST to the service URL with an OIDC token.
+* With ``app_engine`` instead (:mod:`scheduler_dedup.infra.job.app_engine`): no Cloud Run service, no ``-sched``
+  account, no image repository; an App Engine standard version built from the same archive (unless ``deploy``
+  is false) and a Scheduler job with an App Engine target (service, version, relative URI, ``X-Dedup-*``
+  headers, retry config), which carries no OIDC token; the handler checks App Engine's cron headers instead.
+* Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the deploying page of the docs.
+
+OIDC audience decision
+----------------------
+The natural audience is the service URL, but the handler's env (``DEDUP_OIDC_AUDIENCE``) is part of
+the service whose URL is an output: a cycle. We break it with a Cloud Run *custom audience*: a stable
+string derived from the inputs only, ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``
+(``.invalid`` is reserved by RFC 2606, so it can never be a real host). The component sets it
+(1) in the service's ``custom_audiences`` — Cloud Run's IAM gate accepts ID tokens whose ``aud`` is the
+run.app URL *or* a configured custom audience
+(https://cloud.google.com/run/docs/configuring/custom-audiences), (2) in the Scheduler job's
+``oidc_token.audience`` and (3) in ``DEDUP_OIDC_AUDIENCE``. All three are the same literal, known at
+preview, and it does not change when Google changes URL formats. The deterministic run.app URL would
+need the project *number* (an extra lookup) and ties the audience to a URL format.
+"""
+
+import hashlib
+from collections.abc import Callable
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumiverse_time
+
+
+from scheduler_dedup.infra.alerts.alerts import resolve_alerts, provision_alerts
+from scheduler_dedup.infra.project.apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
+from scheduler_dedup.infra.job.app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
+from scheduler_dedup.infra.job.archive import FUNCTION_TARGET, DeployArchive, build_deploy_archive
+from scheduler_dedup.infra.job.args import DedupScheduledJobArgs
+from scheduler_dedup.infra.errors import DedupConfigError
+from scheduler_dedup.handler.service.server import SERVER_THREADS
+
+from scheduler_dedup.infra.project.providers import project_source
+from scheduler_dedup.infra.job.settings import DedupSettings, handler_environment, resolve_settings
+from scheduler_dedup.infra.stores.memorystore import redis_job_wiring
+from scheduler_dedup.infra.stores.spanner import grant_database_user, spanner_children
+from scheduler_dedup.infra.stores.store import (HANDLER_STORE, StoreSettings, check_firestore_ids, check_spanner_ids, claim_ttl_policy,
+                    firestore_children)
+
+TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
+
+#: Role granted to the runtime identity on a proxy target, per target type.
+TARGET_ROLES = {
+    # workflows.executions.create/get/list on the workflow; Workflows has no per-workflow IAM resource
+    # in pulumi-gcp, so it is a project member with an IAM condition on the workflow's resource name.
+    "workflows": "roles/workflows.invoker",
+    # run.jobs.runWithOverrides (needed to pass DEDUP_RUN_ID as an env override) + run.executions.get/list,
+    # granted on that one job with gcp.cloudrunv2.JobIamMember.
+    # https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run
+    "cloud_run_job": "roles/run.jobsExecutorWithOverrides",
+    # cloudbuild.builds.create (triggers.run: "Authorization requires ... cloudbuild.builds.create"),
+    # cloudbuild.builds.get (triggers.get) and cloudbuild.builds.list (builds.list): the least predefined Cloud Build
+    # role holding all three (https://cloud.google.com/build/docs/iam-roles-permissions; Viewer lacks create).
+    # Cloud Build grants roles on projects only, and its resources take no IAM condition
+    # (cloudbuild.googleapis.com is not among https://cloud.google.com/iam/docs/conditions-resource-attributes),
+    # so the grant is on the trigger's project, without a condition.
+    "cloud_build_trigger": "roles/cloudbuild.builds.editor",
+    # run.routes.invoke on the named Cloud Run service only.
+    "http": "roles/run.invoker",
+}
+
+#: Cloud Run CPU settings the handler depends on, set on purpose rather than left to defaults.
+#:
+#: CPU always allocated (``cpu_idle=false``, instance-based billing) unless the ``cpu_always_allocated`` input
+#: turns it off: the lease is renewed by a background thread while the job runs, and a job may run past the
+#: attempt deadline after Scheduler has hung up. With request-based billing Cloud Run throttles CPU outside
+#: request processing (https://cloud.google.com/run/docs/configuring/billing-settings,
+#: https://cloud.google.com/run/docs/tips/general#avoid_background_activities), which would stall the renewals;
+#: the lease would then expire under a live job and a retry would take the run over and run it a second time.
+#: ``STARTUP_CPU_BOOST = True``: a cold start (import of the job, Firestore client) takes seconds out of the
+#: attempt deadline; the boost shortens it (https://cloud.google.com/run/docs/configuring/services/cpu#startup-boost).
+#: The setting is written explicitly because pulumi-gcp's ``cpu_idle`` defaults to true once ``resources`` is set.
+STARTUP_CPU_BOOST = True
+
+#: Role the runtime identity gets on its own service only: trust mode reads the service's IAM policy and
+#: ``invokerIamDisabled`` (run.services.getIamPolicy, run.services.get). roles/run.viewer is the narrowest
+#: predefined role with both and can be granted on one service (https://cloud.google.com/run/docs/reference/iam/roles);
+#: a custom role would be narrower still (on one service, run.viewer's other permissions only read that service,
+#: its revisions' and its IAM policy) but is a project-level resource the component would have to own.
+SELF_CHECK_ROLE = "roles/run.viewer"
+
+GRANTS_DOC = """\
+scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM).
+runtime SA   : roles/run.viewer on this Cloud Run service only (the handler reads its own IAM policy and
+               invokerIamDisabled to prove that Cloud Run IAM guards it before trusting verified tokens).
+               roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
+               (Firestore has no per-database IAM resource; the condition is Firestore's documented way to
+               limit a role to one database:
+               https://cloud.google.com/firestore/docs/manage-databases#configure_per-database_access_permissions).
+               Firestore IAM stops at the database: no condition narrows it to one collection.
+               On a Spanner store instead: roles/spanner.databaseUser on that one database (a database-level
+               IAM member: data read/write, no schema change), never on the instance or the project.
+               On a Memorystore store instead: roles/secretmanager.secretAccessor on its AUTH and CA secrets only.
+               Plus the role of the proxy target, on that target only (TARGET_ROLES); a Cloud Build trigger's role is
+               on its project (Cloud Build has no narrower IAM resource), plus roles/iam.serviceAccountUser on the
+               trigger's own service account when one is named (running a trigger needs iam.serviceAccounts.actAs
+               on the account its builds run as).
+App Engine   : no scheduler SA (its target sends no token) and no invoker grant; the runtime SA is the version's
+               service account.
+build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
+               repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
+A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
+roles/logging.logWriter is its owner's to grant, once (one grant per binding, so no job's destroy removes it).
+"""
+
+
+def _account_id(prefix: str, suffix: str) -> str:
+    """A service account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) from the component prefix.
+
+    A prefix too long to fit is cut and given 4 hex digits of its SHA-256, so two components
+    whose names share their first characters still get distinct accounts.
+    """
+    room = 30 - len(suffix) - 1
+    if len(prefix) <= room:
+        return f"{prefix}-{suffix}"
+    digest = hashlib.sha256(prefix.encode()).hexdigest()[:4]
+    return f"{prefix[: room - 5].rstrip('-')}-{digest}-{suffix}"
+
+
+class DedupScheduledJob(pulumi.ComponentResource):
+    """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> Cloud Run dedup handler -> Firestore claim -> your job or proxy target."""
+
+    service_url: pulumi.Output[str]
+    """URL of the Cloud Run service that runs the dedup handler (with ``app_engine``: of its App Engine version, ``https://VERSION-dot-SERVICE-dot-PROJECT.REGION_ID.r.appspot.com``)."""
+    job_name: pulumi.Output[str]
+    """Full name of the Cloud Scheduler job, projects/P/locations/R/jobs/J."""
+    scheduler_service_account_email: pulumi.Output[str]
+    """Email of the identity whose OIDC token Scheduler sends (the only allowed caller); empty with ``app_engine``, whose target sends no token."""
+    runtime_service_account_email: pulumi.Output[str]
+    """Email of the Cloud Run service's runtime identity."""
+    database_name: pulumi.Output[str]
+    """Firestore database id holding the run records."""
+    oidc_audience: pulumi.Output[str]
+    """Audience of the Scheduler's OIDC token (a Cloud Run custom audience, also DEDUP_OIDC_AUDIENCE); empty with ``app_engine``."""
+
+    def __init__(self, name: str, args: DedupScheduledJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        """Validate ``args`` and create the children.
+
+        Args:
+            name: Pulumi name; lowercase letters, digits and hyphens, starting with a letter
+                (GCP resource ids are derived from it).
+            args: see :class:`~scheduler_dedup.infra.job.args.DedupScheduledJobArgs`.
+            opts: resource options of the component.
+
+        Raises:
+            DedupConfigError: an invalid input, before any child is created (so ``pulumi preview`` fails).
+        """
+        source = project_source(opts)
+        settings = resolve_settings(name, args, default_project=source.project, provider_name=source.provider_name)
+        own_store: Optional[StoreSettings] = None
+        if settings.spanner is not None:  # a Spanner database of its own: one table, one row deletion policy
+            sp = settings.spanner
+            claim_ttl_policy(sp.project, f"{sp.instance_id}/{sp.database_id}", settings.collection.lower(),
+                             f"DedupScheduledJob {name}")
+        elif settings.store is None:
+            assert isinstance(settings.database_id, str)
+            own_store = StoreSettings(
+                project=settings.project, location=settings.database_location, database_id=settings.database_id,
+                create_database=settings.create_database, collections=(settings.collection,),
+                deletion_protection=settings.deletion_protection, protect_database=settings.protect_database,
+            )
+            claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
+        alerts = resolve_alerts(args.get("alerts"), settings)
+        app_engine = settings.app_engine
+        archive = None
+        redis = settings.store.redis if settings.store is not None else None  # a Memorystore store
+        if settings.image is None and (app_engine is None or app_engine.deploy):
+            archive = build_deploy_archive(settings.job_source, store=HANDLER_STORE[settings.store_kind])
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        self.settings = settings
+        for advisory in settings.advisories:  # the pack's advisory rules say the same of the deployed resources
+            pulumi.log.warn(advisory, resource=self)
+        child = pulumi.ResourceOptions(parent=self)
+        s = settings
+
+        # --- APIs -------------------------------------------------------------------------------
+        # A shared store enables every API its jobs need, alerting's included (store.store_apis()).
+        apis = [] if s.store else [*for_store(BASE_APIS, s.store_kind), *PLATFORM_APIS[s.scheduler_target],
+                                   *TARGET_APIS.get(s.target_type, ()), *(SOURCE_DEPLOY_APIS if archive is not None else ())]
+        apis += list(ALERT_APIS) if alerts is not None and not s.store else []
+        enabled: list[pulumi.Resource] = [
+            gcp.projects.Service(
+                f"{name}-api-{api.split('.')[0]}",
+                gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
+                opts=child,
+            )
+            for api in dict.fromkeys(apis)
+        ]
+        if s.store is not None and s.store.component is not None:
+            enabled.append(s.store.component)
+        after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(enabled))
+
+        # --- identities -------------------------------------------------------------------------
+        def service_account(suffix: str, role: str, description: str) -> gcp.serviceaccount.Account:
+            return gcp.serviceaccount.Account(
+                f"{name}-{suffix}",
+                gcp.serviceaccount.AccountArgs(
+                    account_id=_account_id(s.resource_prefix, suffix), project=s.project,
+                    display_name=f"scheduler-dedup {name}: {role}", description=description,
+                ),
+                opts=after_apis,
+            )
+
+        scheduler_email: pulumi.Input[str] = ""
+        scheduler_member: pulumi.Input[str] = ""
+        if app_engine is None:  # an App Engine target sends no OIDC token: Scheduler needs no identity there
+            scheduler_email, scheduler_member = self._identity(
+                s.scheduler_service_account_email, lambda: service_account(
+                    "sched", "Cloud Scheduler caller",
+                    "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service."))
+        runtime_sa = service_account(
+            "runtime", "handler runtime",
+            "Runtime identity of the dedup handler: its store's database, its proxy target.")
+
+        # --- the store: the job's own, or only the grants on the shared one -----------------------
+        database: Optional[gcp.firestore.Database | gcp.spanner.Database] = None
+        redis_wiring = None
+        if s.store_kind == "spanner":
+            database, database_id = self._spanner_store(name, s, runtime_sa, enabled, after_apis)
+        else:
+            if own_store is not None:
+                database = firestore_children(
+                    own_store, opts=after_apis, database_name=f"{name}-db", ttl_name=lambda _: f"{name}-ttl",
+                    index_name=lambda _, n: f"{name}-history-index-{n}",
+                ).database
+                database_id = s.database_id
+            else:
+                assert s.store is not None
+                database_id = _checked_store_database(s)
+            db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
+            database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
+            # A Memorystore store: the runtime identity reads its two secrets (mounted), Direct VPC egress to its
+            # network.
+            if s.store_kind == "memorystore":
+                assert redis is not None
+                redis_wiring = redis_job_wiring(name, s.project, redis, runtime_sa.member, db_opts)
+        if s.store_kind == "firestore":
+            gcp.projects.IAMMember(
+                f"{name}-runtime-datastore-user",
+                gcp.projects.IAMMemberArgs(
+                    project=s.project, role="roles/datastore.user", member=runtime_sa.member,
+                    condition=gcp.projects.IAMMemberConditionArgs(
+                        title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
+                        description="scheduler-dedup: Firestore access limited to the dedup database",
+                        expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
+                    ),
+                ),
+                opts=db_opts,
+            )
+
+        # --- proxy target grants ----------------------------------------------------------------
+        self._grant_target(name, s, runtime_sa)
+
+        # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
+        # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
+        # nothing missed (DEDUP_SCHEDULE_SINCE).
+        schedule_since = pulumiverse_time.Static(
+            f"{name}-schedule-since",
+            pulumiverse_time.StaticArgs(triggers={"schedule": s.schedule, "time_zone": s.time_zone,
+                                                  "job": s.scheduler_job_name}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
+        environment = {**handler_environment(s), database_env: database_id,
+                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339}
+        self.archive_sha256: Optional[str] = archive.sha256 if archive is not None else None
+        retry = s.retry
+        retry_config = gcp.cloudscheduler.JobRetryConfigArgs(
+            retry_count=retry.retry_count,
+            max_retry_duration=f"{retry.max_retry_duration_seconds}s",
+            min_backoff_duration=f"{retry.min_backoff_seconds}s",
+            max_backoff_duration=f"{retry.max_backoff_seconds}s",
+            max_doublings=retry.max_doublings,
+        )
+        job_args = dict(
+            name=s.scheduler_job_name, project=s.project, region=s.region,
+            description=f"scheduler-dedup {name}: exactly one execution per scheduled run",
+            schedule=s.schedule, time_zone=s.time_zone,
+            attempt_deadline=f"{s.attempt_deadline_seconds}s", retry_config=retry_config,
+        )
+
+        if app_engine is not None:
+            # --- App Engine: the handler as a standard version, Scheduler's App Engine target ----------
+            version_id: Optional[pulumi.Input[str]] = app_engine.version
+            job_depends: list[pulumi.Resource] = [*enabled]
+            if archive is not None:
+                bucket, source_object = self._upload_archive(name, s, archive, after_apis)
+                version = app_engine_version(
+                    name, project=s.project, app_engine=app_engine,
+                    version_id=app_engine.version or default_version_id(archive.sha256),
+                    source_url=pulumi.Output.concat("https://storage.googleapis.com/", bucket.name, "/",
+                                                    source_object.output_name),
+                    environment=environment, service_account=runtime_sa.email, max_instances=s.max_instance_count,
+                    min_instances=s.min_instance_count,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]),
+                )
+                version_id = version.version_id
+                job_depends.append(version)
+            job = gcp.cloudscheduler.Job(
+                f"{name}-job",
+                gcp.cloudscheduler.JobArgs(
+                    **job_args,  # type: ignore[arg-type]
+                    app_engine_http_target=app_engine_http_target(app_engine, version_id, scheduler_headers(s)),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=job_depends),
+            )
+            service_url = app_engine_url(name, s.project, app_engine.service, version_id, child)
+        else:
+            service_url, invoker = self._cloud_run(name, s, archive, environment, runtime_sa, scheduler_email,
+                                                   scheduler_member, enabled, database, after_apis, service_account,
+                                                   redis_wiring)
+            job = gcp.cloudscheduler.Job(
+                f"{name}-job",
+                gcp.cloudscheduler.JobArgs(
+                    **job_args,  # type: ignore[arg-type]
+                    http_target=gcp.cloudscheduler.JobHttpTargetArgs(
+                        uri=service_url, http_method="POST",
+                        headers=scheduler_headers(s),
+                        oidc_token=gcp.cloudscheduler.JobHttpTargetOidcTokenArgs(
+                            service_account_email=scheduler_email, audience=s.oidc_audience,
+                        ),
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, invoker]),
+            )
+            if alerts is not None:
+                provision_alerts(name, s, alerts, parent=self, service_uri=service_url,
+                                 scheduler_sa_email=scheduler_email, depends_on=[*enabled, invoker])
+
+        self.service_url = pulumi.Output.from_input(service_url)
+        self.job_name = job.id
+        self.scheduler_service_account_email = pulumi.Output.from_input(scheduler_email)
+        self.runtime_service_account_email = runtime_sa.email
+        self.database_name = database.name if database is not None else pulumi.Output.from_input(database_id)
+        self.oidc_audience = pulumi.Output.from_input(s.oidc_audience if app_engine is None else "")
+        self.register_outputs(
+            {
+                "service_url": self.service_url,
+                "job_name": self.job_name,
+                "scheduler_service_account_email": self.scheduler_service_account_email,
+                "runtime_service_account_email": self.runtime_service_account_email,
+                "database_name": self.database_name,
+                "oidc_audience": self.oidc_audience,
+            }
+        )
+
+    def _upload_archive(self, name: str, s: DedupSettings, archive: DeployArchive,
+                        opts: pulumi.ResourceOptions) -> tuple[gcp.storage.Bucket, gcp.storage.BucketObject]:
+        """The private source bucket and the deploy archive in it, named after its SHA-256."""
+        bucket = gcp.storage.Bucket(
+            f"{name}-source",
+            gcp.storage.BucketArgs(
+                project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
+                public_access_prevention="enforced", force_destroy=True,
+            ),
+            opts=opts,
+        )
+        source_object = gcp.storage.BucketObject(
+            f"{name}-archive",
+            gcp.storage.BucketObjectArgs(
+                bucket=bucket.name, name=f"{s.resource_prefix}-{archive.sha256[:16]}.zip",
+                source=pulumi.FileAsset(str(archive.write())), content_type="application/zip",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return bucket, source_object
+
+    def _cloud_run(self, name: str, s: DedupSettings, archive: Optional[DeployArchive],
+                   environment: dict[str, pulumi.Input[str]], runtime_sa: gcp.serviceaccount.Account,
+                   scheduler_email: pulumi.Input[str], scheduler_member: pulumi.Input[str],
+                   enabled: list[pulumi.Resource], database: Optional[gcp.firestore.Database | gcp.spanner.Database],
+                   after_apis: pulumi.ResourceOptions,
+                   service_account: Callable[[str, str, str], gcp.serviceaccount.Account],
+                   redis_wiring: Any = None,
+                   ) -> tuple[pulumi.Output[str], gcp.cloudrunv2.ServiceIamMember]:
+        """The Cloud Run service (built from the archive, or the prebuilt image) and the Scheduler identity's
+        invoker grant on it; returns ``(service URL, invoker grant)``."""
+        child = pulumi.ResourceOptions(parent=self)
+        build_config: Optional[gcp.cloudrunv2.ServiceBuildConfigArgs] = None
+        service_depends: list[pulumi.Resource] = [*enabled]
+        if archive is not None:
+            build_email, build_member = self._identity(
+                s.build_service_account_email, lambda: service_account(
+                    "build", "source build",
+                    "Cloud Build identity of the source deploy: reads the archive, pushes the image."))
+            bucket, source_object = self._upload_archive(name, s, archive, after_apis)
+            repository = gcp.artifactregistry.Repository(
+                f"{name}-images",
+                gcp.artifactregistry.RepositoryArgs(
+                    project=s.project, location=s.region, repository_id=f"{s.resource_prefix[:55].rstrip('-')}-images",
+                    format="DOCKER", description=f"scheduler-dedup {name}: built handler images",
+                ),
+                opts=after_apis,
+            )
+            build_grants = [
+                gcp.storage.BucketIAMMember(
+                    f"{name}-build-source-reader",
+                    gcp.storage.BucketIAMMemberArgs(bucket=bucket.name, role="roles/storage.objectViewer", member=build_member),
+                    opts=child,
+                ),
+                gcp.artifactregistry.RepositoryIamMember(
+                    f"{name}-build-image-writer",
+                    gcp.artifactregistry.RepositoryIamMemberArgs(
+                        project=s.project, location=s.region, repository=repository.repository_id,
+                        role="roles/artifactregistry.writer", member=build_member,
+                    ),
+                    opts=child,
+                ),
+            ]
+            if s.build_service_account_email is None:  # a shared account's project role is its owner's
+                build_grants.append(gcp.projects.IAMMember(
+                    f"{name}-build-log-writer",
+                    gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_member),
+                    opts=child,
+                ))
+            service_depends += build_grants
+            image: pulumi.Input[str] = pulumi.Output.concat(
+                s.region, "-docker.pkg.dev/", s.project, "/", repository.repository_id, "/", s.service_name
+            )
+            build_config = gcp.cloudrunv2.ServiceBuildConfigArgs(
+                source_location=pulumi.Output.concat("gs://", bucket.name, "/", source_object.output_name),
+                function_target=FUNCTION_TARGET,
+                image_uri=image,
+                base_image=s.base_image,
+                enable_automatic_updates=True,
+                service_account=pulumi.Output.from_input(build_email).apply(_service_account_name),
+            )
+        else:
+            assert s.image is not None
+            image = s.image
+
+        envs = [
+            gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
+            for key, value in environment.items()
+        ]
+        envs.append(gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name="DEDUP_ALLOWED_CALLERS", value=scheduler_email))
+        service = gcp.cloudrunv2.Service(
+            f"{name}-service",
+            gcp.cloudrunv2.ServiceArgs(
+                name=s.service_name, project=s.project, location=s.region,
+                deletion_protection=s.deletion_protection,
+                # Scheduler calls over the internet; Cloud Run IAM (run.invoker) is the gate, not ingress.
+                ingress="INGRESS_TRAFFIC_ALL",
+                invoker_iam_disabled=False,
+                custom_audiences=[s.oidc_audience],
+                build_config=build_config,
+                template=gcp.cloudrunv2.ServiceTemplateArgs(
+                    service_account=runtime_sa.email,
+                    timeout=f"{s.request_timeout_seconds}s",
+                    # As many requests per instance as the handler's server has threads (THREADS): none waits
+                    # unseen inside the container (https://cloud.google.com/run/docs/about-concurrency).
+                    max_instance_request_concurrency=SERVER_THREADS,
+                    scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(
+                        min_instance_count=s.min_instance_count, max_instance_count=s.max_instance_count),
+                    containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
+                        image=image, envs=envs,
+                        resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
+                            cpu_idle=not s.cpu_always_allocated, startup_cpu_boost=STARTUP_CPU_BOOST),
+                        volume_mounts=redis_wiring.mounts if redis_wiring else None,
+                    )],
+                    volumes=redis_wiring.volumes if redis_wiring else None,
+                    vpc_access=redis_wiring.vpc_access if redis_wiring else None,
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[
+                *service_depends, *([database] if database else []), *(redis_wiring.grants if redis_wiring else [])]),
+        )
+        gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-runtime-self-viewer",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service.name,
+                role=SELF_CHECK_ROLE, member=runtime_sa.member,
+            ),
+            opts=child,
+        )
+        invoker = gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-scheduler-invoker",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service.name,
+                role="roles/run.invoker", member=scheduler_member,
+            ),
+            opts=child,
+        )
+        return service.uri, invoker
+
+    def _spanner_store(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account,
+                       enabled: list[pulumi.Resource], after_apis: pulumi.ResourceOptions,
+                       ) -> tuple[Optional[gcp.spanner.Database], pulumi.Input[str]]:
+        """The job's own Spanner database (in an adopted or created instance), or the shared store's checked;
+        either way ``roles/spanner.databaseUser`` on that database only. Returns ``(database or None, its id)``."""
+        database: Optional[gcp.spanner.Database] = None
+        if s.spanner is not None:
+            children = spanner_children(s.spanner, opts=after_apis, instance_name=f"{name}-spanner",
+                                                      database_name=f"{name}-db")
+            database = children.database
+            database_id: pulumi.Input[str] = children.database.name
+            instance: pulumi.Input[str] = children.instance.name if children.instance else s.spanner.instance_id
+        else:
+            database_id = _checked_store_database(s)
+            assert s.spanner_instance is not None
+            instance = s.spanner_instance
+        grant_database_user(
+            f"{name}-runtime-spanner-database-user", project=s.project, instance=instance, database=database_id,
+            member=runtime_sa.member,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]))
+        return database, database_id
+
+    @staticmethod
+    def _identity(
+        shared_email: Optional[pulumi.Input[str]], create: "Callable[[], gcp.serviceaccount.Account]"
+    ) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
+        """``(email, IAM member)`` of a shared account given by email, or of a dedicated one ``create`` makes."""
+        if shared_email is not None:
+            return shared_email, pulumi.Output.concat("serviceAccount:", shared_email)
+        account = create()
+        return account.email, account.member
+
+    def _grant_target(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account) -> None:
+        """Grant the runtime identity the one role its proxy target needs, on that target only."""
+        child = pulumi.ResourceOptions(parent=self)
+        if s.target_type == "workflows" and s.workflow is not None:
+            workflow = pulumi.Output.from_input(s.workflow)
+            gcp.projects.IAMMember(
+                f"{name}-runtime-workflow-invoker",
+                gcp.projects.IAMMemberArgs(
+                    project=s.project, role=TARGET_ROLES["workflows"], member=runtime_sa.member,
+                    # No per-workflow IAM exists; the condition limits the grant to this workflow and its executions.
+                    condition=gcp.projects.IAMMemberConditionArgs(
+                        title="only the target workflow",
+                        description="scheduler-dedup: start and read executions of one workflow",
+                        expression=workflow.apply(
+                            lambda w: f'resource.name == "{w}" || resource.name.startsWith("{w}/executions/")'
+                        ),
+                    ),
+                ),
+                opts=child,
+            )
+        elif s.target_type == "cloud_run_job" and s.cloud_run_job is not None:
+            gcp.cloudrunv2.JobIamMember(
+                f"{name}-runtime-job-executor",
+                gcp.cloudrunv2.JobIamMemberArgs(
+                    name=s.cloud_run_job, role=TARGET_ROLES["cloud_run_job"], member=runtime_sa.member,
+                ),
+                opts=child,
+            )
+        elif s.target_type == "cloud_build_trigger" and s.cloud_build_trigger is not None:
+            trigger_project = pulumi.Output.from_input(s.cloud_build_trigger).apply(lambda t: t.split("/")[1])
+            gcp.projects.IAMMember(
+                f"{name}-runtime-build-trigger-runner",
+                gcp.projects.IAMMemberArgs(project=trigger_project, role=TARGET_ROLES["cloud_build_trigger"],
+                                           member=runtime_sa.member),
+                opts=child,
+            )
+            if s.cloud_build_service_account_email is not None:
+                # https://cloud.google.com/build/docs/cloud-build-service-account#user_access_to_triggers: running a
+                # trigger whose builds run as a user-specified service account needs actAs on that account.
+                email = pulumi.Output.from_input(s.cloud_build_service_account_email)
+                gcp.serviceaccount.IAMMember(
+                    f"{name}-runtime-build-act-as",
+                    gcp.serviceaccount.IAMMemberArgs(
+                        service_account_id=email.apply(_service_account_name), role="roles/iam.serviceAccountUser",
+                        member=runtime_sa.member),
+                    opts=child,
+                )
+        elif s.target_type == "http" and s.http_cloud_run_service is not None:
+            gcp.cloudrunv2.ServiceIamMember(
+                f"{name}-runtime-target-invoker",
+                gcp.cloudrunv2.ServiceIamMemberArgs(
+                    name=s.http_cloud_run_service, role=TARGET_ROLES["http"], member=runtime_sa.member,
+                ),
+                opts=child,
+            )
+
+
+def _service_account_name(email: str) -> str:
+    """``projects/P/serviceAccounts/EMAIL`` (Cloud Run's BuildConfig.serviceAccount format); P from the email's domain."""
+    domain = email.split("@", 1)[1]
+    project = domain.split(".", 1)[0] if domain.endswith(".iam.gserviceaccount.com") else "-"
+    return f"projects/{project}/serviceAccounts/{email}"
+
+
+def _checked_store_database(s: DedupSettings) -> pulumi.Output[str]:
+    """The shared store's database id, checked once its values resolve (they may come from a StackReference).
+
+    Raises (inside the output, so ``pulumi preview`` fails):
+        DedupConfigError: the store is in another project, lacks the job's collection, or its ids are invalid.
+    """
+    assert s.store is not None
+    store = s.store
+
+    def check(values: list[Any]) -> str:
+        project, database_id, collections = values
+        if project != s.project:
+            raise DedupConfigError("store.project", f"the store is in project {project!r}, the job in {s.project!r}: "
+                                                    "deploy the job in the store's project")
+        if s.collection not in (collections or []):
+            raise DedupConfigError("collection", f"{s.collection!r} is not a collection of the store "
+                                                 f"({', '.join(collections or [])}): use one of them, or add it to the store")
+        if s.store_kind == "spanner":
+            check_spanner_ids(None, database_id, s.collection)
+        elif s.store_kind == "firestore":
+            check_firestore_ids(s.project, database_id, s.collection)
+        return str(database_id)
+
+    return pulumi.Output.all(store.project, store.database_id, store.collections).apply(check)
+
+
+def scheduler_headers(s: DedupSettings) -> dict[str, str]:
+    """Headers the Scheduler job sends; the handler keys runs on project and Scheduler location."""
+    return {"X-Dedup-Project": s.project, "X-Dedup-Location": s.region}

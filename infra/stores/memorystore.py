@@ -1,0 +1,284 @@
+"""A Memorystore for Redis run store: what ``DedupStore(kind="memorystore")`` creates, and how a job reaches it.
+
+The instance (``gcp:redis:Instance``) is made for deduplication, each setting on purpose:
+
+* ``STANDARD_HA`` (a replica in another zone, automatic failover): a Basic Tier instance loses every record on a
+  restart or maintenance, and the next delivery of every run in the retry window runs the job again
+  (https://cloud.google.com/memorystore/docs/redis/redis-tiers);
+* Redis 7 (the store's scripts need 7.0: ``PEXPIRETIME``, effects replication);
+* ``maxmemory-policy noeviction``: Memorystore's default, ``volatile-lru``, evicts keys that have a TTL, and every
+  run record has one (https://cloud.google.com/memorystore/docs/redis/supported-redis-configurations); a full
+  instance then refuses claims (answered 500, retried) instead of forgetting runs;
+* AUTH on; the AUTH string goes into Secret Manager and the job mounts it as a file (``DEDUP_REDIS_AUTH_FILE``);
+* in-transit encryption ``SERVER_AUTHENTICATION`` (TLS on port 6378); the server CA goes into Secret Manager too,
+  mounted beside it (``DEDUP_REDIS_CA_FILE``);
+* RDB snapshots every hour, so a restart of both nodes keeps what the last snapshot had;
+* the authorized network: an input, default the project's ``default`` VPC network. Cloud Run reaches the instance
+  by Direct VPC egress on that network (a subnetwork of the job's region, default ``default``), private ranges
+  only (https://cloud.google.com/run/docs/configuring/vpc-direct-vpc).
+
+What it still cannot promise, and what the pack checks, is in ``docs/stores.md``.
+"""
+
+# No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
+from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.stores.redis.config import DEFAULT_WAIT_TIMEOUT_MS, MAX_WAIT_TIMEOUT_MS
+
+from scheduler_dedup.infra.errors import DedupConfigError, bool_input
+
+TIER = "STANDARD_HA"
+REDIS_VERSION = "REDIS_7_2"
+#: The instance's Redis configuration: never evict a run record.
+REDIS_CONFIGS = {"maxmemory-policy": "noeviction"}
+TRANSIT_ENCRYPTION = "SERVER_AUTHENTICATION"
+#: The label that tells the policy pack this instance holds run records (policies/rules/store.py reads it).
+RUN_STORE_LABEL = ("scheduler-dedup", "run-store")
+#: Where a job's container finds the AUTH string and the server CA (each a secret volume of its own).
+AUTH_MOUNT, AUTH_FILE_NAME = "/secrets/redis-auth", "auth"
+CA_MOUNT, CA_FILE_NAME = "/secrets/redis-ca", "ca.pem"
+MEMORYSTORE_KEYS = frozenset({"kind", "location", "project", "collections", "memory_size_gb", "authorized_network",
+                              "subnetwork", "wait_timeout_ms", "instance_id", "deletion_protection"})
+_REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]$")
+_INSTANCE_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class MemorystoreSettings:
+    """A Memorystore store's resolved inputs (see :class:`~scheduler_dedup.infra.job.args.DedupStoreArgs`)."""
+
+    project: str
+    region: str
+    instance_id: str
+    memory_size_gb: int
+    authorized_network: str
+    subnetwork: str
+    wait_timeout_ms: int
+    collections: tuple[str, ...]
+    deletion_protection: bool
+
+
+def resolve_memorystore_settings(name: str, args: Mapping[str, Any], *,
+                                 default_project: Optional[str] = None) -> MemorystoreSettings:
+    """Validate the inputs of ``DedupStore(kind="memorystore")`` and apply the defaults.
+
+    Raises:
+        DedupConfigError: the first invalid input, naming it and the fix.
+    """
+    unknown = sorted(set(args) - MEMORYSTORE_KEYS)
+    if unknown:
+        raise DedupConfigError(unknown[0], "not an input of a Memorystore store; valid inputs are "
+                                           f"{', '.join(sorted(MEMORYSTORE_KEYS))}")
+    region = args.get("location")
+    if not isinstance(region, str) or not _REGION_RE.match(region):
+        raise DedupConfigError("location", f"{region!r} is not a region: a Memorystore instance lives in one region, "
+                                           "the jobs' (e.g. us-central1)")
+    project = args.get("project") or default_project
+    if not isinstance(project, str) or not project:
+        raise DedupConfigError("project", "no project: pass project or run `pulumi config set gcp:project <id>`")
+    size = args.get("memory_size_gb", 1)
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 300:
+        raise DedupConfigError("memory_size_gb", f"must be a whole number of GB from 1 to 300, got {size!r}")
+    wait = args.get("wait_timeout_ms", DEFAULT_WAIT_TIMEOUT_MS)
+    if isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= MAX_WAIT_TIMEOUT_MS:
+        raise DedupConfigError("wait_timeout_ms", f"must be 0 (no WAIT) to {MAX_WAIT_TIMEOUT_MS} ms, got {wait!r}")
+    instance_id = args.get("instance_id") or f"{name[:33].rstrip('-')}-dedup"
+    if not isinstance(instance_id, str) or not _INSTANCE_RE.match(instance_id):
+        raise DedupConfigError("instance_id", f"{instance_id!r} is not a Memorystore instance id: 1-40 lower-case "
+                                              "letters, digits and hyphens, starting with a letter")
+    network = args.get("authorized_network") or f"projects/{project}/global/networks/default"
+    subnetwork = args.get("subnetwork") or "default"
+    for key, value in (("authorized_network", network), ("subnetwork", subnetwork)):
+        if not isinstance(value, str):
+            raise DedupConfigError(key, f"must be a name, got {value!r}")
+    protection = bool_input(args, "deletion_protection", False)
+    collections = args.get("collections", [DEFAULT_COLLECTION])
+    if isinstance(collections, str) or not isinstance(collections, Sequence) or not collections \
+            or len(set(collections)) != len(collections):
+        raise DedupConfigError("collections", f"must be a non-empty list of distinct collection ids, got {collections!r}")
+    for collection in collections:
+        try:
+            Settings(project=project, collection=collection)
+        except ConfigError as exc:
+            raise DedupConfigError("collections", f"the handler would refuse it: {exc}") from None
+    return MemorystoreSettings(project=project, region=region, instance_id=instance_id, memory_size_gb=size,
+                               authorized_network=network, subnetwork=subnetwork, wait_timeout_ms=wait,
+                               collections=tuple(collections), deletion_protection=protection)
+
+
+@dataclass(frozen=True)
+class RedisStoreRef:
+    """What a job needs to reach a Memorystore store: its endpoint, its secrets and its network (outputs allowed).
+
+    Attributes:
+        host, port: the instance's primary endpoint (TLS, port 6378).
+        auth_secret, ca_secret: Secret Manager secret ids of the AUTH string and of the server CA.
+        network, subnetwork: where the job's Direct VPC egress goes (the instance's authorized network).
+        wait_timeout_ms: ``DEDUP_REDIS_WAIT_TIMEOUT_MS``.
+    """
+
+    host: pulumi.Input[str]
+    port: pulumi.Input[int]
+    auth_secret: pulumi.Input[str]
+    ca_secret: pulumi.Input[str]
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    wait_timeout_ms: pulumi.Input[int] = DEFAULT_WAIT_TIMEOUT_MS
+
+    @property
+    def url(self) -> pulumi.Output[str]:
+        """``DEDUP_REDIS_URL``: ``rediss://HOST:PORT/0`` (no password: it is mounted)."""
+        # A number read from another stack's outputs comes back as a float (6378.0): the port is a whole number.
+        port = pulumi.Output.from_input(self.port).apply(lambda p: str(int(float(p))))
+        return pulumi.Output.concat("rediss://", self.host, ":", port, "/0")
+
+
+#: Keys of a job's ``store`` input for a Memorystore store (its stack's outputs).
+REDIS_REF_KEYS = frozenset({"kind", "project", "collections", "redis_host", "redis_port", "auth_secret", "ca_secret",
+                            "network", "subnetwork", "wait_timeout_ms"})
+
+
+def redis_ref_from(store: Mapping[str, Any]) -> RedisStoreRef:
+    """A :class:`RedisStoreRef` from a job's ``store`` mapping (``kind: memorystore`` and the store's outputs).
+
+    Raises:
+        DedupConfigError: field ``store.<key>``: an unknown or missing key.
+    """
+    unknown = sorted(set(store) - REDIS_REF_KEYS)
+    if unknown:
+        raise DedupConfigError(f"store.{unknown[0]}", f"unknown key of a Memorystore store; valid keys are "
+                                                      f"{', '.join(sorted(REDIS_REF_KEYS))}")
+    for key in ("redis_host", "redis_port", "auth_secret", "ca_secret", "network", "subnetwork"):
+        if store.get(key) is None:
+            raise DedupConfigError(f"store.{key}", "is required: pass the DedupStore itself, or its stack's outputs")
+    wait = store.get("wait_timeout_ms", DEFAULT_WAIT_TIMEOUT_MS)
+    if not isinstance(wait, pulumi.Output) and (isinstance(wait, bool) or not isinstance(wait, int)):
+        raise DedupConfigError("store.wait_timeout_ms", f"must be a whole number of ms, got {wait!r}")
+    return RedisStoreRef(host=store["redis_host"], port=store["redis_port"], auth_secret=store["auth_secret"],
+                         ca_secret=store["ca_secret"], network=store["network"], subnetwork=store["subnetwork"],
+                         wait_timeout_ms=wait)
+
+
+def _ca_bundle(certs: Any) -> str:
+    """Every server CA the instance lists, one PEM bundle: during a CA rotation the instance lists the current and
+    the next CA, and a client must trust both to keep connecting once it switches
+    (https://cloud.google.com/memorystore/docs/redis/manage-in-transit-encryption: "Download All")."""
+    texts = []
+    for cert in certs or []:
+        text = cert.get("cert") if isinstance(cert, Mapping) else getattr(cert, "cert", None)
+        if text:
+            texts.append(str(text).strip() + "\n")
+    return "".join(texts)
+
+
+@dataclass(frozen=True)
+class MemorystoreChildren:
+    """What :func:`memorystore_children` created."""
+
+    instance: gcp.redis.Instance
+    ref: RedisStoreRef
+    ready: list[pulumi.Resource]
+
+
+def memorystore_children(name: str, s: MemorystoreSettings, *, opts: pulumi.ResourceOptions) -> MemorystoreChildren:
+    """Create the instance, and the two secrets (AUTH string, server CA) with their first versions."""
+    instance = gcp.redis.Instance(
+        f"{name}-redis",
+        gcp.redis.InstanceArgs(
+            name=s.instance_id, project=s.project, region=s.region, display_name=f"scheduler-dedup {name}: run records",
+            tier=TIER, memory_size_gb=s.memory_size_gb, redis_version=REDIS_VERSION,
+            authorized_network=s.authorized_network, connect_mode="DIRECT_PEERING",
+            auth_enabled=True, transit_encryption_mode=TRANSIT_ENCRYPTION, redis_configs=dict(REDIS_CONFIGS),
+            persistence_config=gcp.redis.InstancePersistenceConfigArgs(persistence_mode="RDB",
+                                                                       rdb_snapshot_period="ONE_HOUR"),
+            deletion_protection=s.deletion_protection, labels={RUN_STORE_LABEL[0]: RUN_STORE_LABEL[1]},
+        ),
+        opts=opts,
+    )
+    after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[instance]))
+    secrets: dict[str, gcp.secretmanager.Secret] = {}
+    versions: list[pulumi.Resource] = []
+    for part, data in (("auth", instance.auth_string), ("ca", instance.server_ca_certs.apply(_ca_bundle))):
+        secret = gcp.secretmanager.Secret(
+            f"{name}-redis-{part}",
+            gcp.secretmanager.SecretArgs(
+                secret_id=f"{s.instance_id}-{part}", project=s.project,
+                replication=gcp.secretmanager.SecretReplicationArgs(auto=gcp.secretmanager.SecretReplicationAutoArgs()),
+            ),
+            opts=opts,
+        )
+        versions.append(gcp.secretmanager.SecretVersion(
+            f"{name}-redis-{part}-version",
+            gcp.secretmanager.SecretVersionArgs(secret=secret.id, secret_data=pulumi.Output.secret(data)),
+            opts=after,
+        ))
+        secrets[part] = secret
+    ready = [instance, *versions]
+    waited = pulumi.Output.all(*[r.urn for r in ready])
+    ref = RedisStoreRef(
+        host=pulumi.Output.all(instance.host, waited).apply(lambda v: str(v[0])), port=instance.port,
+        auth_secret=secrets["auth"].secret_id, ca_secret=secrets["ca"].secret_id,
+        network=s.authorized_network, subnetwork=s.subnetwork, wait_timeout_ms=s.wait_timeout_ms,
+    )
+    return MemorystoreChildren(instance=instance, ref=ref, ready=ready)
+
+
+def redis_environment(ref: RedisStoreRef) -> dict[str, pulumi.Input[str]]:
+    """The handler's ``DEDUP_STORE=redis`` environment for a job on ``ref`` (the files are the mounted secrets)."""
+    return {
+        "DEDUP_STORE": "redis",
+        "DEDUP_REDIS_URL": ref.url,
+        "DEDUP_REDIS_AUTH_FILE": f"{AUTH_MOUNT}/{AUTH_FILE_NAME}",
+        "DEDUP_REDIS_CA_FILE": f"{CA_MOUNT}/{CA_FILE_NAME}",
+        "DEDUP_REDIS_WAIT_TIMEOUT_MS": (str(ref.wait_timeout_ms) if isinstance(ref.wait_timeout_ms, int)
+                                        else pulumi.Output.from_input(ref.wait_timeout_ms).apply(  # type: ignore[arg-type]
+                                            lambda v: str(int(float(v))))),
+    }
+
+
+@dataclass(frozen=True)
+class RedisJobWiring:
+    """What a job's Cloud Run service needs for a Memorystore store: secret volumes, their mounts, VPC egress, and
+    the grants created for them (to wait for)."""
+
+    volumes: list[gcp.cloudrunv2.ServiceTemplateVolumeArgs]
+    mounts: list[gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs]
+    vpc_access: gcp.cloudrunv2.ServiceTemplateVpcAccessArgs
+    grants: list[pulumi.Resource]
+
+
+def redis_job_wiring(name: str, project: str, ref: RedisStoreRef, runtime_member: pulumi.Input[str],
+                     opts: pulumi.ResourceOptions) -> RedisJobWiring:
+    """Grant the runtime identity ``roles/secretmanager.secretAccessor`` on the two secrets only, mount them, and
+    route private traffic into the instance's network (Direct VPC egress, ``PRIVATE_RANGES_ONLY``)."""
+    grants: list[pulumi.Resource] = []
+    volumes, mounts = [], []
+    for part, secret, mount, file_name in (("auth", ref.auth_secret, AUTH_MOUNT, AUTH_FILE_NAME),
+                                           ("ca", ref.ca_secret, CA_MOUNT, CA_FILE_NAME)):
+        grants.append(gcp.secretmanager.SecretIamMember(
+            f"{name}-runtime-redis-{part}-reader",
+            gcp.secretmanager.SecretIamMemberArgs(project=project, secret_id=secret,
+                                                  role="roles/secretmanager.secretAccessor", member=runtime_member),
+            opts=opts,
+        ))
+        volumes.append(gcp.cloudrunv2.ServiceTemplateVolumeArgs(
+            name=f"redis-{part}",
+            secret=gcp.cloudrunv2.ServiceTemplateVolumeSecretArgs(
+                secret=secret, items=[gcp.cloudrunv2.ServiceTemplateVolumeSecretItemArgs(path=file_name,
+                                                                                         version="latest")]),
+        ))
+        mounts.append(gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs(name=f"redis-{part}", mount_path=mount))
+    vpc = gcp.cloudrunv2.ServiceTemplateVpcAccessArgs(
+        egress="PRIVATE_RANGES_ONLY",
+        network_interfaces=[gcp.cloudrunv2.ServiceTemplateVpcAccessNetworkInterfaceArgs(
+            network=ref.network, subnetwork=ref.subnetwork)],
+    )
+    return RedisJobWiring(volumes=volumes, mounts=mounts, vpc_access=vpc, grants=grants)

@@ -1,0 +1,208 @@
+"""Spanner run stores of the component: an instance (created or adopted), a database with the run records' tables
+(the DDL of :mod:`scheduler_dedup.handler.stores.spanner.schema`, written once), drop protection, and the one data
+role each job gets on that database.
+
+Used by :class:`~scheduler_dedup.infra.stores.store.DedupStore` (``kind="spanner"``) and by a
+:class:`~scheduler_dedup.infra.job.component.DedupScheduledJob` with ``store_kind="spanner"`` and no ``store`` (a
+database of its own, in an instance it adopts or creates).
+
+* **Instance** (``gcp:spanner:Instance``): default the smallest, 100 processing units, in the regional instance
+  config of the region (``regional-<region>``), Standard edition
+  (https://cloud.google.com/spanner/docs/compute-capacity: 100 processing units are the smallest instance; larger
+  ones in steps of 100 up to 1000, then of 1000). An existing instance is adopted with ``create_instance=False``.
+* **Database** (``gcp:spanner:Database``, GoogleSQL), under Pulumi ``protect`` (``protect_database``, default true,
+  as for Firestore): its ``ddls`` are the tables' statements. Spanner applies a
+  database's DDL when it is created and appends statements added later; the provider never removes a table.
+  ``enable_drop_protection`` (https://cloud.google.com/spanner/docs/prevent-database-deletion) keeps the database
+  from being dropped by anyone until it is turned off; the provider's own ``deletion_protection`` follows it.
+* **Grant**: ``roles/spanner.databaseUser`` on that database only (``gcp:spanner:DatabaseIAMMember``): read and
+  write data, no schema change, nothing on other databases (https://cloud.google.com/spanner/docs/iam#roles).
+"""
+
+# No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION
+from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
+from scheduler_dedup.infra.errors import DedupConfigError, bool_input
+
+#: The role a job's runtime identity gets on its store's database (data read/write, no DDL).
+DATA_ROLE = "roles/spanner.databaseUser"
+#: The smallest instance, processing units (https://cloud.google.com/spanner/docs/compute-capacity).
+DEFAULT_PROCESSING_UNITS = 100
+DEFAULT_INSTANCE = "scheduler-dedup"
+DEFAULT_DATABASE = "scheduler-dedup"
+#: Inputs of a Spanner DedupStore beyond the shared ones (``kind``, ``project``, ``location``, ``collections``,
+#: ``database_id``, ``deletion_protection``, ``protect_database``).
+SPANNER_KEYS = frozenset({"instance_id", "create_instance", "instance_config", "processing_units"})
+_CONFIG_RE = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
+
+
+@dataclass(frozen=True)
+class SpannerStoreSettings:
+    """A Spanner store's resolved inputs.
+
+    Attributes:
+        project: project id.
+        instance_id: Spanner instance id.
+        create_instance: create the instance (else adopt an existing one).
+        instance_config: instance config of a created instance, e.g. ``regional-us-central1``.
+        processing_units: compute capacity of a created instance.
+        database_id: Spanner database id (always created: its DDL is the tables').
+        tables: the run records' tables (the jobs' ``DEDUP_COLLECTION`` values).
+        drop_protection: Spanner's drop protection on the database.
+        protect_database: Pulumi ``protect`` on the database (:data:`scheduler_dedup.infra.stores.store.PROTECT_DATABASE_DOC`):
+            a plan that would delete or replace it fails at preview.
+    """
+
+    project: str
+    instance_id: str
+    create_instance: bool
+    instance_config: str
+    processing_units: int
+    database_id: str
+    tables: tuple[str, ...]
+    drop_protection: bool
+    protect_database: bool = True
+
+    @property
+    def database_resource_name(self) -> str:
+        """``projects/P/instances/I/databases/D``."""
+        return f"projects/{self.project}/instances/{self.instance_id}/databases/{self.database_id}"
+
+    @property
+    def ddls(self) -> list[str]:
+        """Every table's statements, in order."""
+        return [statement for table in self.tables for statement in spanner_schema.ddl_statements(table)]
+
+
+def processing_units_problem(units: Any) -> Optional[str]:
+    """Why ``units`` is not a Spanner compute capacity, or None (100 to 1000 in steps of 100, then steps of 1000:
+    https://cloud.google.com/spanner/docs/compute-capacity)."""
+    if isinstance(units, bool) or not isinstance(units, int):
+        return f"must be a whole number of processing units, got {units!r}"
+    if units < 100 or (units <= 1000 and units % 100) or (units > 1000 and units % 1000):
+        return (f"{units} is not a Spanner compute capacity: use 100 to 1000 in steps of 100, or a multiple of 1000 "
+                "(100 is the smallest instance)")
+    return None
+
+
+def resolve_spanner_settings(args: Mapping[str, Any], *, project: str, region: Optional[str],
+                             default_instance: str = DEFAULT_INSTANCE, default_database: str = DEFAULT_DATABASE,
+                             tables: Optional[Sequence[str]] = None) -> SpannerStoreSettings:
+    """Validate a Spanner store's inputs and apply the defaults.
+
+    Args:
+        args: ``instance_id``, ``create_instance``, ``instance_config``, ``processing_units``, ``database_id``,
+            ``collections``, ``deletion_protection``, ``protect_database`` (each optional).
+        project: the project id.
+        region: the region whose regional instance config a created instance uses (``location`` of a
+            DedupStore, ``region`` of a job); required when the instance is created without ``instance_config``.
+        default_instance, default_database: ids used when not given.
+        tables: the tables when not from ``collections``.
+
+    Raises:
+        DedupConfigError: the first invalid input, naming it and the fix.
+    """
+    create_instance = bool_input(args, "create_instance", True)
+    drop_protection = bool_input(args, "deletion_protection", True)
+    protect_database = bool_input(args, "protect_database", True)
+    instance_id = args.get("instance_id") or default_instance
+    database_id = args.get("database_id") or default_database
+    for key, value, check in (("instance_id", instance_id, spanner_schema.instance_id_problem),
+                              ("database_id", database_id, spanner_schema.database_id_problem)):
+        problem = check(value, key) if isinstance(value, str) else f"{key} must be a string, got {value!r}"
+        if problem:
+            raise DedupConfigError(key, problem)
+    units = args.get("processing_units", DEFAULT_PROCESSING_UNITS)
+    problem = processing_units_problem(units)
+    if problem:
+        raise DedupConfigError("processing_units", problem)
+    config = args.get("instance_config") or (f"regional-{region}" if region else None)
+    if create_instance:
+        if not isinstance(config, str) or not _CONFIG_RE.match(config):
+            raise DedupConfigError("instance_config", f"{config!r} is not a Spanner instance config: use e.g. "
+                                                      "regional-us-central1 (https://cloud.google.com/spanner/docs/"
+                                                      "instance-configurations), or give the store a location")
+    else:
+        for key in ("instance_config", "processing_units"):
+            if args.get(key) is not None:
+                raise DedupConfigError(key, "applies to a created instance only: remove it, or set create_instance "
+                                            "to true")
+    found = list(tables) if tables is not None else args.get("collections", [DEFAULT_COLLECTION])
+    if isinstance(found, str) or not isinstance(found, Sequence) or not found:
+        raise DedupConfigError("collections", f"must be a non-empty list of table names, got {found!r}")
+    lowered = [str(t).lower() for t in found]
+    if len(set(lowered)) != len(lowered):
+        raise DedupConfigError("collections", f"lists a table twice (Spanner names ignore case): {list(found)!r}")
+    for table in found:
+        problem = spanner_schema.table_name_problem(table, "collection") if isinstance(table, str) \
+            else f"{table!r} is not a table name (a string)"
+        if problem:
+            raise DedupConfigError("collections", problem)
+    return SpannerStoreSettings(project=project, instance_id=instance_id, create_instance=create_instance,
+                                instance_config=str(config or ""), processing_units=units, database_id=database_id,
+                                tables=tuple(found), drop_protection=drop_protection,
+                                protect_database=protect_database)
+
+
+@dataclass(frozen=True)
+class SpannerChildren:
+    """What :func:`spanner_children` created: the instance (None when adopted) and the database."""
+
+    instance: Optional[gcp.spanner.Instance]
+    database: gcp.spanner.Database
+
+
+def spanner_children(s: SpannerStoreSettings, *, opts: pulumi.ResourceOptions, instance_name: str,
+                     database_name: str) -> SpannerChildren:
+    """Create the instance (unless adopted) and the database with every table's DDL.
+
+    Args:
+        s: the store's settings.
+        opts: options of every child (parent, API dependencies).
+        instance_name, database_name: logical names of the two resources.
+    """
+    instance: Optional[gcp.spanner.Instance] = None
+    if s.create_instance:
+        instance = gcp.spanner.Instance(
+            instance_name,
+            gcp.spanner.InstanceArgs(
+                name=s.instance_id, project=s.project, config=s.instance_config,
+                display_name=s.instance_id[:30] if len(s.instance_id) >= 4 else f"dedup {s.instance_id}",
+                processing_units=s.processing_units,
+                edition="STANDARD",
+            ),
+            opts=opts,
+        )
+    after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[instance] if instance else []))
+    database = gcp.spanner.Database(
+        database_name,
+        gcp.spanner.DatabaseArgs(
+            instance=instance.name if instance else s.instance_id, name=s.database_id, project=s.project,
+            database_dialect="GOOGLE_STANDARD_SQL", ddls=s.ddls,
+            enable_drop_protection=s.drop_protection, deletion_protection=s.drop_protection,
+        ),
+        # Pulumi `protect`, as on a Firestore store's database: a plan that would delete or replace the database,
+        # and with it the run records late retries are deduplicated against, fails instead of running.
+        opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(protect=s.protect_database)),
+    )
+    return SpannerChildren(instance=instance, database=database)
+
+
+def grant_database_user(name: str, *, project: pulumi.Input[str], instance: pulumi.Input[str],
+                        database: pulumi.Input[str], member: pulumi.Input[str],
+                        opts: pulumi.ResourceOptions) -> gcp.spanner.DatabaseIAMMember:
+    """``roles/spanner.databaseUser`` for ``member`` on one database (never on the project or the instance)."""
+    return gcp.spanner.DatabaseIAMMember(
+        name,
+        gcp.spanner.DatabaseIAMMemberArgs(project=project, instance=instance, database=database, role=DATA_ROLE,
+                                          member=member),
+        opts=opts,
+    )

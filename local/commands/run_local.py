@@ -1,0 +1,333 @@
+"""``scheduler-dedup run-local``: run your own job the way it runs in production, on this machine.
+
+It starts a real local store server (the Firestore emulator by default; ``store`` picks another), serves the dedup handler under functions-framework with
+``DEDUP_JOB`` and a ``PYTHONPATH`` that makes your job importable (as Cloud Run does with the deploy
+archive), and lets the Cloud Scheduler simulator fire your schedule in your time zone: in real time,
+or the last ``--runs`` fire times replayed faster. Optional faults: the simulator's delivery faults
+(lost 2xx, concurrent duplicates, a SIGKILLed instance, a skipped fire time) and store faults
+injected between the handler and the store server by the fault proxy. Each run's row of the run
+history table is printed as it lands, and the expected-against-actual report at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from scheduler_dedup.handler.config.settings import store_timeout_for
+from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.schedule.cron import fire_times, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED
+from scheduler_dedup.handler.monitoring.run_history import HistoryRun, Report, RunHistory, compare, rfc3339
+from scheduler_dedup.handler.schedule.run_key import RunKey
+from scheduler_dedup.local.commands.console import make_console, runs_command_line
+from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
+from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
+from scheduler_dedup.local.servers.handlers import HandlerServer
+from scheduler_dedup.local.demo.simulator import FAULT_TITLES, Delivery, RetryConfig, Scheduler, schedule_times
+
+#: Delivery faults that work with any job (the others of the demo need its scripted job).
+DELIVERY_FAULTS = ("clean", "lost_response", "concurrent", "crash", "skipped")
+#: The run records' collection.
+COLLECTION = "scheduler_runs"
+_SPEC_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class LocalRunError(Exception):
+    """Bad input or a handler that does not start; the message says what to change."""
+
+
+def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: Sequence[str],
+                 store_faults: Sequence[str] = (), speed: float = 1.0) -> None:
+    """Validate the command's inputs before anything starts, and name every bad one at once.
+
+    Raises:
+        LocalRunError: one line per bad option, each naming the option and the fix.
+    """
+    from scheduler_dedup.local.faults.grpc_proxy import KINDS, STEPS
+
+    problems = []
+    module = job.split(":")[0].replace(".", "/")
+    if not _SPEC_RE.match(job):
+        problems.append(f"--job {job!r} is not module:function: use e.g. --job jobs:run")
+    if not source.is_dir():
+        problems.append(f"--source {source} is not a directory: give the folder that holds your job module")
+    elif _SPEC_RE.match(job) and not ((source / f"{module}.py").is_file()
+                                      or (source / module / "__init__.py").is_file()):
+        problems.append(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
+    problem = unix_cron_problem(schedule)
+    if problem:
+        problems.append(f"--schedule {problem}")
+    if not is_iana_time_zone(time_zone):
+        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: use e.g. Europe/Berlin")
+    unknown = [f for f in faults if f not in DELIVERY_FAULTS]
+    if unknown:
+        problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
+    for text in store_faults:
+        step, _, kind = text.partition(":")
+        if step not in STEPS or kind not in KINDS:
+            problems.append(f"--store-fault {text!r} is not step:kind: steps {', '.join(STEPS)}; "
+                            f"kinds {', '.join(KINDS)} (e.g. completion:lose_answer)")
+    if speed < 1:
+        problems.append(f"--speed {speed:g}: use 1 (real time) or more (replay faster)")
+    if problems:
+        raise LocalRunError("\n".join(problems))
+
+
+def job_name_for(job: str) -> str:
+    """A Scheduler job id derived from ``module:function`` (letters, digits, '-' and '_')."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", job).strip("-")[:100] or "local-job"
+
+
+#: The last line of a handler that stopped at start-up on a :class:`ConfigError`.
+_CONFIG_ERROR_RE = re.compile(rf"^{re.escape(ConfigError.__module__)}\.ConfigError: (.+)$", re.M)
+
+
+class _Instances:
+    """The handler's instances (one at a time): started, and replaced after a crash fault; their logs are
+    deleted when they are closed."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.env = dict(env)
+        self.started: list[HandlerServer] = []
+
+    def start(self) -> "_Instances":
+        """Start the first instance."""
+        self.server = self._start()
+        return self
+
+    def _start(self) -> HandlerServer:
+        server = HandlerServer(self.env, threads=8)
+        self.started.append(server)
+        try:
+            return server.start()
+        except RuntimeError as exc:
+            refused = _CONFIG_ERROR_RE.findall(str(exc))
+            if refused:  # the handler's own start-up check: its message names the setting, a traceback adds nothing
+                raise LocalRunError(f"the handler refused its settings: {refused[-1]} (run-local sets DEDUP_JOB "
+                                    f"from --job, and your own variables from --env)") from None
+            raise LocalRunError(f"the handler did not start; its output:\n{exc}") from None
+
+    def urls(self) -> list[str]:
+        return [self.server.url]
+
+    def crash(self, history: RunHistory, run_id: str) -> None:
+        """SIGKILL the instance once the run is claimed (mid-job, if the job is still running; a fast job may
+        have finished: the printed line says which, from the record), then replace it."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            record = history.record(run_id)
+            if record is not None:  # claimed: mid-job if it still runs, else a crash right after it finished
+                break
+            time.sleep(0.05)
+        victim = self.server
+        victim.kill()
+        self.server = self._start()
+        victim.stop()
+
+    def close(self) -> None:
+        for server in self.started:
+            server.stop()
+            server.remove_log()
+
+
+def _fire_plan(schedule: str, time_zone: str, runs: int | None, speed: float,
+               now: datetime) -> Iterator[tuple[datetime, float]]:
+    """``(schedule time, when to deliver it on the monotonic clock)`` pairs.
+
+    Real time (``speed`` 1): upcoming fire times, each delivered when it comes. Faster: the last
+    ``runs`` fire times (schedule times in the past, as Scheduler's are), delivered with their gaps
+    divided by ``speed``.
+    """
+    start = time.monotonic()
+    if speed == 1:
+        upcoming = (f.first for f in fire_times(schedule, time_zone, now, now + timedelta(days=3660)) if f.required)
+        for n, when in enumerate(upcoming):
+            if runs is not None and n >= runs:
+                return
+            yield when, start + (when - now).total_seconds()
+        return
+    times = schedule_times(schedule, runs or 10, now=now, time_zone=time_zone)
+    for when in times:
+        yield when, start + (when - times[0]).total_seconds() / speed
+
+
+def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UTC", runs: int | None = None,
+              speed: float = 1.0, job_name: str | None = None, delivery_faults: Sequence[str] = (),
+              store_faults: Sequence[str] = (), store_fault_rate: float = 0.0, seed: int = 1,
+              lease_seconds: float = 10.0, attempt_deadline: float = 10.0, extra_env: Mapping[str, str] | None = None,
+              console: Console | None = None, status: Console | None = None, store: str = "firestore",
+              keep_emulator: bool = False) -> int:
+    """Run ``job`` from ``source`` under the dedup handler with the Scheduler simulator firing ``schedule``.
+
+    Args:
+        source: folder of the job module (put on the handler's ``PYTHONPATH``).
+        job: ``module:function`` (``DEDUP_JOB``).
+        schedule, time_zone: the Scheduler job's unix-cron schedule and tz database zone.
+        runs: fire times to deliver (None: real time until interrupted; faster replay: 10).
+        speed: 1 for real time; N > 1 replays the last ``runs`` fire times N times faster.
+        job_name: the Scheduler job id sent (default derived from ``job``).
+        delivery_faults: simulator faults applied to runs in turn (:data:`DELIVERY_FAULTS`).
+        store_faults: planned store faults as ``step:kind`` (fault proxy steps and kinds).
+        store_fault_rate: probability of a random store fault per protocol call (seeded).
+        seed: seed of the random store faults.
+        lease_seconds: ``DEDUP_LEASE_SECONDS`` of the handler.
+        attempt_deadline: the simulated job's attempt deadline, seconds.
+        extra_env: more environment for the handler (your job's own settings).
+        console: where runs and the report are printed (default stdout).
+        status: where set-up lines (store server, handler URL and log) are printed (default: ``console``).
+        store: the run store (``DEDUP_STORE``) whose local server the handler uses.
+        keep_emulator: leave the store server running afterwards, so the printed ``runs`` command keeps
+            working; the closing lines say its PID and how to stop it.
+
+    Returns:
+        0 if nothing was missed, failed or stuck; 1 otherwise (a ``skipped`` fault makes a missed run).
+
+    Raises:
+        LocalRunError: invalid input, or the store server or the handler would not start.
+    """
+    console = console or make_console()
+    status = status or console
+    source = source.expanduser().resolve()
+    check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed)
+    name = job_name or job_name_for(job)
+    now = datetime.now(timezone.utc)
+    try:
+        server = store_server(store).start()
+        server.prepare(COLLECTION)
+    except (EmulatorNotFoundError, EmulatorStartError) as exc:
+        raise LocalRunError(str(exc)) from None
+    proxy: Any = None
+    instances: _Instances | None = None
+    delivered: list[datetime] = []
+    runs_command = ""
+    try:
+        store_host = server.host
+        if store_faults or store_fault_rate:
+            proxy = _fault_proxy(server, store_faults, store_fault_rate, seed)
+            store_host = proxy.host
+        pythonpath = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
+        env = {**(extra_env or {}), **server.endpoint_env(store_host), "DEDUP_COLLECTION": COLLECTION,
+               "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
+               "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
+               "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(int(attempt_deadline)))}
+        status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
+                                                                  else "") + f"; starting the handler with {job} ...")
+        instances = _Instances(env)
+        instances.start()
+        history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
+        runs_command = runs_command_line(server.shell_env(), name)
+        status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
+                     + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
+                     + f"\n  {runs_command}", soft_wrap=True)
+        mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
+        console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
+                      + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
+                      highlight=False)
+        current: dict[str, str] = {}
+        live = instances
+        scheduler = Scheduler(live.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
+                              crash=lambda url: live.crash(history, current["run_id"]))
+        printed = 0
+        try:
+            for n, (when, at) in enumerate(_fire_plan(schedule, time_zone, runs, speed, now)):
+                wait = at - time.monotonic()
+                if wait >= 1:
+                    console.print(f"[dim]next fire time {when:%Y-%m-%d %H:%M:%S}Z in {wait:.0f} s[/]")
+                if wait > 0:
+                    time.sleep(wait)
+                fault = delivery_faults[n % len(delivery_faults)] if delivery_faults else "clean"
+                current["run_id"] = RunKey(server.project, "", name, when).run_id
+                report = scheduler.play(when, fault)
+                delivered.append(when)
+                printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
+        except KeyboardInterrupt:
+            console.print("interrupted")
+        if not delivered:
+            return 0
+        # what was delivered is all there will be: the kept server's command checks exactly that window
+        runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
+                                         rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
+        time.sleep(0.5)
+        result = _report(console, history, name, schedule, time_zone, delivered)
+        if proxy is not None and proxy.injected:
+            kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
+            console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
+        return 0 if result.ok else 1
+    finally:
+        if instances is not None:
+            instances.close()
+        if proxy is not None:
+            proxy.stop()
+        if keep_emulator:
+            status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with "
+                         f"`kill {server.pid}`). Its run history, from another shell:\n  {runs_command}",
+                         soft_wrap=True)
+        else:
+            server.stop()
+
+
+def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed: int) -> Any:
+    from scheduler_dedup.local.faults.grpc_proxy import Fault
+
+    faults = []
+    for text in planned:  # check_inputs has checked each is step:kind
+        step, _, kind = text.partition(":")
+        faults.append(Fault(kind=kind, step=step))
+    try:
+        proxy = server.fault_proxy()
+    except NotImplementedError as exc:
+        raise LocalRunError(f"--store-fault and --store-fault-rate: {exc}") from None
+    for fault in faults:
+        proxy.add(fault)
+    if rate:
+        proxy.set_random(rate=rate, seed=seed, kinds=("unavailable", "deadline", "lose_answer"))
+    return proxy
+
+
+def _print_run(console: Console, history: RunHistory, name: str, when: datetime, time_zone: str, fault: str,
+               deliveries: Sequence[Delivery], printed: int) -> int:
+    """Print the run's row (or why there is none) as it lands; returns rows printed."""
+    answers = Counter(f"{d.status or 'no answer'} {d.outcome}" for d in deliveries)
+    summary = ", ".join(f"{n}× {what}" if n > 1 else what for what, n in answers.items()) or "no delivery"
+    rows = history.at(name, when)
+    table = runs_table(header=printed == 0,
+                       title=f"Runs of {name} (job times in {time_zone})" if printed == 0 else None)
+    for run in rows:
+        add_run_row(table, run, time_zone)
+    if rows:
+        console.print(table)
+    title = _crash_title(rows) if fault == "crash" else FAULT_TITLES[fault]
+    console.print(f"[dim]  {when:%H:%M:%S}Z {title}: {summary}"
+                  + ("" if rows else " (no run record)") + "[/]", highlight=False)
+    return len(rows)
+
+
+def _crash_title(rows: Sequence[HistoryRun]) -> str:
+    """What the ``crash`` fault really did, read from the run's record: the kill is timed by the claim, so
+    with a fast job it can land after the job finished. A takeover means it landed while the attempt held
+    the run (mid-job); one attempt and a finished record mean the job had finished first."""
+    if any(run.took_over for run in rows):
+        return FAULT_TITLES["crash"] + " (taken over after the lease expired)"
+    if rows and all(run.state in (COMPLETED, FAILED) for run in rows):
+        return "instance SIGKILLed after the job had finished (1 attempt, no takeover needed)"
+    return "instance SIGKILLed mid-job; not taken over yet"
+
+
+def _report(console: Console, history: RunHistory, name: str, schedule: str, time_zone: str,
+            delivered: list[datetime]) -> Report:
+    since, until = delivered[0], delivered[-1] + timedelta(seconds=1)
+    report = compare(history.runs(name, since=since, until=until), job_name=name, schedule=schedule,
+                     time_zone=time_zone, since=since, until=until, grace_seconds=0)
+    if report.findings:
+        console.print(report_table(report, list(report.findings)))
+    console.print(report_summary(report))
+    return report

@@ -1,0 +1,42 @@
+"""Serve a functions-framework target on a listening socket that the parent process bound.
+
+``python -m scheduler_dedup.local.servers.serve_socket --source FILE --target FUNC --listen-fd N --ready-fd M``
+is ``functions-framework --source FILE --target FUNC`` (the same app, the same gunicorn server and
+``THREADS``/``WORKERS`` settings) except that gunicorn serves the already-bound socket ``N`` instead of
+binding a port itself, and writes ``ready`` to the pipe ``M`` once its worker has loaded the app.
+
+Why: a port found free and bound later by another process can be taken in between by anyone on the
+machine (a test's own HTTP server, another test session, an outgoing connection's ephemeral port); the
+server then fails to bind while a "does the port accept connections" check succeeds against the other
+listener. A socket bound to port 0 by the parent and inherited by the child cannot be taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from functions_framework import create_app
+from functions_framework._http import create_server
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the arguments and serve until terminated (SIGTERM, as functions-framework)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", required=True, help="path of the .py file holding the target")
+    parser.add_argument("--target", required=True, help="name of the function to serve")
+    parser.add_argument("--listen-fd", type=int, required=True, help="inherited listening TCP socket")
+    parser.add_argument("--ready-fd", type=int, required=True, help="inherited pipe; 'ready' is written once serving")
+    args = parser.parse_args(argv)
+    app = create_app(args.target, args.source, "http")
+
+    def post_worker_init(worker: Any) -> None:
+        # The worker has loaded the app and is about to accept: the readiness signal the parent waits on.
+        os.write(args.ready_fd, b"ready\n")
+
+    create_server(app, False, bind=f"fd://{args.listen_fd}", post_worker_init=post_worker_init).run("127.0.0.1", 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""The offline policy check (``scheduler-dedup check``): the pack's rules without the Pulumi CLI or cloud credentials.
+
+It runs the root stack program under Pulumi mocks with a stack config
+(:func:`scheduler_dedup.infra.stack.mock_run.run_stack_config`), feeds every registered resource and the
+stack to the same rule functions the policy pack runs (:func:`scheduler_dedup.policies.rules.evaluate`),
+prints a table of violations (rule, resource, level, message) and returns the exit code: 1 on any
+mandatory violation, 0 otherwise, 2 for usage errors.
+
+Differences from ``pulumi preview --policy-pack policies``: properties are the mocks' values (the
+component's inputs plus plausible outputs such as the service URL), never unknown; a config the component
+refuses at construction time (``DedupConfigError``) is reported as mandatory rows of the pseudo-rule
+``component-config``, one per problem, each naming the field and the fix, exactly what ``pulumi preview`` would
+fail with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from scheduler_dedup.local.commands.console import make_console
+from scheduler_dedup.policies.reading.model import Resource
+from scheduler_dedup.policies.offline.policy_config import PolicyConfigError, check_policy_config
+from scheduler_dedup.policies.rules import Finding, evaluate
+
+if TYPE_CHECKING:
+    from scheduler_dedup.infra.errors import DedupConfigError
+
+COMPONENT_CONFIG_RULE = "component-config"
+"""Pseudo-rule of the row reported when the component refuses the stack config."""
+
+PROGRAM_ERROR_RULE = "program-error"
+"""Pseudo-rule of the row reported when the program fails for another reason."""
+
+
+def find_project_file(start: Path | None = None) -> Path | None:
+    """The root ``Pulumi.yaml``: the nearest one from ``start`` (default: the working directory) upwards,
+    else the one of this source checkout (editable install), else None."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Pulumi.yaml").is_file():
+            return folder / "Pulumi.yaml"
+    checkout = Path(__file__).resolve().parents[2] / "Pulumi.yaml"
+    return checkout if checkout.is_file() else None
+
+
+def resources_from_registered(registered: Sequence[Any]) -> list[Resource]:
+    """:class:`Resource` values from :class:`scheduler_dedup.infra.stack.mock_run.RegisteredResource` records.
+
+    Properties are the mocked state (the inputs in engine names plus the mocked outputs, e.g. a Cloud Run
+    service's ``uri``), as the engine's stack analysis would see them after an update.
+    """
+    return [Resource(type=r.type, name=r.name, urn=r.urn, props=dict(r.state or r.inputs), parent=r.parent or None)
+            for r in registered]
+
+
+def check_program(program: Callable[[], Any], config: Mapping[str, str] | None = None,
+                  policy_config: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Run any Pulumi program under mocks (e.g. one written with raw pulumi-gcp resources) and apply the rules.
+
+    Args:
+        program: the program body; it registers resources.
+        config: stack config as ``{"ns:key": "value"}``.
+        policy_config: rule name -> level or config object, as in a ``--policy-pack-config`` file.
+    """
+    from scheduler_dedup.infra.stack.mock_run import run_program
+
+    return evaluate(resources_from_registered(run_program(program, dict(config or {}))), policy_config)
+
+
+def check_stack_config(config_file: Path, project_file: Path | None,
+                       policy_config: Mapping[str, Any] | None = None,
+                       stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> list[Finding]:
+    """Run the root program for ``config_file`` under mocks and apply the rules.
+
+    ``stack_outputs`` answers the program's ``StackReference`` s (a job stack's ``storeStack``), per stack name.
+
+    A config the component refuses (:class:`~scheduler_dedup.infra.errors.DedupConfigError`) yields one
+    mandatory ``component-config`` finding per problem (every problem at once); any other program failure one
+    mandatory ``program-error`` finding.
+    """
+    from scheduler_dedup.infra.errors import DedupConfigErrors
+    from scheduler_dedup.infra.stack.mock_run import run_stack_config
+
+    try:
+        registered = run_stack_config(config_file, project_file=project_file, stack_outputs=stack_outputs)
+    except Exception as error:  # noqa: BLE001 - reported as rows, never a traceback
+        cause = _config_error_in(error)
+        if cause is not None:
+            return [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
+                            f"the DedupScheduledJob component refuses this config: {each}")
+                    for each in (cause.errors if isinstance(cause, DedupConfigErrors) else (cause,))]
+        return [Finding(PROGRAM_ERROR_RULE, "mandatory", None,
+                        f"the stack program failed under mocks: {type(error).__name__}: {error}")]
+    return [_in_stack_config_terms(finding) for finding in evaluate(resources_from_registered(registered), policy_config)]
+
+
+#: Resource properties (as rule messages name them) that the root stack sets, and the component input behind
+#: each; :func:`scheduler_dedup.infra.stack.program.stack_key_for` turns the input into the stack config key.
+PROPERTY_INPUTS: dict[str, str] = {
+    "template.timeout": "request_timeout_seconds",
+    "attemptDeadline": "attempt_deadline_seconds",
+    "DEDUP_LEASE_SECONDS": "lease_seconds",
+    "DEDUP_RETENTION_SECONDS": "retention_seconds",
+    "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds",
+    "DEDUP_TARGET_AUDIENCE": "http_target.audience",
+    "retryCount": "retry.retry_count",
+    "minBackoffDuration": "retry.min_backoff_seconds",
+    "maxBackoffDuration": "retry.max_backoff_seconds",
+    "maxRetryDuration": "retry.max_retry_duration_seconds",
+    "maxDoublings": "retry.max_doublings",
+    "timeZone": "time_zone",
+    "oidcToken.audience": "oidc_audience",
+}
+
+
+def _in_stack_config_terms(finding: Finding) -> Finding:
+    """``finding`` with the stack config key of each root-stack property its message names appended."""
+    from scheduler_dedup.infra.stack.program import PROJECT_NAME, stack_key_for
+
+    keys = []
+    for prop, field in PROPERTY_INPUTS.items():
+        key = stack_key_for(field)
+        if prop in finding.message and key and f"{PROJECT_NAME}:{key}" not in keys:
+            keys.append(f"{PROJECT_NAME}:{key}")
+    if not keys:
+        return finding
+    return Finding(finding.rule, finding.level, finding.resource,
+                   f"{finding.message} (in this stack's config: {', '.join(keys)})")
+
+
+def _config_error_in(error: BaseException) -> "DedupConfigError | None":
+    """The DedupConfigError behind ``error`` (Pulumi's test runner may wrap it), if any."""
+    from scheduler_dedup.infra.errors import DedupConfigError
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DedupConfigError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def render(findings: Sequence[Finding], console: Console, title: str) -> None:
+    """Print ``findings`` as a table (rule, resource, level, message) and a one-line summary."""
+    mandatory = sum(1 for f in findings if f.level == "mandatory")
+    if not findings:
+        console.print(f"[green]{title}: no policy violations[/green]")
+        return
+    table = Table(title=title, show_lines=True)
+    table.add_column("rule", overflow="fold")
+    table.add_column("resource", overflow="fold")
+    table.add_column("level", no_wrap=True)
+    table.add_column("message", overflow="fold", ratio=3)
+    for finding in sorted(findings, key=lambda f: (f.level != "mandatory", f.rule)):
+        style = "red" if finding.level == "mandatory" else "yellow"
+        table.add_row(finding.rule, finding.resource_label, f"[{style}]{finding.level}[/{style}]", finding.message)
+    console.print(table)
+    console.print(f"{mandatory} mandatory, {len(findings) - mandatory} advisory violation(s)")
+
+
+def run_check(stack: str | None, config_file: Path | None, *, policy_config: Path | None = None,
+              stack_refs: Sequence[tuple[str, Path]] = (), console: Console | None = None) -> int:
+    """Check a stack config offline and print the violations.
+
+    Args:
+        stack: stack name: reads ``Pulumi.<stack>.yaml`` beside the root ``Pulumi.yaml``.
+        config_file: a stack config file instead (``Pulumi.<stack>.yaml`` format); the ``Pulumi.yaml``
+            beside it supplies defaults, else the root one.
+        policy_config: optional JSON file in ``pulumi preview --policy-pack-config`` format (rule name ->
+            ``"advisory"``/``"mandatory"``/``"disabled"`` or ``{"enforcementLevel": ..., <config>}``).
+        stack_refs: ``(stack name, its config file)`` pairs: each config runs under mocks first, and its exports
+            answer the checked program's ``StackReference`` to that name (a job stack's ``storeStack``).
+        console: where to print (default: stdout, kept :data:`~scheduler_dedup.local.commands.console.PIPE_WIDTH` columns
+            wide when it is not a terminal, so a CI log's table keeps a readable message column).
+
+    Returns:
+        1 if any mandatory violation, 0 otherwise, 2 for usage errors (neither or both of ``stack`` and
+        ``config_file``, a missing file, a stack config or ``--stack-ref`` file that is not valid YAML or not
+        stack config, a ``storeStack`` without its ``--stack-ref``, an unreadable policy config, or one naming an unknown policy, level
+        or setting, or giving a threshold out of range: :func:`~scheduler_dedup.policies.offline.policy_config.check_policy_config`).
+    """
+    out = console or make_console()
+    if (stack is None) == (config_file is None):
+        out.print("[red]give exactly one of --stack NAME or --config FILE[/red]")
+        return 2
+    root_project = find_project_file()
+    if stack is not None:
+        if root_project is None:
+            out.print("[red]no Pulumi.yaml found in this folder or above: run from the project, or use --config FILE[/red]")
+            return 2
+        path = root_project.parent / f"Pulumi.{stack}.yaml"
+        project_file: Path | None = root_project
+    else:
+        assert config_file is not None
+        path = Path(config_file)
+        beside = path.resolve().parent / "Pulumi.yaml"
+        project_file = beside if beside.is_file() else root_project
+    if not path.is_file():
+        out.print(f"[red]stack config {path} does not exist[/red]")
+        return 2
+    levels: Mapping[str, Any] | None = None
+    if policy_config is not None:
+        try:
+            levels = json.loads(Path(policy_config).read_text())
+            check_policy_config(levels)
+        except PolicyConfigError as error:
+            out.print(f"[red]policy config {policy_config}: {error}[/red]")
+            return 2
+        except (OSError, ValueError) as error:
+            out.print(f"[red]cannot read policy config {policy_config}: {error}[/red]")
+            return 2
+    from scheduler_dedup.infra.stack.mock_run import (PROJECT_NAME, StackConfigFileError, run_stack_config,
+                                                stack_config_from_file)
+
+    try:  # a file that is not stack config is a usage error naming it, never a program-error row or a traceback
+        for file in [*(Path(file) for _, file in stack_refs), path]:
+            flat = stack_config_from_file(file.resolve(), project_file)
+    except StackConfigFileError as error:
+        out.print(f"[red]{error}[/red]", highlight=False)
+        return 2
+    store_stack = flat.get(f"{PROJECT_NAME}:storeStack")
+    if store_stack and store_stack not in {name for name, _ in stack_refs}:
+        out.print(f"[red]{path} sets {PROJECT_NAME}:storeStack {store_stack}: the check needs that stack's outputs; "
+                  f"give its stack config, e.g. --stack-ref {store_stack}=Pulumi.store.yaml[/red]", highlight=False)
+        return 2
+    outputs = {name: run_stack_config(Path(file).resolve(), project_file=project_file).exports for name, file in stack_refs}
+    findings = check_stack_config(path.resolve(), project_file, levels, outputs)
+    render(findings, out, f"policy check of {path}")
+    return 1 if any(f.level == "mandatory" for f in findings) else 0
