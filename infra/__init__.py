@@ -9,7 +9,7 @@ Public names:
 * :class:`DedupScheduledJobArgs`, :class:`RetryConfigArgs`, :class:`WorkflowTargetArgs`,
   :class:`CloudRunJobTargetArgs`, :class:`CloudBuildTriggerTargetArgs`, :class:`HttpTargetArgs`,
   :class:`AppEngineArgs` (App Engine as the Scheduler target), :class:`AlertsArgs` — its typed inputs
-  (``alerts``: metrics, alert policies and a missed-run watchdog, ``scheduler_dedup.infra.alerts.alerts``).
+  (``alerts``: metrics, alert policies and a missed-run watchdog, ``scheduler_dedup.infra.job.alerts``).
 * :class:`DedupConfigError` — raised before any child is created when an input is invalid.
 * :func:`build_deploy_archive` — the deploy zip (``scheduler_dedup.infra.job.archive``).
 * :func:`deploy_from_config` — the root stack program (``scheduler_dedup.infra.stack.program``).
@@ -17,7 +17,7 @@ Public names:
 """
 
 from scheduler_dedup.infra.job.archive import DeployArchive, build_deploy_archive
-from scheduler_dedup.infra.job.args import (
+from scheduler_dedup.infra.args import (
     AlertsArgs,
     AppEngineArgs,
     CloudBuildTriggerTargetArgs,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from scheduler_dedup.local.faults.campaign import (
+from scheduler_dedup.local.campaigns.campaign import (
     Answer,
     CampaignConfig,
     Scenario,

@@ -39,7 +39,7 @@ def test_a_changed_source_makes_its_page_stale(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_every_stack_key_and_input_is_on_the_stack_config_page() -> None:
-    from scheduler_dedup.infra.job import args
+    from scheduler_dedup.infra import args
     from scheduler_dedup.infra.stack.program import CONFIG_KEYS
 
     page = (ROOT / "docs/reference/stack-config.md").read_text()
@@ -52,7 +52,7 @@ def test_every_stack_key_and_input_is_on_the_stack_config_page() -> None:
 
 
 def test_an_undocumented_input_fails_the_generator(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler_dedup.infra.job import args
+    from scheduler_dedup.infra import args
     monkeypatch.setitem(args.RetryConfigArgs.__annotations__, "jitter_seconds", int)
     with pytest.raises(reference.UndocumentedError, match="RetryConfigArgs: no docstring for jitter_seconds"):
         reference.stack_config_page()

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 from scheduler_dedup.handler.stores.redis.store import RedisRunStore
 from scheduler_dedup.handler.stores.redis.config import parse_redis_url
-from scheduler_dedup.local.faults.failover_campaign import FailoverConfig, ModeReport, _replicated, table
+from scheduler_dedup.local.campaigns.failover import FailoverConfig, ModeReport, _replicated, table
 from scheduler_dedup.local.servers.redis_server import RedisServer
 
 

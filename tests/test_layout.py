@@ -97,10 +97,10 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycle_between_our_modules() -> None:
-    """A cycle (``infra/alerts/alerts.py`` -> ``infra/job/settings.py`` -> ``infra/stores/store.py`` -> ``infra/alerts/alerts.py`` was one)
+    """A cycle (``infra/job/alerts.py`` -> ``infra/job/settings.py`` -> ``infra/stores/store.py`` -> ``infra/job/alerts.py`` was one)
     makes the import order matter and hides which module is the lower layer: move the shared names down instead."""
     graph = import_graph()
-    assert "scheduler_dedup.infra.alerts.alerts" in graph and graph["scheduler_dedup.infra.alerts.alerts"], "the graph is empty"
+    assert "scheduler_dedup.infra.job.alerts" in graph and graph["scheduler_dedup.infra.job.alerts"], "the graph is empty"
     assert cycles(graph) == []
 
 
@@ -123,3 +123,94 @@ def test_no_ticket_numbers_in_the_code() -> None:
             if _TICKET.search(_CITATION.sub("", line)):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+#: The layers, lowest first: a module may import our modules of its own folder and of the folders before it, never
+#: of a folder after it. A package's ``__init__`` that only re-exports (the public API) is exempt.
+LAYERS = (
+    # the handler: what Cloud Run runs
+    "handler.core",        # shared vocabulary: errors, records, statuses, logs, variables
+    "handler.schedule",    # Cloud Scheduler's rules: cron, time zones, retry windows, run keys
+    "handler.stores",      # the store contract (base, wire) and, below it in the same folder, one folder per store
+    "handler.config",      # the handler's settings, read from the environment
+    "handler.protocol",    # claim, lease, fence, complete: imports only the store contract
+    "handler.monitoring",  # run history and the run check
+    "handler.callers",     # caller verification
+    "handler.targets",     # downstream targets
+    "handler.service",     # the HTTP service
+    "handler.main",
+    # the component
+    "infra.errors", "infra.args", "infra.project", "infra.stores", "infra.job", "infra.stack",
+    # the policy pack
+    "policies.limits", "policies.reading", "policies.rules", "policies.pack", "policies.offline", "policies.__main__",
+    # what runs on your machine
+    "local.faults", "local.servers", "local.demo", "local.campaigns", "local.commands",
+)
+_FACADES = {"scheduler_dedup.handler", "scheduler_dedup.infra", "scheduler_dedup.policies", "scheduler_dedup.local"}
+
+
+def _layer(module: str) -> int:
+    name = module.removeprefix("scheduler_dedup.")
+    ranks = [i for i, layer in enumerate(LAYERS) if name == layer or name.startswith(layer + ".")]
+    assert ranks, f"{module} is in no layer of LAYERS: add its folder where it belongs"
+    return ranks[-1]
+
+
+def _runtime_imports() -> dict[str, set[str]]:
+    """Like :func:`import_graph`, without imports under ``if TYPE_CHECKING:`` (no import happens at run time) and
+    counting ``from package import module`` as the module only."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+                       for n in ast.walk(node)}
+        imported: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                subs = {f"{base}.{alias.name}" for alias in node.names} & modules.keys()
+                imported |= subs or ({base} & modules.keys())
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names} & modules.keys()
+        graph[name] = imported - {name}
+    return graph
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    """Each folder says what it may import by its place in :data:`LAYERS`; an upward import is a concern in the
+    wrong folder (move the shared name down)."""
+    upward = [f"{a} imports {b}" for a, bs in sorted(_runtime_imports().items()) if a not in _FACADES
+              for b in sorted(bs) if b not in _FACADES and _layer(b) > _layer(a)]
+    assert not upward, "\n".join(upward)
+
+
+def test_a_facade_is_only_a_facade() -> None:
+    """The exemption from layering holds only while a package's ``__init__`` re-exports and defines nothing."""
+    for facade in _FACADES:
+        tree = ast.parse(_modules()[facade].read_text())
+        defined = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+        assert not defined, f"{facade} defines {defined}: a class belongs in a module of its layer"
+
+
+def test_the_protocol_and_the_monitoring_import_only_the_store_contract() -> None:
+    """Store-specific code lives behind the contract: the protocol never names a store."""
+    contract = {"scheduler_dedup.handler.stores", "scheduler_dedup.handler.stores.base",
+                "scheduler_dedup.handler.stores.registry"}
+    named = [f"{a} imports {b}" for a, bs in sorted(_runtime_imports().items())
+             if a.startswith(("scheduler_dedup.handler.protocol", "scheduler_dedup.handler.monitoring"))
+             for b in sorted(bs) if b.startswith("scheduler_dedup.handler.stores") and b not in contract]
+    assert not named, "\n".join(named)
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    assert _layer("scheduler_dedup.handler.protocol.lease") > _layer("scheduler_dedup.handler.stores.base")
+    assert _layer("scheduler_dedup.handler.stores.redis.store") == _layer("scheduler_dedup.handler.stores.base")
+    assert _layer("scheduler_dedup.local.commands.cli") > _layer("scheduler_dedup.policies.offline.check")

@@ -34,7 +34,7 @@ class LogField(StrEnum):
     """Names of the fields the handler logs (``jsonPayload.<name>`` in Cloud Logging).
 
     The one source of these names: the handler's log calls use them, and the component's log-based
-    metrics and alert filters (:mod:`scheduler_dedup.infra.alerts.alerts`) are built from them, so a renamed
+    metrics and alert filters (:mod:`scheduler_dedup.infra.job.alerts`) are built from them, so a renamed
     field changes both.
     """
 

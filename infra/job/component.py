@@ -48,11 +48,11 @@ import pulumi_gcp as gcp
 import pulumiverse_time
 
 
-from scheduler_dedup.infra.alerts.alerts import resolve_alerts, provision_alerts
+from scheduler_dedup.infra.job.alerts import resolve_alerts, provision_alerts
 from scheduler_dedup.infra.project.apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
 from scheduler_dedup.infra.job.app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
 from scheduler_dedup.infra.job.archive import FUNCTION_TARGET, DeployArchive, build_deploy_archive
-from scheduler_dedup.infra.job.args import DedupScheduledJobArgs
+from scheduler_dedup.infra.args import DedupScheduledJobArgs
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.handler.service.server import SERVER_THREADS
 
@@ -165,7 +165,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         Args:
             name: Pulumi name; lowercase letters, digits and hyphens, starting with a letter
                 (GCP resource ids are derived from it).
-            args: see :class:`~scheduler_dedup.infra.job.args.DedupScheduledJobArgs`.
+            args: see :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs`.
             opts: resource options of the component.
 
         Raises:

@@ -1,4 +1,4 @@
-"""Validate :class:`~scheduler_dedup.infra.job.args.DedupScheduledJobArgs` and resolve every default.
+"""Validate :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` and resolve every default.
 
 :func:`resolve_settings` is pure (no Pulumi resources), so tests and the offline checker can call it,
 and the component calls it before creating any child: a misconfiguration fails ``pulumi preview``
@@ -89,7 +89,7 @@ _ALLOWED_KEYS = frozenset(
         "deletion_protection", "cpu_always_allocated", "base_image", "max_instance_count", "min_instance_count",
         "oidc_audience", "resource_prefix", "protect_database",
         "store", "store_kind", "spanner_instance", "scheduler_service_account_email", "build_service_account_email",
-        "alerts",  # resolved by scheduler_dedup.infra.alerts.alerts.resolve_alerts
+        "alerts",  # resolved by scheduler_dedup.infra.job.alerts.resolve_alerts
     }
 )
 _RETRY_KEYS = frozenset(
@@ -561,7 +561,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
 
     Args:
         name: the component's Pulumi name; GCP resource ids are derived from it.
-        args: a :class:`~scheduler_dedup.infra.job.args.DedupScheduledJobArgs` mapping.
+        args: a :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` mapping.
         default_project: project id used when ``args`` has none: the project of the explicit provider the
             component was given (``provider_name``), else the stack's ``gcp:project``
             (:func:`scheduler_dedup.infra.project.providers.project_source`).

@@ -23,7 +23,7 @@ from typing import Any
 
 import pulumi
 
-from scheduler_dedup.infra.job.args import DedupScheduledJobArgs, DedupStoreRefArgs
+from scheduler_dedup.infra.args import DedupScheduledJobArgs, DedupStoreRefArgs
 from scheduler_dedup.infra.job.component import DedupScheduledJob
 from scheduler_dedup.infra.errors import DedupConfigError, DedupConfigErrors
 from scheduler_dedup.infra.stores.store import DedupStore, store_kind

@@ -7,7 +7,7 @@
 
 Pulumi starts the plugin, which runs :func:`pulumi.provider.experimental.component_provider_host`:
 the schema (inputs, outputs, descriptions) is inferred by Pulumi's component analyzer from the
-type annotations of :class:`~scheduler_dedup.infra.job.args.DedupScheduledJobArgs` and the output
+type annotations of :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs` and the output
 annotations of the component, and an SDK is generated for the consuming language. The type token
 is ``scheduler-dedup:index:DedupScheduledJob`` (and ``scheduler-dedup:index:DedupStore``; a job in another
 language passes the store's outputs as its ``store`` input).

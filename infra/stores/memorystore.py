@@ -53,7 +53,7 @@ _INSTANCE_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 
 @dataclass(frozen=True)
 class MemorystoreSettings:
-    """A Memorystore store's resolved inputs (see :class:`~scheduler_dedup.infra.job.args.DedupStoreArgs`)."""
+    """A Memorystore store's resolved inputs (see :class:`~scheduler_dedup.infra.args.DedupStoreArgs`)."""
 
     project: str
     region: str

@@ -41,7 +41,7 @@ from scheduler_dedup.handler.core.record import TTL_FIELD
 from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
 
 from scheduler_dedup.infra.project.apis import STORE_APIS, for_store
-from scheduler_dedup.infra.job.args import DedupStoreArgs, DedupStoreRefArgs
+from scheduler_dedup.infra.args import DedupStoreArgs, DedupStoreRefArgs
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.project.providers import ProjectSource, child_project, project_source
@@ -103,7 +103,7 @@ class StoreSettings:
 
 def resolve_store_settings(args: Mapping[str, Any], *, default_project: str | None = None,
                            provider_name: str | None = None) -> StoreSettings:
-    """Validate :class:`~scheduler_dedup.infra.job.args.DedupStoreArgs` and apply the defaults.
+    """Validate :class:`~scheduler_dedup.infra.args.DedupStoreArgs` and apply the defaults.
 
     Database and collection ids are checked by the handler's own rules
     (:class:`scheduler_dedup.handler.config.settings.Settings`), so a store no handler could use fails at preview.
@@ -324,7 +324,7 @@ class DedupStore(pulumi.ComponentResource):
 
         Args:
             name: Pulumi name of the store; children are named ``<name>-<part>``.
-            args: see :class:`~scheduler_dedup.infra.job.args.DedupStoreArgs`.
+            args: see :class:`~scheduler_dedup.infra.args.DedupStoreArgs`.
             opts: resource options of the component.
 
         Raises:
@@ -480,7 +480,7 @@ class StoreRef:
 
 
 def resolve_store_ref(store: Any) -> StoreRef:
-    """Accept a :class:`DedupStore` or a :class:`~scheduler_dedup.infra.job.args.DedupStoreRefArgs` mapping, of any kind.
+    """Accept a :class:`DedupStore` or a :class:`~scheduler_dedup.infra.args.DedupStoreRefArgs` mapping, of any kind.
 
     Raises:
         DedupConfigError: field ``store`` (or ``store.<key>``): not a store, an unknown or missing key, or a kind

@@ -117,7 +117,7 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
 @_STORE_OPTION
 def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concurrency: int, store: str) -> None:
     """Play seeded fault scenarios against handler processes behind a fault proxy; exit 1 on a violation."""
-    from scheduler_dedup.local.faults.campaign import CampaignConfig, run_cli
+    from scheduler_dedup.local.campaigns.campaign import CampaignConfig, run_cli
 
     sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
                                     concurrency=concurrency, store=store)))
@@ -135,7 +135,7 @@ def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concu
 def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: int, wait_modes: tuple[int, ...]) -> None:
     """Measure what the store contract cannot promise on Redis: a failover to a replica that had not caught up,
     with and without WAIT, and the double executions it causes (a report; exit 0)."""
-    from scheduler_dedup.local.faults.failover_campaign import FailoverConfig, run_cli
+    from scheduler_dedup.local.campaigns.failover import FailoverConfig, run_cli
 
     sys.exit(run_cli(FailoverConfig(rounds=rounds, scenarios_per_round=scenarios_per_round, seed=seed, lag_ms=lag_ms,
                                     wait_modes=tuple(wait_modes))))
@@ -152,6 +152,7 @@ def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: 
                    "mocks, e.g. acme/scheduler-dedup/store=Pulumi.store.yaml; repeatable.")
 def check(stack: str | None, config_file: Path | None, policy_config: Path | None, stack_refs: tuple[str, ...]) -> None:
     """Run the root program under Pulumi mocks and apply the policy pack offline; exit 1 on a mandatory violation."""
+    from scheduler_dedup.local.commands.console import make_console
     from scheduler_dedup.policies.offline.check import run_check
 
     refs = []
@@ -160,7 +161,8 @@ def check(stack: str | None, config_file: Path | None, policy_config: Path | Non
         if not sep or not name or not Path(file).is_file():
             raise click.BadParameter(f"{item!r}: give NAME=FILE with an existing stack config file", param_hint="--stack-ref")
         refs.append((name, Path(file)))
-    sys.exit(run_check(stack=stack, config_file=config_file, policy_config=policy_config, stack_refs=refs))
+    sys.exit(run_check(stack=stack, config_file=config_file, policy_config=policy_config, stack_refs=refs,
+                       console=make_console()))
 
 
 if __name__ == "__main__":

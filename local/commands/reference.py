@@ -5,7 +5,7 @@ One source per page, one function per page, one command for all (``scripts/gen_d
 
 ========================================  ============================================================================
 ``docs/reference/stack-config.md``        :data:`scheduler_dedup.infra.stack.program.CONFIG_KEYS` and the ``TypedDict``
-                                          inputs of :mod:`scheduler_dedup.infra.job.args` (each field's docstring)
+                                          inputs of :mod:`scheduler_dedup.infra.args` (each field's docstring)
 ``docs/reference/environment.md``         :data:`scheduler_dedup.handler.core.variables.VARIABLES`
 ``docs/reference/policy-rules.md``        :data:`scheduler_dedup.policies.rules.RULES` (level, scope, settings schema,
                                           and each rule function's docstring)
@@ -160,12 +160,12 @@ def _resolve_input(root: type, path: str) -> tuple[type, str]:
 
 def stack_config_page() -> str:
     """Stack config keys (:data:`~scheduler_dedup.infra.stack.program.CONFIG_KEYS`) and every input of the
-    component and the store (:mod:`scheduler_dedup.infra.job.args`).
+    component and the store (:mod:`scheduler_dedup.infra.args`).
 
     Raises:
         UndocumentedError: a key's input does not exist, or an input has no docstring.
     """
-    from scheduler_dedup.infra.job import args as args_module
+    from scheduler_dedup.infra import args as args_module
     from scheduler_dedup.infra.stack.program import CONFIG_KEYS, PROJECT_NAME, STORE_KEYS
 
     job_classes = _input_classes(args_module.DedupScheduledJobArgs)
@@ -177,7 +177,7 @@ def stack_config_page() -> str:
             raise UndocumentedError(f"{cls.__name__}: no docstring for {', '.join(missing) or 'the class'}: write "
                                     "one under each field (it is the reference page's text)")
 
-    out = [_NOTE.format(source="scheduler_dedup.infra.stack.program.CONFIG_KEYS and scheduler_dedup.infra.job.args"),
+    out = [_NOTE.format(source="scheduler_dedup.infra.stack.program.CONFIG_KEYS and scheduler_dedup.infra.args"),
            "# Stack config and component inputs\n\n",
            f"The root stack (`Pulumi.yaml`) reads the stack config keys below, in the `{PROJECT_NAME}` namespace "
            f"(`pulumi config set {PROJECT_NAME}:retryCount 3`); `gcp:project` is the project. Each key sets one input "

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from scheduler_dedup.local.commands.console import make_console
 from scheduler_dedup.policies.reading.model import Resource
 from scheduler_dedup.policies.offline.policy_config import PolicyConfigError, check_policy_config
 from scheduler_dedup.policies.rules import Finding, evaluate
@@ -167,7 +166,7 @@ def render(findings: Sequence[Finding], console: Console, title: str) -> None:
 
 
 def run_check(stack: str | None, config_file: Path | None, *, policy_config: Path | None = None,
-              stack_refs: Sequence[tuple[str, Path]] = (), console: Console | None = None) -> int:
+              stack_refs: Sequence[tuple[str, Path]] = (), console: Console) -> int:
     """Check a stack config offline and print the violations.
 
     Args:
@@ -178,8 +177,8 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
             ``"advisory"``/``"mandatory"``/``"disabled"`` or ``{"enforcementLevel": ..., <config>}``).
         stack_refs: ``(stack name, its config file)`` pairs: each config runs under mocks first, and its exports
             answer the checked program's ``StackReference`` to that name (a job stack's ``storeStack``).
-        console: where to print (default: stdout, kept :data:`~scheduler_dedup.local.commands.console.PIPE_WIDTH` columns
-            wide when it is not a terminal, so a CI log's table keeps a readable message column).
+        console: where to print (the command line passes
+            :func:`~scheduler_dedup.local.commands.console.make_console`'s).
 
     Returns:
         1 if any mandatory violation, 0 otherwise, 2 for usage errors (neither or both of ``stack`` and
@@ -187,7 +186,7 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
         stack config, a ``storeStack`` without its ``--stack-ref``, an unreadable policy config, or one naming an unknown policy, level
         or setting, or giving a threshold out of range: :func:`~scheduler_dedup.policies.offline.policy_config.check_policy_config`).
     """
-    out = console or make_console()
+    out = console
     if (stack is None) == (config_file is None):
         out.print("[red]give exactly one of --stack NAME or --config FILE[/red]")
         return 2

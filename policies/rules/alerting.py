@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler_dedup.handler.core.paths import CHECK_PATH
-from scheduler_dedup.infra.alerts.log_query import missed_run_clause
+from scheduler_dedup.infra.job.log_query import missed_run_clause
 
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
 from scheduler_dedup.policies.rules.base import _calls_run_check

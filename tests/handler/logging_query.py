@@ -1,6 +1,6 @@
 """A small evaluator of the Logging query language subset the component generates, for tests.
 
-Independent of :mod:`scheduler_dedup.infra.alerts.log_query` (which renders filters): it parses the filter
+Independent of :mod:`scheduler_dedup.infra.job.log_query` (which renders filters): it parses the filter
 *text* the component puts into its resources, so a rendering slip (quoting, a wrong path, a bool
 written as a string) makes a test fail. Supported (https://cloud.google.com/logging/docs/view/logging-query-language):
 comparisons ``path = value``, ``path != value``, ``path >= value`` joined by ``AND``; values are

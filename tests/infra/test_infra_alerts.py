@@ -14,7 +14,7 @@ import yaml
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
-from scheduler_dedup.infra.alerts.alerts import (
+from scheduler_dedup.infra.job.alerts import (
     MAX_ABSENCE_SECONDS,
     log_filters,
     max_fire_gap_seconds,
@@ -75,7 +75,7 @@ def test_alerts_add_metrics_policies_and_a_watchdog_all_children_of_the_componen
 
 def test_the_outcomes_alerts_select_are_the_handlers() -> None:
     from scheduler_dedup.handler.protocol.idempotency import Outcome
-    from scheduler_dedup.infra.alerts import alerts
+    from scheduler_dedup.infra.job import alerts
     assert (alerts.OUTCOME_FAILED, alerts.OUTCOME_FENCED, alerts.OUTCOME_RELEASED) == (
         Outcome.FAILED.value, Outcome.FENCED.value, Outcome.RELEASED.value)
 

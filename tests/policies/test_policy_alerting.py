@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_dedup.handler.core.paths import CHECK_PATH
-from scheduler_dedup.infra.alerts.log_query import missed_run_clause
+from scheduler_dedup.infra.job.log_query import missed_run_clause
 from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
 from scheduler_dedup.policies.rules import RULES_BY_NAME, evaluate
 

@@ -121,7 +121,7 @@ class DedupStoreRefArgs(TypedDict):
 
 
 class AlertsArgs(TypedDict):
-    """Alerts the component provisions: log-based metrics, alert policies and an hourly watchdog job (see :mod:`scheduler_dedup.infra.alerts.alerts`)."""
+    """Alerts the component provisions: log-based metrics, alert policies and an hourly watchdog job (see :mod:`scheduler_dedup.infra.job.alerts`)."""
 
     notification_channels: Sequence[pulumi.Input[str]]
     """Notification channels every policy notifies, ``projects/P/notificationChannels/N`` (at least one)."""

@@ -1,6 +1,6 @@
 """``scheduler-dedup failover-campaign``: what a Redis failover costs, measured; what the store contract cannot promise.
 
-The contract's campaign (:mod:`scheduler_dedup.local.faults.campaign`) injects faults a store survives: calls failed,
+The contract's campaign (:mod:`scheduler_dedup.local.campaigns.campaign`) injects faults a store survives: calls failed,
 answers lost, calls held. A Redis failover is another kind: the promoted replica lacks the primary's last
 writes, *acknowledged ones included*, because replication is asynchronous (a replica lags behind the
 primary, more so the more it writes: https://cloud.google.com/memorystore/docs/redis/high-availability); ``WAIT`` "does not make Redis a
@@ -38,7 +38,7 @@ from rich.table import Table
 
 from scheduler_dedup.handler.stores.redis.store import NO_REPLICA_CHECK_SECONDS, RedisRunStore
 from scheduler_dedup.handler.stores.redis.config import parse_redis_url
-from scheduler_dedup.local.faults.campaign import (COLLECTION, CampaignConfig, Scenario, ScenarioResult, _ExecutionsLog,
+from scheduler_dedup.local.campaigns.campaign import (COLLECTION, CampaignConfig, Scenario, ScenarioResult, _ExecutionsLog,
                                             _FaultLog, _Fleet, check, play)
 from scheduler_dedup.local.servers.redis_server import RedisServer
 from scheduler_dedup.local.faults.resp_proxy import RespFaultProxy

@@ -5,7 +5,7 @@ What it creates (children of the component, logical names ``<name>-<part>``):
 * Log-based metrics (``gcp.logging.Metric``) over the handler's structured stdout lines:
   ``deliveries`` (a counter by ``job_name`` and ``outcome``), ``duration`` (milliseconds of the
   deliveries that ran the job, a distribution by ``job_name`` and ``outcome``) and ``run-checks``
-  (the watchdog's heartbeat). Filters come from :mod:`scheduler_dedup.infra.alerts.log_query`, built from
+  (the watchdog's heartbeat). Filters come from :mod:`scheduler_dedup.infra.job.log_query`, built from
   the field names the handler logs (:class:`~scheduler_dedup.handler.core.logs.LogField`).
 * Alert policies (``gcp.monitoring.AlertPolicy``): a run **failed** (log match), a run was
   **fenced** (log match), runs were **released** more than N times within the job's retry window
@@ -54,7 +54,7 @@ from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.infra.alerts.log_query import LogQuery, event, extract, field_is, handler_lines
+from scheduler_dedup.infra.job.log_query import LogQuery, event, extract, field_is, handler_lines
 from scheduler_dedup.handler.schedule.retry_windows import RetryPolicy, retry_window_seconds
 from scheduler_dedup.infra.job.settings import DedupSettings
 
@@ -139,7 +139,7 @@ def resolve_alerts(raw: Any, s: DedupSettings) -> AlertSettings | None:
     """Validate the ``alerts`` input against the resolved component settings ``s``.
 
     Args:
-        raw: the ``alerts`` mapping (:class:`~scheduler_dedup.infra.job.args.AlertsArgs`) or None (no alerts).
+        raw: the ``alerts`` mapping (:class:`~scheduler_dedup.infra.args.AlertsArgs`) or None (no alerts).
         s: the component's resolved settings (schedule, time zone, retry window, retention).
 
     Returns:
