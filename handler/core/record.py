@@ -13,7 +13,6 @@ from typing import Any
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
 FAILED = "failed"
-STATUSES = (IN_PROGRESS, COMPLETED, FAILED)
 
 #: The TTL field: the time after which the store may delete the record (a Firestore TTL policy, a Spanner row
 #: deletion policy, a Redis key expiry; each store's module says how soon after it passes).

@@ -100,16 +100,12 @@ def retry_window_seconds(retry: RetryPolicy, attempt_deadline_seconds: float) ->
     return by_count
 
 
-#: Retry jobs page (https://cloud.google.com/scheduler/docs/configuring/retry-jobs), "Maximum retry attempts":
-#: "If retryCount is 0 (and if maxRetryDuration is also 0), a job attempt won't be retried if it fails", and
-#: "Maximum retry duration": "If specified with retryCount, the job will be retried until both limits are reached."
-RETRY_JOBS_PAGE = "https://cloud.google.com/scheduler/docs/configuring/retry-jobs"
-
-
 def surely_sent_retries(retry: RetryPolicy, attempt_deadline_seconds: float) -> list[float]:
     """When each retry Scheduler surely sends after a failed first attempt starts: seconds after the failure.
 
-    Scheduler retries "until both limits are reached" (Retry jobs page): every retry up to ``retry_count``, and
+    Scheduler retries "until both limits are reached"
+    (https://cloud.google.com/scheduler/docs/configuring/retry-jobs, "Maximum retry duration"; with
+    ``retryCount`` and ``maxRetryDuration`` both 0 "a job attempt won't be retried if it fails"): every retry up to ``retry_count``, and
     beyond it while the retry duration lasts (``max_retry_duration_seconds``, measured "from the time when an
     execution was first attempted"; 0 is no time limit, which with ``retry_count`` 0 means no retry). Each retry
     of a run whose claim is held answers 409 at once, so the waits alone space them (:meth:`RetryPolicy.backoff_seconds`).

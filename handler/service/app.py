@@ -16,6 +16,7 @@ from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import load_job
 from scheduler_dedup.handler.core.logs import configure_logging
 from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
+from scheduler_dedup.handler.service.server import FUNCTION_TARGET
 from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
 from scheduler_dedup.handler.monitoring.run_check import RunCheck
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
@@ -113,10 +114,6 @@ def process_handler() -> Callable[[flask.Request], flask.Response]:
         if _process_view is None:
             _process_view = build_handler_from_env()
         return _process_view
-
-
-#: The function functions-framework serves from ``main.py`` (Cloud Run's build config ``function_target``).
-FUNCTION_TARGET = "handle_scheduled_job"
 
 
 def wsgi_app(main_py: str | Path) -> flask.Flask:

@@ -48,6 +48,8 @@ from scheduler_dedup.handler.core.statuses import DELIVERY, code
 log = logging.getLogger("scheduler_dedup")
 
 #: Requests one instance serves at once: gunicorn threads (``THREADS``) = Cloud Run ``maxInstanceRequestConcurrency``.
+#: The function functions-framework serves from ``main.py`` (Cloud Run's build config ``function_target``).
+FUNCTION_TARGET = "handle_scheduled_job"
 SERVER_THREADS = 8
 #: Longest time to read a request's line and headers, from their first byte, seconds.
 HEADER_TIMEOUT_SECONDS = 10.0

@@ -71,7 +71,6 @@ HANDLER_IMPORTS: dict[str, str] = {
     "redis": "redis",
     "scheduler_dedup": "",
 }
-FUNCTION_TARGET = "handle_scheduled_job"
 #: App Engine standard runtime of the archive's ``app.yaml`` and of the version the component deploys.
 APP_ENGINE_RUNTIME = "python312"
 #: How App Engine starts the handler: gunicorn on ``$PORT`` serving ``main:app`` with the same server settings as

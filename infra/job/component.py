@@ -51,10 +51,10 @@ import pulumiverse_time
 from scheduler_dedup.infra.job.alerts import resolve_alerts, provision_alerts
 from scheduler_dedup.infra.project.apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
 from scheduler_dedup.infra.job.app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
-from scheduler_dedup.infra.job.archive import FUNCTION_TARGET, DeployArchive, build_deploy_archive
+from scheduler_dedup.infra.job.archive import DeployArchive, build_deploy_archive
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.handler.service.server import SERVER_THREADS
+from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
 
 from scheduler_dedup.infra.project.providers import project_source
 from scheduler_dedup.infra.job.settings import DedupSettings, handler_environment, resolve_settings

@@ -1,15 +1,9 @@
-"""What a Firestore collection of run records needs besides its documents: the TTL policy's field and the
-composite indexes of the run history query. The component creates exactly these; the store queries only
+"""What a Firestore collection of run records needs besides its documents: the composite indexes of the run
+history query (the TTL policy's field is :data:`~scheduler_dedup.handler.core.record.TTL_FIELD`). The component creates exactly these; the store queries only
 what they serve. Imports nothing from the Firestore client, so the component and the policy pack can use it.
 """
 
 from __future__ import annotations
-
-from scheduler_dedup.handler.core.record import TTL_FIELD
-
-#: The field a Firestore TTL policy deletes records by (https://cloud.google.com/firestore/docs/ttl: deletion
-#: typically within 24 hours after the time passes; one TTL field per collection group).
-FIRESTORE_TTL_FIELD = TTL_FIELD
 
 #: Composite indexes that run history queries need on the run records' collection, each a tuple of
 #: ``(field, "ASCENDING" | "DESCENDING")``. One job's runs, newest first (equality on ``job_name``,

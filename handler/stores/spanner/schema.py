@@ -43,8 +43,6 @@ CREATE_TIME_COLUMN = "create_time"
 TTL_COLUMN = TTL_FIELD
 #: Days after ``expire_at`` at which the row deletion policy deletes a row (``expire_at`` holds the retention).
 TTL_INTERVAL_DAYS = 0
-#: How long after ``expire_at`` Spanner's TTL typically deletes a row, hours (https://cloud.google.com/spanner/docs/ttl).
-TTL_LAG_HOURS = 72
 
 #: Longest table or index name (https://cloud.google.com/spanner/quotas#tables).
 MAX_NAME_LENGTH = 128
