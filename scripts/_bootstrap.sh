@@ -53,5 +53,8 @@ try:
 except EmulatorNotFoundError as exc:
     sys.exit(f"error: {exc}")
 '
+# Byte-compile our sources once: every handler process the tests, the demo and run-local start imports them, and
+# with PYTHONDONTWRITEBYTECODE set (as on some CI machines) each start would compile them again.
+"$VENV/bin/python" -m compileall -q -j 0 "$ROOT/handler" "$ROOT/infra" "$ROOT/policies" "$ROOT/local" >/dev/null || true
 export PATH="$VENV/bin:$PATH"
 cd "$ROOT"

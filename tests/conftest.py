@@ -11,6 +11,7 @@ import pytest
 
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.servers.redis_server import RedisServer
+from tests.costs import pytest_collection_modifyitems, pytest_configure, pytest_runtest_protocol  # noqa: F401 (hooks)
 
 if TYPE_CHECKING:
     import redis as redispy

@@ -22,6 +22,8 @@ from scheduler_dedup.local.campaigns.campaign import (
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.servers.redis_server import RedisServer
 
+pytestmark = pytest.mark.campaign  # tests/costs.py
+
 
 @pytest.mark.parametrize("store", ["firestore", "spanner"])
 def test_short_campaign_holds_every_invariant(request: pytest.FixtureRequest, store: str) -> None:

@@ -9,6 +9,9 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+import pytest
+
+pytestmark = pytest.mark.campaign  # tests/costs.py
 
 
 def test_demo_ends_with_the_history_and_reports_the_skipped_fire_time_missed_without_warnings() -> None:

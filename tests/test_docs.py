@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_dedup.local.commands import reference
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
 README = ROOT / "README.md"
 
 

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from scheduler_dedup.local.servers.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.processes  # tests/costs.py
+
 
 
 def test_a_missing_jar_names_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

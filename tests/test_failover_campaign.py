@@ -11,6 +11,9 @@ from scheduler_dedup.handler.stores.redis.store import RedisRunStore
 from scheduler_dedup.handler.stores.redis.config import parse_redis_url
 from scheduler_dedup.local.campaigns.failover import FailoverConfig, ModeReport, _replicated, table
 from scheduler_dedup.local.servers.redis_server import RedisServer
+import pytest
+
+pytestmark = pytest.mark.campaign  # tests/costs.py
 
 
 def _claim(store: RedisRunStore) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("handler", "infra", "policies", "local")
 
 

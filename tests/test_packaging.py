@@ -7,8 +7,8 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_has_only_the_scheduler_dedup_package(tmp_path: Path) -> None:

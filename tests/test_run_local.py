@@ -9,6 +9,9 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+import pytest
+
+pytestmark = pytest.mark.processes  # tests/costs.py
 
 JOB = '''
 import os, time

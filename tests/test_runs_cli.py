@@ -20,6 +20,8 @@ from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
+pytestmark = pytest.mark.processes  # tests/costs.py
+
 UTC = timezone.utc
 SCHEDULE = "*/15 * * * *"
 ZONE = "Europe/Berlin"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import requests
@@ -20,9 +19,10 @@ import requests
 from scheduler_dedup.local.servers.handlers import HandlerServer
 
 from .conftest import Harness, deliver, scheduler_headers
+from tests.paths import ROOT
 
 T = "2026-10-16T12:00:00Z"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "downstream_service" / "main.py"
+EXAMPLE = ROOT / "examples" / "downstream_service" / "main.py"
 
 
 class Downstream:

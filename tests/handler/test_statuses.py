@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,8 @@ from scheduler_dedup.handler.protocol.idempotency import Outcome
 from scheduler_dedup.handler.service.request_limits import MAX_BODY_BYTES, MAX_HEADER_VALUE_CHARS, MAX_HEADERS_TOTAL_CHARS
 from scheduler_dedup.handler.service.server import HEADER_TIMEOUT_SECONDS
 from scheduler_dedup.handler.core.statuses import DELIVERY, ENDPOINT, RUN_CHECK, Answer, code
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"DELIVERY": DELIVERY, "RUN_CHECK": RUN_CHECK, "ENDPOINT": ENDPOINT}
 
 

@@ -12,6 +12,7 @@ from scheduler_dedup.handler import ConfigError, TargetSettings
 
 from .conftest import Harness, deliver, scheduler_headers
 from .fake_google import FakeGoogle
+from tests.paths import ROOT
 
 T = "2026-10-16T12:00:00Z"
 WORKFLOW = "projects/p1/locations/us-central1/workflows/wf"
@@ -327,11 +328,9 @@ def test_a_cloud_functions_url_without_a_function_is_refused_naming_the_variable
 
 
 def test_the_reference_page_shows_the_downstream_table_of_every_target_type() -> None:
-    from pathlib import Path
-
     from scheduler_dedup.handler.targets.answers import TABLE
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "http-answers.md").read_text()
+    page = (ROOT / "docs" / "reference" / "http-answers.md").read_text()
     for kind, rows in TABLE.items():
         assert f"(`DEDUP_TARGET_TYPE={kind}`)" in page, kind
         for row in rows:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +10,8 @@ import pytest
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.service.startup import read_startup_settings
 from scheduler_dedup.handler.core.variables import VARIABLES, UndeclaredVariableError, declare, declared
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 #: An environment the handler starts with, caller verification on (so its variables' defaults are read too).
 BASE = {"GOOGLE_CLOUD_PROJECT": "p1", "DEDUP_JOB": "jobs:run", "DEDUP_OIDC_AUDIENCE": "https://svc.a.run.app",
         "DEDUP_ALLOWED_CALLERS": "sched@p1.iam.gserviceaccount.com"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,9 @@ from scheduler_dedup.handler.schedule.overlap import may_be_delayed_or_skipped, 
 from scheduler_dedup.infra.job.component import DedupScheduledJob
 from scheduler_dedup.infra.stack.mock_run import run_program
 from scheduler_dedup.infra.job.settings import resolve_settings
+from tests.paths import HELLO_JOB
 
-HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 UTC = timezone.utc
 
 

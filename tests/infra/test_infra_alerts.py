@@ -25,8 +25,8 @@ from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.policies.offline.check import check_program
 from scheduler_dedup.policies.rules import RULES_BY_NAME
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CHANNEL = "projects/p1/notificationChannels/42"
 IMAGE = {"region": "us-east1", "image": "us-docker.pkg.dev/p1/r/handler:1", "job": "jobs:run"}
 METRIC = "gcp:logging/metric:Metric"

@@ -15,9 +15,9 @@ from scheduler_dedup.infra.job.component import TARGET_ROLES
 from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
 from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stack.program import args_from_config
+from tests.paths import ROOT, HELLO_JOB
 
-ROOT = Path(__file__).resolve().parents[2]
-HELLO = str(ROOT / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 TRIGGER = "projects/builds-p/locations/us-east1/triggers/nightly-build"
 OUTPUT_KEYS = ["service_url", "job_name", "scheduler_service_account_email", "runtime_service_account_email",
                "database_name", "oidc_audience"]

@@ -28,9 +28,9 @@ from scheduler_dedup.infra.job.archive import (HANDLER_IMPORTS, HANDLER_REQUIREM
                                            build_deploy_archive, handler_source_dir, requirements_for)
 from scheduler_dedup.infra.errors import DeployArchiveError
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
+from tests.paths import HELLO_JOB
 
-ROOT = Path(__file__).resolve().parents[2]
-HELLO = ROOT / "examples" / "hello_job"
+HELLO = HELLO_JOB
 
 
 def test_layout_main_handler_package_job_and_pinned_requirements() -> None:
@@ -195,6 +195,7 @@ def installed_archive(tmp_path: Path, archive_store: StoreServer) -> Iterator[tu
     yield app, env_dir
 
 
+@pytest.mark.processes
 @pytest.mark.timeout(900)
 def test_unpacked_archive_serves_one_run_and_skips_its_duplicate(
     installed_archive: tuple[Path, Path], archive_store: StoreServer, tmp_path: Path, reserved_port: int

@@ -14,10 +14,10 @@ from scheduler_dedup.infra.job.component import TARGET_ROLES, TYPE_TOKEN
 from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
 from scheduler_dedup.infra.job.settings import DEFAULT_ATTEMPT_DEADLINE_SECONDS
 from scheduler_dedup.infra.stack.program import CONFIG_KEYS
+from tests.paths import ROOT, HELLO_JOB
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "Pulumi.example.yaml"
-HELLO = str(ROOT / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 AUDIENCE = "https://scheduler-dedup.invalid/projects/my-project-id/locations/europe-west1/services/hello-dedup"
 
 

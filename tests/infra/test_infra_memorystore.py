@@ -3,7 +3,6 @@ mounts, its network path, the pack clean; the docs' recipes (a Python program, t
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,9 +11,9 @@ from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStor
 from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program, run_stack_config
 from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import RULES, evaluate
+from tests.paths import ROOT, HELLO_JOB
 
-ROOT = Path(__file__).resolve().parents[2]
-HELLO = str(ROOT / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 REDIS = "gcp:redis/instance:Instance"
 SERVICE = "gcp:cloudrunv2/service:Service"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -14,8 +13,8 @@ from scheduler_dedup.infra.job.component import TYPE_TOKEN
 from scheduler_dedup.infra.stack.provider_host import PACKAGE_NAME
 from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE_TOKEN
 from scheduler_dedup.infra.stack.program import CONFIG_KEYS
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 OUTPUTS = {"serviceUrl", "jobName", "schedulerServiceAccountEmail", "runtimeServiceAccountEmail", "databaseName", "oidcAudience"}
 
 

@@ -10,8 +10,9 @@ import pytest
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.handler.schedule.retry_windows import RetryPolicy, retry_window_seconds
 from scheduler_dedup.infra.job.settings import resolve_settings
+from tests.paths import HELLO_JOB
 
-HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 
 
 def _args(**overrides: Any) -> dict[str, Any]:

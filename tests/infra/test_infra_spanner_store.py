@@ -4,7 +4,6 @@ stack's two-line recipe, and every refusal at preview."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -18,9 +17,9 @@ from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stores.store import store_apis
 from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
+from tests.paths import ROOT, HELLO_JOB
 
-ROOT = Path(__file__).resolve().parents[2]
-HELLO = str(ROOT / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 INSTANCE, DATABASE = "gcp:spanner/instance:Instance", "gcp:spanner/database:Database"
 MEMBER = "gcp:spanner/databaseIAMMember:DatabaseIAMMember"
 STORE_STACK = "acme/scheduler-dedup/store"

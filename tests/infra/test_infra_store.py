@@ -23,8 +23,9 @@ from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE, resolve_store_settings, store_apis
 from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
+from tests.paths import ROOT, HELLO_JOB
 
-HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 FIELD = "gcp:firestore/field:Field"
 
 
@@ -216,7 +217,6 @@ def test_a_shared_account_must_be_a_service_account_email() -> None:
     assert info.value.field == "scheduler_service_account_email"
 
 
-ROOT = Path(__file__).resolve().parents[2]
 STORE_STACK = "acme/scheduler-dedup/store"
 STORE_EXPORTS = {"project": "my-project-id", "database_id": "scheduler-dedup", "collections": ["scheduler_runs"]}
 
@@ -350,7 +350,7 @@ def test_store_inputs_are_checked_naming_the_field(args: dict[str, Any], field: 
 
 def test_the_readmes_one_program_snippet_runs_under_mocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The "One store, many jobs" Python snippet of the deploying page, as written, with the job folders it names."""
-    page = (Path(__file__).resolve().parents[2] / "docs" / "deploying.md").read_text()
+    page = (ROOT / "docs" / "deploying.md").read_text()
     section = page[page.index("## One store, many jobs"):]
     snippet = section[section.index("```python\n") + len("```python\n"):]
     snippet = snippet[:snippet.index("```")]

@@ -22,8 +22,9 @@ from scheduler_dedup.infra import DedupScheduledJob, DedupStore
 from scheduler_dedup.infra.job.component import TYPE_TOKEN as JOB_TYPE
 from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE
+from tests.paths import HELLO_JOB
 
-HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
+HELLO = str(HELLO_JOB)
 PROJECT = "p1"
 JOBS = [f"job-{n:02d}" for n in range(50)]
 REMOVED = "job-17"

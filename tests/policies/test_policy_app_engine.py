@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,8 @@ from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
 from scheduler_dedup.policies.offline.check import check_program, check_stack_config
 from scheduler_dedup.policies.rules import RULES, RULES_BY_NAME, Finding, evaluate
 from scheduler_dedup.policies.reading.topology import Topology
+from tests.paths import ROOT, HELLO_JOB
 
-ROOT = Path(__file__).resolve().parents[2]
 JOB = "gcp:cloudscheduler/job:Job"
 VERSION = "gcp:appengine/standardAppVersion:StandardAppVersion"
 TRIGGER = "projects/builds-p/locations/us-east1/triggers/nightly"
@@ -163,6 +162,6 @@ def test_the_component_on_app_engine_and_with_a_cloud_build_trigger_passes_every
         "alerts": {"notification_channels": ["projects/p1/notificationChannels/1"]}}), {"gcp:project": "p1"}, EVERY)
     assert on_cloud_run == []
     not_deployed = check_program(lambda: DedupScheduledJob("nightly", {  # type: ignore[typeddict-item]
-        "schedule": "0 2 * * *", "region": "us-east1", "job_source": str(ROOT / "examples" / "hello_job"),
+        "schedule": "0 2 * * *", "region": "us-east1", "job_source": str(HELLO_JOB),
         "job": "jobs:run", "app_engine": {"service": "dedup", "deploy": False}}), {"gcp:project": "p1"}, EVERY)
     assert not_deployed == []

@@ -19,8 +19,8 @@ from rich.console import Console
 from scheduler_dedup.infra.stack.mock_run import run_stack_config
 from scheduler_dedup.policies.offline.check import check_program, check_stack_config, run_check
 from scheduler_dedup.policies.rules import RULES
+from tests.paths import ROOT, HELLO_JOB
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "policies" / "examples"
 BAD_CONFIGS = sorted(EXAMPLES.glob("bad-*.yaml"))
 
@@ -267,7 +267,7 @@ def test_stacks_that_cannot_work_fail_the_check(tmp_path: Path, overrides: dict[
 
 def test_a_job_entry_point_missing_from_job_source_fails_the_check(tmp_path: Path) -> None:
     config = yaml.safe_load((ROOT / "Pulumi.example.yaml").read_text())
-    config["config"]["scheduler-dedup:jobSource"] = str(ROOT / "examples" / "hello_job")
+    config["config"]["scheduler-dedup:jobSource"] = str(HELLO_JOB)
     config["config"]["scheduler-dedup:job"] = "jobs:nonexistent"
     path = tmp_path / "Pulumi.bad.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -8,7 +8,6 @@ including the engine's unknown-value sentinels, so the adapters are tested end t
 from __future__ import annotations
 
 import runpy
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -19,8 +18,9 @@ from pulumi_policy import proxy as policy_proxy
 
 from scheduler_dedup.policies.reading.model import UNKNOWN_SENTINELS
 from scheduler_dedup.policies.rules import RULES
+from tests.paths import ROOT
 
-PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
+PACK_DIR = ROOT / "policies"
 UNKNOWN_STRING = policy_proxy.UNKNOWN_STRING_VALUE
 JOB = "gcp:cloudscheduler/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"

@@ -26,6 +26,8 @@ from scheduler_dedup.handler.stores.redis.values import micros
 from scheduler_dedup.local.faults.grpc_proxy import Fault
 from scheduler_dedup.local.servers.redis_server import RedisServer
 
+pytestmark = pytest.mark.server  # tests/costs.py
+
 T0 = datetime(2026, 11, 30, tzinfo=timezone.utc)
 C = "redis_runs"
 

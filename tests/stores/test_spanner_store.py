@@ -29,6 +29,8 @@ from .test_contract_writes import (  # noqa: F401
     test_put_if_absent_has_exactly_one_winner_among_20_concurrent_creators as test_aborting_claim_race,
 )
 
+pytestmark = pytest.mark.server  # tests/costs.py
+
 TABLE = "spanner_runs"
 
 
