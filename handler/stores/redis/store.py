@@ -305,7 +305,7 @@ class RedisRunStore(RunStore):
         if _CERTIFICATE_REFUSED in message.lower():
             return (f"the certificate of {where} is not signed by the CA in DEDUP_REDIS_CA_FILE: mount the instance's "
                     "own server CA (its serverCaCerts)")
-        if message.startswith("OOM"):
+        if isinstance(exc, rexc.OutOfMemoryError) or message.startswith("OOM"):  # redis-py drops the "OOM" prefix
             return ("the instance is full and refuses writes (maxmemory-policy noeviction, as a dedup store must be): "
                     "scale it up, or shorten DEDUP_RETENTION_SECONDS")
         if "unknown command" in message.lower():
