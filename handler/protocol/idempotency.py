@@ -61,8 +61,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler_dedup.handler.core.errors import InvalidWriteError, NonRetryableJobError, StoreError, StoreUnavailableError
-from scheduler_dedup.handler.protocol.lease import LeaseKeeper
+from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryableJobError, StoreError,
+                                                 StoreRefusedError, StoreUnavailableError)
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD,
                                            RunRecord, claim_landed_late)
@@ -78,6 +79,9 @@ _EXITED = (" (the job raised a BaseException that is not an Exception: a job mus
 _CLAIM_ROUNDS = 5
 #: Writes of a holder tried per step before the store counts as unreachable (each try one read + one write).
 _HOLDER_ROUNDS = 3
+#: Waits between tries of a final write the store refused while the lease holds, seconds (doubling).
+_REFUSED_FIRST_WAIT_SECONDS = 0.1
+_REFUSED_MAX_WAIT_SECONDS = 2.0
 #: How many finished runs each process remembers, to replay duplicates without an RPC.
 FINISHED_CACHE_SIZE = 4096
 
@@ -232,7 +236,7 @@ class Idempotency:
         """Run the claimed work and record its outcome."""
         keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds).start()
         try:
-            value = work(attempt_id)
+            value = _with_lease(keeper, work, attempt_id)
         except NonRetryableJobError as exc:
             keeper.stop()
             error = _error_text(exc)
@@ -390,7 +394,7 @@ class Idempotency:
             write=lambda update_time: self.store.update_if_unchanged(run_id, fields, update_time) is not None,
             in_place=lambda record: record is not None and record.attempt_id == attempt_id
             and record.status == status,
-            step=status)
+            step=status, keeper=keeper)
 
     def _release(self, run_id: str, attempt_id: str, keeper: LeaseKeeper) -> bool:
         """Delete the claim; True once it is gone, False if another attempt took the run over."""
@@ -408,11 +412,16 @@ class Idempotency:
 
     def _write_as_holder(self, run_id: str, attempt_id: str, update_time: datetime | None,
                          write: Callable[[datetime], bool], in_place: Callable[[RunRecord | None], bool],
-                         step: str) -> bool:
+                         step: str, keeper: LeaseKeeper | None = None) -> bool:
         """Write as the holder of the run, fenced on ``update_time``; decide a refusal or silence by reading.
 
         Returns True when the write is in place (now, or on an earlier try whose answer was lost), False
         when another attempt id holds the run or the record is gone without this write in place.
+
+        A write the store refused (:class:`StoreRefusedError`: nothing was written, e.g. a full Redis) while the
+        record is still this attempt's is never taken as done: with ``keeper`` (the outcome of a job that ran), it
+        is tried again with backoff for as long as the lease holds, renewing it between tries, since the run
+        would otherwise be run again once the lease lapses; each try fenced on the record's current version.
 
         Raises:
             StoreUnavailableError, StoreRefusedError: the store stayed unreachable for :data:`_HOLDER_ROUNDS`
@@ -422,7 +431,11 @@ class Idempotency:
         extra: dict[str, object] = {LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id, LogField.STEP: step}
         last_error: Exception | None = None
         invalid: InvalidWriteError | None = None
-        for _ in range(_HOLDER_ROUNDS):
+        rounds = 0
+        backoff = _REFUSED_FIRST_WAIT_SECONDS
+        while rounds < _HOLDER_ROUNDS:
+            rounds += 1
+            refused = False
             if update_time is not None:
                 try:
                     if write(update_time):
@@ -432,6 +445,8 @@ class Idempotency:
                     if not exc.sent:
                         raise  # refused by the client before sending: nothing can be in place
                     invalid = exc  # definitive unless a retried try of this write is in place: look first
+                except StoreRefusedError as exc:
+                    last_error, refused = exc, True
                 except STORE_ERRORS as exc:
                     last_error = exc
             try:
@@ -446,6 +461,18 @@ class Idempotency:
                 if invalid is not None:
                     raise invalid
                 update_time = record.update_time  # still ours: write on its current commit time
+                if refused and keeper is not None and not keeper.lost:
+                    remaining = keeper.remaining_seconds()
+                    if remaining > backoff:
+                        if backoff == _REFUSED_FIRST_WAIT_SECONDS:
+                            log.warning("%s refused by the store (%s); the record is still this attempt's, trying again "
+                                    "within the %.1f s left of the lease", step, last_error, remaining,
+                                        extra=extra)
+                        if keeper.renew():
+                            update_time = keeper.update_time
+                        time.sleep(min(backoff, keeper.remaining_seconds() / 4) if keeper.holds() else backoff)
+                        backoff = min(backoff * 2, _REFUSED_MAX_WAIT_SECONDS)
+                        rounds -= 1  # a refusal within the lease uses up no round
                 continue
             if record is None:
                 log.warning("fenced: the run record is gone (another attempt took the run over and released it); "
@@ -458,6 +485,15 @@ class Idempotency:
             raise last_error
         raise StoreUnavailableError(f"{step}: the record kept changing under this attempt's id; nothing decided",
                                     store=self.store.display_name)
+
+
+def _with_lease(keeper: LeaseKeeper, work: Callable[[str], Any], attempt_id: str) -> Any:
+    """``work(attempt_id)`` with ``keeper`` as the lease of this context (what ``ScheduledRun.lease_holds`` asks)."""
+    token = current_lease.set(keeper)
+    try:
+        return work(attempt_id)
+    finally:
+        current_lease.reset(token)
 
 
 def _holds(record: RunRecord, attempt_id: str) -> bool:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease
 from scheduler_dedup.handler.schedule.run_key import RunKey
 
 
@@ -25,6 +27,8 @@ class ScheduledRun:
         location: the Scheduler region, or ``""``.
         attempt_id: this attempt's id (32 hex characters); differs on a takeover after a crash.
         manual: True for a forced run (``gcloud scheduler jobs run``).
+        lease: this attempt's lease while the job runs (None for a run built outside the handler); ask it
+            through :meth:`lease_holds` and :meth:`lease_remaining_seconds`.
     """
 
     run_id: str
@@ -34,12 +38,29 @@ class ScheduledRun:
     location: str
     attempt_id: str
     manual: bool = False
+    lease: LeaseKeeper | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, key: RunKey, attempt_id: str) -> "ScheduledRun":
-        """The run that ``key`` identifies, as seen by the attempt ``attempt_id``."""
+        """The run that ``key`` identifies, as seen by the attempt ``attempt_id``, with the lease of the work
+        running in this context (the protocol sets it around the job)."""
         return cls(run_id=key.run_id, job_name=key.job_name, schedule_time=key.schedule_time, project=key.project,
-                   location=key.location, attempt_id=attempt_id, manual=key.manual)
+                   location=key.location, attempt_id=attempt_id, manual=key.manual, lease=current_lease.get())
+
+    def lease_remaining_seconds(self) -> float:
+        """Seconds left of this attempt's lease, by the store's clock as this instance last observed it.
+
+        0 or less once renewals stopped extending it and it lapsed (a retry may then take the run over and run the
+        job beside this attempt), ``-inf`` once another attempt holds the run; ``inf`` for a run without a lease.
+        A long job checks it between steps and stops (raise any ``Exception``: the claim is released) before a
+        step that takes longer than what is left. See docs/failures.md, "Renewals fail".
+        """
+        return math.inf if self.lease is None else self.lease.remaining_seconds()
+
+    def lease_holds(self) -> bool:
+        """True while this attempt's lease holds (:meth:`lease_remaining_seconds` > 0): no other attempt may
+        take the run over. False once it lapsed or was lost: stop before the next side effect."""
+        return self.lease_remaining_seconds() > 0
 
 
 Job = Callable[[ScheduledRun], Any]

@@ -1,8 +1,10 @@
-"""Lease renewal in the background while a job runs."""
+"""Lease renewal in the background while a job runs, and what the job may ask of its lease."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import math
 import threading
 from datetime import datetime, timedelta
 
@@ -11,24 +13,36 @@ from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, RunSt
 
 log = logging.getLogger("scheduler_dedup")
 
+#: Shortest wait before a renewal that did not extend the lease is tried again, seconds.
+MIN_RETRY_SECONDS = 0.05
+#: The lease of the work running in this context (set by the protocol around the job, read by ``ScheduledRun``).
+current_lease: contextvars.ContextVar["LeaseKeeper | None"] = contextvars.ContextVar("current_lease", default=None)
+
 
 class LeaseKeeper:
     """Renews one attempt's lease every ``lease_seconds / 3`` seconds until stopped.
 
-    Each renewal is a write fenced by the record's version (its last commit time). When it is refused or gets no
-    answer, that does not prove the lease is lost: the renewal may have committed and only its answer was
-    lost (the client library's retry then fails its precondition against our own write). So the keeper
-    reads the record and decides by attempt id: while the record is ``in_progress`` under this attempt id
-    the lease is ours, and the keeper adopts the record's commit time and goes on renewing. The lease is
-    lost only when another attempt id holds the run or the record is gone; then ``lost`` becomes True and
-    renewing stops. A tick whose read fails too is retried at the next tick: two missed ticks still leave
-    a third of the lease.
+    The lease lasts until the record's last commit time plus its ``lease_seconds``, by the store's clock
+    (:attr:`RunRecord.lease_remaining_seconds`). Each renewal is a write fenced by the record's version (that
+    commit time). **A renewal counts only once the lease's expiry has moved forward**: its answer gives the new
+    commit time, or, when it is refused or gets no answer, the record is read back. The renewal may have
+    committed with its answer lost (the client's retry then fails its precondition against our own write):
+    the record is still ``in_progress`` under this attempt id with a later expiry, which the keeper adopts. A
+    record still this attempt's but with the same expiry means the renewal did not commit (the store refused it:
+    a full Redis, a revoked grant): that is no renewal, whatever the attempt id says. A renewal that did not
+    extend the lease is tried again promptly (every quarter of what is left of the lease, at most every
+    ``lease_seconds / 12``) rather than at the next tick, and on after the lease has lapsed: a renewal fenced on
+    this attempt's last version commits only if nobody took the run over meanwhile. The lease is lost only when
+    another attempt id holds the run or the record is gone; then :attr:`lost` becomes True and renewing stops.
+
+    :meth:`remaining_seconds` and :meth:`holds` tell the job whether its lease still holds (by the store's clock
+    as this instance last observed it), so a long job can stop between steps once it does not.
 
     Args:
         store: the run store.
         run_id: the run id.
         attempt_id: this attempt's id.
-        update_time: commit time of the claim.
+        update_time: commit time of the claim (aware UTC).
         lease_seconds: lease length in seconds.
     """
 
@@ -40,7 +54,10 @@ class LeaseKeeper:
         self._lease_seconds = lease_seconds
         self._lock = threading.Lock()
         self._update_time = update_time
+        self._expires = update_time + timedelta(seconds=lease_seconds)
         self._lost = False
+        self._failing = False  # the last renewal did not extend the lease
+        self._lapse_told = False  # the lapse under this live attempt was logged
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id[:12]}", daemon=True)
 
@@ -51,10 +68,29 @@ class LeaseKeeper:
             return self._update_time
 
     @property
+    def expires(self) -> datetime:
+        """When the lease expires by the store's clock (aware UTC), as last confirmed: last commit + lease."""
+        with self._lock:
+            return self._expires
+
+    @property
     def lost(self) -> bool:
         """True once another attempt id holds the run or the record is gone."""
         with self._lock:
             return self._lost
+
+    def remaining_seconds(self) -> float:
+        """Seconds left of the lease by the store's clock as this instance last observed it
+        (:meth:`RunStore.server_now`); 0 or less once it lapsed, ``-inf`` once it is lost."""
+        with self._lock:
+            if self._lost:
+                return -math.inf
+            expires = self._expires
+        return (expires - self._store.server_now()).total_seconds()
+
+    def holds(self) -> bool:
+        """True while the lease is this attempt's and has time left (:meth:`remaining_seconds` > 0)."""
+        return self.remaining_seconds() > 0
 
     def start(self) -> "LeaseKeeper":
         """Start renewing in a daemon thread."""
@@ -69,12 +105,23 @@ class LeaseKeeper:
 
     def _loop(self) -> None:
         interval = self._lease_seconds / 3
-        while not self._stop.wait(interval):
-            if not self.renew():
+        wait = interval
+        while not self._stop.wait(wait):
+            extended = self.renew()
+            if self.lost:
                 return
+            wait = interval if extended else self.retry_seconds()
+
+    def retry_seconds(self) -> float:
+        """How long to wait before trying again a renewal that did not extend the lease, seconds: a quarter of
+        what is left of the lease, at most ``lease_seconds / 12``, at least :data:`MIN_RETRY_SECONDS`."""
+        remaining = self.remaining_seconds()
+        most = self._lease_seconds / 12
+        return max(MIN_RETRY_SECONDS, min(most, remaining / 4) if remaining > 0 else most)
 
     def renew(self) -> bool:
-        """Renew once; returns False if the lease is lost (another attempt id holds the run, or it is gone)."""
+        """Renew once. Returns True if the lease's expiry moved forward (now, or by an earlier try whose answer
+        was lost), False if it did not: refused, unanswered and not found in place, or lost (see :attr:`lost`)."""
         extra: dict[str, object] = {LogField.RUN_ID: self._run_id, LogField.ATTEMPT_ID: self._attempt_id}
         fields = {
             "heartbeat_at": SERVER_TIME,
@@ -86,22 +133,21 @@ class LeaseKeeper:
         except STORE_ERRORS as exc:
             new_time, error = None, exc
         if new_time is not None:
-            with self._lock:
-                self._update_time = new_time
+            self._extended(new_time, self._lease_seconds, extra, None)
             return True
         try:
             record = self._store.get(self._run_id)
         except STORE_ERRORS as exc:
-            log.warning("lease renewal unconfirmed (%s; the read failed too: %s); retrying at next tick",
-                        error or "refused", exc, extra=extra)
-            return True
+            self._not_extended(f"{error or 'refused'}; the read failed too: {exc}", extra)
+            return False
         if record is not None and record.held_by(self._attempt_id):
-            # Still ours: the renewal committed and its answer was lost, or it never got through.
-            with self._lock:
-                self._update_time = record.update_time
-            log.info("lease renewal unconfirmed (%s); the record is still this attempt's, renewing on",
-                     error or "precondition failed", extra=extra)
-            return True
+            if record.update_time + timedelta(seconds=record.lease_seconds) > self.expires:
+                # Our renewal committed and its answer was lost: the record's expiry moved forward.
+                self._extended(record.update_time, record.lease_seconds, extra, error or "precondition failed")
+                return True
+            # Still ours, but its expiry did not move: the renewal never committed.
+            self._not_extended(str(error or "precondition failed"), extra)
+            return False
         with self._lock:
             self._lost = True
         if record is None:
@@ -111,3 +157,30 @@ class LeaseKeeper:
             log.warning("lease lost: attempt %s holds the run (%s)", record.attempt_id, record.status,
                         extra={**extra, LogField.HOLDER_ATTEMPT_ID: record.attempt_id})
         return False
+
+    def _extended(self, update_time: datetime, lease_seconds: float, extra: dict[str, object],
+                  unconfirmed: object) -> None:
+        with self._lock:
+            self._update_time = update_time
+            self._expires = update_time + timedelta(seconds=lease_seconds)
+            recovered, self._failing, self._lapse_told = self._failing, False, False
+        if unconfirmed is not None:
+            log.info("lease renewal unconfirmed (%s); the record shows it in place, renewing on", unconfirmed,
+                     extra=extra)
+        if recovered:
+            log.info("lease renewed again after renewals that did not extend it", extra=extra)
+
+    def _not_extended(self, why: str, extra: dict[str, object]) -> None:
+        remaining = self.remaining_seconds()
+        retry = self.retry_seconds()
+        with self._lock:
+            first, self._failing = not self._failing, True
+            lapse_news = remaining <= 0 and not self._lapse_told
+            self._lapse_told = self._lapse_told or lapse_news
+        if lapse_news:
+            log.warning("lease lapsed under this live attempt: renewals did not extend it (%s); a retry may take "
+                        "the run over, so the job should stop between steps (ScheduledRun.lease_holds()); trying "
+                        "again in %.2f s", why, retry, extra=extra)
+        elif first:
+            log.warning("lease renewal did not extend the lease (%s); %.1f s of it left, trying again in %.2f s",
+                        why, remaining, retry, extra=extra)

@@ -11,7 +11,8 @@ command a client sends (RESP arrays of bulk strings, as redis-py sends them) is 
 - ``deadline``: forward nothing and answer nothing, until the client gives up (its socket timeout) and closes.
 - ``lose_answer``: forward the command, read Redis' answer, then close the connection without it.
 - ``delay``: hold the command ``delay_seconds``, then forward it (a write then lands after its client gave up).
-- ``refuse``: answer an error reply (``-ERR fault proxy: refused``) without forwarding.
+- ``refuse``: answer an error reply without forwarding: ``-OOM ...`` (a full instance with ``noeviction``) for the
+  fault's ``code`` ``RESOURCE_EXHAUSTED``, else ``-ERR fault proxy: refused``.
 
 Commands pipelined behind a faulted one on the same connection are lost with it, as on a real network.
 """
@@ -25,11 +26,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
+import grpc
+
 from scheduler_dedup.handler.stores.redis.wire import classify as classify_redis
 from scheduler_dedup.handler.stores.wire import Call
 from scheduler_dedup.local.faults.grpc_proxy import FaultPlan
 
 __all__ = ["RespFaultProxy", "read_command", "read_reply"]
+
+#: The error reply a ``refuse`` fault answers, by the fault's gRPC code (Redis' own wording).
+_REFUSALS = {grpc.StatusCode.RESOURCE_EXHAUSTED:
+             b"-OOM command not allowed when used memory > 'maxmemory'. (fault proxy: not sent)\r\n"}
 
 
 class _Closed(Exception):
@@ -218,7 +225,7 @@ class RespFaultProxy(FaultPlan):
                 _hold(client, decision.delay_seconds, self._stopping)
                 return False
             if decision.kind == "refuse":
-                client.sendall(b"-ERR fault proxy: refused (not sent)\r\n")
+                client.sendall(_REFUSALS.get(decision.code, b"-ERR fault proxy: refused (not sent)\r\n"))
                 return True
             if decision.kind == "delay" and self._stopping.wait(decision.delay_seconds):
                 return False

@@ -206,8 +206,17 @@ prune(math.floor(v / 1000), """ + str(PRUNE_PER_CREATE) + r""")
 return {1, v}
 """
 
+#: The first line of a script that runs on a full instance (``maxmemory`` reached with ``noeviction``), where Redis
+#: refuses every other write with ``OOM`` (https://redis.io/docs/latest/develop/interact/programmability/eval-intro/#eval-flags).
+#: Only the holder's writes of an existing record carry it (fenced update: renewal, completion, failure record,
+#: takeover; fenced delete: release), so a run that is running or ran can always renew its lease and record its
+#: outcome: a refused renewal lets the lease lapse under the live attempt, a refused completion lets a retry run
+#: the job again. A claim (``create``) makes a new record and stays refused: its delivery answers ``store_error``
+#: with the job not run. Each such write grows memory by at most one record (:data:`.redis_values.MAX_RECORD_BYTES`).
+ALLOW_OOM = "#!lua flags=allow-oom\n"
+
 #: Fenced update. KEYS[1] the record. Returns ``{1, version}``, or ``{0, now}`` when it is gone or changed.
-UPDATE = _COMMON + _WRITE + r"""
+UPDATE = ALLOW_OOM + _COMMON + _WRITE + r"""
 local key, id = KEYS[1], ARGV[2]
 local current = redis.call('HGET', key, '_v')
 if (not current) or current ~= ARGV[3] then
@@ -221,7 +230,7 @@ return {1, v}
 """
 
 #: Fenced delete. KEYS[1] the record; ARGV: prefix, run id, expected version. Returns ``{1|0, now}``.
-DELETE = _COMMON + r"""
+DELETE = ALLOW_OOM + _COMMON + r"""
 local key, id = KEYS[1], ARGV[2]
 local current = redis.call('HGET', key, '_v')
 if (not current) or current ~= ARGV[3] then

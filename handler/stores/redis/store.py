@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 import redis
 from redis import exceptions as rexc
 from redis.backoff import NoBackoff
+from redis.credentials import CredentialProvider
 from redis.retry import Retry
 
 from scheduler_dedup.handler.core.errors import InvalidWriteError, StoreRefusedError, StoreUnavailableError
@@ -118,6 +119,19 @@ class _Bounded:
                 conn._sock.settimeout(saved[1])
 
 
+class _Credentials(CredentialProvider):
+    """The ACL user and AUTH string every connection authenticates with when it connects (or reconnects); the store
+    replaces :attr:`password` after a rotation of ``DEDUP_REDIS_AUTH_FILE``."""
+
+    def __init__(self, username: str | None, password: str | None):
+        self.username = username or ""
+        self.password = password
+
+    def get_credentials(self) -> tuple[str] | tuple[str, str]:
+        password = self.password or ""
+        return (self.username, password) if self.username else (password,)
+
+
 class _Connection(_Bounded, redis.Connection):
     pass
 
@@ -134,7 +148,12 @@ class RedisRunStore(RunStore):
         collection: the collection id (the keys' hash tag ``{collection}``).
         timeout_seconds: how long one operation may take, retries included, in seconds.
         password: the AUTH string, or None.
-        ca_file: PEM file of the server's CA for ``rediss://`` (None: the system's CAs).
+        auth_file: the file ``password`` came from (``DEDUP_REDIS_AUTH_FILE``), or None. When Redis refuses the AUTH
+            string (``WRONGPASS``, ``NOAUTH``), the file is read again, once per call: if it holds another string (a
+            rotated secret, mounted as a volume), that one is used from then on and the call is tried again, on every
+            connection made afterwards (a connection stays authenticated after a rotation; one made later is not).
+        ca_file: PEM file of the server's CA for ``rediss://`` (None: the system's CAs); read by every new connection
+            (redis-py loads it into each TLS handshake's context), so a rotated CA file needs nothing more.
         wait_timeout_ms: ``WAIT`` timeout of a decisive write where there are replicas; 0: never ``WAIT``.
 
     Raises (every method): the contract's errors (:mod:`scheduler_dedup.handler.stores.base`), with redis-py's
@@ -145,15 +164,18 @@ class RedisRunStore(RunStore):
     display_name: ClassVar[str] = "Redis"
 
     def __init__(self, endpoint: RedisEndpoint, collection: str, timeout_seconds: float = 20.0, *,
-                 password: str | None = None, ca_file: str | None = None,
+                 password: str | None = None, auth_file: str | None = None, ca_file: str | None = None,
                  wait_timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS):
         self.endpoint = endpoint
         self.collection = collection
         self.timeout_seconds = timeout_seconds
         self.wait_timeout_ms = wait_timeout_ms
         self.prefix = "{" + collection + "}:"
+        self._auth_file = auth_file
+        self._credentials = _Credentials(endpoint.username, password)
         kwargs: dict[str, Any] = dict(
-            host=endpoint.host, port=endpoint.port, db=endpoint.db, username=endpoint.username, password=password,
+            host=endpoint.host, port=endpoint.port, db=endpoint.db,
+            **(dict(credential_provider=self._credentials) if password is not None else dict(username=endpoint.username)),
             socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds, socket_keepalive=True,
             retry=Retry(NoBackoff(), 0), health_check_interval=0, client_name="scheduler-dedup",
             connection_class=_Connection,
@@ -229,12 +251,18 @@ class RedisRunStore(RunStore):
         seconds = deadline - time.monotonic()
         backoff = 0.05
         last: BaseException | None = None
+        reread = False
         while True:
+            refused_password = self._credentials.password
             try:
                 if scripted and not self._loaded:
                     self._load(deadline)
                 answers = self._roundtrip(commands, deadline)
             except (rexc.AuthenticationError, rexc.AuthorizationError) as exc:
+                if isinstance(exc, rexc.AuthenticationError) and not reread:
+                    reread = True
+                    if self._reread_auth_file(refused_password):
+                        continue  # nothing was sent under the refused AUTH string: try again with the new one
                 raise self._refused(exc, action) from exc
             except rexc.ResponseError as exc:  # a set-up command refused (SELECT, CLIENT SETNAME): nothing was sent
                 if not str(exc).startswith(_TRANSIENT):
@@ -266,6 +294,24 @@ class RedisRunStore(RunStore):
                 raise self._unavailable(last, action, seconds) from last
             time.sleep(min(backoff * (0.5 + random.random()), remaining / 2))
             backoff = min(backoff * 2, 1.0)
+
+    def _reread_auth_file(self, refused: str | None) -> bool:
+        """Read ``DEDUP_REDIS_AUTH_FILE`` again after Redis refused the AUTH string ``refused``; True if the store now
+        uses another one (the file's, or one another thread read meanwhile), False if there is none to try."""
+        if self._auth_file is None:
+            return False
+        try:
+            current = read_auth_file(self._auth_file)
+        except StoreRefusedError as exc:
+            log.warning("Redis refused the AUTH string and DEDUP_REDIS_AUTH_FILE cannot be read again: %s", exc)
+            return False
+        with self._offset_lock:
+            if current == refused:
+                return self._credentials.password != refused  # another thread switched already: try its string
+            self._credentials.password = current
+        log.warning("Redis refused the AUTH string; DEDUP_REDIS_AUTH_FILE=%s holds a new one (a rotated secret): "
+                    "using it from now on", self._auth_file)
+        return True
 
     def _load(self, deadline: float) -> None:
         """Load every script (``SCRIPT LOAD``, one round trip); a server keeps them until it restarts."""
@@ -305,7 +351,7 @@ class RedisRunStore(RunStore):
         if _CERTIFICATE_REFUSED in message.lower():
             return (f"the certificate of {where} is not signed by the CA in DEDUP_REDIS_CA_FILE: mount the instance's "
                     "own server CA (its serverCaCerts)")
-        if message.startswith("OOM"):
+        if isinstance(exc, rexc.OutOfMemoryError) or message.startswith("OOM"):  # redis-py drops the "OOM" prefix
             return ("the instance is full and refuses writes (maxmemory-policy noeviction, as a dedup store must be): "
                     "scale it up, or shorten DEDUP_RETENTION_SECONDS")
         if "unknown command" in message.lower():
@@ -598,5 +644,5 @@ def from_settings(settings: Any, collection: str) -> RedisRunStore:
         raise StoreRefusedError(f"DEDUP_REDIS_CA_FILE={settings.redis_ca_file} is not a file", store="Redis",
                                 hint="mount the instance's server CA (its serverCaCerts) at that path")
     return RedisRunStore(parse_redis_url(settings.redis_url), collection, settings.store_timeout_seconds,
-                         password=password, ca_file=settings.redis_ca_file,
+                         password=password, auth_file=settings.redis_auth_file, ca_file=settings.redis_ca_file,
                          wait_timeout_ms=settings.redis_wait_timeout_ms)
