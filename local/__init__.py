@@ -1,14 +1,12 @@
-"""Everything that runs on your own machine: the ``scheduler-dedup`` command and what it starts.
+"""Everything that runs on your own machine: the ``scheduler-dedup`` command and what it starts. Nothing here is
+deployed; the handler (:mod:`scheduler_dedup.handler`) is what runs on Cloud Run.
 
-- :mod:`.cli`: the command (``demo``, ``run-local``, ``runs``, ``campaign``, ``check``).
-- :mod:`.demo`, :mod:`.run_local`, :mod:`.campaign`, :mod:`.runs_cli`: one module per subcommand.
-- :mod:`.store_servers`, :mod:`.firestore_emulator`: the real local store servers (started on a free loopback
-  port, stopped by their own PID).
-- :mod:`.servers`, :mod:`.serve_socket`: handler processes under functions-framework, as Cloud Run runs them.
-- :mod:`.simulator`: a Cloud Scheduler simulator that delivers each run at least once, with faults.
-- :mod:`.fault_proxy`: a gRPC proxy that injects faults between the handler and its store.
-- :mod:`.baseline`, :mod:`.recording_job`: the no-dedup handler and the recording job of the demo and tests.
-- :mod:`.reference`: the generated reference pages of the documentation site (``scripts/gen_docs``).
+- ``commands/``: the command line (``cli.py``) and one module per subcommand.
+- ``servers/``: the real local store servers and handler processes, each started on a free loopback port and
+  stopped by its own PID.
+- ``faults/``: proxies between a store's client and its server that inject faults on the wire (gRPC, RESP).
+- ``demo/``: the Cloud Scheduler simulator, the recording job and the no-dedup baseline of the demo and tests.
+- ``campaigns/``: seeded fault campaigns checked by invariants, and the Redis failover campaign.
 
-Nothing here is deployed: the handler (:mod:`scheduler_dedup.handler`) is what runs on Cloud Run.
+Each folder imports only the folders listed before it (tests/test_layout.py).
 """

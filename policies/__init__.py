@@ -1,8 +1,9 @@
 """The scheduler-dedup policy pack.
 
-- :mod:`.rules`: the rules (one function each, one module per domain, registered in ``RULES``), no pulumi
-  import needed;
-- :mod:`.model`, :mod:`.topology`, :mod:`.limits`: engine-shaped properties, job/service pairing, GCP limits;
-- :mod:`.pack`: CrossGuard adapters used by ``__main__.py`` (``pulumi preview --policy-pack policies``);
-- :mod:`.offline`: ``scheduler-dedup check``, the same rules under Pulumi mocks.
+- ``rules/``: the rules, one function each, one module per domain, registered in ``RULES``; no pulumi import needed.
+- ``reading/``: resources as the rules see them (engine-shaped properties), values read failing closed, and which
+  Scheduler job calls which handler service.
+- ``limits.py``: the Google Cloud limits the rules enforce, each with its source.
+- ``pack.py``: the CrossGuard adapters ``__main__.py`` serves (``pulumi preview --policy-pack policies``).
+- ``offline/``: ``scheduler-dedup check``, the same rules on the program run under Pulumi mocks.
 """

@@ -1,0 +1,3 @@
+"""``DedupScheduledJob``, the component: its inputs resolved and validated, its deploy archive, App Engine as a
+target, and its alerts. Imports the handler, ``infra.args``, ``infra.project`` and ``infra.stores``.
+"""

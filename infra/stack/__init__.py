@@ -1,0 +1,3 @@
+"""The root stack program (stack config in, components out), running it under Pulumi mocks, and hosting the
+components as a provider for other languages. The top layer of ``infra``.
+"""

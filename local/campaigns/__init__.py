@@ -1,0 +1,3 @@
+"""Seeded fault campaigns against real handler processes, checked by invariants, and the Redis failover
+campaign. Imports ``local.servers`` and ``local.faults``.
+"""

@@ -27,6 +27,8 @@ from scheduler_dedup.local.servers.redis_server import RedisServer
 
 from .conftest import deliver, scheduler_headers
 
+pytestmark = pytest.mark.processes  # tests/costs.py
+
 T = "2026-11-01T00:00:00Z"
 COLLECTION = "scheduler_runs"
 #: A long job in steps that checks its lease before each one (the pattern docs/failures.md shows).

@@ -19,6 +19,8 @@ from scheduler_dedup.handler.stores import open_store
 from scheduler_dedup.handler.stores.base import RunStore
 from scheduler_dedup.local.servers.redis_server import RedisServer
 
+pytestmark = pytest.mark.server  # tests/costs.py
+
 C = "rotated_runs"
 
 
