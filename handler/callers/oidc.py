@@ -73,7 +73,7 @@ from scheduler_dedup.handler.schedule.run_key import HeaderSource
 from scheduler_dedup.handler.core.safe_text import scrub_secrets
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.core.variables import declared
-from scheduler_dedup.handler.targets.deadline import read_bounded, total_deadline, with_total_deadline
+from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
 
 log = logging.getLogger("scheduler_dedup")
 

@@ -10,9 +10,9 @@ Classification of the downstream answer: one table per target type,
 - 2xx: the run is **completed**; the result names the downstream execution (execution or
   operation name) and the HTTP status code.
 - 401, 403, 408, 409, 429, 5xx, a timeout (``DEDUP_TARGET_TIMEOUT_SECONDS``, default 30 s, for the whole call:
-  connect, headers and body, :mod:`~scheduler_dedup.handler.targets.deadline`) or a connection error: **retryable**: :class:`TargetRetryableError` is raised, so the claim is released,
-  the handler answers 500 and Cloud Scheduler's retry config delivers again. POSTs are never
-  retried blindly here.
+  connect, headers and body, :mod:`~scheduler_dedup.handler.core.deadline`) or a connection error: **retryable**:
+  :class:`TargetRetryableError` is raised, so the claim is released, the handler answers 500 and Cloud Scheduler's
+  retry config delivers again. POSTs are never retried blindly here.
 - 3xx, 400, 404, 422 and other 4xx: :class:`NonRetryableJobError`: the run is recorded ``failed``.
 
 A retryable failure may hide a downstream start whose response was lost (a timeout after the
@@ -89,7 +89,7 @@ import requests
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.targets.answers import TargetType, answer_summary, classify, existence_check_refused
-from scheduler_dedup.handler.targets.deadline import read_bounded, total_deadline, with_total_deadline
+from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
 from scheduler_dedup.handler.core.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.protocol.job import Job, ScheduledRun
 from scheduler_dedup.handler.core.logs import LogField
@@ -122,7 +122,8 @@ _CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 #: Bytes of a Google API's 2xx answer read at most: one Operation, Execution or Trigger, or a list page of at most
 #: 100 executions or builds, is far below it; the rest of a larger body is never read.
 MAX_API_ANSWER_BYTES = 4 * 1024 * 1024
-#: Bytes of an error answer read at most: enough for its summary (:func:`~scheduler_dedup.handler.targets.answers.answer_summary`).
+#: Bytes of an error answer read at most: enough for its summary
+#: (:func:`~scheduler_dedup.handler.targets.answers.answer_summary`).
 MAX_ERROR_ANSWER_BYTES = 4096
 
 # Resource ids: letters, digits, '-', '_'; only a (legacy, domain-scoped) project id also holds '.' and ':'
@@ -290,9 +291,9 @@ def _call(session: HttpSession, method: str, url: str, timeout: float, what: str
           **kwargs: Any) -> DownstreamAnswer:
     """One HTTP call, classified by :func:`scheduler_dedup.handler.targets.answers.classify`: returns a 2xx answer, or raises.
 
-    The call, its body included, ends within ``timeout`` seconds in all (:func:`~scheduler_dedup.handler.targets.deadline.total_deadline`),
-    and reads at most ``body_limit`` bytes of a 2xx body (:data:`MAX_ERROR_ANSWER_BYTES` of any other), closing the
-    connection on the rest.
+    The call, its body included, ends within ``timeout`` seconds in all
+    (:func:`~scheduler_dedup.handler.core.deadline.total_deadline`), and reads at most ``body_limit`` bytes of a
+    2xx body (:data:`MAX_ERROR_ANSWER_BYTES` of any other), closing the connection on the rest.
 
     Args:
         timeout: seconds the whole call may take: connect, send, status line, headers and the body read.

@@ -1,4 +1,5 @@
-"""A total deadline for one downstream call, and a bound on how much of its answer is read.
+"""A total deadline for one outgoing HTTP call (a proxy target, the OIDC certificates), and a bound on how much
+of its answer is read.
 
 requests' ``timeout`` bounds each socket operation, not the call: a downstream that sends one byte a second (of its
 status line, its headers or its body) never trips it, and holds the run as long as it likes
