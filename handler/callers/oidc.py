@@ -24,7 +24,9 @@ identity from the same header Cloud Run checked: ``X-Serverless-Authorization`` 
 ``DEDUP_OIDC_CERTS_URL``, default https://www.googleapis.com/oauth2/v1/certs). The certificates are kept as long
 as the endpoint's ``Cache-Control: max-age`` says, and a token whose ``kid`` is not among them makes the handler
 fetch them again, at most once per :data:`KID_REFETCH_INTERVAL_SECONDS` (:class:`SigningKeys`), so a key Google
-has just published works on the first delivery signed with it.
+has just published works on the first delivery signed with it. One fetch is in flight at a time and no caller
+queues behind another's: while it runs, a caller whose ``kid`` the cached set holds uses that, any other waits for
+that one fetch's result, and the fetch ends within its timeout in all.
 
 **Tokens Cloud Run already verified.** When Cloud Run IAM admits a request (the service is private), Cloud Run
 forwards the token with its signature replaced by ``SIGNATURE_REMOVED_BY_GOOGLE``
@@ -60,8 +62,7 @@ from typing import Any, Protocol
 
 import google.auth.exceptions
 import google.auth.jwt
-import google.auth.transport
-import google.auth.transport.requests
+import requests
 from werkzeug.http import parse_cache_control_header
 
 from scheduler_dedup.handler.callers.audience import handler_accepts, split_audiences
@@ -72,6 +73,7 @@ from scheduler_dedup.handler.schedule.run_key import HeaderSource
 from scheduler_dedup.handler.core.safe_text import scrub_secrets
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.core.variables import declared
+from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -84,6 +86,8 @@ MAX_CERTS_TTL_SECONDS = 86400.0
 #: An unknown ``kid`` refetches the certificates at most this often, seconds: a stream of forged ``kid`` values
 #: cannot turn every request into a fetch.
 KID_REFETCH_INTERVAL_SECONDS = 30.0
+#: Bytes of the certificate endpoint's answer read at most (Google's holds two or three PEM certificates, ~4 KB).
+MAX_CERTS_BYTES = 256 * 1024
 #: Leeway on ``iat`` and ``exp``, seconds (OpenID Connect Core 1.0 section 3.1.3.7 allows "a small leeway";
 #: google-auth's ``clock_skew_in_seconds``).
 CLOCK_SKEW_SECONDS = 60
@@ -240,48 +244,107 @@ class SigningKeys:
 
     Args:
         certs_url: the endpoint (``{kid: x509 PEM}``, as https://www.googleapis.com/oauth2/v1/certs).
-        timeout_seconds: timeout of one fetch, seconds.
+        timeout_seconds: how long one fetch may take in all (connect, headers, body), seconds; also the longest a
+            caller waits for the fetch in flight.
 
     :meth:`certs_for` refetches once when a token names a ``kid`` the cached set lacks (a key rotated in since
     the last fetch), at most once per :data:`KID_REFETCH_INTERVAL_SECONDS`.
+
+    **Single flight, no queue.** At most one fetch is in flight. A caller that needs fresh certificates while one
+    is in flight does not start another: if the cached set (expired or not) holds its ``kid`` it uses that at
+    once, else it waits for that one fetch's result, at most ``timeout_seconds``. So no caller ever waits for more
+    than one fetch, however slow the endpoint, and a flood of forged tokens costs one fetch at a time.
     """
 
     def __init__(self, certs_url: str, timeout_seconds: float = 10.0):
         self.certs_url = certs_url
-        self._request = google.auth.transport.requests.Request()
+        self._session = with_total_deadline(requests.Session())
         self._timeout = timeout_seconds
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held only to read or swap the state below, never during a fetch
         self._certs: dict[str, str] = {}
         self._expires = 0.0
         self._last_kid_refetch = float("-inf")
+        self._in_flight: _Fetch | None = None
 
     def certs_for(self, kid: str) -> dict[str, str]:
         """The certificates, fresh per their ``max-age``, refetched (rate-limited) if ``kid`` is not among them.
 
         Raises:
-            google.auth.exceptions.TransportError: the endpoint could not be read (not 200, not JSON, unreachable).
+            google.auth.exceptions.TransportError: the endpoint could not be read (not 200, not JSON, unreachable,
+                slower than ``timeout_seconds``), or the fetch in flight did not end within ``timeout_seconds``.
         """
         with self._lock:
             now = time.monotonic()
-            if now >= self._expires:
-                self._fetch(now)
-            elif kid not in self._certs and now - self._last_kid_refetch >= KID_REFETCH_INTERVAL_SECONDS:
-                self._last_kid_refetch = now
-                self._fetch(now)
-            return self._certs
+            stale = now >= self._expires
+            unknown_kid = kid not in self._certs and now - self._last_kid_refetch >= KID_REFETCH_INTERVAL_SECONDS
+            if not stale and not unknown_kid:
+                return self._certs
+            fetch = self._in_flight
+            if fetch is not None and kid in self._certs:
+                return self._certs  # stale while the fetch in flight revalidates them
+            leader = fetch is None
+            if fetch is None:
+                fetch = self._in_flight = _Fetch()
+                if not stale:
+                    self._last_kid_refetch = now
+        if leader:
+            self._lead(fetch)
+        elif not fetch.done.wait(self._timeout):
+            raise google.auth.exceptions.TransportError("the certificate fetch in flight did not end within "
+                                                        f"{self._timeout:g} s")
+        if fetch.error is not None:
+            raise fetch.error
+        return fetch.certs
 
-    def _fetch(self, now: float) -> None:
-        response = self._request(self.certs_url, method="GET", timeout=self._timeout)
-        if response.status != 200:
-            raise google.auth.exceptions.TransportError(f"HTTP {response.status} from the certificate endpoint")
+    def _lead(self, fetch: "_Fetch") -> None:
+        """Make the one fetch, publish its result to the cache and to every caller waiting for it."""
         try:
-            certs = json.loads(response.data.decode("utf-8"))
+            certs, ttl = self._fetch()
+            with self._lock:
+                self._certs, self._expires = certs, time.monotonic() + ttl
+            fetch.certs = certs
+        except google.auth.exceptions.TransportError as exc:
+            fetch.error = exc
+        finally:
+            with self._lock:
+                self._in_flight = None
+            fetch.done.set()
+
+    def _fetch(self) -> tuple[dict[str, str], float]:
+        """``(certificates, seconds they may be reused)`` from one GET, which ends within ``timeout_seconds`` in all."""
+        try:
+            with total_deadline(self._timeout) as watch:
+                response = self._session.get(self.certs_url, timeout=self._timeout, stream=True)
+                data, complete = read_bounded(response, MAX_CERTS_BYTES)
+                cut = watch.fired
+        except requests.RequestException as exc:
+            raise google.auth.exceptions.TransportError(
+                f"the certificate endpoint could not be read within {self._timeout:g} s "
+                f"({type(exc).__name__})") from exc
+        if cut:
+            raise google.auth.exceptions.TransportError(f"the certificate endpoint did not answer within "
+                                                        f"{self._timeout:g} s in all")
+        if response.status_code != 200:
+            raise google.auth.exceptions.TransportError(f"HTTP {response.status_code} from the certificate endpoint")
+        if not complete:
+            raise google.auth.exceptions.TransportError(f"the certificate endpoint answered more than "
+                                                        f"{MAX_CERTS_BYTES} bytes")
+        try:
+            certs = json.loads(data.decode("utf-8"))
         except ValueError:
             raise google.auth.exceptions.TransportError("the certificate endpoint did not answer JSON") from None
         if not isinstance(certs, dict) or not all(isinstance(v, str) for v in certs.values()):
             raise google.auth.exceptions.TransportError("the certificate endpoint did not answer {kid: certificate}")
-        self._certs = certs
-        self._expires = now + _max_age(response.headers)
+        return certs, _max_age(response.headers)
+
+
+class _Fetch:
+    """One certificate fetch in flight: the callers waiting for it wait on ``done``, then read its result."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.certs: dict[str, str] = {}
+        self.error: google.auth.exceptions.TransportError | None = None
 
 
 def _max_age(headers: Mapping[str, str]) -> float:

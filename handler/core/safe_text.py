@@ -13,11 +13,20 @@ parser's error message. :func:`scrub_secrets` is the one function that removes c
 ``user:password@``, query parameters such as ``key=`` or ``sig=``, ``key=value`` pairs whose key names a secret); :func:`exception_text` and every refusal and downstream summary go
 through it. It recognises shapes, not meaning: a secret of no known shape in an exception message is not
 found, so a job should not put secrets into its exception messages.
+
+**Target URLs.** A webhook URL carries its secret in its path (``https://hooks.example.com/services/T0/B0/XYZ``), a
+signed URL in its query: no shape tells it from any other URL. So a target URL is shown as its scheme, host and a
+hash of the rest, and nowhere whole (:func:`shown_url`). The handler registers its target URL when it reads it
+(:func:`hide_url`); from then on :func:`scrub_secrets` replaces that URL, and its path and query alone (as
+urllib3's errors or a downstream's 404 page quote them), wherever they appear in text that leaves the process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from urllib.parse import quote, unquote, urlsplit
 
 #: ``Bearer <credentials>`` / ``Basic <credentials>`` (RFC 6750, RFC 7617), any case.
 _AUTH_SCHEME_RE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
@@ -41,13 +50,89 @@ _SECRET_PAIR_RE = re.compile(
     r"""credentials?)[A-Za-z0-9_-]*=)\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,;&}]+)""",
     re.IGNORECASE)
 REDACTED = "[redacted]"
+#: Hex digits of SHA-256 that :func:`shown_url` keeps of a URL's path, query and fragment (64 bits: enough to tell
+#: two URLs apart, too few to be worth brute-forcing a high-entropy secret for).
+URL_HASH_HEX_DIGITS = 16
+#: Pieces of a hidden URL (path, query) shorter than this many characters are no secret and are not searched for.
+MIN_HIDDEN_PIECE_CHARS = 6
+#: ``(text, replacement)`` for each registered URL's forms, longest text first (:func:`hide_url`).
+_hidden: tuple[tuple[str, str], ...] = ()
+_hidden_lock = threading.Lock()
+
+
+def shown_url(url: str) -> str:
+    """How a target URL is recorded, answered and logged: ``scheme://host[:port]/[sha256:<16 hex>]``.
+
+    The hash covers everything after the host (path, query, fragment); a URL with nothing after its host (or only
+    ``/``) is shown as ``scheme://host[:port]/``. Userinfo (``user:password@``) is dropped. Text that is not an
+    absolute URL is shown as ``[sha256:<16 hex>]`` alone. Never raises.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return _url_hash(url)
+    if not parts.scheme or not host:
+        return _url_hash(url)
+    origin = f"{parts.scheme.lower()}://{f'[{host}]' if ':' in host else host}{f':{port}' if port else ''}"
+    rest = _rest(url.strip())
+    return f"{origin}/{_url_hash(rest)}" if rest not in ("", "/") else f"{origin}/"
+
+
+def hide_url(url: str) -> str:
+    """Register ``url`` so that :func:`scrub_secrets` shows it, in any text, as :func:`shown_url` does; returns that.
+
+    Also hidden: what follows the host (``/path?query``, percent-encoded or not, as an HTTP library's error quotes
+    the request target), and the path and the query each alone when at least :data:`MIN_HIDDEN_PIECE_CHARS`
+    characters long. Thread-safe; registering a URL twice changes nothing.
+    """
+    global _hidden
+    shown = shown_url(url)
+    stripped = url.strip()
+    rest = _rest(stripped)
+    forms: dict[str, str] = {stripped: shown}
+    if len(rest) >= MIN_HIDDEN_PIECE_CHARS:
+        hashed = _url_hash(rest)
+        for text in (rest, rest.partition("#")[0]):
+            for variant in (text, unquote(text), quote(unquote(text), safe="!#$%&'()*+,/:;=?@[]~")):
+                forms.setdefault(variant, f"/{hashed}" if variant.startswith("/") else hashed)
+        try:
+            parts = urlsplit(stripped)
+        except ValueError:
+            parts = None
+        for piece in ((parts.path, parts.query, parts.fragment) if parts is not None else ()):
+            for variant in (piece, unquote(piece)):
+                if len(variant) >= MIN_HIDDEN_PIECE_CHARS:
+                    forms.setdefault(variant, REDACTED)
+    with _hidden_lock:
+        merged = dict(_hidden)
+        merged.update({text: replacement for text, replacement in forms.items() if text not in merged})
+        _hidden = tuple(sorted(merged.items(), key=lambda item: -len(item[0])))
+    return shown
+
+
+def _rest(url: str) -> str:
+    """What follows ``scheme://netloc`` in ``url`` (path, query, fragment), or all of ``url`` if it has no netloc."""
+    scheme, sep, after = url.partition("://")
+    if not sep:
+        return url
+    cut = min((i for i in (after.find(c) for c in "/?#") if i >= 0), default=len(after))
+    return after[cut:]
+
+
+def _url_hash(text: str) -> str:
+    return f"[sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:URL_HASH_HEX_DIGITS]}]"
 
 
 def scrub_secrets(text: str) -> str:
-    """``text`` with every credential-shaped part replaced by ``[redacted]`` (see the module docstring).
+    """``text`` with every credential-shaped part replaced by ``[redacted]``, and every registered URL
+    (:func:`hide_url`) shown as :func:`shown_url` shows it (see the module docstring).
 
     Idempotent: scrubbing scrubbed text changes nothing.
     """
+    for hidden, replacement in _hidden:
+        if hidden in text:
+            text = text.replace(hidden, replacement)
     text = _AUTH_SCHEME_RE.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     text = _JWT_RE.sub(REDACTED, text)
     text = _ACCESS_TOKEN_RE.sub(REDACTED, text)

@@ -146,7 +146,7 @@ def existence_check_refused(status: int) -> bool:
     return 400 <= status < 500 and status not in (408, 409, 429)
 
 
-def answer_summary(status: int, headers: Mapping[str, str], body: bytes) -> str:
+def answer_summary(status: int, headers: Mapping[str, str], body: bytes, complete: bool = True) -> str:
     """What of a downstream's error answer may be recorded, answered and logged: status, content type and a short
     scrubbed summary, never the body itself.
 
@@ -155,6 +155,7 @@ def answer_summary(status: int, headers: Mapping[str, str], body: bytes) -> str:
     https://cloud.google.com/apis/design/errors#http_mapping) or ``message`` when there is one, else the body's
     first characters; whitespace collapsed, credentials scrubbed
     (:func:`~scheduler_dedup.handler.core.safe_text.scrub_secrets`), at most :data:`SUMMARY_CHARS` characters.
+    ``body`` is what was read of it; ``complete`` False (more was sent, and not read) shows its size as ``N+ bytes``.
     """
     content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), "") or "no content type"
     text = body[:4096].decode("utf-8", "replace")
@@ -170,5 +171,5 @@ def answer_summary(status: int, headers: Mapping[str, str], body: bytes) -> str:
     summary = scrub_secrets(utf8_safe(re.sub(r"\s+", " ", text).strip()))
     if len(summary) > SUMMARY_CHARS:
         summary = summary[:SUMMARY_CHARS - 3] + "..."
-    return f"HTTP {status}, {content_type.split(';')[0].strip()[:60]}, {len(body)} bytes" + (
+    return f"HTTP {status}, {content_type.split(';')[0].strip()[:60]}, {len(body)}{'' if complete else '+'} bytes" + (
         f": {summary}" if summary else "")

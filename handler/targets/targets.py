@@ -9,10 +9,10 @@ Classification of the downstream answer: one table per target type,
 
 - 2xx: the run is **completed**; the result names the downstream execution (execution or
   operation name) and the HTTP status code.
-- 401, 403, 408, 409, 429, 5xx, a timeout (``DEDUP_TARGET_TIMEOUT_SECONDS``, default 30 s) or a
-  connection error: **retryable**: :class:`TargetRetryableError` is raised, so the claim is released,
-  the handler answers 500 and Cloud Scheduler's retry config delivers again. POSTs are never
-  retried blindly here.
+- 401, 403, 408, 409, 429, 5xx, a timeout (``DEDUP_TARGET_TIMEOUT_SECONDS``, default 30 s, for the whole call:
+  connect, headers and body, :mod:`~scheduler_dedup.handler.core.deadline`) or a connection error: **retryable**:
+  :class:`TargetRetryableError` is raised, so the claim is released, the handler answers 500 and Cloud Scheduler's
+  retry config delivers again. POSTs are never retried blindly here.
 - 3xx, 400, 404, 422 and other 4xx: :class:`NonRetryableJobError`: the run is recorded ``failed``.
 
 A retryable failure may hide a downstream start whose response was lost (a timeout after the
@@ -66,7 +66,9 @@ What each target guarantees:
   ``DEDUP_TARGET_AUDIENCE``, by default :func:`scheduler_dedup.handler.callers.audience.target_audience` (the origin
   of a ``*.run.app`` URL, the full function URL on ``*.cloudfunctions.net``). The proxy cannot see the endpoint's state: a retry after a lost
   response calls again with the same key, and only an endpoint that deduplicates on
-  ``Idempotency-Key`` (e.g. with ``@idempotent``) runs once. The run's result is the status code.
+  ``Idempotency-Key`` (e.g. with ``@idempotent``) runs once. The run's result is the status code; the answer's
+  body is never read. The URL is recorded, answered and logged as scheme, host and a hash of the rest
+  (:func:`~scheduler_dedup.handler.core.safe_text.shown_url`): a webhook URL's path is its secret.
   Token: https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
 """
 
@@ -87,10 +89,11 @@ import requests
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.targets.answers import TargetType, answer_summary, classify, existence_check_refused
+from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
 from scheduler_dedup.handler.core.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.protocol.job import Job, ScheduledRun
 from scheduler_dedup.handler.core.logs import LogField
-from scheduler_dedup.handler.core.safe_text import scrub_secrets
+from scheduler_dedup.handler.core.safe_text import hide_url, scrub_secrets, shown_url
 from scheduler_dedup.handler.core.variables import declared
 
 log = logging.getLogger("scheduler_dedup")
@@ -116,6 +119,12 @@ CLOUD_BUILD_CLOCK_SKEW_SECONDS = 300
 #: Seconds back from now that a forced run's builds are looked for (its schedule time is not when it started).
 CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS = 86400
 _CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+#: Bytes of a Google API's 2xx answer read at most: one Operation, Execution or Trigger, or a list page of at most
+#: 100 executions or builds, is far below it; the rest of a larger body is never read.
+MAX_API_ANSWER_BYTES = 4 * 1024 * 1024
+#: Bytes of an error answer read at most: enough for its summary
+#: (:func:`~scheduler_dedup.handler.targets.answers.answer_summary`).
+MAX_ERROR_ANSWER_BYTES = 4096
 
 # Resource ids: letters, digits, '-', '_'; only a (legacy, domain-scoped) project id also holds '.' and ':'
 # (example.com:my-project). Nothing that would change the request path or query, or append a custom method
@@ -146,7 +155,8 @@ class TargetSettings:
         type: ``python`` | ``workflows`` | ``cloud_run_job`` | ``cloud_build_trigger`` | ``http``
             (``DEDUP_TARGET_TYPE``).
         target: workflow name, job name, trigger name or URL (``DEDUP_TARGET``); empty for ``python``.
-        timeout_seconds: timeout of each downstream call, seconds (``DEDUP_TARGET_TIMEOUT_SECONDS``).
+        timeout_seconds: how long each downstream call may take in all, body included, seconds
+            (``DEDUP_TARGET_TIMEOUT_SECONDS``).
         workflows_api: Workflows Executions API base URL (``DEDUP_WORKFLOWS_API``).
         run_api: Cloud Run Admin API base URL (``DEDUP_RUN_API``).
         cloud_build_api: Cloud Build API base URL (``DEDUP_CLOUD_BUILD_API``, default
@@ -197,19 +207,22 @@ class TargetSettings:
                               f"{_EXAMPLES['cloud_build_trigger']} (T: the trigger's id or name; a global trigger's "
                               "location is global)")
         if self.type == "http":
+            # A webhook URL carries its secret in its path: once read, no text of this process shows it whole,
+            # these refusals included (ConfigError scrubs its message).
+            shown = hide_url(self.target)
             parsed = urlparse(self.target)
             if parsed.scheme not in ("https", "http") or not parsed.netloc:
-                raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a URL: use {_EXAMPLES['http']}")
+                raise ConfigError(f"DEDUP_TARGET={shown!r} is not a URL: use {_EXAMPLES['http']}")
             if self.auth == "google" and not self.audience:
                 try:
                     target_audience(self.target)
                 except ValueError as exc:
-                    raise ConfigError(f"DEDUP_TARGET={self.target!r}: {exc}; or set DEDUP_TARGET_AUDIENCE") from None
+                    raise ConfigError(f"DEDUP_TARGET={shown!r}: {exc}; or set DEDUP_TARGET_AUDIENCE") from None
             problem = misspelt_target_audience(self.audience, self.target) if self.audience else None
             if problem:
                 raise ConfigError(f"DEDUP_TARGET_AUDIENCE={problem}, or unset it for the default")
             if parsed.scheme == "http" and self.auth == "google":
-                raise ConfigError(f"DEDUP_TARGET={self.target!r} is plain http: the ID token would travel "
+                raise ConfigError(f"DEDUP_TARGET={shown!r} is plain http: the ID token would travel "
                                   f"unencrypted; use {_EXAMPLES['http']}")
 
     @classmethod
@@ -255,49 +268,103 @@ class _CheckRefused(Exception):
     """The pre-start existence check was refused (see :func:`~scheduler_dedup.handler.targets.answers.existence_check_refused`)."""
 
 
+@dataclass(frozen=True)
+class DownstreamAnswer:
+    """What the handler keeps of one downstream answer: its status, headers and at most a bounded body.
+
+    Attributes:
+        status_code: the HTTP status.
+        headers: the answer's headers.
+        body: at most the call's ``body_limit`` bytes (:data:`MAX_API_ANSWER_BYTES`; :data:`MAX_ERROR_ANSWER_BYTES`
+            of an error answer); the rest was never read.
+        complete: True when ``body`` is the whole body.
+    """
+
+    status_code: int
+    headers: Mapping[str, str]
+    body: bytes
+    complete: bool
+
+
 def _call(session: HttpSession, method: str, url: str, timeout: float, what: str, target_type: TargetType,
-          *, existence_check: bool = False, **kwargs: Any) -> requests.Response:
-    """One HTTP call, classified by :func:`scheduler_dedup.handler.targets.answers.classify`: returns a 2xx response, or raises.
+          *, existence_check: bool = False, body_limit: int = MAX_API_ANSWER_BYTES,
+          **kwargs: Any) -> DownstreamAnswer:
+    """One HTTP call, classified by :func:`scheduler_dedup.handler.targets.answers.classify`: returns a 2xx answer, or raises.
+
+    The call, its body included, ends within ``timeout`` seconds in all
+    (:func:`~scheduler_dedup.handler.core.deadline.total_deadline`), and reads at most ``body_limit`` bytes of a
+    2xx body (:data:`MAX_ERROR_ANSWER_BYTES` of any other), closing the connection on the rest.
 
     Args:
-        existence_check: the call is the pre-start ``list`` call; a refused one raises ``_CheckRefused``.
+        timeout: seconds the whole call may take: connect, send, status line, headers and the body read.
+        existence_check: the call is the pre-start ``list`` call; a refused one raises ``_CheckRefused``, as does a
+            2xx answer larger than ``body_limit`` (no list can be judged from a part of it).
+        body_limit: bytes of a 2xx body to read; 0 reads none (only the status is used).
 
     Raises:
-        TargetRetryableError: timeout, connection error, or a status the table retries (401, 403, 408, 409, 429, 5xx).
+        TargetRetryableError: no complete answer within ``timeout``, a connection error, or a status the table
+            retries (401, 403, 408, 409, 429, 5xx).
         NonRetryableJobError: a status the table records failed (3xx, 400, 404, 422, other 4xx).
     """
-    try:
-        # No redirects: requests would turn a POST into a body-less GET on 301/302/303 and the
-        # run would be recorded done though the target never got it. A 3xx is a failure instead.
-        response = session.request(method, url, timeout=timeout, allow_redirects=False, **kwargs)
-    except requests.Timeout as exc:
-        raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({type(exc).__name__}); the downstream "
-                                   "may have started; a retry checks where the target can tell") from exc
-    except requests.ConnectionError as exc:
-        raise TargetRetryableError(f"{what}: connection failed ({scrub_secrets(str(exc))[:200]})") from exc
-    status = response.status_code
-    answer = classify(target_type, status)
+    with total_deadline(timeout) as watch:
+        try:
+            # No redirects: requests would turn a POST into a body-less GET on 301/302/303 and the
+            # run would be recorded done though the target never got it. A 3xx is a failure instead.
+            response = with_total_deadline(session).request(method, url, timeout=timeout, allow_redirects=False,
+                                                            stream=True, **kwargs)
+        except requests.RequestException as exc:
+            if watch.fired or isinstance(exc, requests.Timeout):
+                raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({type(exc).__name__}); the "
+                                           "downstream may have started; a retry checks where the target can "
+                                           "tell") from exc
+            if isinstance(exc, requests.ConnectionError):
+                raise TargetRetryableError(f"{what}: connection failed ({scrub_secrets(str(exc))[:200]})") from exc
+            raise TargetRetryableError(f"{what}: the request failed ({type(exc).__name__}: "
+                                       f"{scrub_secrets(str(exc))[:200]})") from exc
+        if watch.fired:  # the deadline cut the status line or the headers: what was parsed of them is no answer
+            response.close()
+            raise TargetRetryableError(f"{what}: no complete answer within {timeout:g} s (its headers were cut "
+                                       "off); the downstream may have started; a retry checks where the target "
+                                       "can tell")
+        status = response.status_code
+        answer = classify(target_type, status)
+        body, complete = read_bounded(response, body_limit if answer.outcome == "completed" else
+                                      MAX_ERROR_ANSWER_BYTES)
+        cut = watch.fired
+    got = DownstreamAnswer(status, dict(response.headers), body, complete and not cut)
     if answer.outcome == "completed":
-        return response
+        if body_limit > 0 and not got.complete:
+            if cut:
+                raise TargetRetryableError(f"{what}: HTTP {status}, but its body did not arrive within {timeout:g} s "
+                                           "in all; the downstream may have started; a retry checks where the "
+                                           "target can tell")
+            if existence_check:
+                raise _CheckRefused(f"{what}: HTTP {status}, an answer larger than {body_limit} bytes or cut off")
+            log.warning("%s: HTTP %s, an answer larger than %s bytes or cut off: its names are not recorded", what,
+                        status, body_limit, extra={LogField.HTTP_STATUS: status})
+        return got
     if existence_check and existence_check_refused(status):
         raise _CheckRefused(f"{what}: HTTP {status}")
     if 300 <= status < 400:
-        location = scrub_secrets(response.headers.get("Location", "?"))[:200]
+        location = scrub_secrets(got.headers.get("Location", "?"))[:200]
         message = (f"{what}: HTTP {status} redirect to {location!r} (not followed, not retried): point "
                    "DEDUP_TARGET at the final URL")
     else:
         verdict = "released for a retry" if answer.outcome == "retry" else "recorded failed"
         # Never the body itself: it may quote our ID token or the downstream's own data.
-        message = (f"{what}: {answer_summary(status, response.headers, response.content)} ({verdict}: "
-                   f"{answer.reason})")
+        message = (f"{what}: {answer_summary(status, got.headers, got.body, got.complete)}"
+                   f"{f' (its body cut off at {timeout:g} s)' if cut else ''} ({verdict}: {answer.reason})")
     if answer.outcome == "retry":
         raise TargetRetryableError(message)
     raise NonRetryableJobError(message)
 
 
-def _json(response: requests.Response, what: str) -> dict[str, Any]:
+def _json(answer: DownstreamAnswer, what: str) -> dict[str, Any]:
+    """The JSON object of a complete answer's body, else ``{}``."""
+    if not answer.complete:
+        return {}
     try:
-        body = response.json()
+        body = json.loads(answer.body)
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
@@ -578,12 +645,14 @@ class HttpTarget:
     def __init__(self, url: str, session: HttpSession, token: Callable[[], str] | None,
                  timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
         self.url, self.session, self.token, self.timeout = url, session, token, timeout_seconds
+        self.shown_url = hide_url(url)  # from now on no text of this process shows the URL whole
 
     def __call__(self, run: ScheduledRun) -> dict[str, Any]:
         """Call the endpoint.
 
         Returns:
-            ``{"target": "http", "url": str, "status_code": int}``.
+            ``{"target": "http", "url": shown URL, "status_code": int}``; the URL as
+            :func:`~scheduler_dedup.handler.core.safe_text.shown_url` shows it (scheme, host, a hash of the rest).
 
         Raises:
             TargetRetryableError, NonRetryableJobError: see :func:`_call`.
@@ -596,9 +665,9 @@ class HttpTarget:
                 raise TargetRetryableError("could not mint an ID token for the HTTP target: "
                                            f"{scrub_secrets(repr(exc))[:200]}") from exc
         body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
-        response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.url}", "http", json=body,
-                         headers=headers)
-        return {"target": "http", "url": scrub_secrets(self.url), "status_code": response.status_code}
+        response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.shown_url}", "http", json=body,
+                         headers=headers, body_limit=0)  # only the status is used: the body is never read
+        return {"target": "http", "url": self.shown_url, "status_code": response.status_code}
 
 
 def google_api_session(auth: str = "google") -> HttpSession:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.handler import ConfigError, TargetSettings
+from scheduler_dedup.handler.core.safe_text import shown_url
 
 from .conftest import Harness, deliver, scheduler_headers
 from .fake_google import FakeGoogle
@@ -119,7 +120,8 @@ def test_http_target_sends_the_idempotency_key_and_run(harness: Harness, fake: F
     assert post.headers["Idempotency-Key"] == body["run_id"]
     assert post.body == {"run_id": body["run_id"], "job_name": "nightly", "schedule_time": T}
     assert "Authorization" not in post.headers  # DEDUP_TARGET_AUTH=none
-    assert body["result"] == {"target": "http", "url": f"{fake.url}/hook", "status_code": 200}
+    # The URL is shown as scheme, host and a hash of the rest: a webhook's path is its secret.
+    assert body["result"] == {"target": "http", "url": shown_url(f"{fake.url}/hook"), "status_code": 200}
     assert deliver(server.url, scheduler_headers("nightly", T)).json()["status"] == "duplicate"
     assert len(fake.posts()) == 1
 

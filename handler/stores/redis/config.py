@@ -18,6 +18,12 @@ DEFAULT_WAIT_TIMEOUT_MS = 500
 MAX_WAIT_TIMEOUT_MS = 60_000
 #: Variables of the Redis store; set while ``DEDUP_STORE`` is another store, they are a mistake.
 REDIS_VARIABLES = ("DEDUP_REDIS_URL", "DEDUP_REDIS_AUTH_FILE", "DEDUP_REDIS_CA_FILE", "DEDUP_REDIS_WAIT_TIMEOUT_MS")
+#: Query parameters redis-py reads from a URL (``redis.connection.URL_QUERY_ARGUMENT_PARSERS``, redis-py 8): the
+#: only names a refused query is quoted with. Any other name may be a secret pasted in (``?AUTH_STRING``).
+REDIS_URL_OPTIONS = frozenset({
+    "db", "health_check_interval", "legacy_responses", "max_connections", "protocol", "retry_on_error",
+    "retry_on_timeout", "socket_connect_timeout", "socket_keepalive", "socket_read_size", "socket_timeout",
+    "ssl_check_hostname", "ssl_exclude_verify_flags", "ssl_include_verify_flags", "ssl_min_version", "timeout"})
 #: Variables that would hold the AUTH string in plain sight: refused.
 PLAIN_SECRET_VARIABLES = ("DEDUP_REDIS_PASSWORD", "DEDUP_REDIS_AUTH")
 
@@ -92,8 +98,11 @@ def parse_redis_url(url: str) -> RedisEndpoint:
     if not parts.hostname:
         raise ConfigError(f"DEDUP_REDIS_URL has no host: use {example}")
     if parts.query or parts.fragment:
-        names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)})
-        what = f"a query ({', '.join(names)[:80]})" if names else "a query or fragment"
+        names = {name for name, _ in parse_qsl(parts.query, keep_blank_values=True)}
+        named = sorted(names & REDIS_URL_OPTIONS)
+        if names - REDIS_URL_OPTIONS:
+            named.append(f"{len(names - REDIS_URL_OPTIONS)} other parameter(s), not quoted")
+        what = (f"a query ({', '.join(named)})" if named else "a query") if parts.query else "a fragment"
         raise ConfigError(f"DEDUP_REDIS_URL has {what}: timeouts and TLS come from DEDUP_STORE_TIMEOUT_SECONDS and "
                           f"DEDUP_REDIS_CA_FILE, the AUTH string from DEDUP_REDIS_AUTH_FILE; use {example}")
     path = parts.path.strip("/") or "0"
