@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
-from scheduler_dedup.handler.stores import registry
+from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.core.variables import declared
 
@@ -27,8 +27,8 @@ DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
 DEFAULT_STORE_TIMEOUT_SECONDS = 20
 #: ``DEDUP_STORE`` values when this module was imported, from the one list of stores
 #: (:data:`scheduler_dedup.handler.stores.registry.STORES`).
-STORE_KINDS = registry.store_ids()
-DEFAULT_STORE = registry.DEFAULT_STORE
+STORE_KINDS = store_ids()
+DEFAULT_STORE = _DEFAULT_STORE
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
@@ -184,12 +184,12 @@ class Settings:
                                   f"{type(self.store_config).__name__}: leave store_config None")
             return
         config_class = load(kind.config)
-        if self.store_config is None:
-            object.__setattr__(self, "store_config", config_class())
-        elif not isinstance(self.store_config, config_class):
+        config = config_class() if self.store_config is None else self.store_config
+        if not isinstance(config, config_class):
             raise ConfigError(f"DEDUP_STORE={self.store} takes a {config_class.__name__} as store_config, not "
-                              f"{type(self.store_config).__name__}")
-        self.store_config.check(self)
+                              f"{type(config).__name__}")
+        object.__setattr__(self, "store_config", config)
+        config.check(self)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -210,7 +210,7 @@ class Settings:
                               "every store's calls): rename the variable, keeping its value")
         store = env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE
         kind = _store_kind(store)
-        for other in registry.STORES:  # each store refuses its own variables set for another store
+        for other in STORES:  # each store refuses its own variables set for another store
             problem = load(other.config).env_problem(env, store) if other.config else None
             if problem:
                 raise ConfigError(problem)
@@ -239,9 +239,9 @@ def _store_kind(store: str) -> StoreKind:
     Raises:
         ConfigError: it names none.
     """
-    kind = registry.find(store)
+    kind = find(store)
     if kind is None:
-        raise ConfigError(f"DEDUP_STORE={store!r} is not a run store: use one of {', '.join(registry.store_ids())}")
+        raise ConfigError(f"DEDUP_STORE={store!r} is not a run store: use one of {', '.join(store_ids())}")
     return kind
 
 

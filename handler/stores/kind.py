@@ -11,10 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from scheduler_dedup.handler.config.settings import Settings
+from typing import Any, Protocol
 
 
 class StoreConfig(Protocol):
@@ -31,8 +28,9 @@ class StoreConfig(Protocol):
         """Why ``env`` for a handler on ``store`` is refused because of this store's variables, or None."""
         ...
 
-    def check(self, settings: "Settings") -> None:
-        """Check these settings beside the core ones (``ConfigError`` naming the variable and the fix)."""
+    def check(self, settings: Any) -> None:
+        """Check these settings beside the core ones (``settings``, the core
+        :class:`~scheduler_dedup.handler.config.settings.Settings`) (``ConfigError`` naming the variable and the fix)."""
         ...
 
 
