@@ -27,7 +27,9 @@ _SESSION_SERVERS = {"firestore": "firestore_emulator", "redis": "redis_server"}
 def store_server_session(request: pytest.FixtureRequest) -> Iterator[StoreServer]:
     """One running server per store kind for the whole session (the session's own where it has one)."""
     if request.param == TOY.id:
-        with registered(TOY), store_server(TOY.id) as toy:  # the toy store's one registration line
+        with registered(TOY):
+            toy = store_server(TOY.id)  # its local server, as its registration names it
+        with toy:
             yield toy
         return
     if request.param in _SESSION_SERVERS:
@@ -41,10 +43,14 @@ def store_server_session(request: pytest.FixtureRequest) -> Iterator[StoreServer
 
 
 @pytest.fixture()
-def server(store_server_session: StoreServer) -> StoreServer:
-    """The store's server, wiped clean before the test."""
+def server(store_server_session: StoreServer) -> Iterator[StoreServer]:
+    """The store's server, wiped clean before the test (the toy store registered for the test only)."""
     store_server_session.wipe()
-    return store_server_session
+    if store_server_session.kind != TOY.id:
+        yield store_server_session
+        return
+    with registered(TOY):  # the toy store's one registration line
+        yield store_server_session
 
 
 @pytest.fixture()
