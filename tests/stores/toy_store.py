@@ -246,13 +246,13 @@ class ToyRunStore(RunStore):
             commit = state.commit_time()
             state.records[(self.collection, run_id)] = (_resolved(fields, {}, commit), commit, commit)
             return commit
-        return self._call("create", run_id, fields, apply)  # type: ignore[no-any-return]
+        return self._call("create", run_id, fields, apply)
 
     def get(self, run_id: str, *, timeout_seconds: float | None = None) -> RunRecord | None:
         def apply(state: _State) -> RunRecord | None:
             entry = state.records.get((self.collection, run_id))
             return None if entry is None else self._record(run_id, entry, state.now())
-        return self._call("get", run_id, None, apply, timeout_seconds)  # type: ignore[no-any-return]
+        return self._call("get", run_id, None, apply, timeout_seconds)
 
     def update_if_unchanged(self, run_id: str, fields: Mapping[str, Any], update_time: datetime) -> datetime | None:
         _checked(fields)
@@ -265,7 +265,7 @@ class ToyRunStore(RunStore):
             state.records[(self.collection, run_id)] = ({**entry[0], **_resolved(fields, entry[0], commit)},
                                                         entry[1], commit)
             return commit
-        return self._call("update", run_id, fields, apply)  # type: ignore[no-any-return]
+        return self._call("update", run_id, fields, apply)
 
     def delete_if_unchanged(self, run_id: str, update_time: datetime) -> bool:
         def apply(state: _State) -> bool:
@@ -312,7 +312,7 @@ class ToyRunStore(RunStore):
             ids = sorted(rid for collection, rid in state.records if collection == self.collection
                          and rid.startswith(prefix))[:limit]
             return [self._record(rid, state.records[(self.collection, rid)], now) for rid in ids]
-        return self._call("query", "", None, apply, timeout_seconds)  # type: ignore[no-any-return]
+        return self._call("query", "", None, apply, timeout_seconds)
 
 
 def from_settings(settings: Any, collection: str) -> ToyRunStore:
