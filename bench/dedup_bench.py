@@ -50,6 +50,7 @@ from scheduler_dedup.handler.schedule.run_key import run_key_from_headers
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.handler.stores.spanner.config import SpannerConfig
 from scheduler_dedup.local.servers.spanner_emulator import SpannerEmulator
 from scheduler_dedup.local.servers.store_servers import environment
 from scheduler_dedup.local.demo.recording_job import read_events
@@ -256,7 +257,7 @@ def spanner_served(name: str, kind: str, emulator: SpannerEmulator, table: str) 
     if kind == "scheduler-dedup":
         store = emulator.connect(table, host=proxy.host)
         settings = Settings(project=emulator.project, collection=table, store="spanner",
-                            spanner_instance=emulator.instance, spanner_database=emulator.database)
+                            store_config=SpannerConfig(instance=emulator.instance, database=emulator.database))
 
         def ours(job: Job) -> Callable[[flask.Request], Any]:
             handler = SchedulerHandler(settings, Idempotency(store), job)

@@ -11,10 +11,8 @@ from datetime import datetime, timezone
 from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
-from scheduler_dedup.handler.stores.redis.config import (DEFAULT_WAIT_TIMEOUT_MS as DEFAULT_REDIS_WAIT_TIMEOUT_MS,
-                                                        check_redis_settings, plain_secret_problem,
-                                                        wait_timeout_ms_from_env)
-from scheduler_dedup.handler.stores.spanner.config import check_spanner_settings
+from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
+from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.core.variables import declared
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
@@ -27,9 +25,10 @@ DEFAULT_LEASE_SECONDS = 300  # Cloud Run's default request timeout
 DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
 DEFAULT_MANUAL_TOLERANCE_SECONDS = 5
 DEFAULT_STORE_TIMEOUT_SECONDS = 20
-#: ``DEDUP_STORE`` values: the run stores of :mod:`scheduler_dedup.handler.stores`.
-STORE_KINDS = ("firestore", "redis", "spanner")
-DEFAULT_STORE = "firestore"
+#: ``DEDUP_STORE`` values when this module was imported, from the one list of stores
+#: (:data:`scheduler_dedup.handler.stores.registry.STORES`).
+STORE_KINDS = store_ids()
+DEFAULT_STORE = _DEFAULT_STORE
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
@@ -49,8 +48,9 @@ class Settings:
 
     Attributes:
         project: Google Cloud project id of the run store (``GOOGLE_CLOUD_PROJECT``).
-        store: the run store (``DEDUP_STORE``): ``firestore`` (default), ``redis`` (Memorystore for Redis) or
-            ``spanner``.
+        store: the run store (``DEDUP_STORE``), a registered store's kind id
+            (:data:`scheduler_dedup.handler.stores.registry.STORES`: ``firestore``, the default, ``redis`` or
+            ``spanner``).
         database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``; Firestore only).
         collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``); on Spanner the
             table's name.
@@ -90,12 +90,11 @@ class Settings:
             (``DEDUP_SERVICE``; the component sets it). Required with ``DEDUP_TRUST_CLOUD_RUN_IAM=true``: the handler
             reads the service's IAM policy and ``invokerIamDisabled`` through the Cloud Run Admin API
             (``DEDUP_RUN_API``) to prove that Cloud Run IAM guards it (:mod:`scheduler_dedup.handler.callers.trust_premise`).
-        redis_url, redis_auth_file, redis_ca_file, redis_wait_timeout_ms: the Redis store's
-            ``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE``, ``DEDUP_REDIS_CA_FILE`` and
-            ``DEDUP_REDIS_WAIT_TIMEOUT_MS`` (:mod:`scheduler_dedup.handler.stores.redis.config`).
-        spanner_instance, spanner_database: the Spanner store's ``DEDUP_SPANNER_INSTANCE`` and
-            ``DEDUP_SPANNER_DATABASE``, required with ``DEDUP_STORE=spanner`` ("" when unset;
-            :mod:`scheduler_dedup.handler.stores.spanner.config`).
+        store_config: the store's own settings, an instance of its registered ``config`` class
+            (:class:`~scheduler_dedup.handler.stores.redis.config.RedisConfig`,
+            :class:`~scheduler_dedup.handler.stores.spanner.config.SpannerConfig`), read from the store's own
+            variables by that class; None for a store without one. Left None for a store with one, it is that
+            class's empty settings (so the store's check names what is missing).
     """
 
     project: str
@@ -112,18 +111,12 @@ class Settings:
     key_local_time: bool = False
     scheduler_job: str | None = None
     service: str | None = None
-    redis_url: str | None = None
-    redis_auth_file: str | None = None
-    redis_ca_file: str | None = None
-    redis_wait_timeout_ms: int = DEFAULT_REDIS_WAIT_TIMEOUT_MS
-    spanner_instance: str = ""
-    spanner_database: str = ""
+    store_config: StoreConfig | None = None
 
     def __post_init__(self) -> None:
         if not self.project:
             raise ConfigError("GOOGLE_CLOUD_PROJECT is empty: set it to the project id that holds the run store")
-        if self.store not in STORE_KINDS:
-            raise ConfigError(f"DEDUP_STORE={self.store!r} is not a run store: use one of {', '.join(STORE_KINDS)}")
+        kind = _store_kind(self.store)
         if not PROJECT_ID_RE.match(self.project):
             raise ConfigError(
                 f"GOOGLE_CLOUD_PROJECT={self.project!r} is not a project id: use lower-case letters, digits and '-', "
@@ -134,8 +127,6 @@ class Settings:
                 f"DEDUP_DATABASE={self.database!r} is not a Firestore database id: use (default) or 4-63 "
                 "characters of lower-case letters, digits and '-', starting with a letter"
             )
-        check_spanner_settings(self.store, self.spanner_instance, self.spanner_database, self.database,
-                               self.collection, DEFAULT_DATABASE)
         if not _COLLECTION_RE.match(self.collection) or self.collection.startswith("__"):
             raise ConfigError(
                 f"DEDUP_COLLECTION={self.collection!r} is not a top-level collection id: use a name without '/' "
@@ -178,13 +169,27 @@ class Settings:
                 f"DEDUP_SERVICE={self.service[:200]!r} is not a Cloud Run service's full name: use "
                 "projects/PROJECT_ID/locations/REGION/services/SERVICE (this service's own name)"
             )
-        check_redis_settings(self.store, self.redis_url, self.redis_auth_file, self.redis_ca_file,
-                             self.redis_wait_timeout_ms, self.store_timeout_seconds)
         if not is_iana_time_zone(self.time_zone):
             raise ConfigError(
                 f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
                 f"zone, e.g. {DEFAULT_TIME_ZONE} or Europe/Berlin"
             )
+        self._check_store_config(kind)
+
+    def _check_store_config(self, kind: StoreKind) -> None:
+        """The store's own settings: of its config class (its empty settings when None), checked by that class."""
+        if kind.config is None:
+            if self.store_config is not None:
+                raise ConfigError(f"DEDUP_STORE={self.store} has no settings of its own, but store_config is "
+                                  f"{type(self.store_config).__name__}: leave store_config None")
+            return
+        config_class = load(kind.config)
+        config = config_class() if self.store_config is None else self.store_config
+        if not isinstance(config, config_class):
+            raise ConfigError(f"DEDUP_STORE={self.store} takes a {config_class.__name__} as store_config, not "
+                              f"{type(config).__name__}")
+        object.__setattr__(self, "store_config", config)
+        config.check(self)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -203,12 +208,15 @@ class Settings:
         if "DEDUP_FIRESTORE_TIMEOUT_SECONDS" in env:
             raise ConfigError("DEDUP_FIRESTORE_TIMEOUT_SECONDS was renamed DEDUP_STORE_TIMEOUT_SECONDS (it bounds "
                               "every store's calls): rename the variable, keeping its value")
-        plain_secret = plain_secret_problem(env)
-        if plain_secret:
-            raise ConfigError(plain_secret)
+        store = env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE
+        kind = _store_kind(store)
+        for other in STORES:  # each store refuses its own variables set for another store
+            problem = load(other.config).env_problem(env, store) if other.config else None
+            if problem:
+                raise ConfigError(problem)
         return cls(
             project=project,
-            store=env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE,
+            store=store,
             database=env.get("DEDUP_DATABASE", DEFAULT_DATABASE),
             collection=env.get("DEDUP_COLLECTION", DEFAULT_COLLECTION),
             lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", DEFAULT_LEASE_SECONDS),
@@ -221,13 +229,20 @@ class Settings:
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
             scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
             service=env.get("DEDUP_SERVICE", "").strip() or None,
-            redis_url=env.get("DEDUP_REDIS_URL", "").strip() or None,
-            redis_auth_file=env.get("DEDUP_REDIS_AUTH_FILE", "").strip() or None,
-            redis_ca_file=env.get("DEDUP_REDIS_CA_FILE", "").strip() or None,
-            redis_wait_timeout_ms=wait_timeout_ms_from_env(env),
-            spanner_instance=env.get("DEDUP_SPANNER_INSTANCE", "").strip(),
-            spanner_database=env.get("DEDUP_SPANNER_DATABASE", "").strip(),
+            store_config=load(kind.config).from_env(env) if kind.config else None,
         )
+
+
+def _store_kind(store: str) -> StoreKind:
+    """The registered store ``DEDUP_STORE`` names.
+
+    Raises:
+        ConfigError: it names none.
+    """
+    kind = find(store)
+    if kind is None:
+        raise ConfigError(f"DEDUP_STORE={store!r} is not a run store: use one of {', '.join(store_ids())}")
+    return kind
 
 
 def store_timeout_for(attempt_deadline_seconds: int) -> int:

@@ -1,32 +1,23 @@
-"""Run stores behind one contract (:mod:`.base`): Firestore (:mod:`.firestore`), Memorystore for Redis (:mod:`.redis`),
-Spanner (:mod:`.spanner`).
+"""Run stores behind one contract (:mod:`.base`), one folder each (:mod:`.firestore`, :mod:`.redis`,
+:mod:`.spanner`), registered in :mod:`.registry`.
 
-:func:`open_store` builds the store that ``DEDUP_STORE`` names. Each store's module is imported only when it
+:func:`open_store` builds the store that ``DEDUP_STORE`` names. Each store's modules are imported only when it
 is used, so a handler on one store never loads another store's client library.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from scheduler_dedup.handler.stores import registry
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.config.settings import Settings
     from scheduler_dedup.handler.stores.base import RunStore
 
-#: ``DEDUP_STORE`` value -> the environment variable that points its client at a local emulator instead.
-EMULATOR_VARIABLES = {
-    "firestore": "FIRESTORE_EMULATOR_HOST",
-    "spanner": "SPANNER_EMULATOR_HOST",
-}
-# Redis has no emulator variable: DEDUP_REDIS_URL names a local redis-server and a Memorystore instance alike.
-
-#: ``DEDUP_STORE`` value -> ``module:factory``; the factory takes ``(settings, collection)``.
-_FACTORIES = {
-    "firestore": "scheduler_dedup.handler.stores.firestore.store:from_settings",
-    "redis": "scheduler_dedup.handler.stores.redis.store:from_settings",
-    "spanner": "scheduler_dedup.handler.stores.spanner.store:from_settings",
-}
+#: ``DEDUP_STORE`` value -> the environment variable that points its client at a local emulator instead
+#: (:attr:`~scheduler_dedup.handler.stores.kind.StoreKind.emulator_variable`; a store without one is left out).
+EMULATOR_VARIABLES = {kind.id: kind.emulator_variable for kind in registry.STORES if kind.emulator_variable}
 
 
 def open_store(settings: "Settings", collection: str | None = None) -> "RunStore":
@@ -38,17 +29,18 @@ def open_store(settings: "Settings", collection: str | None = None) -> "RunStore
             is not installed (the message names the extra to install, e.g. ``scheduler-dedup[spanner]``).
     """
     from scheduler_dedup.handler.core.errors import ConfigError
+    from scheduler_dedup.handler.stores.kind import load
 
-    target = _FACTORIES.get(settings.store)
-    if target is None:
-        raise ConfigError(f"DEDUP_STORE={settings.store!r} is not a run store: use one of {', '.join(_FACTORIES)}")
-    module, _, name = target.partition(":")
+    kind = registry.find(settings.store)
+    if kind is None:
+        raise ConfigError(f"DEDUP_STORE={settings.store!r} is not a run store: use one of "
+                          f"{', '.join(registry.store_ids())}")
     try:
-        factory = getattr(importlib.import_module(module), name)
+        factory = load(kind.factory)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("scheduler_dedup"):
             raise
         raise ConfigError(f"DEDUP_STORE={settings.store} needs its client library, which is not installed "
-                          f"({exc.name}): pip install 'scheduler-dedup[{settings.store}]'") from exc
+                          f"({exc.name}): pip install 'scheduler-dedup[{kind.extra or kind.id}]'") from exc
     store: RunStore = factory(settings, collection or settings.collection)
     return store

@@ -36,6 +36,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from scheduler_dedup.handler.stores import registry
 from scheduler_dedup.infra.errors import DeployArchiveError
 
 #: Runtime dependencies of ``scheduler_dedup.handler`` on every store, pinned to the versions this project is tested
@@ -49,13 +50,10 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
 )
-#: Each store's client library (``DEDUP_STORE`` -> pins), imported only by its module under ``handler/stores/``, and
-#: added to the archive of a job on that store only.
-STORE_REQUIREMENTS: dict[str, tuple[str, ...]] = {
-    "firestore": ("google-cloud-firestore==2.27.0",),
-    "redis": ("redis==8.1.0",),  # handler/stores/redis/store.py: the Memorystore for Redis store
-    "spanner": ("google-cloud-spanner==3.68.0",),
-}
+#: Each store's client library (``DEDUP_STORE`` -> pins), imported only by its modules under ``handler/stores/``, and
+#: added to the archive of a job on that store only; each store pins its own
+#: (:attr:`~scheduler_dedup.handler.stores.kind.StoreKind.requirements`).
+STORE_REQUIREMENTS: dict[str, tuple[str, ...]] = {kind.id: kind.requirements for kind in registry.STORES}
 #: Top-level modules the handler may import, and the pinned distribution that provides each
 #: (flask comes with functions-framework). A test keeps this in step with ``handler/*.py``.
 HANDLER_IMPORTS: dict[str, str] = {

@@ -2,7 +2,8 @@
 Memorystore for Redis instance), and the single owner of its TTL policies.
 
 ``kind`` picks the store (:data:`STORE_KINDS`, default ``firestore``); each kind's children live in a module of
-their own (Firestore here, Spanner in :mod:`.spanner_store`, Memorystore in :mod:`.memorystore_store`), and
+their own, the store's registered ``component`` (Firestore here, Spanner in :mod:`.spanner`, Memorystore in
+:mod:`.memorystore`), and
 :class:`DedupStore` and :func:`resolve_store_ref` dispatch on it, the one place that does.
 
 Type token ``scheduler-dedup:index:DedupStore``. Children (all ``parent=self``, logical names ``<name>-<part>``):
@@ -38,6 +39,7 @@ import pulumi_gcp as gcp
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.record import TTL_FIELD
+from scheduler_dedup.handler.stores import registry
 from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
 
 from scheduler_dedup.infra.project.apis import STORE_APIS, for_store
@@ -52,12 +54,13 @@ TYPE_TOKEN = "scheduler-dedup:index:DedupStore"
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
 
 
-#: ``DedupStore`` kinds (``kind`` input, stack key ``storeKind``): the store each creates (``spanner``:
-#: :mod:`.spanner_store`, ``memorystore``: :mod:`.memorystore_store`).
-STORE_KINDS = ("firestore", "memorystore", "spanner")
-DEFAULT_KIND = "firestore"
-#: The handler's ``DEDUP_STORE`` for a job on a store of each kind (:data:`scheduler_dedup.handler.config.settings.STORE_KINDS`).
-HANDLER_STORE = {"firestore": "firestore", "memorystore": "redis", "spanner": "spanner"}
+#: ``DedupStore`` kinds (``kind`` input, stack key ``storeKind``): each registered store's component kind
+#: (:attr:`~scheduler_dedup.handler.stores.kind.StoreKind.component_kind`, ``memorystore`` for the ``redis`` store),
+#: whose children live in its registered ``component`` module (Firestore here, :mod:`.spanner`, :mod:`.memorystore`).
+STORE_KINDS = tuple(kind.component_kind for kind in registry.STORES)
+DEFAULT_KIND = registry.FIRESTORE.component_kind
+#: The handler's ``DEDUP_STORE`` for a job on a store of each kind (the store's kind id).
+HANDLER_STORE = {kind.component_kind: kind.id for kind in registry.STORES}
 
 
 def store_kind(args: Mapping[str, Any], key: str = "kind", field: Optional[str] = None) -> str:

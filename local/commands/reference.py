@@ -221,10 +221,11 @@ def _declaring_modules() -> None:
                    "scheduler_dedup.handler.targets.targets", "scheduler_dedup.handler.callers.oidc",
                    "scheduler_dedup.handler.service.startup"):
         importlib.import_module(module)
-    from scheduler_dedup.handler.stores import _FACTORIES
+    from scheduler_dedup.handler.stores.registry import STORES
 
-    for spec in _FACTORIES.values():
-        importlib.import_module(spec.split(":", 1)[0])
+    for kind in STORES:  # a store declares its variables in its own settings module
+        if kind.config:
+            importlib.import_module(kind.config.split(":", 1)[0])
 
 
 def environment_page() -> str:

@@ -7,13 +7,13 @@ Spanner emulator, :mod:`scheduler_dedup.local.servers.spanner_emulator`): one ch
 install command when it is missing. A :class:`StoreServer` also knows how a handler process and an in-process
 client reach it, directly or through the fault proxy.
 
-:func:`store_server` builds the server of a ``DEDUP_STORE`` value.
+:func:`store_server` builds the server of a ``DEDUP_STORE`` value, the one its store registers
+(:mod:`scheduler_dedup.handler.stores.registry`).
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 import signal
 import socket
 import subprocess
@@ -22,6 +22,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from scheduler_dedup.handler.stores import registry
+from scheduler_dedup.handler.stores.kind import load
 
 if TYPE_CHECKING:
     import subprocess
@@ -285,25 +288,20 @@ class ProcessStoreServer(StoreServer):
             os.unlink(log_path)
 
 
-#: ``DEDUP_STORE`` value -> ``module:class`` of its local server.
-_SERVERS = {
-    "firestore": "scheduler_dedup.local.servers.firestore_emulator:FirestoreEmulator",
-    "redis": "scheduler_dedup.local.servers.redis_server:RedisServer",
-    "spanner": "scheduler_dedup.local.servers.spanner_emulator:SpannerEmulator",
-}
-#: The stores that have a local server, in the order tests and commands list them.
-SERVER_KINDS: tuple[str, ...] = tuple(_SERVERS)
+#: The stores that have a local server, in the order tests and commands list them (every registered store).
+SERVER_KINDS: tuple[str, ...] = tuple(kind.id for kind in registry.STORES if kind.local_server)
 
 
 def store_server(kind: str, **kwargs: Any) -> StoreServer:
-    """A (not yet started) local server for the store ``kind`` (:data:`SERVER_KINDS`).
+    """A (not yet started) local server for the registered store ``kind``
+    (:attr:`~scheduler_dedup.handler.stores.kind.StoreKind.local_server`).
 
     Raises:
         ValueError: ``kind`` has no local server.
     """
-    target = _SERVERS.get(kind)
-    if target is None:
-        raise ValueError(f"no local server for store {kind!r}: use one of {', '.join(_SERVERS)}")
-    module, _, name = target.partition(":")
-    server: StoreServer = getattr(importlib.import_module(module), name)(**kwargs)
+    store = registry.find(kind)
+    if store is None or not store.local_server:
+        known = ", ".join(k.id for k in registry.STORES if k.local_server)
+        raise ValueError(f"no local server for store {kind!r}: use one of {known}")
+    server: StoreServer = load(store.local_server)(**kwargs)
     return server

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler_dedup.handler.stores.registry import SPANNER
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
@@ -47,7 +48,7 @@ def _spanner_services(topology: Topology) -> list[tuple[Resource, Any, Any, Any]
     """``(service, instance, database, table)`` of each dedup service on Spanner (values may be UNKNOWN)."""
     found = []
     for service in topology.dedup_services():
-        if store_of(service) != "spanner":
+        if store_of(service) != SPANNER.id:
             continue
         env = service_env(service)
         found.append((service, env_value(env, "DEDUP_SPANNER_INSTANCE", None),

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
+from scheduler_dedup.handler.stores.registry import DEFAULT_STORE, FIRESTORE, REDIS
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.stores.ttl_policy import second_ttl_owner, ttl_policy_key
 
@@ -30,13 +31,13 @@ _ENV_STORE = "DEDUP_STORE"
 
 def store_of(service: Resource) -> Any:
     """The run store a dedup service uses (env ``DEDUP_STORE``, default ``firestore``); UNKNOWN while unknown."""
-    return env_value(service_env(service), _ENV_STORE, "firestore") or "firestore"
+    return env_value(service_env(service), _ENV_STORE, DEFAULT_STORE) or DEFAULT_STORE
 
 
 def _firestore_services(topology: Topology) -> list[Resource]:
     """Dedup services known to keep their records in Firestore (the Firestore rules' concern; a service whose store
     is unknown at preview is not judged yet)."""
-    return [s for s in topology.dedup_services() if store_of(s) == "firestore"]
+    return [s for s in topology.dedup_services() if store_of(s) == FIRESTORE.id]
 
 
 # ---------------------------------------------------------------- dedup-firestore-ttl
@@ -323,7 +324,7 @@ MEMORYSTORE_DEFAULT_EVICTION = "volatile-lru"
 
 
 def _on_redis(service: Resource) -> bool:
-    return bool(store_of(service) == "redis")
+    return bool(store_of(service) == REDIS.id)
 
 
 def dedup_redis_instances(resources: Sequence[Resource]) -> list[Resource]:

@@ -17,8 +17,8 @@ BASE = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_JOB": "jobs:run", "DEDUP_STORE": "re
 def test_a_memorystore_service_environment_starts() -> None:
     assert startup_problems(BASE) == []
     settings = Settings.from_env(BASE)
-    assert settings.store == "redis" and settings.redis_wait_timeout_ms == 500
-    endpoint = parse_redis_url(settings.redis_url or "")
+    assert settings.store == "redis" and settings.store_config.wait_timeout_ms == 500
+    endpoint = parse_redis_url(settings.store_config.url or "")
     assert (endpoint.tls, endpoint.host, endpoint.port, endpoint.db) == (True, "10.0.0.3", 6378, 0)
     assert parse_redis_url("redis://127.0.0.1/3").port == 6379
 
@@ -62,7 +62,7 @@ def test_a_refused_url_never_echoes_a_secret_in_it(url: str) -> None:
 
 
 def test_wait_can_be_turned_off() -> None:
-    assert Settings.from_env({**BASE, "DEDUP_REDIS_WAIT_TIMEOUT_MS": "0"}).redis_wait_timeout_ms == 0
+    assert Settings.from_env({**BASE, "DEDUP_REDIS_WAIT_TIMEOUT_MS": "0"}).store_config.wait_timeout_ms == 0
 
 
 def test_an_unknown_url_at_preview_is_not_refused() -> None:

@@ -15,7 +15,7 @@ SPANNER = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_STORE": "spanner", "DEDUP_SPANNER
 
 def test_a_spanner_store_reads_its_instance_database_and_table() -> None:
     s = Settings.from_env({**SPANNER, "DEDUP_COLLECTION": "nightly_runs"})
-    assert (s.store, s.spanner_instance, s.spanner_database, s.collection) == ("spanner", "dedup-prod", "runs",
+    assert (s.store, s.store_config.instance, s.store_config.database, s.collection) == ("spanner", "dedup-prod", "runs",
                                                                              "nightly_runs")
     assert Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p"}).store == "firestore"
 

@@ -21,6 +21,7 @@ from scheduler_dedup.handler.service.delivery import _record_fields
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.handler.stores.base import SERVER_TIME, RunStore
 from scheduler_dedup.handler.stores.spanner.admin import init_table
+from scheduler_dedup.handler.stores.spanner.config import SpannerConfig
 from scheduler_dedup.local.servers.spanner_emulator import SpannerEmulator
 
 # The contract's races, collected again in this module, where ``store`` is a client of the aborting emulator.
@@ -122,7 +123,7 @@ def test_a_field_without_a_column_or_of_the_wrong_type_is_refused_before_sending
 def test_every_field_the_handler_writes_has_a_column() -> None:
     """The table is typed: a record field the protocol or the Scheduler handler starts writing needs a column here
     (and ``store init`` adds it to older tables), or every claim on Spanner would be refused."""
-    settings = Settings(project="p", store="spanner", spanner_instance="i1", spanner_database="d1")
+    settings = Settings(project="p", store="spanner", store_config=SpannerConfig(instance="i1", database="d1"))
     key = RunKey(project="p", location="us-central1", job_name="j",
                  schedule_time=datetime(2026, 11, 30, 2, 30, tzinfo=timezone.utc), wall_clock="x")
     idem = Idempotency(_NoStore())  # type: ignore[arg-type]

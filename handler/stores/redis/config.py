@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.variables import declare
+
+if TYPE_CHECKING:
+    from scheduler_dedup.handler.config.settings import Settings
 
 DEFAULT_WAIT_TIMEOUT_MS = 500
 MAX_WAIT_TIMEOUT_MS = 60_000
@@ -113,37 +117,73 @@ def parse_redis_url(url: str) -> RedisEndpoint:
                          username=unquote(parts.username) if parts.username else None)
 
 
-def check_redis_settings(store: str, url: str | None, auth_file: str | None, ca_file: str | None,
-                         wait_timeout_ms: int, store_timeout_seconds: float) -> None:
-    """The Redis settings' checks (formats and how they fit together; files are read when the store connects).
+@dataclass(frozen=True)
+class RedisConfig:
+    """The Redis store's own settings, read from the environment by :meth:`from_env` (the core
+    :class:`~scheduler_dedup.handler.config.settings.Settings` holds it as ``store_config``).
 
-    Raises:
-        ConfigError: the first problem, naming the variable and the fix.
+    Attributes:
+        url: ``DEDUP_REDIS_URL``, or None when unset.
+        auth_file: ``DEDUP_REDIS_AUTH_FILE``, an absolute path, or None.
+        ca_file: ``DEDUP_REDIS_CA_FILE``, an absolute path, or None.
+        wait_timeout_ms: ``DEDUP_REDIS_WAIT_TIMEOUT_MS``, milliseconds (default :data:`DEFAULT_WAIT_TIMEOUT_MS`).
     """
-    if store != "redis":
-        given = [name for name, value in zip(REDIS_VARIABLES[:3], (url, auth_file, ca_file)) if value]
+
+    url: str | None = None
+    auth_file: str | None = None
+    ca_file: str | None = None
+    wait_timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "RedisConfig":
+        """Read the Redis variables of ``env``.
+
+        Raises:
+            ConfigError: ``DEDUP_REDIS_WAIT_TIMEOUT_MS`` is not a whole number.
+        """
+        return cls(url=env.get("DEDUP_REDIS_URL", "").strip() or None,
+                   auth_file=env.get("DEDUP_REDIS_AUTH_FILE", "").strip() or None,
+                   ca_file=env.get("DEDUP_REDIS_CA_FILE", "").strip() or None,
+                   wait_timeout_ms=wait_timeout_ms_from_env(env))
+
+    @staticmethod
+    def env_problem(env: Mapping[str, str], store: str) -> str | None:
+        """Why ``env`` (for a handler on ``store``) is refused because of a Redis variable, or None: an AUTH string
+        in plain sight (any store), or a Redis variable set while ``DEDUP_STORE`` is another store."""
+        plain = plain_secret_problem(env)
+        if plain or store == "redis":
+            return plain
+        given = [name for name in REDIS_VARIABLES[:3] if env.get(name, "").strip()]
         if given:
-            raise ConfigError(f"{given[0]} is set but DEDUP_STORE={store}: set DEDUP_STORE=redis to use Redis, or "
-                              f"remove {given[0]}")
-        return
-    if not url:
-        raise ConfigError("DEDUP_STORE=redis needs DEDUP_REDIS_URL: set it to the instance's address, e.g. "
-                          "redis://10.0.0.3:6379/0 (rediss://10.0.0.3:6378/0 with transit encryption)")
-    endpoint = parse_redis_url(url)
-    for name, path in (("DEDUP_REDIS_AUTH_FILE", auth_file), ("DEDUP_REDIS_CA_FILE", ca_file)):
-        if path is not None and not path.startswith("/"):
-            raise ConfigError(f"{name}={path!r} is not an absolute path: use the path the secret is mounted at, "
-                              "e.g. /secrets/redis/auth")
-    if ca_file and not endpoint.tls:
-        raise ConfigError("DEDUP_REDIS_CA_FILE is set but DEDUP_REDIS_URL is redis:// (no TLS): use rediss:// "
-                          "(port 6378 on Memorystore with transit encryption) or remove DEDUP_REDIS_CA_FILE")
-    if not 0 <= wait_timeout_ms <= MAX_WAIT_TIMEOUT_MS:
-        raise ConfigError(f"DEDUP_REDIS_WAIT_TIMEOUT_MS={wait_timeout_ms} is out of range: use 0 (no WAIT) to "
-                          f"{MAX_WAIT_TIMEOUT_MS} ms, e.g. {DEFAULT_WAIT_TIMEOUT_MS}")
-    if wait_timeout_ms >= store_timeout_seconds * 1000:
-        raise ConfigError(f"DEDUP_REDIS_WAIT_TIMEOUT_MS={wait_timeout_ms} is not under DEDUP_STORE_TIMEOUT_SECONDS="
-                          f"{store_timeout_seconds:g}: a claim's WAIT is part of its call, so keep it to a fraction of "
-                          f"the store timeout, e.g. {min(DEFAULT_WAIT_TIMEOUT_MS, int(store_timeout_seconds * 250))}")
+            return (f"{given[0]} is set but DEDUP_STORE={store}: set DEDUP_STORE=redis to use Redis, or "
+                    f"remove {given[0]}")
+        return None
+
+    def check(self, settings: "Settings") -> None:
+        """The Redis settings' checks (formats and how they fit together; files are read when the store connects).
+
+        Raises:
+            ConfigError: the first problem, naming the variable and the fix.
+        """
+        if not self.url:
+            raise ConfigError("DEDUP_STORE=redis needs DEDUP_REDIS_URL: set it to the instance's address, e.g. "
+                              "redis://10.0.0.3:6379/0 (rediss://10.0.0.3:6378/0 with transit encryption)")
+        endpoint = parse_redis_url(self.url)
+        for name, path in (("DEDUP_REDIS_AUTH_FILE", self.auth_file), ("DEDUP_REDIS_CA_FILE", self.ca_file)):
+            if path is not None and not path.startswith("/"):
+                raise ConfigError(f"{name}={path!r} is not an absolute path: use the path the secret is mounted at, "
+                                  "e.g. /secrets/redis/auth")
+        if self.ca_file and not endpoint.tls:
+            raise ConfigError("DEDUP_REDIS_CA_FILE is set but DEDUP_REDIS_URL is redis:// (no TLS): use rediss:// "
+                              "(port 6378 on Memorystore with transit encryption) or remove DEDUP_REDIS_CA_FILE")
+        wait_ms, store_timeout_seconds = self.wait_timeout_ms, settings.store_timeout_seconds
+        if not 0 <= wait_ms <= MAX_WAIT_TIMEOUT_MS:
+            raise ConfigError(f"DEDUP_REDIS_WAIT_TIMEOUT_MS={wait_ms} is out of range: use 0 (no WAIT) to "
+                              f"{MAX_WAIT_TIMEOUT_MS} ms, e.g. {DEFAULT_WAIT_TIMEOUT_MS}")
+        if wait_ms >= store_timeout_seconds * 1000:
+            raise ConfigError(f"DEDUP_REDIS_WAIT_TIMEOUT_MS={wait_ms} is not under DEDUP_STORE_TIMEOUT_SECONDS="
+                              f"{store_timeout_seconds:g}: a claim's WAIT is part of its call, so keep it to a fraction "
+                              f"of the store timeout, e.g. {min(DEFAULT_WAIT_TIMEOUT_MS, int(store_timeout_seconds * 250))}")
 
 
 def plain_secret_problem(env: Mapping[str, str]) -> str | None:

@@ -65,7 +65,8 @@ from scheduler_dedup.handler.core.errors import InvalidWriteError, StoreRefusedE
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD, RunRecord
 from scheduler_dedup.handler.stores.redis import values as redis_values
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
-from scheduler_dedup.handler.stores.redis.config import DEFAULT_WAIT_TIMEOUT_MS, RedisEndpoint, parse_redis_url
+from scheduler_dedup.handler.stores.redis.config import (DEFAULT_WAIT_TIMEOUT_MS, RedisConfig, RedisEndpoint,
+                                                          parse_redis_url)
 from scheduler_dedup.handler.stores.redis.lua import SCRIPTS
 
 log = logging.getLogger("scheduler_dedup")
@@ -633,16 +634,18 @@ def read_auth_file(path: str) -> str:
 
 
 def from_settings(settings: Any, collection: str) -> RedisRunStore:
-    """The store of the handler's settings (``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE``, ``DEDUP_REDIS_CA_FILE``,
-    ``DEDUP_REDIS_WAIT_TIMEOUT_MS``, ``DEDUP_STORE_TIMEOUT_SECONDS``) on ``collection``.
+    """The store of the handler's settings (its :class:`~scheduler_dedup.handler.stores.redis.config.RedisConfig`:
+    ``DEDUP_REDIS_URL``, ``DEDUP_REDIS_AUTH_FILE``, ``DEDUP_REDIS_CA_FILE``, ``DEDUP_REDIS_WAIT_TIMEOUT_MS``; and
+    ``DEDUP_STORE_TIMEOUT_SECONDS``) on ``collection``.
 
     Raises:
         StoreRefusedError: the AUTH or CA file cannot be read.
     """
-    password = read_auth_file(settings.redis_auth_file) if settings.redis_auth_file else None
-    if settings.redis_ca_file and not Path(settings.redis_ca_file).is_file():
-        raise StoreRefusedError(f"DEDUP_REDIS_CA_FILE={settings.redis_ca_file} is not a file", store="Redis",
+    config: RedisConfig = settings.store_config
+    password = read_auth_file(config.auth_file) if config.auth_file else None
+    if config.ca_file and not Path(config.ca_file).is_file():
+        raise StoreRefusedError(f"DEDUP_REDIS_CA_FILE={config.ca_file} is not a file", store="Redis",
                                 hint="mount the instance's server CA (its serverCaCerts) at that path")
-    return RedisRunStore(parse_redis_url(settings.redis_url), collection, settings.store_timeout_seconds,
-                         password=password, auth_file=settings.redis_auth_file, ca_file=settings.redis_ca_file,
-                         wait_timeout_ms=settings.redis_wait_timeout_ms)
+    return RedisRunStore(parse_redis_url(config.url or ""), collection, settings.store_timeout_seconds,
+                         password=password, auth_file=config.auth_file, ca_file=config.ca_file,
+                         wait_timeout_ms=config.wait_timeout_ms)

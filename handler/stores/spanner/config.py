@@ -7,9 +7,16 @@ reference page. The table is ``DEDUP_COLLECTION`` and the project ``GOOGLE_CLOUD
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.stores.spanner.schema import database_id_problem, instance_id_problem, table_name_problem
 from scheduler_dedup.handler.core.variables import declare
+
+if TYPE_CHECKING:
+    from scheduler_dedup.handler.config.settings import Settings
 
 #: Variables that name a Spanner store's database; set while ``DEDUP_STORE`` is another store, they are a mistake.
 SPANNER_VARIABLES = ("DEDUP_SPANNER_INSTANCE", "DEDUP_SPANNER_DATABASE")
@@ -31,34 +38,55 @@ declare("SPANNER_EMULATOR_HOST", "local", """
         reader="the Spanner client")
 
 
-def check_spanner_settings(store: str, instance: str, database: str, firestore_database: str, collection: str,
-                           default_firestore_database: str) -> None:
-    """The Spanner settings' checks: present with ``DEDUP_STORE=spanner``, absent otherwise, and well-formed.
+@dataclass(frozen=True)
+class SpannerConfig:
+    """The Spanner store's own settings, read from the environment by :meth:`from_env` (the core
+    :class:`~scheduler_dedup.handler.config.settings.Settings` holds it as ``store_config``). The table is
+    ``DEDUP_COLLECTION`` and the project ``GOOGLE_CLOUD_PROJECT``, as for Firestore.
 
-    Args:
-        store: ``DEDUP_STORE``.
-        instance, database: ``DEDUP_SPANNER_INSTANCE`` and ``DEDUP_SPANNER_DATABASE`` ("" when unset).
-        firestore_database: ``DEDUP_DATABASE``, which a Spanner store must leave at ``default_firestore_database``.
-        collection: ``DEDUP_COLLECTION``, the table's name on Spanner.
-
-    Raises:
-        ConfigError: the first problem, naming the variable and the fix.
+    Attributes:
+        instance: ``DEDUP_SPANNER_INSTANCE``, "" when unset.
+        database: ``DEDUP_SPANNER_DATABASE``, "" when unset.
     """
-    values = (instance, database)
-    if store != "spanner":
-        given = [name for name, value in zip(SPANNER_VARIABLES, values) if value]
+
+    instance: str = ""
+    database: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "SpannerConfig":
+        """Read the Spanner variables of ``env``."""
+        return cls(instance=env.get("DEDUP_SPANNER_INSTANCE", "").strip(),
+                   database=env.get("DEDUP_SPANNER_DATABASE", "").strip())
+
+    @staticmethod
+    def env_problem(env: Mapping[str, str], store: str) -> str | None:
+        """Why ``env`` (for a handler on ``store``) is refused because of a Spanner variable, or None: one set while
+        ``DEDUP_STORE`` is another store."""
+        if store == "spanner":
+            return None
+        given = [name for name in SPANNER_VARIABLES if env.get(name, "").strip()]
         if given:
-            raise ConfigError(f"{' and '.join(given)} set, but DEDUP_STORE={store}: set DEDUP_STORE=spanner to use "
-                              f"that Spanner database, or remove {' and '.join(given)}")
-        return
-    missing = [name for name, value in zip(SPANNER_VARIABLES, values) if not value]
-    if missing:
-        raise ConfigError(f"DEDUP_STORE=spanner needs {' and '.join(missing)}: set the Spanner instance and database "
-                          "ids that hold the run records' table (`scheduler-dedup store init --store spanner` "
-                          "creates the table)")
-    if firestore_database != default_firestore_database:
-        raise ConfigError(f"DEDUP_DATABASE={firestore_database!r} names a Firestore database, but DEDUP_STORE=spanner: "
-                          "name the Spanner database in DEDUP_SPANNER_DATABASE and remove DEDUP_DATABASE")
-    problem = instance_id_problem(instance) or database_id_problem(database) or table_name_problem(collection)
-    if problem:
-        raise ConfigError(problem)
+            return (f"{' and '.join(given)} set, but DEDUP_STORE={store}: set DEDUP_STORE=spanner to use that Spanner "
+                    f"database, or remove {' and '.join(given)}")
+        return None
+
+    def check(self, settings: "Settings") -> None:
+        """The Spanner settings' checks: both ids present and well-formed, the table name a Spanner table's, and no
+        Firestore database named beside them.
+
+        Raises:
+            ConfigError: the first problem, naming the variable and the fix.
+        """
+        missing = [name for name, value in zip(SPANNER_VARIABLES, (self.instance, self.database)) if not value]
+        if missing:
+            raise ConfigError(f"DEDUP_STORE=spanner needs {' and '.join(missing)}: set the Spanner instance and "
+                              "database ids that hold the run records' table (`scheduler-dedup store init --store "
+                              "spanner` creates the table)")
+        if settings.database != type(settings).database:  # not the core default: DEDUP_DATABASE given
+            raise ConfigError(f"DEDUP_DATABASE={settings.database!r} names a Firestore database, but "
+                              "DEDUP_STORE=spanner: name the Spanner database in DEDUP_SPANNER_DATABASE and remove "
+                              "DEDUP_DATABASE")
+        problem = (instance_id_problem(self.instance) or database_id_problem(self.database)
+                   or table_name_problem(settings.collection))
+        if problem:
+            raise ConfigError(problem)

@@ -642,7 +642,8 @@ def make_api() -> Any:
 
 
 def from_settings(settings: Any, collection: str) -> SpannerRunStore:
-    """The store of the handler's settings (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_SPANNER_INSTANCE``,
-    ``DEDUP_SPANNER_DATABASE``, ``DEDUP_STORE_TIMEOUT_SECONDS``) on table ``collection``."""
-    return SpannerRunStore.connect(settings.project, settings.spanner_instance, settings.spanner_database,
+    """The store of the handler's settings (``GOOGLE_CLOUD_PROJECT``, its
+    :class:`~scheduler_dedup.handler.stores.spanner.config.SpannerConfig`: ``DEDUP_SPANNER_INSTANCE``,
+    ``DEDUP_SPANNER_DATABASE``; ``DEDUP_STORE_TIMEOUT_SECONDS``) on table ``collection``."""
+    return SpannerRunStore.connect(settings.project, settings.store_config.instance, settings.store_config.database,
                                    collection, settings.store_timeout_seconds)
