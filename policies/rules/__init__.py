@@ -44,6 +44,7 @@ from scheduler_dedup.policies.rules.handler_service import (
     dedup_lease_covers_deadline,
     dedup_retries_outlast_lease,
     dedup_scale_in,
+    dedup_shared_collection_job_bound,
     dedup_target_audience,
 )
 from scheduler_dedup.policies.rules.iam import (
@@ -261,6 +262,10 @@ RULES: list[Rule] = [
          "A service running the dedup handler sets a DEDUP_* / GOOGLE_CLOUD_PROJECT environment that passes the "
          "handler's own start-up checks (the ones the DedupScheduledJob component runs), so it does not refuse to start.",
          "mandatory", dedup_handler_settings, "stack"),
+    Rule("dedup-shared-collection-job-bound",
+         "Handlers sharing one run-record collection each name the one Scheduler job they serve "
+         "(DEDUP_SCHEDULER_JOB), so a delivery to one cannot claim a run of another's job.",
+         "mandatory", dedup_shared_collection_job_bound, "stack"),
     Rule("dedup-lease-covers-deadline",
          "The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at least the "
          "job's attempt deadline.",
