@@ -254,6 +254,10 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
 
     A principal that can mint the Scheduler account's tokens calls the handler as Scheduler, through Cloud Run IAM,
     the OIDC check and trust mode. Grants made outside the stack are invisible to any policy pack.
+
+    Permission table (``PREDEFINED_ROLES``) read 2026-12-03 from https://cloud.google.com/iam/docs/understanding-roles
+    and https://cloud.google.com/iam/docs/roles-permissions/SERVICE; a role in neither the table nor the stack's
+    custom roles is not judged here (``dedup-identity-expected-grants`` still names it when a dedup identity holds it).
     """
     identities = Identities.of(resources)
     book = RoleBook.of(resources)

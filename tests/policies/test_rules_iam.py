@@ -195,3 +195,11 @@ def test_a_grant_the_component_would_not_make_is_named_unless_declared() -> None
 def test_a_dedup_service_without_a_runtime_account_is_mandatory() -> None:
     [finding] = run(EXPECTED, [service()])
     assert "default service account" in finding.message and "roles/editor" in finding.message
+
+
+def test_the_rules_page_names_the_permission_tables_date_and_source() -> None:
+    from scheduler_dedup.policies.reading.permissions import TABLE_DATE, TABLE_SOURCE
+    from scheduler_dedup.policies.rules.iam import dedup_identity_powers
+
+    doc = dedup_identity_powers.__doc__ or ""
+    assert f"read {TABLE_DATE}" in doc and TABLE_SOURCE.split()[0] in doc
