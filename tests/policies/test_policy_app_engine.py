@@ -112,7 +112,7 @@ def test_the_handler_settings_rule_reads_an_app_engine_versions_environment() ->
     [finding] = run("dedup-handler-settings", [version(both)])
     assert "DEDUP_APP_ENGINE_CALLER=true and DEDUP_OIDC_AUDIENCE" in finding.message
     bad_trigger = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_TARGET_TYPE": "cloud_build_trigger",
-                   "DEDUP_TARGET": "projects/p/triggers/t"}
+                   "DEDUP_TARGET": "projects/p/triggers/t", "DEDUP_APP_ENGINE_CALLER": "true"}
     [target] = run("dedup-handler-settings", [version(bad_trigger)])
     assert "is not a Cloud Build trigger name" in target.message
 
