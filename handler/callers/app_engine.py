@@ -54,6 +54,10 @@ log = logging.getLogger("scheduler_dedup")
 
 #: The setting: ``true`` turns the check on (the component sets it on an App Engine deployment).
 APP_ENGINE_CALLER_ENV = "DEDUP_APP_ENGINE_CALLER"
+#: Why a handler on App Engine serves without the check (``DEDUP_APP_ENGINE_CALLER=false`` needs it).
+APP_ENGINE_OPEN_REASON_ENV = "DEDUP_APP_ENGINE_OPEN_REASON"
+#: Set by App Engine's runtime on every instance (https://cloud.google.com/appengine/docs/standard/python3/runtime#environment_variables).
+APP_ENGINE_RUNTIME_ENV = ("GAE_APPLICATION", "GAE_SERVICE")
 #: Set by App Engine's Cron Service (Cloud Scheduler's App Engine target); stripped from external requests.
 CRON_HEADER = "X-Appengine-Cron"
 #: App Engine's queue header; ``__cron`` for cron deliveries; stripped from external requests.
@@ -72,32 +76,47 @@ class AppEngineCallerSettings:
 
     Attributes:
         required: every request must prove it came from Cloud Scheduler through App Engine
-            (``DEDUP_APP_ENGINE_CALLER``, ``true``/``false``, default false).
+            (``DEDUP_APP_ENGINE_CALLER``, ``true``/``false``; unset: true on App Engine, false elsewhere).
+        open_reason: why a handler on App Engine serves without the check (``DEDUP_APP_ENGINE_OPEN_REASON``), or "".
     """
 
     required: bool = False
+    open_reason: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "AppEngineCallerSettings":
-        """Read ``DEDUP_APP_ENGINE_CALLER``.
+        """Read ``DEDUP_APP_ENGINE_CALLER`` (and, on App Engine, ``DEDUP_APP_ENGINE_OPEN_REASON``).
+
+        Fails closed on App Engine (``GAE_APPLICATION`` or ``GAE_SERVICE`` set, as App Engine's runtime sets them):
+        App Engine has no IAM gate in front of the app, so unset means the check is on, and ``false`` needs a
+        reason in ``DEDUP_APP_ENGINE_OPEN_REASON``.
 
         Raises:
-            ConfigError: not ``true``/``false``, or ``true`` together with ``DEDUP_OIDC_AUDIENCE`` /
-                ``DEDUP_ALLOWED_CALLERS`` (an App Engine target carries no OIDC token, so every delivery would be
-                refused); the message names the variables and the fix.
+            ConfigError: not ``true``/``false``; ``false`` on App Engine without a reason; or ``true`` (set or
+                implied) together with ``DEDUP_OIDC_AUDIENCE`` / ``DEDUP_ALLOWED_CALLERS`` (an App Engine target
+                carries no OIDC token, so every delivery would be refused); the message names the variables and the
+                fix.
         """
         env = declared(env)
-        raw = env.get(APP_ENGINE_CALLER_ENV, "").strip().lower() or "false"
+        on_app_engine = any(env.get(name, "").strip() for name in APP_ENGINE_RUNTIME_ENV)
+        raw = env.get(APP_ENGINE_CALLER_ENV, "").strip().lower() or ("true" if on_app_engine else "false")
         if raw not in ("true", "false"):
             raise ConfigError(f"{APP_ENGINE_CALLER_ENV}={raw!r} is not true or false: set true when the handler is "
                               "served on App Engine behind a Scheduler job with an App Engine target")
         required = raw == "true"
+        reason = env.get(APP_ENGINE_OPEN_REASON_ENV, "").strip()
+        if on_app_engine and not required and not reason:
+            raise ConfigError(f"{APP_ENGINE_CALLER_ENV}=false on App Engine, which has no IAM gate: anyone could run "
+                              f"the job or claim a coming run; set {APP_ENGINE_CALLER_ENV}=true, or say why the app is "
+                              f"open on purpose in {APP_ENGINE_OPEN_REASON_ENV}")
         oidc = [name for name in _OIDC_VARIABLES if env.get(name, "").strip(" ,")]
         if required and oidc:
             raise ConfigError(f"{APP_ENGINE_CALLER_ENV}=true and {' and '.join(oidc)} are both set: a Scheduler job's "
                               f"App Engine target sends no OIDC token, so every delivery would be refused; unset "
                               f"{' and '.join(oidc)} on App Engine (or {APP_ENGINE_CALLER_ENV} on Cloud Run)")
-        return cls(required)
+        if on_app_engine and reason and not required:
+            log.warning("App Engine caller check off (%s=false): %s", APP_ENGINE_CALLER_ENV, reason)
+        return cls(required, reason if not required else "")
 
 
 def _values(headers: HeaderSource, name: str) -> list[str]:

@@ -221,6 +221,20 @@ declare("DEDUP_APP_ENGINE_CALLER", "callers", """
     Refused beside `DEDUP_OIDC_AUDIENCE` / `DEDUP_ALLOWED_CALLERS`. See
     [on App Engine](../targets-and-auth.md#on-app-engine).""",
         default="false", component="`true` with `app_engine` (not set on Cloud Run)")
+declare("DEDUP_APP_ENGINE_OPEN_REASON", "callers", """
+    On App Engine (`GAE_APPLICATION` or `GAE_SERVICE` set by its runtime) the caller check fails closed: unset
+    `DEDUP_APP_ENGINE_CALLER` means `true` there, and `false` stops the handler at start-up unless this variable says
+    why the app is open on purpose (logged at start-up). App Engine has no IAM gate, so an open app lets anyone run
+    the job or claim a coming run.""")
+declare("GAE_APPLICATION", "callers", "Set by App Engine's runtime: the app's id. Its presence means the handler "
+        "serves on App Engine (see `DEDUP_APP_ENGINE_OPEN_REASON`).")
+declare("GAE_SERVICE", "callers", "Set by App Engine's runtime: the service's name (see `GAE_APPLICATION`).")
+declare("DEDUP_ALLOW_TEST_ENDPOINTS", "local", """
+    `1` or `true` in tests and local tools only (`scheduler-dedup demo`, `run-local` and the test fixtures set it):
+    admits settings that point the handler at test servers, which stop it at start-up otherwise: a plain-http or
+    non-Google `DEDUP_OIDC_CERTS_URL`, `DEDUP_RUN_API`, `DEDUP_WORKFLOWS_API` or `DEDUP_CLOUD_BUILD_API` (whoever
+    answers the certificate URL signs tokens the handler accepts; an API host receives the runtime account's access
+    token), and `DEDUP_TARGET_AUTH=none` to a host that is not loopback. The policy pack refuses it in a stack.""")
 
 # ---------------------------------------------------------------- schedule and monitoring
 

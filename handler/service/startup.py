@@ -9,10 +9,12 @@ pack's ``dedup-handler-settings`` rule refuse exactly what would stop the handle
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from scheduler_dedup.handler.callers.app_engine import AppEngineCallerSettings
 from scheduler_dedup.handler.callers.oidc import CallerAuthSettings
@@ -58,10 +60,59 @@ def _trust_premise(env: Mapping[str, str]) -> None:
                           "trusts tokens without their signature; or set DEDUP_TRUST_CLOUD_RUN_IAM=false")
 
 
+#: The opt-in of tests and local tools to test endpoints (see :func:`_test_only_settings`).
+ALLOW_TEST_ENDPOINTS_ENV = "DEDUP_ALLOW_TEST_ENDPOINTS"
+#: Google endpoints the handler sends credentials to or trusts keys from, and the host suffix each must have.
+_GOOGLE_ENDPOINTS = {"DEDUP_OIDC_CERTS_URL": ".googleapis.com", "DEDUP_RUN_API": ".googleapis.com",
+                     "DEDUP_WORKFLOWS_API": ".googleapis.com", "DEDUP_CLOUD_BUILD_API": ".googleapis.com"}
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _test_only_settings(env: Mapping[str, str]) -> None:
+    """Settings meant for tests stop a deployed handler, unless ``DEDUP_ALLOW_TEST_ENDPOINTS`` is ``1``/``true``.
+
+    Refused: a ``DEDUP_OIDC_CERTS_URL`` or API base URL that is not ``https://`` on a ``*.googleapis.com`` host
+    (whoever answers the certificate URL signs tokens the handler accepts; an API host receives the runtime account's
+    access token), and ``DEDUP_TARGET_AUTH=none`` to an HTTP target whose host is not loopback.
+
+    Raises:
+        ConfigError: naming the variable, the value's host and the fix.
+    """
+    env = declared(env)
+    if env.get(ALLOW_TEST_ENDPOINTS_ENV, "").strip().lower() in ("1", "true"):
+        return
+    for name, suffix in _GOOGLE_ENDPOINTS.items():
+        url = env.get(name, "").strip()
+        if not url:
+            continue
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        if parts.scheme != "https" or not (host.endswith(suffix) or host == suffix.lstrip(".")):
+            risk = ("signs tokens the handler accepts" if name == "DEDUP_OIDC_CERTS_URL"
+                    else "receives the runtime account's access token")
+            raise ConfigError(f"{name} points at {parts.scheme or '?'}://{host or '?'}, not https:// on a "
+                              f"*{suffix} host: it is for tests only (whoever answers it {risk}); unset it, or set "
+                              f"{ALLOW_TEST_ENDPOINTS_ENV}=1 in a test")
+    if (env.get("DEDUP_TARGET_AUTH") or "").strip() == "none" and (env.get("DEDUP_TARGET_TYPE") or "").strip() == "http":
+        host = urlsplit((env.get("DEDUP_TARGET") or "").strip()).hostname or ""
+        if host and not _is_loopback(host):
+            raise ConfigError(f"DEDUP_TARGET_AUTH=none sends the run to {host} without credentials: it is for tests "
+                              f"against a loopback server only; set DEDUP_TARGET_AUTH=google (an ID token), or "
+                              f"{ALLOW_TEST_ENDPOINTS_ENV}=1 in a test")
+
+
 #: The start-up checks, each reading the environment on its own (so one refusal does not hide another).
 _CHECKS: tuple[Callable[[Mapping[str, str]], Any], ...] = (
     Settings.from_env, TargetSettings.from_env, _job_spec, CallerAuthSettings.from_env, _trust_premise,
-    AppEngineCallerSettings.from_env,
+    AppEngineCallerSettings.from_env, _test_only_settings,
 )
 
 
@@ -71,7 +122,8 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
     Runs every check the handler makes before serving that needs no import of the job module, no
     credentials and no Firestore: the settings' ranges and formats, the target's type and name, the
     ``DEDUP_JOB`` format (``module:function``), the ``DEDUP_OIDC_AUDIENCE`` / ``DEDUP_ALLOWED_CALLERS`` pair and
-    trust mode's ``DEDUP_SERVICE``, and ``DEDUP_APP_ENGINE_CALLER`` (App Engine: no OIDC settings beside it).
+    trust mode's ``DEDUP_SERVICE``, ``DEDUP_APP_ENGINE_CALLER`` (App Engine: no OIDC settings beside it; on App
+    Engine, on unless a reason says otherwise) and settings meant for tests (:func:`_test_only_settings`).
 
     Raises:
         ConfigError: the first refused variable; the message names it and the fix.
@@ -80,6 +132,7 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
     target = TargetSettings.from_env(env)
     _job_spec(env)
     _trust_premise(env)
+    _test_only_settings(env)
     return StartupSettings(settings, target, CallerAuthSettings.from_env(env), AppEngineCallerSettings.from_env(env))
 
 

@@ -79,7 +79,9 @@ class HandlerServer(_ServerProcess):
         self._listener: socket.socket | None = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.port = int(self._listener.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}/"
-        self._env = {**os.environ, **env, "THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+        # a local server is a test endpoint's place (DEDUP_ALLOW_TEST_ENDPOINTS), unless the caller says otherwise
+        self._env = {"DEDUP_ALLOW_TEST_ENDPOINTS": "1", **os.environ, **env, "THREADS": str(threads),
+                     "PYTHONUNBUFFERED": "1"}
         if target is None:
             target = (("scheduler_dedup.local.demo.baseline", "handle_without_dedup") if baseline
                       else ("scheduler_dedup.handler.main", "handle_scheduled_job"))
@@ -176,7 +178,11 @@ class AppEngineServer(_ServerProcess):
         self.port = int(self._reservation.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}{relative_uri}"
         bin_dir = str(Path(sys.executable).parent)  # gunicorn of this environment, as App Engine's of requirements.txt
-        self._env = {**os.environ, **env, "PORT": str(self.port), "PYTHONUNBUFFERED": "1",
+        # App Engine's runtime sets GAE_* on every instance (the handler's caller check fails closed on them); a
+        # local server is a test endpoint's place (DEDUP_ALLOW_TEST_ENDPOINTS), unless the caller says otherwise
+        self._env = {"GAE_APPLICATION": "s~demo-scheduler-dedup", "GAE_SERVICE": "dedup", "GAE_ENV": "standard",
+                     "DEDUP_ALLOW_TEST_ENDPOINTS": "1",
+                     **os.environ, **env, "PORT": str(self.port), "PYTHONUNBUFFERED": "1",
                      "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
         self._start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None

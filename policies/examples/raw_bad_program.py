@@ -16,12 +16,18 @@ import pulumi_gcp as gcp
 REGION = "europe-west1"
 
 
+#: The handler's runtime service account in :func:`good_program` (without one, Cloud Run runs it as the default
+#: compute account, Editor on the project by default).
+RUNTIME_ACCOUNT = "run@p.iam.gserviceaccount.com"
+
+
 def _service(name: str, *, env: dict[str, Any], timeout: str, public: bool = False,
-             cpu_always_allocated: bool = False, min_instances: int | None = None) -> gcp.cloudrunv2.Service:
+             cpu_always_allocated: bool = False, min_instances: int | None = None,
+             service_account: str | None = None) -> gcp.cloudrunv2.Service:
     return gcp.cloudrunv2.Service(
         name, location=REGION, deletion_protection=False, invoker_iam_disabled=public or None,
         template=gcp.cloudrunv2.ServiceTemplateArgs(
-            timeout=timeout,
+            timeout=timeout, service_account=service_account,
             scaling=gcp.cloudrunv2.ServiceTemplateScalingArgs(min_instance_count=min_instances)
             if min_instances is not None else None,
             containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
@@ -87,7 +93,7 @@ def good_program(env: dict[str, str | None] | None = None, redis_url: "pulumi.Ou
         changed["DEDUP_REDIS_URL"] = redis_url
     # one instance kept, so a job that outlives its attempt deadline is not scaled in (the advisory dedup-scale-in)
     service = _service("handler", env={k: v for k, v in changed.items() if v is not None}, timeout="600s",
-                       cpu_always_allocated=True, min_instances=1)
+                       cpu_always_allocated=True, min_instances=1, service_account=RUNTIME_ACCOUNT)
     # hourly: the retry window (6 x 300 s + 750 s) ends before the next fire time (the advisory scheduler-runs-overlap)
     gcp.cloudscheduler.Job(
         "job", region=REGION, schedule="0 * * * *", time_zone="Etc/UTC", attempt_deadline="300s",
@@ -146,7 +152,7 @@ def redis_program() -> None:
     and the handler not waiting for a replica."""
     store = _redis_instance("runs-redis")
     env = {**GOOD_ENV, "DEDUP_STORE": "redis", "DEDUP_REDIS_WAIT_TIMEOUT_MS": "0"}
-    service = _service("handler", env=env, timeout="600s", cpu_always_allocated=True)
+    service = _service("handler", env=env, timeout="600s", cpu_always_allocated=True, service_account=RUNTIME_ACCOUNT)
     del store
     gcp.cloudrunv2.ServiceIamMember("invoker", name=service.name, location=REGION, role="roles/run.invoker",
                                     member="serviceAccount:sched@p.iam.gserviceaccount.com")

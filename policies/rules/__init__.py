@@ -44,13 +44,14 @@ from scheduler_dedup.policies.rules.handler_service import (
     dedup_lease_covers_deadline,
     dedup_retries_outlast_lease,
     dedup_scale_in,
+    dedup_shared_collection_job_bound,
     dedup_target_audience,
 )
 from scheduler_dedup.policies.rules.iam import (
-    BROAD_ROLES,
     cloud_run_no_public_invoker,
     dedup_cloud_build_trigger_grant,
-    dedup_identity_no_broad_grants,
+    dedup_identity_expected_grants,
+    dedup_identity_powers,
     no_primitive_roles,
 )
 from scheduler_dedup.policies.rules.scheduler import (
@@ -174,14 +175,21 @@ RULES: list[Rule] = [
          "mandatory", no_primitive_roles, "resource",
          {"forbiddenRoles": {"type": "array", "items": {"type": "string"}, "default": list(limits.PRIMITIVE_ROLES),
                              "description": "roles no IAM resource of the stack may grant"}}),
-    Rule("dedup-identity-no-broad-grants",
-         "No dedup job's runtime, build or Scheduler account holds a broad role (run.admin, serviceAccountUser, "
-         "datastore.user...) on a whole project, folder or organization without a condition, and only Cloud "
-         "Scheduler's service agent may mint tokens as its Scheduler account.",
-         "mandatory", dedup_identity_no_broad_grants, "stack",
-         {"broadRoles": {"type": "array", "items": {"type": "string"}, "default": list(BROAD_ROLES),
-                         "description": "roles a dedup identity may not hold on a whole project, folder or "
-                                        "organization without an IAM condition"}}),
+    Rule("dedup-identity-powers",
+         "Judged by the permissions a role carries (a dated table of predefined roles, the stack's custom roles), at "
+         "every level: nobody may act as or mint tokens for a dedup job's runtime, build or Scheduler account (only "
+         "Cloud Scheduler's service agent, the Scheduler account's OIDC tokens), and no dedup identity may change IAM, "
+         "administer the store or the service, or do anything ('*', a basic role).",
+         "mandatory", dedup_identity_powers, "stack"),
+    Rule("dedup-identity-expected-grants",
+         "Each dedup identity holds exactly the grants the component makes plus the roles declared for the job's own "
+         "work; any other grant to one is named. A dedup service without a runtime account (the default compute "
+         "account, Editor by default) is refused.",
+         "mandatory", dedup_identity_expected_grants, "stack",
+         {"declaredRoles": {"type": "array", "items": {"type": "string"}, "default": [],
+                            "description": "roles a stack written without the component grants its runtime "
+                                           "account for the job's own work (still refused when dedup-identity-powers "
+                                           "finds them dangerous)"}}),
     Rule("dedup-cloud-build-trigger-grant",
          "A handler whose proxy target is a Cloud Build trigger has a grant in the stack that lets its runtime service "
          "account run the trigger and list its builds (roles/cloudbuild.builds.editor on the trigger's project, "
@@ -254,6 +262,10 @@ RULES: list[Rule] = [
          "A service running the dedup handler sets a DEDUP_* / GOOGLE_CLOUD_PROJECT environment that passes the "
          "handler's own start-up checks (the ones the DedupScheduledJob component runs), so it does not refuse to start.",
          "mandatory", dedup_handler_settings, "stack"),
+    Rule("dedup-shared-collection-job-bound",
+         "Handlers sharing one run-record collection each name the one Scheduler job they serve "
+         "(DEDUP_SCHEDULER_JOB), so a delivery to one cannot claim a run of another's job.",
+         "mandatory", dedup_shared_collection_job_bound, "stack"),
     Rule("dedup-lease-covers-deadline",
          "The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at least the "
          "job's attempt deadline.",

@@ -112,22 +112,3 @@ def _calls_run_check(job_resource: Resource) -> bool | None:
     if is_unknown(uri):
         return None
     return isinstance(uri, str) and urlsplit(uri.strip()).path.rstrip("/") == CHECK_PATH
-
-
-def narrows_to_a_resource(condition: Any) -> bool:
-    """True if an IAM binding's ``condition`` can limit the grant to named resources: its expression tests
-    ``resource.name``, the one resource attribute that names a resource (``resource.type`` and
-    ``resource.service`` name whole kinds; https://cloud.google.com/iam/docs/conditions-attribute-reference).
-
-    A condition on the request alone (``request.time``, an access level) leaves a project-wide grant project-wide
-    while it holds, so it narrows nothing. An absent condition narrows nothing; an unknown one (computed at
-    ``pulumi up``) is given the benefit of the doubt.
-    """
-    if condition in (None, {}):
-        return False
-    if is_unknown(condition):
-        return True
-    expression = get(condition, "expression")
-    if is_unknown(expression):
-        return True
-    return isinstance(expression, str) and "resource.name" in expression

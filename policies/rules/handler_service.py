@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
-from scheduler_dedup.handler.service.startup import startup_problems
+from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
+from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.job.scale_in import scale_in_advisory
 from scheduler_dedup.handler.schedule.retry_windows import (
@@ -33,6 +34,7 @@ from scheduler_dedup.policies.rules.base import (
     _timeout,
 )
 from scheduler_dedup.policies.reading.topology import (
+    APP_ENGINE_VERSION,
     CLOUD_FUNCTION_V2,
     CLOUD_RUN_SERVICE,
     CLOUD_RUN_SERVICE_V1,
@@ -225,7 +227,11 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
     ``DEDUP_JOB`` or ``DEDUP_TARGET``, ``DEDUP_ALLOWED_CALLERS`` without ``DEDUP_OIDC_AUDIENCE`` or the reverse.
     The checks are the handler's (:func:`scheduler_dedup.handler.service.startup.startup_problems`, which the
     ``DedupScheduledJob`` component runs too), on the variables the service sets: Cloud Run sets none of them.
-    Services with a ``DEDUP_*`` variable are checked; unknown values (preview, Secret Manager) pass.
+    Services with a ``DEDUP_*`` variable are checked; unknown values (preview, Secret Manager) pass. An App Engine
+    version is checked as App Engine runs it (``GAE_APPLICATION`` set), and must write ``DEDUP_APP_ENGINE_CALLER``
+    (``true``, or ``false`` with ``DEDUP_APP_ENGINE_OPEN_REASON``): App Engine has no IAM gate, and an image older
+    than the fail-closed default serves anyone. ``DEDUP_ALLOW_TEST_ENDPOINTS`` (tests and local tools only) is
+    refused in a stack.
     """
     findings: list[tuple[Resource | None, str]] = []
     for service in Topology.of(resources).services:
@@ -236,8 +242,53 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
             continue  # the whole list is not known yet
         unknown = [name for name, value in env.items() if is_unknown(value)]
         plain = {name: str(value) for name, value in env.items() if value is not None and not is_unknown(value)}
+        if service.type == APP_ENGINE_VERSION:
+            plain.setdefault("GAE_APPLICATION", "app")  # what App Engine's runtime sets on every instance
+            if not plain.get(APP_ENGINE_CALLER_ENV, "").strip() and APP_ENGINE_CALLER_ENV not in unknown:
+                findings.append((service, f"App Engine version {service.name} serves the dedup handler without "
+                                          f"{APP_ENGINE_CALLER_ENV}: App Engine has no IAM gate, so without the caller "
+                                          "check anyone can run the job or claim a coming run; set "
+                                          f"{APP_ENGINE_CALLER_ENV}=true (DedupScheduledJob does with app_engine)"))
+        if plain.get(ALLOW_TEST_ENDPOINTS_ENV, "").strip():
+            findings.append((service, f"service {service.name} sets {ALLOW_TEST_ENDPOINTS_ENV}, which admits test "
+                                      "certificate and API endpoints: remove it (tests and local tools only)"))
+            plain.pop(ALLOW_TEST_ENDPOINTS_ENV)
         for problem in startup_problems(plain, unknown):
             findings.append((service, f"the dedup handler on service {service.name} would refuse to start: {problem}"))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-shared-collection-job-bound
+
+def dedup_shared_collection_job_bound(resources: Sequence[Resource],
+                                      config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Two or more handler services on one run-record collection (same store, database and collection) each name
+    the one Scheduler job they serve (``DEDUP_SCHEDULER_JOB``).
+
+    Without it a handler keys a run on the ``X-Dedup-*`` / job-name headers of the delivery, so a delivery to one
+    handler can claim (and so skip) a run of the other's job in the shared collection. Unknown values pass.
+    """
+    by_collection: dict[tuple[str, str, str], list[Resource]] = {}
+    for service in Topology.of(resources).dedup_services():
+        env = service_env(service)
+        values = [env_value(env, name, default) for name, default in (
+            ("DEDUP_STORE", "firestore"), (limits.ENV_DATABASE, limits.DEFAULT_DATABASE),
+            (limits.ENV_COLLECTION, limits.DEFAULT_COLLECTION))]
+        if any(is_unknown(v) for v in values):
+            continue
+        by_collection.setdefault((str(values[0]), str(values[1]), str(values[2])), []).append(service)
+    findings: list[tuple[Resource | None, str]] = []
+    for (store, database, collection), services in by_collection.items():
+        if len(services) < 2:
+            continue
+        unbound = [s for s in services if env_value(service_env(s), "DEDUP_SCHEDULER_JOB", None) in (None, "")]
+        for service in unbound:
+            others = ", ".join(s.name for s in services if s is not service)
+            findings.append((service, f"service {service.name} shares run-record collection {collection} ({store}, "
+                                      f"database {database}) with {others}, and names no DEDUP_SCHEDULER_JOB: a "
+                                      "delivery to one handler can then claim a run of another's job; set "
+                                      "DEDUP_SCHEDULER_JOB=projects/P/locations/L/jobs/J on each (DedupScheduledJob "
+                                      "does), or give each job its own collection"))
     return findings
 
 

@@ -4,11 +4,13 @@ function, no basic (primitive) role granted to anyone, and no broad grant to a d
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown, policy_bindings
-from scheduler_dedup.policies.rules.base import narrows_to_a_resource
+from scheduler_dedup.policies.reading.conditions import ConditionScope, condition_scope
+from scheduler_dedup.policies.reading.permissions import RoleBook
 from scheduler_dedup.policies.reading.topology import (
     APP_ENGINE_VERSION,
     CLOUD_FUNCTION_V2,
@@ -129,82 +131,260 @@ def no_primitive_roles(resource: Resource, config: Mapping[str, Any]) -> list[st
     return messages
 
 
-# ---------------------------------------------------------------- dedup-identity-no-broad-grants
-
-#: Roles that, granted on a whole project, folder or organization without an IAM condition, give a dedup identity
-#: far more than its job: administer or deploy every Cloud Run service (run.admin, run.developer), act as every
-#: service account (iam.serviceAccountUser, TokenCreator, OpenIdTokenCreator), or read and write every
-#: Firestore database and Spanner database of the project (datastore.user/owner, spanner.databaseUser/Admin).
-#: Sources: https://cloud.google.com/run/docs/reference/iam/roles, https://cloud.google.com/iam/docs/service-account-permissions,
-#: https://cloud.google.com/firestore/docs/security/iam, https://cloud.google.com/spanner/docs/iam.
-BROAD_ROLES = ("roles/run.admin", "roles/run.developer", "roles/iam.serviceAccountUser",
-               "roles/iam.serviceAccountTokenCreator", "roles/iam.serviceAccountOpenIdTokenCreator",
-               "roles/datastore.user", "roles/datastore.owner", "roles/spanner.databaseUser",
-               "roles/spanner.databaseAdmin", "roles/cloudscheduler.admin")
-
-#: Roles that let a principal mint tokens as (or act as) a service account
-#: (https://cloud.google.com/iam/docs/service-account-permissions#token-creator-role).
-TOKEN_ROLES = ("roles/iam.serviceAccountOpenIdTokenCreator", "roles/iam.serviceAccountTokenCreator",
-               "roles/iam.serviceAccountUser", "roles/iam.workloadIdentityUser")
+# ---------------------------------------------------------------- dedup-identity-powers, dedup-identity-expected-grants
 
 #: The Cloud Scheduler service agent's domain: the one principal that needs to mint the Scheduler account's
 #: OIDC tokens (https://cloud.google.com/scheduler/docs/http-target-auth#add).
 SCHEDULER_AGENT_DOMAIN = "@gcp-sa-cloudscheduler.iam.gserviceaccount.com"
+#: The component's type token (infra/job/component.py ``TYPE_TOKEN``; a test keeps the two equal).
+COMPONENT_TYPE = "scheduler-dedup:index:DedupScheduledJob"
 
 _SERVICE_ACCOUNT_IAM = frozenset({"gcp:serviceaccount/iAMMember:IAMMember", "gcp:serviceaccount/iAMBinding:IAMBinding",
                                   "gcp:serviceaccount/iAMPolicy:IAMPolicy"})
+SERVICE_ACCOUNT_KEY = "gcp:serviceaccount/key:Key"
 
 
 def _scope(resource_type: str) -> str:
     return {"projects": "project", "folder": "folder"}.get(resource_type.split(":")[1].split("/")[0], "organization")
 
 
-def dedup_identity_no_broad_grants(resources: Sequence[Resource],
-                                   config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
-    """No dedup identity (a dedup job's runtime, build or Scheduler account) holds a broad role on a whole project,
-    folder or organization without an IAM condition, and nobody but Cloud Scheduler's service agent may mint tokens
-    as a dedup job's Scheduler account.
+def _is_iam_grant(resource_type: str) -> bool:
+    """An IAM member, binding or policy resource of any level (``...IamMember``, ``...IAMBinding``...)."""
+    kind = resource_type.rsplit(":", 1)[-1].lower()
+    return kind.startswith("iam") and kind.endswith(("member", "binding", "policy")) or \
+        kind.endswith(("iammember", "iambinding", "iampolicy"))
 
-    A principal that can mint the Scheduler account's OIDC tokens can call the handler as Scheduler; one with
-    project-wide run.admin or datastore.user can rewrite the service or every run record. Grants made outside the
-    stack are invisible to any policy pack. Config ``broadRoles`` replaces :data:`BROAD_ROLES`.
+
+@dataclass(frozen=True)
+class Grant:
+    """One role given to one member by one IAM resource of the stack.
+
+    Attributes:
+        resource: the IAM member, binding or policy resource.
+        role: the role name (None: not known yet).
+        member: the member (``serviceAccount:EMAIL``, ``group:...``), or a label of a stack account at preview.
+        level: ``project``, ``folder``, ``organization``, ``service account`` or ``resource``.
+        scope: what its condition limits it to (container levels only).
+        account: the email (or ``projects/P/serviceAccounts/EMAIL``) of the account a service-account-level grant is on.
+    """
+
+    resource: Resource
+    role: str | None
+    member: str
+    level: str
+    scope: ConditionScope
+    account: str | None = None
+
+    @property
+    def shown(self) -> str:
+        return f"{self.resource.name} ({self.role or 'a role'} to {self.member} on the {self.level})"
+
+
+def _grants(resources: Sequence[Resource]) -> list[Grant]:
+    grants: list[Grant] = []
+    for resource in resources:
+        if not _is_iam_grant(resource.type):
+            continue
+        container = _is_container_level_iam(resource.type)
+        level = (_scope(resource.type) if container else
+                 "service account" if resource.type in _SERVICE_ACCOUNT_IAM else "resource")
+        account = get(resource.props, "serviceAccountId") if level == "service account" else None
+        account = account if isinstance(account, str) and not is_unknown(account) else None
+        scope = condition_scope(get(resource.props, "condition"))
+        pairs = _members(resource.props)
+        policy = policy_bindings(get(resource.props, "policyData"))
+        conditions = {}
+        if isinstance(policy, list):  # a policy binding carries its own condition
+            for binding in policy:
+                for m in binding.get("members") or []:
+                    conditions[(binding.get("role"), m)] = condition_scope(binding.get("condition"))
+        for role, member in pairs:
+            grants.append(Grant(resource, role, member, level, conditions.get((role, member), scope), account))
+        if not pairs and any(resource.dependencies.get(p) for p in ("member", "members")):
+            role = get(resource.props, "role")
+            grants.append(Grant(resource, role if isinstance(role, str) and not is_unknown(role) else None,
+                                "", level, scope, account))
+    return grants
+
+
+def _holder(identities: Identities, grant: Grant) -> tuple[str, str] | None:
+    """``(member, what)`` when the grant is to a dedup identity."""
+    found = identities.in_grant(grant.resource, [grant.member] if grant.member else [])
+    if grant.member:
+        found = [(m, w) for m, w in found if m == grant.member or not m.startswith("serviceAccount:")]
+    return found[0] if found else None
+
+
+def _email(account: str) -> str:
+    return account.rsplit("/", 1)[-1].removeprefix("serviceAccount:").lower()
+
+
+def _accounts_reached(grant: Grant, identities: Identities, keyed: Sequence[Resource]) -> list[tuple[str, str]]:
+    """The dedup accounts ``(email, what)`` a grant reaches: the one it is on (service-account level), or, at
+    project, folder or organization level, each one unless its condition pins other resources."""
+    emails = {e.lower(): w for e, w in identities.emails.items()}
+    if grant.level == "service account":
+        if grant.account is not None:
+            what = emails.get(_email(grant.account))
+            return [(_email(grant.account), what)] if what else []
+        deps = grant.resource.dependencies.get("serviceAccountId", ())
+        return [(urn.rsplit("::", 1)[-1], identities.accounts[urn]) for urn in deps if urn in identities.accounts]
+    if grant.level in ("project", "folder", "organization"):
+        if grant.scope.unknown:
+            return []
+        if grant.scope.pins is None:
+            return sorted(emails.items())
+        return sorted((e, w) for e, w in emails.items()
+                      if any(f"serviceAccounts/{e}" in pin.lower() for pin in grant.scope.pins))
+    return []
+
+
+def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Judge each grant of the stack by the permissions its role carries (:mod:`~..reading.permissions`: the dated
+    table of predefined roles and the stack's own custom roles), at every level (resource, service account, project,
+    folder, organization):
+
+    - nobody may act as or mint credentials for a dedup identity (runtime, build or Scheduler account): no
+      ``iam.serviceAccounts.actAs/getAccessToken/getOpenIdToken/signJwt/signBlob`` or ``serviceAccountKeys.create``
+      on it or on its project, folder or organization (unless a condition pins other resources), and no
+      ``gcp.serviceaccount.Key`` of it; only Cloud Scheduler's service agent may mint the Scheduler account's OIDC
+      tokens (https://cloud.google.com/scheduler/docs/http-target-auth#add);
+    - a dedup identity may not change IAM (``*.setIamPolicy``), administer a store or a service, or hold ``*`` (a
+      basic role), whoever made the grant, the component's declared extra roles included.
+
+    A principal that can mint the Scheduler account's tokens calls the handler as Scheduler, through Cloud Run IAM,
+    the OIDC check and trust mode. Grants made outside the stack are invisible to any policy pack.
+
+    Permission table (``PREDEFINED_ROLES``) read 2026-12-03 from https://cloud.google.com/iam/docs/understanding-roles
+    and https://cloud.google.com/iam/docs/roles-permissions/SERVICE; a role in neither the table nor the stack's
+    custom roles is not judged here (``dedup-identity-expected-grants`` still names it when a dedup identity holds it).
     """
     identities = Identities.of(resources)
-    broad = [r for r in config.get("broadRoles") or BROAD_ROLES if isinstance(r, str)]
+    book = RoleBook.of(resources)
     found: list[tuple[Resource | None, str]] = []
-    for resource in resources:
-        if _is_container_level_iam(resource.type):
-            if narrows_to_a_resource(get(resource.props, "condition")):
-                continue  # a grant conditioned on resource.name (e.g. datastore.user on one database) is narrow
-            by_role: dict[str | None, list[str]] = {}
-            for role, member in _members(resource.props):
-                by_role.setdefault(role, []).append(member)
-            role = get(resource.props, "role")
-            if isinstance(role, str) and role not in by_role:
-                by_role[role] = []
-            for role_name, members in by_role.items():
-                if role_name not in broad:
+    keys = [r for r in resources if r.type == SERVICE_ACCOUNT_KEY]
+    emails = {e.lower(): w for e, w in identities.emails.items()}
+    for key in keys:
+        target = get(key.props, "serviceAccountId")
+        what = emails.get(_email(target)) if isinstance(target, str) and not is_unknown(target) else None
+        what = what or next((identities.accounts[u] for u in key.dependencies.get("serviceAccountId", ())
+                             if u in identities.accounts), None)
+        if what:
+            found.append((key, f"{key.name} is a key of the dedup job's {what} account: whoever holds it can mint that "
+                               "account's tokens (and call the handler as Scheduler, or act as the handler) from "
+                               "anywhere, for up to the key's lifetime; remove the key (Cloud Run, Scheduler and Cloud "
+                               "Build need none)"))
+    for grant in _grants(resources):
+        powers = book.powers(grant.role)
+        mints = ["*"] if powers.everything else powers.mints
+        if mints:
+            for email, what in _accounts_reached(grant, identities, keys):
+                if (what == "Scheduler" and grant.member.endswith(SCHEDULER_AGENT_DOMAIN)
+                        and grant.level == "service account" and not powers.everything):
                     continue
-                for member, what in identities.in_grant(resource, members):
-                    found.append((resource, f"{member}, the dedup job's {what} account, is granted {role_name} on the "
-                                            f"whole {_scope(resource.type)} without a condition on resource.name: grant it on the one "
-                                            "resource it needs (the component's own grants are scoped: run.invoker "
-                                            "on its service, datastore.user with a condition on its database), or "
-                                            "add an IAM condition on resource.name"))
-        elif resource.type in _SERVICE_ACCOUNT_IAM:
-            target = get(resource.props, "serviceAccountId")
-            account = Resource(resource.type, resource.name, resource.urn, {}, dependencies={
-                "member": list(resource.dependencies.get("serviceAccountId", ()))})
-            holders = identities.in_grant(account, [f"serviceAccount:{target.rsplit('/', 1)[-1]}"]
-                                          if isinstance(target, str) and not is_unknown(target) else [])
-            if not any(kind == "Scheduler" for _, kind in holders):
-                continue
-            for role, member in _members(resource.props):
-                if role in TOKEN_ROLES and not member.endswith(SCHEDULER_AGENT_DOMAIN):
-                    found.append((resource, f"{member} is granted {role} on the dedup job's Scheduler account, so it "
-                                            "can mint that account's OIDC tokens and call the handler as Cloud "
-                                            "Scheduler: remove the grant (only Cloud Scheduler's service agent, "
-                                            f"service-PROJECT_NUMBER{SCHEDULER_AGENT_DOMAIN}, needs it)"))
+                where = ("on that account" if grant.level == "service account" else
+                         f"on the whole {grant.level}" + ("" if grant.scope.pins is None else " (pinned to it)"))
+                found.append((grant.resource,
+                              f"{grant.member or 'a member'} is granted {grant.role} {where} by {grant.resource.name}, "
+                              f"which holds {', '.join(mints)}: it can act as or mint tokens for {email}, the dedup "
+                              f"job's {what} account" + (", and call the handler as Cloud Scheduler" if what ==
+                                                         "Scheduler" else "") +
+                              ": remove the grant" + (f" (only Cloud Scheduler's service agent, service-PROJECT_NUMBER"
+                                                      f"{SCHEDULER_AGENT_DOMAIN}, needs getOpenIdToken on it)"
+                                                      if what == "Scheduler" else "")))
+        holder = _holder(identities, grant)
+        if holder is None or not powers.known:
+            continue
+        if grant.level in ("project", "folder", "organization") and grant.scope.unknown:
+            continue
+        dangers = [d for d in powers.dangers if not (d.startswith("act as") and grant.level in ("service account",
+                                                                                              "resource"))]
+        if dangers:
+            member, what = holder
+            found.append((grant.resource,
+                          f"{member}, the dedup job's {what} account, is granted {grant.role} on the {grant.level} by "
+                          f"{grant.resource.name}: it can {' and '.join(dangers)}. A dedup identity needs none of "
+                          "this: remove the grant, or grant a role with only the permissions the job's own work "
+                          "needs, on the resource it works on"))
+    return found
+
+
+#: For a stack written without the component: the grants the component would make, as ``(identity, role, where)``,
+#: ``where`` being ``resource`` (an IAM resource of one resource), ``pinned`` (a project grant whose condition pins
+#: resources) or ``project`` (Cloud Build and Logging grant on projects only). See infra/job/component.py GRANTS_DOC.
+COMPONENT_EQUIVALENT_GRANTS = frozenset({
+    ("Scheduler", "roles/run.invoker", "resource"),
+    ("runtime", "roles/run.viewer", "resource"),
+    ("runtime", "roles/datastore.user", "pinned"),
+    ("runtime", "roles/spanner.databaseUser", "resource"),
+    ("runtime", "roles/secretmanager.secretAccessor", "resource"),
+    ("runtime", "roles/workflows.invoker", "pinned"),
+    ("runtime", "roles/run.jobsExecutorWithOverrides", "resource"),
+    ("runtime", "roles/run.invoker", "resource"),
+    ("runtime", "roles/cloudbuild.builds.editor", "project"),
+    ("runtime", "roles/iam.serviceAccountUser", "service account"),
+    ("build", "roles/storage.objectViewer", "resource"),
+    ("build", "roles/artifactregistry.writer", "resource"),
+    ("build", "roles/logging.logWriter", "project"),
+})
+
+
+def _made_by_component(resource: Resource) -> bool:
+    """True when ``resource`` is a child the DedupScheduledJob component made: its parent is the component and its
+    name is the component's name and a suffix (``<name>-runtime-datastore-user``, ``<name>-scheduler-invoker``...)."""
+    parent = resource.parent or ""
+    if "::" not in parent:
+        return False
+    parent_type, parent_name = parent.split("::")[-2:]
+    return parent_type.rsplit("$", 1)[-1] == COMPONENT_TYPE and resource.name.startswith(f"{parent_name}-")
+
+
+def _where(grant: Grant) -> str:
+    if grant.level in ("project", "folder", "organization"):
+        return "pinned" if grant.scope.narrows else grant.level
+    return grant.level
+
+
+def dedup_identity_expected_grants(resources: Sequence[Resource],
+                                   config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """Each dedup identity holds exactly the grants the component makes plus those declared for the job's own work;
+    every other grant to one in the stack is named. A dedup service with no runtime account runs as the default
+    compute (Cloud Run) or App Engine account, which holds Editor on the project by default
+    (https://cloud.google.com/iam/docs/service-account-types#default).
+
+    Expected: a child of a ``DedupScheduledJob`` named by it (its grants, and the extra roles declared on it); in a
+    stack written without the component, a grant the component would make (:data:`COMPONENT_EQUIVALENT_GRANTS`: the
+    role, to that identity, scoped as the component scopes it, a project grant pinned by its condition); or a role in
+    config ``declaredRoles``. Declared or not, a role that can do anything dangerous is refused by
+    ``dedup-identity-powers``.
+    """
+    identities = Identities.of(resources)
+    declared = {r for r in config.get("declaredRoles") or [] if isinstance(r, str)}
+    found: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).dedup_services():
+        path = _RUNTIME_ACCOUNT_PATHS.get(service.type, "serviceAccount")
+        account = get(service.props, path)
+        if account is None or account == "":
+            default = ("App Engine default service account (PROJECT_ID@appspot.gserviceaccount.com)"
+                       if service.type == APP_ENGINE_VERSION else
+                       "Compute Engine default service account (PROJECT_NUMBER-compute@developer.gserviceaccount.com)")
+            found.append((service, f"service {service.name} sets no runtime service account ({path}), so the handler "
+                                   f"runs as the {default}, which holds roles/editor on the project unless that grant "
+                                   "was removed: set a dedicated account with only the handler's grants "
+                                   "(DedupScheduledJob makes one)"))
+    for grant in _grants(resources):
+        holder = _holder(identities, grant)
+        if holder is None or _made_by_component(grant.resource) or grant.role in declared:
+            continue
+        member, what = holder
+        if (what, grant.role, _where(grant)) in COMPONENT_EQUIVALENT_GRANTS:
+            continue
+        if grant.role is None:
+            continue  # not known yet (preview)
+        found.append((grant.resource, f"{grant.shown} gives {member}, the dedup job's {what} account, a grant the "
+                                      "component does not make: remove it, or, if the job's own work needs it, "
+                                      "declare the role (the component's extra roles, or this rule's declaredRoles) "
+                                      "and grant it on the resource the job works on"))
     return found
 
 

@@ -11,7 +11,8 @@ from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
 from scheduler_dedup.policies.reading.readings import read_retry
-from scheduler_dedup.policies.rules.base import _env_seconds, _fmt, _seconds_cfg, narrows_to_a_resource
+from scheduler_dedup.policies.reading.conditions import condition_scope
+from scheduler_dedup.policies.rules.base import _env_seconds, _fmt, _seconds_cfg
 from scheduler_dedup.policies.rules.store import _same, store_of
 from scheduler_dedup.policies.reading.topology import Identities, Topology, env_value, service_env
 
@@ -162,7 +163,7 @@ def spanner_data_role_database_scoped(resources: Sequence[Resource],
     ``roles/spanner.databaseUser`` on the instance or the project reads and writes every database there
     (https://cloud.google.com/spanner/docs/iam#roles): a job's runtime identity needs one database. A grant with an
     IAM condition on ``resource.name`` is narrowed on purpose and passes; one on the request alone (``request.time``)
-    is not (:func:`~.base.narrows_to_a_resource`).
+    is not (:func:`~scheduler_dedup.policies.reading.conditions.condition_scope`).
     """
     from scheduler_dedup.policies.rules.iam import _is_container_level_iam, _members
 
@@ -172,7 +173,7 @@ def spanner_data_role_database_scoped(resources: Sequence[Resource],
         instance_level = resource.type in _INSTANCE_IAM
         if not instance_level and not _is_container_level_iam(resource.type):
             continue
-        if not instance_level and narrows_to_a_resource(get(resource.props, "condition")):
+        if not instance_level and condition_scope(get(resource.props, "condition")).narrows:
             continue
         by_role: dict[str, list[str]] = {}
         for role, member in _members(resource.props):

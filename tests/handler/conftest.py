@@ -49,6 +49,7 @@ class Harness:
     def env(self, **overrides: str) -> dict[str, str]:
         return {
             **self.emulator.endpoint_env(),
+            "DEDUP_ALLOW_TEST_ENDPOINTS": "1",  # the fake Google servers of these tests are plain-http loopback
             "DEDUP_JOB": "scheduler_dedup.local.demo.recording_job:run",
             "DEMO_EXECUTIONS_LOG": str(self.executions_log),
             "DEMO_JOB_PLAN": str(self.plan_file),
@@ -60,7 +61,7 @@ class Harness:
         server: HandlerServer | AppEngineServer
         if self.platform == "app_engine":
             assert self.app_dir is not None
-            server = AppEngineServer(self.env(DEDUP_APP_ENGINE_CALLER="true", **env), self.app_dir,
+            server = AppEngineServer(self.env(**{"DEDUP_APP_ENGINE_CALLER": "true", **env}), self.app_dir,
                                      relative_uri=APP_ENGINE_RELATIVE_URI)
         else:
             server = HandlerServer(self.env(**env), threads=threads)

@@ -150,3 +150,23 @@ def test_a_downstream_503_is_answered_500_not_passed_through(ae: Harness) -> Non
 def test_oidc_settings_beside_the_app_engine_check_stop_the_instance(ae: Harness) -> None:
     with pytest.raises(RuntimeError, match="DEDUP_APP_ENGINE_CALLER=true and DEDUP_OIDC_AUDIENCE"):
         ae.server(DEDUP_OIDC_AUDIENCE="https://x.invalid", DEDUP_ALLOWED_CALLERS="s@p.iam.gserviceaccount.com")
+
+
+def test_on_app_engine_an_unset_caller_check_fails_closed(ae: Harness) -> None:
+    """App Engine has no IAM gate: without DEDUP_APP_ENGINE_CALLER the check is on (App Engine's runtime sets
+    GAE_APPLICATION/GAE_SERVICE, as the local App Engine server does), so a bare POST with Scheduler's two headers is
+    refused 403 and claims nothing; a real delivery (App Engine's cron headers) runs."""
+    server = ae.server(DEDUP_APP_ENGINE_CALLER="")
+    bare = deliver(server.url, {"X-CloudScheduler-JobName": "nightly", "X-CloudScheduler-ScheduleTime": T})
+    assert bare.status_code == 403 and bare.json()["status"] == "forbidden", bare.text
+    assert ae.records() == {} and ae.starts() == []
+    real = deliver(server.url, app_engine_headers("nightly", T))
+    assert real.status_code == 200 and real.json()["status"] == "processed", real.text
+
+
+def test_on_app_engine_turning_the_check_off_needs_a_reason(ae: Harness) -> None:
+    with pytest.raises(RuntimeError, match="DEDUP_APP_ENGINE_OPEN_REASON"):
+        ae.server(DEDUP_APP_ENGINE_CALLER="false")
+    server = ae.server(DEDUP_APP_ENGINE_CALLER="false", DEDUP_APP_ENGINE_OPEN_REASON="an IAP policy guards the app")
+    bare = deliver(server.url, {"X-CloudScheduler-JobName": "nightly", "X-CloudScheduler-ScheduleTime": T})
+    assert bare.status_code == 200 and bare.json()["status"] == "processed", bare.text

@@ -44,3 +44,15 @@ def test_the_start_up_checks_the_component_and_pack_share_include_it() -> None:
     [problem] = startup_problems(env)
     assert problem.startswith("DEDUP_APP_ENGINE_CALLER=true and DEDUP_OIDC_AUDIENCE and DEDUP_ALLOWED_CALLERS")
     assert startup_problems({**env, "DEDUP_OIDC_AUDIENCE": "", "DEDUP_ALLOWED_CALLERS": ""}) == []
+
+
+def test_on_app_engine_the_check_is_on_unless_a_reason_turns_it_off() -> None:
+    on_app_engine = {"GAE_APPLICATION": "s~p1", "GAE_SERVICE": "default"}
+    assert AppEngineCallerSettings.from_env(on_app_engine).required is True
+    with pytest.raises(ConfigError, match="DEDUP_APP_ENGINE_OPEN_REASON"):
+        AppEngineCallerSettings.from_env({**on_app_engine, "DEDUP_APP_ENGINE_CALLER": "false"})
+    opened = AppEngineCallerSettings.from_env({**on_app_engine, "DEDUP_APP_ENGINE_CALLER": "false",
+                                               "DEDUP_APP_ENGINE_OPEN_REASON": "IAP guards it"})
+    assert opened.required is False and opened.open_reason == "IAP guards it"
+    with pytest.raises(ConfigError, match="DEDUP_OIDC_AUDIENCE are both set"):  # implied true refuses OIDC too
+        AppEngineCallerSettings.from_env({**on_app_engine, "DEDUP_OIDC_AUDIENCE": "https://x"})

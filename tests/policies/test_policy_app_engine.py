@@ -112,7 +112,7 @@ def test_the_handler_settings_rule_reads_an_app_engine_versions_environment() ->
     [finding] = run("dedup-handler-settings", [version(both)])
     assert "DEDUP_APP_ENGINE_CALLER=true and DEDUP_OIDC_AUDIENCE" in finding.message
     bad_trigger = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_TARGET_TYPE": "cloud_build_trigger",
-                   "DEDUP_TARGET": "projects/p/triggers/t"}
+                   "DEDUP_TARGET": "projects/p/triggers/t", "DEDUP_APP_ENGINE_CALLER": "true"}
     [target] = run("dedup-handler-settings", [version(bad_trigger)])
     assert "is not a Cloud Build trigger name" in target.message
 
@@ -165,3 +165,32 @@ def test_the_component_on_app_engine_and_with_a_cloud_build_trigger_passes_every
         "schedule": "0 2 * * *", "region": "us-east1", "job_source": str(HELLO_JOB),
         "job": "jobs:run", "app_engine": {"service": "dedup", "deploy": False}}), {"gcp:project": "p1"}, EVERY)
     assert not_deployed == []
+
+
+# -- App Engine fails closed: the pack reports a version without the caller check -------------------------------
+
+def _app_engine_stack_without(tmp_path: Path, **env: str | None) -> list[Finding]:
+    """The App Engine example stack as the component makes it, with its version's environment changed."""
+    from scheduler_dedup.infra.stack.mock_run import run_stack_config
+    from scheduler_dedup.policies.offline.check import resources_from_registered
+
+    resources = resources_from_registered(run_stack_config(ROOT / "Pulumi.example-app-engine.yaml",
+                                                           project_file=ROOT / "Pulumi.yaml"))
+    changed = []
+    for resource in resources:
+        if resource.type == VERSION:
+            variables = {k: v for k, v in {**resource.props["envVariables"], **env}.items() if v is not None}
+            resource = Resource(resource.type, resource.name, resource.urn, {**resource.props, "envVariables": variables},
+                                resource.parent)
+        changed.append(resource)
+    return [f for f in evaluate(changed) if f.level == "mandatory"]
+
+
+def test_an_app_engine_version_without_the_caller_check_is_mandatory(tmp_path: Path) -> None:
+    assert _app_engine_stack_without(tmp_path) == []
+    [unset] = _app_engine_stack_without(tmp_path, DEDUP_APP_ENGINE_CALLER=None)
+    assert unset.rule == "dedup-handler-settings" and "App Engine has no IAM gate" in unset.message
+    [off] = _app_engine_stack_without(tmp_path, DEDUP_APP_ENGINE_CALLER="false")
+    assert "DEDUP_APP_ENGINE_OPEN_REASON" in off.message
+    assert _app_engine_stack_without(tmp_path, DEDUP_APP_ENGINE_CALLER="false",
+                                     DEDUP_APP_ENGINE_OPEN_REASON="IAP guards the app") == []

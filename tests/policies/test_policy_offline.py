@@ -71,6 +71,9 @@ def test_component_defaults_and_good_examples_pass_every_rule(raw_program: Modul
     {"DEDUP_JOB": "jobs.run"},
     {"DEDUP_TARGET_TYPE": "workflows"},
     {"DEDUP_TARGET_TIMEOUT_SECONDS": "soon"},
+    # a setting meant for tests, in a deployed stack
+    {"DEDUP_JOB": None, "DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": "http://hooks.example.com/run",
+     "DEDUP_TARGET_AUTH": "none"},
 ], ids=lambda change: ",".join(f"{k}={v}" for k, v in change.items()))
 def test_a_hand_written_env_the_handler_refuses_at_start_up_fails_the_pack(raw_program: ModuleType,
                                                                         change: dict[str, str | None]) -> None:
@@ -84,6 +87,42 @@ def test_a_hand_written_env_the_handler_refuses_at_start_up_fails_the_pack(raw_p
     findings = check_program(lambda: raw_program.good_program(change))
     assert [(f.rule, f.level) for f in findings] == [("dedup-handler-settings", "mandatory")], findings
     assert str(refused.value) in findings[0].message
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"DEDUP_OIDC_CERTS_URL": "http://certs.example.com/certs"}, "DEDUP_OIDC_CERTS_URL points at http://"),
+    ({"DEDUP_RUN_API": "https://run.example.com", "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
+      "DEDUP_SERVICE": "projects/p/locations/europe-west1/services/handler"},
+     "DEDUP_RUN_API points at https://run.example.com"),
+], ids=["certs-http", "trust-mode-run-api-not-google"])
+def test_test_only_caller_endpoints_in_a_stack_fail_the_pack(raw_program: ModuleType, change: dict[str, str],
+                                                             named: str) -> None:
+    """With caller verification on (its audience and caller), as the handler would refuse to start with them."""
+    from scheduler_dedup.handler.core.errors import ConfigError
+    from scheduler_dedup.handler.service.app import build_handler_from_env
+
+    oidc = {"DEDUP_OIDC_AUDIENCE": "https://jobs.example.com", "DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com"}
+    with pytest.raises(ConfigError, match=named):
+        build_handler_from_env({**raw_program.GOOD_ENV, **oidc, **change})
+    findings = check_program(lambda: raw_program.good_program({**oidc, **change}))
+    assert [f.level for f in findings if f.rule == "dedup-handler-settings" and named in f.message] == ["mandatory"]
+
+
+def test_two_handlers_on_one_collection_without_a_scheduler_job_binding_fail_the_pack(raw_program: ModuleType) -> None:
+    def program() -> None:
+        raw_program.good_program()
+        raw_program._service("second", env=raw_program.GOOD_ENV, timeout="600s", cpu_always_allocated=True,
+                             min_instances=1, service_account="second@p.iam.gserviceaccount.com")
+
+    findings = [f for f in check_program(program) if f.rule == "dedup-shared-collection-job-bound"]
+    assert sorted(f.resource.name for f in findings if f.resource) == ["handler", "second"], findings
+    assert all(f.level == "mandatory" and "DEDUP_SCHEDULER_JOB" in f.message for f in findings)
+
+
+def test_a_stack_that_allows_test_endpoints_fails_the_pack(raw_program: ModuleType) -> None:
+    findings = check_program(lambda: raw_program.good_program({"DEDUP_ALLOW_TEST_ENDPOINTS": "1"}))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-handler-settings", "mandatory")], findings
+    assert "tests and local tools only" in findings[0].message
 
 
 def advisory_config(tmp_path: Path) -> Path:
@@ -174,8 +213,9 @@ def test_raw_resources_program_is_caught_by_every_rule(raw_program: ModuleType) 
                 "no-primitive-roles": ["roles/editor", "roles/owner"], "dedup-firestore-ttl": ["expire_at"],
                 "dedup-lease-covers-deadline": ["DEDUP_LEASE_SECONDS=60"], "dedup-retention-covers-retries": ["DEDUP_RETENTION_SECONDS=600"],
                 "dedup-cpu-always-allocated": ["cpuIdle", "cpuAlwaysAllocated"],
-                "dedup-identity-no-broad-grants": ["roles/iam.serviceAccountUser on the whole project",
-                                                   "group:ops@example.com is granted roles/iam.serviceAccountOpenIdTokenCreator"]}
+                "dedup-identity-powers": ["roles/iam.serviceAccountUser on the whole project",
+                                          "group:ops@example.com is granted roles/iam.serviceAccountOpenIdTokenCreator"],
+                "dedup-identity-expected-grants": ["sets no runtime service account"]}
     for rule, needles in expected.items():
         text = " | ".join(by_rule.get(rule, []))
         for needle in needles:

@@ -100,7 +100,7 @@ def test_unknown_values_during_preview_neither_crash_nor_violate(servicer: Any) 
     assert _analyze(servicer, JOB, props) == []
     stack = _analyze_stack(servicer, [
         (JOB, "job", props),
-        (SERVICE, "svc", {"template": {"timeout": UNKNOWN_STRING,
+        (SERVICE, "svc", {"template": {"timeout": UNKNOWN_STRING, "serviceAccount": UNKNOWN_STRING,
                                        "containers": [{"envs": policy_proxy.UNKNOWN_ARRAY_VALUE,
                                                        "resources": {"cpuIdle": UNKNOWN_STRING}}]},
                           "uri": UNKNOWN_STRING}),

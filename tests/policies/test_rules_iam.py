@@ -65,10 +65,12 @@ def test_no_primitive_roles() -> None:
     assert run("no-primitive-roles", [fine], {"forbiddenRoles": ["roles/datastore.user"]})
 
 
-# ------------------------------------------------------------------ dedup-identity-no-broad-grants
+# ------------------------------------------------------------------ dedup-identity-powers, dedup-identity-expected-grants
 
 RUNTIME = "runtime@p.iam.gserviceaccount.com"
 SCHED = "sched@p.iam.gserviceaccount.com"  # the conftest job's OIDC account
+POWERS = "dedup-identity-powers"
+EXPECTED = "dedup-identity-expected-grants"
 
 
 def _dedup_stack(**service_props: Any) -> list[Any]:
@@ -84,33 +86,34 @@ def _project_member(role: str, member: Any, **props: Any) -> Any:
                {"project": "p", "role": role, "member": member, **props})
 
 
-@pytest.mark.parametrize(("role", "member"), [
-    ("roles/run.admin", f"serviceAccount:{RUNTIME}"),
-    ("roles/iam.serviceAccountUser", f"serviceAccount:{RUNTIME}"),
-    ("roles/datastore.user", f"serviceAccount:{RUNTIME}"),
-    ("roles/iam.serviceAccountUser", f"serviceAccount:{SCHED}"),
+@pytest.mark.parametrize(("role", "member", "power"), [
+    ("roles/run.admin", f"serviceAccount:{RUNTIME}", "run.services.setIamPolicy"),
+    ("roles/iam.serviceAccountUser", f"serviceAccount:{RUNTIME}", "iam.serviceAccounts.actAs"),
+    ("roles/iam.serviceAccountUser", f"serviceAccount:{SCHED}", "iam.serviceAccounts.actAs"),
+    ("roles/resourcemanager.projectIamAdmin", f"serviceAccount:{RUNTIME}", "resourcemanager.projects.setIamPolicy"),
+    ("roles/spanner.databaseAdmin", f"serviceAccount:{RUNTIME}", "spanner.databases.drop"),
 ])
-def test_a_broad_project_grant_to_a_dedup_identity_is_mandatory(role: str, member: str) -> None:
-    findings = run("dedup-identity-no-broad-grants", [*_dedup_stack(), _project_member(role, member)])
-    assert len(findings) == 1 and findings[0].level == "mandatory", findings
-    assert role in findings[0].message and "whole project without a condition" in findings[0].message
+def test_a_dangerous_project_grant_to_a_dedup_identity_is_mandatory(role: str, member: str, power: str) -> None:
+    findings = run(POWERS, [*_dedup_stack(), _project_member(role, member)])
+    assert findings and all(f.level == "mandatory" for f in findings), findings
+    assert any(role in f.message and power in f.message for f in findings), findings
 
 
 def test_a_binding_or_a_policy_counts_like_a_member() -> None:
     binding = res("gcp:projects/iAMBinding:IAMBinding", "b", {"project": "p", "role": "roles/run.admin",
                                                               "members": ["user:a@b.c", f"serviceAccount:{RUNTIME}"]})
     policy = res("gcp:projects/iAMPolicy:IAMPolicy", "pol", {"project": "p", "policyData": (
-        '{"bindings": [{"role": "roles/datastore.user", "members": ["serviceAccount:' + SCHED + '"]}]}')})
-    findings = run("dedup-identity-no-broad-grants", [*_dedup_stack(), binding, policy])
+        '{"bindings": [{"role": "roles/iam.securityAdmin", "members": ["serviceAccount:' + SCHED + '"]}]}')})
+    findings = run(POWERS, [*_dedup_stack(), binding, policy])
     assert sorted(f.resource.name for f in findings if f.resource) == ["b", "pol"]
 
 
-def test_a_conditional_or_narrow_grant_and_other_accounts_pass() -> None:
+def test_a_pinned_or_harmless_grant_and_other_accounts_pass_the_powers_rule() -> None:
     conditional = _project_member("roles/datastore.user", f"serviceAccount:{RUNTIME}",
                                   condition={"title": "db", "expression": 'resource.name == "projects/p/databases/d"'})
-    narrow = _project_member("roles/logging.logWriter", f"serviceAccount:{RUNTIME}")
     other = _project_member("roles/run.admin", "serviceAccount:deployer@p.iam.gserviceaccount.com")
-    assert run("dedup-identity-no-broad-grants", [*_dedup_stack(), conditional, narrow, other]) == []
+    assert run(POWERS, [*_dedup_stack(), conditional, other]) == []
+    assert run(EXPECTED, [*_dedup_stack(), conditional, other]) == []
 
 
 def test_at_preview_an_account_of_the_stack_is_known_by_its_dependency() -> None:
@@ -122,7 +125,7 @@ def test_at_preview_an_account_of_the_stack_is_known_by_its_dependency() -> None
     svc = res(SERVICE, "svc", {"template": template}, deps={"template": [account.urn]})
     grant = res("gcp:projects/iAMMember:IAMMember", "g", {"project": "p", "role": "roles/run.admin", "member": UNKNOWN},
                 deps={"member": [account.urn]})
-    findings = run("dedup-identity-no-broad-grants", [account, svc, grant])
+    findings = run(POWERS, [account, svc, grant])
     assert len(findings) == 1 and "runtime account" in findings[0].message
 
 
@@ -136,23 +139,67 @@ def test_only_schedulers_service_agent_may_mint_the_scheduler_accounts_tokens(me
     grant = res("gcp:serviceaccount/iAMMember:IAMMember", "token", {
         "serviceAccountId": f"projects/p/serviceAccounts/{SCHED}",
         "role": "roles/iam.serviceAccountOpenIdTokenCreator", "member": member})
-    findings = run("dedup-identity-no-broad-grants", [*_dedup_stack(), grant])
+    findings = run(POWERS, [*_dedup_stack(), grant])
     assert bool(findings) is flagged, findings
     if flagged:
-        assert "mint that account's OIDC tokens" in findings[0].message and findings[0].level == "mandatory"
+        assert "call the handler as Cloud Scheduler" in findings[0].message and findings[0].level == "mandatory"
     # the same grant on an account that is no dedup identity is not this rule's business
     elsewhere = res("gcp:serviceaccount/iAMMember:IAMMember", "t2", {
         "serviceAccountId": "projects/p/serviceAccounts/other@p.iam.gserviceaccount.com",
         "role": "roles/iam.serviceAccountOpenIdTokenCreator", "member": member})
-    assert run("dedup-identity-no-broad-grants", [*_dedup_stack(), elsewhere]) == []
+    assert run(POWERS, [*_dedup_stack(), elsewhere]) == []
 
 
-def test_a_condition_on_the_request_alone_leaves_a_project_wide_grant_broad() -> None:
-    """``request.time`` (or an access level) limits when a grant holds, not what it reaches: datastore.user on the
-    project under such a condition still reads and writes every database of the project."""
-    timed = _project_member("roles/datastore.user", f"serviceAccount:{RUNTIME}",
-                            condition={"title": "until", "expression": 'request.time < timestamp("2030-01-01T00:00:00Z")'})
-    typed = _project_member("roles/run.admin", f"serviceAccount:{RUNTIME}",
-                            condition={"title": "t", "expression": 'resource.type == "run.googleapis.com/Service"'})
-    findings = run("dedup-identity-no-broad-grants", [*_dedup_stack(), timed, typed])
-    assert len(findings) == 2 and all("condition on resource.name" in f.message for f in findings)
+@pytest.mark.parametrize("expression", [
+    'request.time < timestamp("2030-01-01T00:00:00Z")',
+    'resource.type == "run.googleapis.com/Service"',
+    'resource.name.startsWith("projects/") || true',
+    '!resource.name.endsWith("x")',
+    'resource.name != "projects/p/serviceAccounts/other@p.iam.gserviceaccount.com"',
+])
+def test_a_condition_that_does_not_pin_resource_name_leaves_a_project_wide_grant_broad(expression: str) -> None:
+    """Parsed as CEL: only resource.name == X, in [...], startsWith(X + "/") on every branch narrow."""
+    grant = _project_member("roles/iam.serviceAccountTokenCreator", "group:ops@example.com",
+                            condition={"title": "c", "expression": expression})
+    findings = run(POWERS, [*_dedup_stack(), grant])
+    assert any(RUNTIME in f.message for f in findings) and any(SCHED in f.message for f in findings), findings
+
+
+def test_a_custom_role_of_the_stack_is_judged_by_its_permissions() -> None:
+    role = res("gcp:projects/iAMCustomRole:IAMCustomRole", "powerful", {
+        "project": "p", "roleId": "dedupExtra", "title": "t",
+        "permissions": ["resourcemanager.projects.setIamPolicy", "iam.serviceAccounts.actAs"]})
+    everything = res("gcp:organizations/iAMCustomRole:IAMCustomRole", "all", {
+        "orgId": "123", "roleId": "all", "title": "t", "permissions": ["*"]})
+    grants = [_project_member("projects/p/roles/dedupExtra", f"serviceAccount:{RUNTIME}"),
+              res("gcp:organizations/iAMMember:IAMMember", "org", {"orgId": "123", "role": "organizations/123/roles/all",
+                                                                  "member": f"serviceAccount:{RUNTIME}"})]
+    messages = " | ".join(f.message for f in run(POWERS, [*_dedup_stack(), role, everything, *grants]))
+    assert "resourcemanager.projects.setIamPolicy" in messages and "iam.serviceAccounts.actAs" in messages
+    assert "do anything ('*')" in messages
+
+
+def test_a_key_of_a_dedup_account_is_mandatory() -> None:
+    key = res("gcp:serviceaccount/key:Key", "sched-key", {"serviceAccountId": f"projects/p/serviceAccounts/{SCHED}"})
+    [finding] = run(POWERS, [*_dedup_stack(), key])
+    assert "key of the dedup job's Scheduler account" in finding.message
+
+
+def test_a_grant_the_component_would_not_make_is_named_unless_declared() -> None:
+    extra = _project_member("roles/pubsub.publisher", f"serviceAccount:{RUNTIME}")
+    [finding] = run(EXPECTED, [*_dedup_stack(), extra])
+    assert finding.level == "mandatory" and "grant-publisher (roles/pubsub.publisher" in finding.message
+    assert run(EXPECTED, [*_dedup_stack(), extra], {"declaredRoles": ["roles/pubsub.publisher"]}) == []
+
+
+def test_a_dedup_service_without_a_runtime_account_is_mandatory() -> None:
+    [finding] = run(EXPECTED, [service()])
+    assert "default service account" in finding.message and "roles/editor" in finding.message
+
+
+def test_the_rules_page_names_the_permission_tables_date_and_source() -> None:
+    from scheduler_dedup.policies.reading.permissions import TABLE_DATE, TABLE_SOURCE
+    from scheduler_dedup.policies.rules.iam import dedup_identity_powers
+
+    doc = dedup_identity_powers.__doc__ or ""
+    assert f"read {TABLE_DATE}" in doc and TABLE_SOURCE.split()[0] in doc
