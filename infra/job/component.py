@@ -57,7 +57,9 @@ from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
 
 from scheduler_dedup.infra.project.providers import project_source
-from scheduler_dedup.infra.job.settings import DedupSettings, handler_environment, resolve_settings
+from scheduler_dedup.infra.job.environment import handler_environment
+from scheduler_dedup.infra.job.resolved import DedupSettings
+from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stores.memorystore import redis_job_wiring
 from scheduler_dedup.infra.stores.spanner import grant_database_user, spanner_children
 from scheduler_dedup.infra.stores.store import (HANDLER_STORE, StoreSettings, check_firestore_ids, check_spanner_ids, claim_ttl_policy,
