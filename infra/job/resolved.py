@@ -10,6 +10,7 @@ import pulumi
 
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, HTTP_TARGET, RetryPolicy, retry_window_seconds
 from scheduler_dedup.infra.job.app_engine import AppEngineSettings
+from scheduler_dedup.infra.job.job_config import JobConfig
 from scheduler_dedup.infra.stores.spanner import SpannerStoreSettings
 from scheduler_dedup.infra.stores.store import StoreRef
 
@@ -65,6 +66,8 @@ class DedupSettings:
     spanner: SpannerStoreSettings | None = None
     """Spanner: the job's own store (no ``store``), created under the job; None otherwise."""
     app_engine: AppEngineSettings | None = None  # None: Cloud Run with an HTTP target and OIDC
+    job_config: JobConfig = JobConfig()
+    """The job's own environment, secrets, CPU and memory, labels, VPC egress and roles (:mod:`.job_config`)."""
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""

@@ -34,6 +34,8 @@ from scheduler_dedup.infra.job.deadlines import (
 from scheduler_dedup.infra.job.environment import check_handler_settings, handler_environment
 from scheduler_dedup.infra.job.inputs import Problems, read_str, required_str, resource_prefix, service_account_email
 from scheduler_dedup.infra.job.instances import DEFAULT_MAX_INSTANCE_COUNT, resolve_max_instances, resolve_min_instances
+from scheduler_dedup.infra.job.job_config import resolve_job_config
+from scheduler_dedup.infra.job.job_env import MAX_ENV_VARS
 from scheduler_dedup.infra.job.job_store import resolve_job_store
 from scheduler_dedup.infra.job.oidc_account import oidc_account_problem
 from scheduler_dedup.infra.job.resolved import DedupSettings
@@ -123,9 +125,12 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         f"{region}-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312"
     )
     audience = problems.run(lambda: read_str(args, "oidc_audience"), None)
+    job_config = problems.run(lambda: resolve_job_config(
+        args, project or None, region, memorystore=store is not None and store.kind == "memorystore"), None)
     problems.raise_any()
     assert (prefix and schedule and time_zone and region and project and target and attempt_deadline
-            and request_timeout and lease and retry and retention is not None and tolerance is not None and store)
+            and request_timeout and lease and retry and retention is not None and tolerance is not None and store
+            and job_config)
 
     # Crash recovery (checked after the handler's own checks, below): a retry must still come once a crashed
     # attempt's lease has expired.
@@ -150,9 +155,15 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
         min_instance_count=min_instances, protect_database=protect_database, app_engine=app_engine,
-        store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner,
+        store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner, job_config=job_config,
     )
     problems.run(lambda: check_handler_settings(settings), None)
+    # Cloud Run: at most MAX_ENV_VARS per container; the component adds two beside handler_environment.
+    count = len(handler_environment(settings)) + 2 + len(job_config.env) + len(job_config.secret_env)
+    if count > MAX_ENV_VARS:
+        problems.add(DedupConfigError("env", f"{count} environment variables with the handler's; Cloud Run takes at "
+                                             f"most {MAX_ENV_VARS} per container: move settings into a mounted file "
+                                             "(secret_files) or fewer variables"))
     if crash_problem is not None:
         problems.add(DedupConfigError(*crash_problem))
     problems.raise_any()
@@ -170,7 +181,9 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.schedule.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in
-      (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``).
+      (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``);
+    * a plain environment variable looks like a credential
+      (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`).
     """
     found = [f"schedule {message}" for message in unsettled_cron_forms(s.schedule)]
     alias = time_zone_alias_advisory(s.time_zone)
@@ -182,4 +195,5 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     scale_in = scale_in_advisory(s.target_type == "python", s.min_instance_count, s.attempt_deadline_seconds)
     if scale_in:
         found.append(scale_in)
+    found.extend(s.job_config.advisories())
     return tuple(found)
