@@ -74,6 +74,8 @@ class AppEngineArgs(TypedDict):
     """Path (and query) the deliveries are POSTed to: starts with ``/``, at most 2083 characters, no spaces (AppEngineHttpTarget.relativeUri), not under App Engine's ``/_ah/`` and not the run check's path. Default ``/``."""
     deploy: NotRequired[bool]
     """Deploy the handler from the deploy archive (the one Cloud Run builds from: ``job_source`` + ``job``, or a proxy target) as an App Engine standard version of ``service``: runtime python312, the archive's ``app.yaml`` entrypoint (gunicorn serving ``main:app``), automatic scaling up to ``max_instance_count``, the runtime identity as its service account, the handler's ``DEDUP_*`` environment. Its requests end at App Engine's 10-minute deadline, so ``attempt_deadline_seconds`` is at most 600. False: only the Scheduler job (and store, identities, grants); serve the handler in ``service`` yourself, e.g. ``gcloud app deploy`` of the unpacked archive with the environment the component would set. Default true."""
+    location: NotRequired[str]
+    """The App Engine application's location id, as ``gcloud app describe`` shows it (``us-central``, ``europe-west``, ``europe-west2``): checked against ``region`` at preview, also offline (``scheduler-dedup check``), since Scheduler creates App Engine jobs only in the application's region (``us-central`` is ``us-central1``, ``europe-west`` is ``europe-west1``). Without it, the application's own location is checked once ``pulumi preview`` reads it. Default: none."""
     request_timeout_seconds: NotRequired[int]
     """Without ``deploy``: the request deadline of your App Engine service, seconds (600 with automatic scaling, up to 86400 with basic or manual scaling): the lease covers it and the attempt deadline may not exceed it. Default 600. With ``deploy`` it is 600 and cannot be set."""
 
@@ -129,6 +131,48 @@ class AlertsArgs(TypedDict):
     """Seconds after a fire time before an expected run without a record is reported missed, 60 to 604800. Default: the job's retry window, at least 300."""
     released_threshold: NotRequired[int]
     """The released alert fires when more than this many deliveries were released (retryable failure) within the job's retry window (at least 1 h, at most 1 day), 0 to 1000. Default 2."""
+
+
+class SecretEnvArgs(TypedDict):
+    """A Secret Manager secret version as one environment variable of the job (Cloud Run ``valueSource.secretKeyRef``)."""
+
+    secret: str
+    """The secret: its id ``S`` in the job's project, or ``projects/P/secrets/S`` with ``P`` the job's project id (a secret of another project is refused). The runtime identity gets ``roles/secretmanager.secretAccessor`` on this secret only."""
+    version: NotRequired[str]
+    """A version number (``3``: pinned, a rotation needs a new deploy) or ``latest`` (read when an instance starts). Default ``latest``."""
+
+
+class SecretFileArgs(TypedDict):
+    """A Secret Manager secret version as a file in the job's container (a Cloud Run secret volume)."""
+
+    secret: str
+    """The secret, as in :class:`SecretEnvArgs`. The runtime identity gets ``roles/secretmanager.secretAccessor`` on this secret only."""
+    path: str
+    """Absolute path of the file, e.g. ``/secrets/db/password``: its folder (``/secrets/db``) is the volume's mount path and holds this secret only; not under ``/secrets/redis-*`` (a Memorystore store's) and not a system folder (``/``, ``/dev``, ``/proc``, ``/sys``, ``/etc``, ``/usr``, ``/bin``, ``/lib``, ``/tmp``, ``/workspace``)."""
+    version: NotRequired[str]
+    """A version number or ``latest`` (re-read from the file on every open). Default ``latest``."""
+
+
+class VpcEgressArgs(TypedDict):
+    """How the job reaches private addresses (a Cloud SQL private IP, a VM): Direct VPC egress (``network`` and/or ``subnetwork``) or a Serverless VPC Access ``connector``, not both (https://cloud.google.com/run/docs/configuring/vpc-direct-vpc, https://cloud.google.com/run/docs/configuring/vpc-connectors)."""
+
+    network: NotRequired[str]
+    """Direct VPC egress: the VPC network, ``projects/P/global/networks/N`` or ``N``. Default with ``subnetwork``: the subnetwork's network."""
+    subnetwork: NotRequired[str]
+    """Direct VPC egress: the subnetwork in the job's region, ``projects/P/regions/R/subnetworks/S`` or ``S``. Default with ``network``: the subnetwork named like the network."""
+    connector: NotRequired[str]
+    """A Serverless VPC Access connector in the job's region, ``projects/P/locations/R/connectors/C``."""
+    egress: NotRequired[str]
+    """``PRIVATE_RANGES_ONLY`` (only RFC 1918 and other private ranges go into the VPC) or ``ALL_TRAFFIC`` (everything does, e.g. for a static outbound IP through Cloud NAT). Default ``PRIVATE_RANGES_ONLY``."""
+
+
+class JobRoleArgs(TypedDict):
+    """One role for the job's own work, granted to the runtime identity on one resource (non-authoritative IAM member)."""
+
+    role: str
+    """A role, ``roles/NAME`` (predefined) or ``projects/P/roles/NAME`` (custom), e.g. ``roles/storage.objectCreator``."""
+    resource: str
+    """Where it is granted, by full name: ``projects/P`` (the whole project: prefer a narrower one), ``buckets/B`` (a Cloud Storage bucket), ``projects/P/topics/T`` (Pub/Sub), ``projects/P/secrets/S`` (Secret Manager) or ``projects/P/datasets/D`` (BigQuery)."""
 
 
 class DedupScheduledJobArgs(TypedDict):
@@ -204,6 +248,22 @@ class DedupScheduledJobArgs(TypedDict):
     """Email of an existing service account to send the Scheduler OIDC token as, shared by several jobs. The job grants it ``roles/run.invoker`` on its own service only. Default: a dedicated account ``<name>-sched``."""
     build_service_account_email: NotRequired[pulumi.Input[str]]
     """Email of an existing service account for Cloud Build (source deploys), shared by several jobs. The job grants it read on its own source bucket and write on its own image repository; ``roles/logging.logWriter`` on the project is the account owner's to grant, once. Default: a dedicated account ``<name>-build``."""
+    env: NotRequired[dict[str, str]]
+    """Environment variables of the job's container, ``NAME: value``. Names follow Cloud Run's rules (https://cloud.google.com/run/docs/configuring/services/overview-environment-variables): not empty, no ``=``, not starting with ``X_GOOGLE_``, not a name Cloud Run sets (``PORT``, ``K_SERVICE``, ``K_REVISION``, ``K_CONFIGURATION``, ``FUNCTION_TARGET``, ``FUNCTION_SIGNATURE_TYPE``), not ``DEDUP_*``, ``GOOGLE_CLOUD_PROJECT`` or ``THREADS`` (the handler's), at most 1000 with the handler's. A value that looks like a credential gets an advisory at preview: use ``secret_env``. Default: none."""
+    secret_env: NotRequired[dict[str, SecretEnvArgs]]
+    """Secret Manager secrets as environment variables, ``NAME: {secret, version}`` (names as in ``env``, and not also in ``env``). Cloud Run only. Default: none."""
+    secret_files: NotRequired[list[SecretFileArgs]]
+    """Secret Manager secrets as files (see SecretFileArgs), e.g. a service account key or a TLS certificate. Cloud Run only. Default: none."""
+    cpu: NotRequired[str]
+    """vCPUs of each Cloud Run instance: ``1``, ``2``, ``4``, ``6`` or ``8`` (less than 1 needs concurrency 1, and the handler serves several requests at once; https://cloud.google.com/run/docs/configuring/services/cpu). Default ``1`` (Cloud Run's)."""
+    memory: NotRequired[str]
+    """Memory of each Cloud Run instance, ``512Mi`` to ``32Gi`` (``Mi``/``Gi``; ``M``/``G`` are powers of ten), within the CPU's range: 1 CPU up to 4 GiB, 2 up to 8 GiB, 4 from 2 to 16 GiB, 6 from 4 to 24 GiB, 8 from 4 to 32 GiB (https://cloud.google.com/run/docs/configuring/services/memory-limits). Default ``512Mi`` (Cloud Run's)."""
+    labels: NotRequired[dict[str, str]]
+    """Labels on every child that takes labels (the Cloud Run service and its revisions, the source bucket, the image repository): keys 1-63 lower-case letters, digits, ``_`` or ``-`` starting with a letter, values 0-63 of the same, at most 64 (https://cloud.google.com/resource-manager/docs/labels-overview). The component adds ``managed-by: scheduler-dedup``. Default: none."""
+    vpc: NotRequired[VpcEgressArgs]
+    """VPC egress of the job (see VpcEgressArgs). Cloud Run only; with a Memorystore store only ``egress`` (the store's network is the job's). Default: none (no private addresses)."""
+    job_roles: NotRequired[list[JobRoleArgs]]
+    """Roles the job's own work needs (write a report to a bucket, publish to a topic), each granted to the runtime identity on the one resource named: the one place to give the job access, recorded as IAM member resources named ``<name>-job-role-...`` that the policy pack checks. Default: none."""
     alerts: NotRequired[AlertsArgs]
     """Provision alerting: log-based metrics, alert policies (run failed, fenced, released repeatedly, takeover, missed, stuck, watchdog silent, deliveries stopped) and an hourly watchdog job that reports missed runs even when Scheduler stops. Default: none."""
 

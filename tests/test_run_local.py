@@ -173,3 +173,24 @@ def test_keep_emulator_prints_a_runs_command_that_works_afterwards(tmp_path: Pat
         assert summary["expected"] == 2 and summary["grace_seconds"] == 0, summary
     finally:
         os.kill(pid, 15)
+
+
+def test_the_real_job_example_runs_with_a_local_file_standing_in_for_secret_manager(tmp_path: Path) -> None:
+    """examples/nightly_report reads REPORT_BUCKET (--env) and DB_PASSWORD (--secret-file, as its stack's
+    secretEnv gives it from Secret Manager): one report per fire time, the password never printed."""
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "db-password.txt").write_text("correct horse battery staple")
+    (tmp_path / "reports").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("FIRESTORE_EMULATOR_HOST", "PYTHONPATH")}
+    command = [str(Path(sys.executable).parent / "scheduler-dedup"), "run-local",
+               "--source", str(root / "examples" / "nightly_report"), "--job", "jobs:run", "--schedule", "0 3 * * *",
+               "--speed", "86400", "--runs", "2", "--env", "REPORT_BUCKET=acme-reports",
+               "--env", f"REPORT_DIR={tmp_path / 'reports'}"]
+    out = subprocess.run([*command, "--secret-file", f"DB_PASSWORD={tmp_path / 'db-password.txt'}"],
+                         capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert len(list((tmp_path / "reports").glob("*.csv"))) == 2, out.stdout
+    assert "correct horse" not in out.stdout + out.stderr
+    missing = subprocess.run([*command, "--secret-file", f"DB_PASSWORD={tmp_path / 'nope.txt'}"],
+                             capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert missing.returncode == 2 and "--secret-file DB_PASSWORD: cannot read" in missing.stderr, missing.stderr

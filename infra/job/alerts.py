@@ -48,6 +48,7 @@ from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
+import pulumiverse_time
 
 from scheduler_dedup.handler.schedule.cron import GAP_HORIZON_DAYS, fire_gaps
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
@@ -65,6 +66,9 @@ MAX_ABSENCE_SECONDS = 84_600
 MIN_ABSENCE_SECONDS = 120
 #: Log-match policies need a notification rate limit (AlertStrategy.notificationRateLimit); 5 min is the least.
 LOG_MATCH_RATE_LIMIT_SECONDS = 300
+#: How long the policies on log-based metrics wait after the metrics are created: Cloud Monitoring's own bound, "it
+#: could take up to 10 minutes to become available" (its 404 on an alert policy over a new metric).
+METRICS_READY_SECONDS = 600
 #: Incidents of log-match policies close after this long without a new match (30 min is the least).
 AUTO_CLOSE_SECONDS = 1800
 #: The watchdog's period, seconds; each check covers one period of expected fire times.
@@ -346,6 +350,17 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         opts=opts,
     )
 
+    # Cloud Monitoring answers an alert policy on a log-based metric created moments ago with 404 "Cannot find
+    # metric(s) ... If a metric was created recently, it could take up to 10 minutes to become available"
+    # (hashicorp/terraform-provider-google#11102, GoogleCloudPlatform/cloud-foundation-fabric#3739): the policies
+    # on metrics wait that long after their metrics are created (again only when a metric is replaced).
+    metrics_ready = pulumiverse_time.Sleep(
+        f"{name}-metrics-ready",
+        pulumiverse_time.SleepArgs(create_duration=f"{METRICS_READY_SECONDS}s",
+                                   triggers={role: metric.name for role, metric in metrics.items()}),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(metrics.values())),
+    )
+    metric_opts = pulumi.ResourceOptions(parent=parent, depends_on=[*depends_on, metrics_ready])
     channels = list(a.notification_channels)
 
     def log_match(part: str, title: str, severity: str, labels: Sequence[LogField], doc: str) -> gcp.monitoring.AlertPolicy:
@@ -386,7 +401,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
                 )],
                 documentation=gcp.monitoring.AlertPolicyDocumentationArgs(content=doc, mime_type="text/markdown"),
             ),
-            opts=opts,
+            opts=metric_opts,
         )
 
     job = s.scheduler_job_name
@@ -437,7 +452,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
                             "retries within its retry config; if retries run out the run is missed.",
                     mime_type="text/markdown"),
             ),
-            opts=opts,
+            opts=metric_opts,
         ),
         "watchdog_silent": absence(
             "watchdog-silent", "watchdog silent", metrics["run_checks"], a.heartbeat_absence_seconds,

@@ -46,7 +46,11 @@ _RESERVED_VERSIONS = ("default", "latest")
 RELATIVE_URI_MAX = 2083
 #: The longest request deadline of an App Engine standard service, seconds (basic and manual scaling).
 APP_ENGINE_MAX_DEADLINE_SECONDS = 86400
-_KEYS = frozenset({"service", "version", "relative_uri", "deploy", "request_timeout_seconds"})
+_KEYS = frozenset({"service", "version", "relative_uri", "deploy", "request_timeout_seconds", "location"})
+#: App Engine location ids that are not the region's name: "Two locations, which are called europe-west and
+#: us-central in App Engine commands and in the Google Cloud console, are called europe-west1 and us-central1,
+#: respectively, elsewhere in Google documentation" (https://cloud.google.com/appengine/docs/standard/locations).
+APP_ENGINE_LOCATION_REGIONS = {"us-central": "us-central1", "europe-west": "europe-west1"}
 #: Component inputs that only a Cloud Run deployment uses, refused beside ``app_engine``, and why.
 CLOUD_RUN_ONLY_INPUTS: dict[str, str] = {
     "image": "App Engine standard deploys the archive, not an image: use job_source and job",
@@ -58,9 +62,28 @@ CLOUD_RUN_ONLY_INPUTS: dict[str, str] = {
     "oidc_audience": "an App Engine target sends no OIDC token (the handler checks App Engine's cron headers)",
     "scheduler_service_account_email": "an App Engine target sends no OIDC token, so Scheduler needs no identity",
     "build_service_account_email": "the Cloud Run source build's identity; App Engine builds its versions itself",
+    "secret_env": "App Engine standard has no Secret Manager references: read the secret in your job with the "
+                  "Secret Manager client, and grant its role with job_roles",
+    "secret_files": "App Engine standard mounts no secret volumes",
+    "cpu": "App Engine standard sizes instances by instance class",
+    "memory": "App Engine standard sizes instances by instance class",
+    "vpc": "App Engine standard reaches a VPC through a connector of its own configuration",
     "alerts": "alerting reads Cloud Run's request logs and its watchdog calls with OIDC; it is not available on "
               "App Engine yet",
 }
+
+
+def app_engine_region_problem(location_id: str, region: str) -> str | None:
+    """Why a Scheduler job in ``region`` cannot deliver to an App Engine application in ``location_id`` (as
+    ``gcloud app describe`` shows it), or None when it can: Scheduler creates App Engine jobs only in the
+    application's region (https://cloud.google.com/scheduler/docs/locations), and ``us-central``/``europe-west``
+    are the regions ``us-central1``/``europe-west1`` (:data:`APP_ENGINE_LOCATION_REGIONS`)."""
+    app_region = APP_ENGINE_LOCATION_REGIONS.get(location_id, location_id)
+    if app_region == region:
+        return None
+    return (f"the App Engine application is in {location_id!r} (region {app_region}), the job in {region!r}: "
+            f"Scheduler creates App Engine jobs only in the application's region; set region to {app_region} "
+            "(an application's region cannot change)")
 
 
 @dataclass(frozen=True)
@@ -74,6 +97,8 @@ class AppEngineSettings:
         relative_uri: the path and query the deliveries are POSTed to.
         deploy: the component deploys the handler as a version of ``service``.
         request_timeout_seconds: the service's request deadline, seconds (600: automatic scaling).
+        location: the application's location id as given (``us-central``), checked against the region; None: checked
+            once the application is read (at preview, :func:`app_engine_url`).
     """
 
     service: str
@@ -81,6 +106,7 @@ class AppEngineSettings:
     relative_uri: str
     deploy: bool
     request_timeout_seconds: int
+    location: str | None = None
 
 
 def _check_id(value: Any, field: str, what: str) -> str:
@@ -155,7 +181,16 @@ def resolve_app_engine(value: Any, args: Mapping[str, Any]) -> AppEngineSettings
         raise DedupConfigError("app_engine.request_timeout_seconds",
                                f"{timeout!r} is not a request deadline App Engine has: use whole seconds, 1 to "
                                f"{APP_ENGINE_MAX_DEADLINE_SECONDS} (600 with automatic scaling)")
-    return AppEngineSettings(service, version, relative_uri, deploy, timeout)
+    location = value.get("location")
+    if location is not None:
+        if not isinstance(location, str) or not re.fullmatch(r"[a-z]+-[a-z]+[0-9]*", location):
+            raise DedupConfigError("app_engine.location", f"{location!r} is not an App Engine location id: use what "
+                                                          "gcloud app describe shows as locationId, e.g. us-central")
+        region = args.get("region")
+        problem = app_engine_region_problem(location, region) if isinstance(region, str) else None
+        if problem:
+            raise DedupConfigError("region", problem)
+    return AppEngineSettings(service, version, relative_uri, deploy, timeout, location)
 
 
 def default_version_id(archive_sha256: str) -> str:
@@ -212,7 +247,7 @@ def app_engine_http_target(app_engine: AppEngineSettings, version: pulumi.Input[
 
 
 def app_engine_url(name: str, project: str, service: str, version: pulumi.Input[str] | None,
-                   opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
+                   opts: pulumi.ResourceOptions, region: str | None = None) -> pulumi.Output[str]:
     """``https://[VERSION-dot-]SERVICE-dot-`` + the application's ``defaultHostname`` (``PROJECT.REGION_ID.r.appspot.com``,
     https://cloud.google.com/appengine/docs/standard/how-requests-are-routed#targeted_routing), read from the project's
     existing App Engine application (``<name>-app-engine-application``; a project without one fails at preview)."""
@@ -220,4 +255,14 @@ def app_engine_url(name: str, project: str, service: str, version: pulumi.Input[
 
     application = gcp.appengine.Application.get(f"{name}-app-engine-application", project, opts=opts)
     prefix = pulumi.Output.concat(version, "-dot-") if version is not None else ""
-    return pulumi.Output.concat("https://", prefix, service, "-dot-", application.default_hostname)
+
+    def same_region(values: list[Any]) -> str:
+        """Raises (inside the output, so preview fails): DedupConfigError: the application is in another region."""
+        hostname, location_id = values
+        problem = app_engine_region_problem(location_id, region) if location_id and region else None
+        if problem:
+            raise DedupConfigError("region", problem)
+        return str(hostname)
+
+    hostname = pulumi.Output.all(application.default_hostname, application.location_id).apply(same_region)
+    return pulumi.Output.concat("https://", prefix, service, "-dot-", hostname)

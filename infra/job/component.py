@@ -49,7 +49,7 @@ import pulumiverse_time
 
 
 from scheduler_dedup.infra.job.alerts import resolve_alerts, provision_alerts
-from scheduler_dedup.infra.project.apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
+from scheduler_dedup.infra.project.apis import API_PROPAGATION_SECONDS, ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
 from scheduler_dedup.infra.job.app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
 from scheduler_dedup.infra.job.archive import DeployArchive, build_deploy_archive
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
@@ -57,7 +57,11 @@ from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
 
 from scheduler_dedup.infra.project.providers import project_source
-from scheduler_dedup.infra.job.settings import DedupSettings, handler_environment, resolve_settings
+from scheduler_dedup.infra.job.environment import handler_environment
+from scheduler_dedup.infra.job.job_roles import grant_job_roles
+from scheduler_dedup.infra.job.job_wiring import grant_secret_access, job_envs, secret_volumes, vpc_access
+from scheduler_dedup.infra.job.resolved import DedupSettings
+from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stores.memorystore import redis_job_wiring
 from scheduler_dedup.infra.stores.spanner import grant_database_user, spanner_children
 from scheduler_dedup.infra.stores.store import (HANDLER_STORE, StoreSettings, check_firestore_ids, check_spanner_ids, claim_ttl_policy,
@@ -204,7 +208,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
         apis = [] if s.store else [*for_store(BASE_APIS, s.store_kind), *PLATFORM_APIS[s.scheduler_target],
                                    *TARGET_APIS.get(s.target_type, ()), *(SOURCE_DEPLOY_APIS if archive is not None else ())]
         apis += list(ALERT_APIS) if alerts is not None and not s.store else []
-        enabled: list[pulumi.Resource] = [
+        apis += list(s.job_config.apis)  # the job's own secrets and VPC egress: a store enables none of these
+        services = [
             gcp.projects.Service(
                 f"{name}-api-{api.split('.')[0]}",
                 gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
@@ -212,6 +217,14 @@ class DedupScheduledJob(pulumi.ComponentResource):
             )
             for api in dict.fromkeys(apis)
         ]
+        # Enabled is not yet usable: resources wait API_PROPAGATION_SECONDS after the APIs this component enables
+        # (again when one is added); APIs a store enabled in another stack were enabled long before.
+        enabled: list[pulumi.Resource] = [pulumiverse_time.Sleep(
+            f"{name}-apis-usable",
+            pulumiverse_time.SleepArgs(create_duration=f"{API_PROPAGATION_SECONDS}s",
+                                       triggers={"apis": ",".join(sorted(dict.fromkeys(apis)))}),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(services)),
+        )] if services else []
         if s.store is not None and s.store.component is not None:
             enabled.append(s.store.component)
         after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(enabled))
@@ -274,8 +287,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 opts=db_opts,
             )
 
-        # --- proxy target grants ----------------------------------------------------------------
+        # --- proxy target grants, the job's own roles and secrets ---------------------------------
         self._grant_target(name, s, runtime_sa)
+        grant_job_roles(name, s.job_config.roles, runtime_sa.member, pulumi.ResourceOptions(parent=self))
+        secret_grants = grant_secret_access(name, s.job_config, runtime_sa.member, after_apis)
 
         # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
         # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
@@ -289,6 +304,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
         environment = {**handler_environment(s), database_env: database_id,
                        "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339}
+        labels = dict(s.job_config.labels)
         self.archive_sha256: Optional[str] = archive.sha256 if archive is not None else None
         retry = s.retry
         retry_config = gcp.cloudscheduler.JobRetryConfigArgs(
@@ -310,13 +326,13 @@ class DedupScheduledJob(pulumi.ComponentResource):
             version_id: Optional[pulumi.Input[str]] = app_engine.version
             job_depends: list[pulumi.Resource] = [*enabled]
             if archive is not None:
-                bucket, source_object = self._upload_archive(name, s, archive, after_apis)
+                bucket, source_object = self._upload_archive(name, s, archive, after_apis, labels)
                 version = app_engine_version(
                     name, project=s.project, app_engine=app_engine,
                     version_id=app_engine.version or default_version_id(archive.sha256),
                     source_url=pulumi.Output.concat("https://storage.googleapis.com/", bucket.name, "/",
                                                     source_object.output_name),
-                    environment=environment, service_account=runtime_sa.email, max_instances=s.max_instance_count,
+                    environment={**s.job_config.env, **environment}, service_account=runtime_sa.email, max_instances=s.max_instance_count,
                     min_instances=s.min_instance_count,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]),
                 )
@@ -330,11 +346,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=job_depends),
             )
-            service_url = app_engine_url(name, s.project, app_engine.service, version_id, child)
+            service_url = app_engine_url(name, s.project, app_engine.service, version_id, child, s.region)
         else:
             service_url, invoker = self._cloud_run(name, s, archive, environment, runtime_sa, scheduler_email,
                                                    scheduler_member, enabled, database, after_apis, service_account,
-                                                   redis_wiring)
+                                                   redis_wiring, labels, secret_grants)
             job = gcp.cloudscheduler.Job(
                 f"{name}-job",
                 gcp.cloudscheduler.JobArgs(
@@ -370,14 +386,14 @@ class DedupScheduledJob(pulumi.ComponentResource):
             }
         )
 
-    def _upload_archive(self, name: str, s: DedupSettings, archive: DeployArchive,
-                        opts: pulumi.ResourceOptions) -> tuple[gcp.storage.Bucket, gcp.storage.BucketObject]:
+    def _upload_archive(self, name: str, s: DedupSettings, archive: DeployArchive, opts: pulumi.ResourceOptions,
+                        labels: dict[str, str]) -> tuple[gcp.storage.Bucket, gcp.storage.BucketObject]:
         """The private source bucket and the deploy archive in it, named after its SHA-256."""
         bucket = gcp.storage.Bucket(
             f"{name}-source",
             gcp.storage.BucketArgs(
                 project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
-                public_access_prevention="enforced", force_destroy=True,
+                public_access_prevention="enforced", force_destroy=True, labels=labels,
             ),
             opts=opts,
         )
@@ -397,7 +413,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
                    enabled: list[pulumi.Resource], database: Optional[gcp.firestore.Database | gcp.spanner.Database],
                    after_apis: pulumi.ResourceOptions,
                    service_account: Callable[[str, str, str], gcp.serviceaccount.Account],
-                   redis_wiring: Any = None,
+                   redis_wiring: Any = None, labels: Optional[dict[str, str]] = None,
+                   secret_grants: Optional[list[pulumi.Resource]] = None,
                    ) -> tuple[pulumi.Output[str], gcp.cloudrunv2.ServiceIamMember]:
         """The Cloud Run service (built from the archive, or the prebuilt image) and the Scheduler identity's
         invoker grant on it; returns ``(service URL, invoker grant)``."""
@@ -409,12 +426,12 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 s.build_service_account_email, lambda: service_account(
                     "build", "source build",
                     "Cloud Build identity of the source deploy: reads the archive, pushes the image."))
-            bucket, source_object = self._upload_archive(name, s, archive, after_apis)
+            bucket, source_object = self._upload_archive(name, s, archive, after_apis, labels or {})
             repository = gcp.artifactregistry.Repository(
                 f"{name}-images",
                 gcp.artifactregistry.RepositoryArgs(
                     project=s.project, location=s.region, repository_id=f"{s.resource_prefix[:55].rstrip('-')}-images",
-                    format="DOCKER", description=f"scheduler-dedup {name}: built handler images",
+                    format="DOCKER", description=f"scheduler-dedup {name}: built handler images", labels=labels,
                 ),
                 opts=after_apis,
             )
@@ -460,6 +477,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
             for key, value in environment.items()
         ]
         envs.append(gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name="DEDUP_ALLOWED_CALLERS", value=scheduler_email))
+        envs += job_envs(s.job_config)
+        volumes, mounts = secret_volumes(s.job_config)
+        if redis_wiring:
+            volumes, mounts = [*redis_wiring.volumes, *volumes], [*redis_wiring.mounts, *mounts]
         service = gcp.cloudrunv2.Service(
             f"{name}-service",
             gcp.cloudrunv2.ServiceArgs(
@@ -469,8 +490,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ingress="INGRESS_TRAFFIC_ALL",
                 invoker_iam_disabled=False,
                 custom_audiences=[s.oidc_audience],
-                build_config=build_config,
+                build_config=build_config, labels=labels,
                 template=gcp.cloudrunv2.ServiceTemplateArgs(
+                    labels=labels,
                     service_account=runtime_sa.email,
                     timeout=f"{s.request_timeout_seconds}s",
                     # As many requests per instance as the handler's server has threads (THREADS): none waits
@@ -481,15 +503,17 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                         image=image, envs=envs,
                         resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(
-                            cpu_idle=not s.cpu_always_allocated, startup_cpu_boost=STARTUP_CPU_BOOST),
-                        volume_mounts=redis_wiring.mounts if redis_wiring else None,
+                            cpu_idle=not s.cpu_always_allocated, startup_cpu_boost=STARTUP_CPU_BOOST,
+                            limits=s.job_config.limits.limits()),
+                        volume_mounts=mounts or None,
                     )],
-                    volumes=redis_wiring.volumes if redis_wiring else None,
-                    vpc_access=redis_wiring.vpc_access if redis_wiring else None,
+                    volumes=volumes or None,
+                    vpc_access=vpc_access(s.job_config, redis_wiring.vpc_access if redis_wiring else None),
                 ),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[
-                *service_depends, *([database] if database else []), *(redis_wiring.grants if redis_wiring else [])]),
+                *service_depends, *([database] if database else []), *(redis_wiring.grants if redis_wiring else []),
+                *(secret_grants or [])]),
         )
         gcp.cloudrunv2.ServiceIamMember(
             f"{name}-runtime-self-viewer",

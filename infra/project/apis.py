@@ -30,6 +30,14 @@ ALERT_APIS = ("logging.googleapis.com", "monitoring.googleapis.com")
 STORE_APIS = (*BASE_APIS, *(api for apis in PLATFORM_APIS.values() for api in apis), *SOURCE_DEPLOY_APIS, *ALERT_APIS)
 
 
+#: How long resources wait after this component enabled an API, seconds. An API enabled moments ago still answers
+#: 403 "If you enabled this API recently, wait a few minutes for the action to propagate to our systems and retry"
+#: (googleapis/google-cloud-rust#5444, firebase/firebase-functions#691); Google's own solutions wait 60 s after
+#: enabling one (GoogleCloudPlatform/solutions-builder#127, GoogleCloudPlatform/core-solution-services#14). The enable operation
+#: that ``projects.Service`` waits for does not cover this propagation.
+API_PROPAGATION_SECONDS = 60
+
+
 def for_store(apis: tuple[str, ...], kind: str) -> tuple[str, ...]:
     """``apis`` with Firestore's API replaced by the APIs of a store of ``kind`` (:data:`STORE_KIND_APIS`)."""
     return tuple(a for api in apis for a in (STORE_KIND_APIS[kind] if api == FIRESTORE_API else (api,)))

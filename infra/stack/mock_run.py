@@ -42,6 +42,7 @@ class RegisteredResource:
         custom: False for component resources.
         state: the mocked outputs returned for it.
         protect: the resource option ``protect`` (a plan deleting or replacing it would fail).
+        dependencies: URNs of the resources it waits for (``depends_on``, and those whose outputs are its inputs).
     """
 
     type: str
@@ -52,6 +53,7 @@ class RegisteredResource:
     custom: bool
     state: dict[str, Any] = field(default_factory=dict)
     protect: bool = False
+    dependencies: tuple[str, ...] = ()
 
 
 class _Mocks(Mocks):
@@ -114,6 +116,7 @@ class _RecordingMonitor(MockMonitor):
                 RegisteredResource(
                     type=request.type, name=request.name, inputs=_plain(inputs), parent=request.parent,
                     urn=urn, custom=bool(request.custom), state=_plain(state), protect=bool(request.protect),
+                    dependencies=tuple(request.dependencies),
                 )
             )
         return response
@@ -171,7 +174,8 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
         return f"projects/{project}/locations/{inputs.get('region')}/instances/{inputs.get('name', name)}", state
     if typ == "gcp:appengine/application:Application":  # read with Application.get(name, id=project)
         app_project = str(inputs.get("project") or "mock-project")
-        state.update(project=app_project, app_id=app_project, location_id="us-central",
+        # the application's region is unknown offline: the component checks app_engine.location instead
+        state.update(project=app_project, app_id=app_project, location_id=None,
                      default_hostname=f"{app_project}.uc.r.appspot.com")
         return str(app_project), state
     if typ == "gcp:appengine/standardAppVersion:StandardAppVersion":

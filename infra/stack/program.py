@@ -52,12 +52,15 @@ STORE_KEYS = {"storeKind": "kind", "databaseId": "database_id", "createDatabase"
 _STORE_KEY_TYPES = {"createDatabase": "boolean", "deletionProtection": "boolean", "protectDatabase": "boolean",
                     "createSpannerInstance": "boolean", "spannerProcessingUnits": "integer",
                     "redisMemorySizeGb": "integer", "redisWaitTimeoutMs": "integer"}
+#: Inputs one stack config key sets as a whole (a mapping or a list), whose errors name a part of it.
+_WHOLE_VALUE_INPUTS = ("env", "secret_env", "secret_files", "labels", "job_roles")
 _STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
 
 
 @dataclass(frozen=True)
 class ConfigKey:
-    """One stack config key: its type (``string``/``integer``/``boolean``/``array`` of strings) and the component input it sets."""
+    """One stack config key: its type (``string``/``integer``/``boolean``/``array`` of strings/``object``: a YAML
+    mapping or list, checked by the component) and the component input it sets."""
 
     key: str
     type: str
@@ -94,6 +97,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("appEngineRelativeUri", "string", "app_engine.relative_uri", "path the App Engine target POSTs to (default /)"),
     ConfigKey("appEngineDeploy", "boolean", "app_engine.deploy",
               "deploy the handler as an App Engine standard version (default true; false: only the Scheduler job)"),
+    ConfigKey("appEngineLocation", "string", "app_engine.location",
+              "the App Engine application's location id (gcloud app describe), checked against region"),
     ConfigKey("appEngineRequestTimeoutSeconds", "integer", "app_engine.request_timeout_seconds",
               "request deadline of your own App Engine service (appEngineDeploy false), s (default 600)"),
     ConfigKey("attemptDeadlineSeconds", "integer", "attempt_deadline_seconds",
@@ -121,6 +126,21 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("minInstanceCount", "integer", "min_instance_count",
               "Cloud Run instances kept without requests (1: a job outliving its attempt deadline is not scaled in)"),
     ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),
+    ConfigKey("env", "object", "env", "the job's environment variables, NAME: value (not DEDUP_*, PORT, K_*)"),
+    ConfigKey("secretEnv", "object", "secret_env",
+              "Secret Manager secrets as env vars, NAME: {secret: ID, version: N or latest}"),
+    ConfigKey("secretFiles", "object", "secret_files",
+              "Secret Manager secrets as files, a list of {secret: ID, path: /secrets/DIR/FILE, version}"),
+    ConfigKey("cpu", "string", "cpu", "vCPUs per Cloud Run instance: 1, 2, 4, 6 or 8 (default 1)"),
+    ConfigKey("memory", "string", "memory", "memory per Cloud Run instance, 512Mi to 32Gi within the CPU's range"),
+    ConfigKey("labels", "object", "labels", "labels on every child that takes labels, key: value"),
+    ConfigKey("vpcNetwork", "string", "vpc.network", "Direct VPC egress: the network"),
+    ConfigKey("vpcSubnetwork", "string", "vpc.subnetwork", "Direct VPC egress: the subnetwork in the job's region"),
+    ConfigKey("vpcConnector", "string", "vpc.connector",
+              "Serverless VPC Access connector projects/P/locations/R/connectors/C instead of Direct VPC egress"),
+    ConfigKey("vpcEgress", "string", "vpc.egress", "PRIVATE_RANGES_ONLY (default) or ALL_TRAFFIC"),
+    ConfigKey("jobRoles", "object", "job_roles",
+              "roles for the job's own work, a list of {role, resource} (resource: projects/P, buckets/B, ...)"),
     ConfigKey("alertNotificationChannels", "array", "alerts.notification_channels",
               "turn alerting on: notification channels projects/P/notificationChannels/N"),
     ConfigKey("alertGraceSeconds", "integer", "alerts.grace_seconds", "seconds before a run without a record is missed"),
@@ -210,6 +230,8 @@ def _read_config(config: pulumi.Config, *, base_dir: Path | None = None
                 value: Any = config.get_int(entry.key)
             elif entry.type == "boolean":
                 value = config.get_bool(entry.key)
+            elif entry.type == "object":
+                value = config.get_object(entry.key)
             elif entry.type == "array":
                 value = config.get_object(entry.key)
                 if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
@@ -425,6 +447,10 @@ def stack_key_for(field: str) -> str | None:
     for entry in CONFIG_KEYS:
         if entry.arg and field == entry.arg.rsplit(".", 1)[-1]:
             return entry.key
+    # a part of a mapping or list the job's own configuration keys hold: env.PORT, secret_files[0].path
+    whole = re.split(r"[.\[]", field, maxsplit=1)[0]
+    if whole in _WHOLE_VALUE_INPUTS:
+        return next(entry.key for entry in CONFIG_KEYS if entry.arg == whole)
     return None
 
 

@@ -69,13 +69,16 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
 @click.option("--attempt-deadline", default=10.0, show_default=True, type=float,
               help="seconds the simulated Scheduler waits for an answer before it retries.")
 @click.option("--env", "env_pairs", multiple=True, help="KEY=VALUE for your job's environment; repeatable.")
+@click.option("--secret-file", "secret_files", multiple=True,
+              help="NAME=path: env var NAME holds the file's text, standing in for a secret_env secret; repeatable.")
 @click.option("--keep-emulator", is_flag=True, help="leave the store server running, so the printed runs command "
               "keeps working afterwards.")
 @_STORE_OPTION
 def run_local_command(source: Path, job: str, schedule: str, time_zone: str, speed: float, runs: int | None,
                       job_name: str | None, delivery_faults: str, store_faults: tuple[str, ...],
                       store_fault_rate: float, seed: int, lease_seconds: float, attempt_deadline: float,
-                      env_pairs: tuple[str, ...], keep_emulator: bool, store: str) -> None:
+                      env_pairs: tuple[str, ...], secret_files: tuple[str, ...], keep_emulator: bool,
+                      store: str) -> None:
     """Run your own job locally as in production: a local store server (the Firestore emulator by default),
     the handler under functions-framework with DEDUP_JOB, and the Scheduler simulator firing your schedule,
     with optional delivery and store faults. Prints each run's history row as it lands, then the report.
@@ -85,7 +88,7 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
       scheduler-dedup run-local --source examples/hello_job --job jobs:run \\
           --schedule '*/5 * * * *' --time-zone Europe/Berlin --speed 300 --runs 6
     """
-    from scheduler_dedup.local.commands.run_local import LocalRunError, run_local
+    from scheduler_dedup.local.commands.run_local import LocalRunError, run_local, secret_file_env
 
     extra_env = {}
     for pair in env_pairs:
@@ -95,6 +98,7 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
         extra_env[key] = value
     faults = [f.strip() for f in delivery_faults.split(",") if f.strip()]
     try:
+        extra_env.update(secret_file_env(secret_files))
         code = run_local(source, job, schedule, time_zone=time_zone, runs=runs, speed=speed, job_name=job_name,
                          delivery_faults=faults, store_faults=store_faults, store_fault_rate=store_fault_rate,
                          seed=seed, lease_seconds=lease_seconds, attempt_deadline=attempt_deadline,

@@ -120,6 +120,8 @@ def _type_name(annotation: Any) -> tuple[str, bool]:
 def _nested_typed_dict(annotation: Any) -> type | None:
     if typing.get_origin(annotation) in (typing.NotRequired, typing.Required):
         (annotation,) = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (list, dict):  # list[T] and dict[str, T] of a TypedDict T
+        annotation = typing.get_args(annotation)[-1]
     return annotation if typing.is_typeddict(annotation) else None
 
 

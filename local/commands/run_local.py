@@ -45,6 +45,28 @@ class LocalRunError(Exception):
     """Bad input or a handler that does not start; the message says what to change."""
 
 
+def secret_file_env(pairs: Sequence[str]) -> dict[str, str]:
+    """``--secret-file NAME=path`` as environment: NAME holds the file's text, as Cloud Run's ``secret_env`` puts a
+    Secret Manager version's value in NAME, so a local file stands in for Secret Manager.
+
+    Raises:
+        LocalRunError: one line per pair that is not NAME=path of a readable UTF-8 file, naming it.
+    """
+    env, problems = {}, []
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            problems.append(f"--secret-file {pair!r} is not NAME=path: use e.g. --secret-file DB_PASSWORD=./db-password.txt")
+            continue
+        try:
+            env[name] = Path(path).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"--secret-file {name}: cannot read {path} ({exc}): give a readable text file")
+    if problems:
+        raise LocalRunError("\n".join(problems))
+    return env
+
+
 def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: Sequence[str],
                  store_faults: Sequence[str] = (), speed: float = 1.0) -> None:
     """Validate the command's inputs before anything starts, and name every bad one at once.

@@ -234,3 +234,40 @@ def test_the_top_level_request_timeout_keeps_its_own_stack_key_beside_the_app_en
     assert stack_key_for("app_engine.request_timeout_seconds") == "appEngineRequestTimeoutSeconds"
     assert in_stack_config_terms("request_timeout_seconds 100 s; app_engine.request_timeout_seconds") == (
         "scheduler-dedup:requestTimeoutSeconds 100 s; scheduler-dedup:appEngineRequestTimeoutSeconds")
+
+
+@pytest.mark.parametrize(("location", "region", "ok"), [
+    ("us-central", "us-central1", True), ("europe-west", "europe-west1", True), ("europe-west2", "europe-west2", True),
+    ("us-central", "europe-west1", False), ("europe-west", "europe-west2", False), ("us-central", "us-central", False),
+])
+def test_the_app_engine_region_is_the_applications_with_its_two_older_names(location: str, region: str,
+                                                                             ok: bool) -> None:
+    args = {"schedule": "0 3 * * *", "region": region, "job_source": HELLO, "job": "jobs:run",
+            "app_engine": {"service": "dedup", "location": location}}
+    if ok:
+        assert resolve_settings("nightly", args, default_project="p1").app_engine is not None
+        return
+    with pytest.raises(DedupConfigError) as info:
+        resolve_settings("nightly", args, default_project="p1")
+    errors = getattr(info.value, "errors", [info.value])
+    assert any(e.field == "region" and "only in the application's region" in str(e) for e in errors), str(info.value)
+
+
+def test_the_applications_own_location_is_checked_when_preview_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without app_engine.location, the application read at preview decides: europe-west1 for an app in us-central
+    fails the preview, naming the region to use."""
+    from scheduler_dedup.infra.stack import mock_run
+
+    real = mock_run.mock_outputs
+
+    def app_in_us_central(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        found_id, state = real(typ, name, inputs)
+        if typ == "gcp:appengine/application:Application":
+            state["location_id"] = "us-central"
+        return found_id, state
+
+    monkeypatch.setattr(mock_run, "mock_outputs", app_in_us_central)
+    args = {"schedule": "0 3 * * *", "job_source": HELLO, "job": "jobs:run", "app_engine": {"service": "dedup"}}
+    run_program(lambda: DedupScheduledJob("nightly", {**args, "region": "us-central1"}), {"gcp:project": "p1"})
+    with pytest.raises(Exception, match="set region to us-central1"):
+        run_program(lambda: DedupScheduledJob("nightly", {**args, "region": "europe-west1"}), {"gcp:project": "p1"})

@@ -1,0 +1,84 @@
+"""The resolved settings of one :class:`~scheduler_dedup.infra.job.component.DedupScheduledJob`: every input with
+its default applied (:func:`~scheduler_dedup.infra.job.settings.resolve_settings` makes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+
+from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, HTTP_TARGET, RetryPolicy, retry_window_seconds
+from scheduler_dedup.infra.job.app_engine import AppEngineSettings
+from scheduler_dedup.infra.job.job_config import JobConfig
+from scheduler_dedup.infra.stores.spanner import SpannerStoreSettings
+from scheduler_dedup.infra.stores.store import StoreRef
+
+
+@dataclass(frozen=True)
+class DedupSettings:
+    """Every input of the component with its default applied; all durations in whole seconds."""
+
+    name: str
+    resource_prefix: str
+    project: str
+    region: str
+    schedule: str
+    time_zone: str
+    target_type: str  # python | workflows | cloud_run_job | cloud_build_trigger | http
+    job: str | None
+    job_source: Path | None
+    image: str | None
+    workflow: pulumi.Input[str] | None
+    cloud_run_job: pulumi.Input[str] | None
+    cloud_build_trigger: pulumi.Input[str] | None
+    cloud_build_service_account_email: pulumi.Input[str] | None  # the trigger's builds' identity (actAs)
+    http_url: pulumi.Input[str] | None
+    http_cloud_run_service: pulumi.Input[str] | None
+    http_audience: str | None  # DEDUP_TARGET_AUDIENCE; None: the handler's default for the URL (an output)
+    attempt_deadline_seconds: int
+    request_timeout_seconds: int
+    lease_seconds: int
+    retention_seconds: int
+    manual_tolerance_seconds: int
+    retry: RetryPolicy
+    collection: str
+    database_id: pulumi.Input[str]  # a plain str unless it comes from a store's StackReference
+    create_database: bool
+    database_location: str
+    deletion_protection: bool
+    cpu_always_allocated: bool
+    base_image: str
+    max_instance_count: int
+    service_name: str
+    scheduler_job_name: str
+    oidc_audience: str
+    store: StoreRef | None = None
+    scheduler_service_account_email: pulumi.Input[str] | None = None
+    build_service_account_email: pulumi.Input[str] | None = None
+    min_instance_count: int = 0
+    protect_database: bool = True
+    store_kind: str = "firestore"
+    """The run store's kind (:data:`~scheduler_dedup.infra.stores.store.STORE_KINDS`): the job's own store's
+    (``store_kind``), or the shared store's; the handler's ``DEDUP_STORE`` is :data:`~scheduler_dedup.infra.stores.store.HANDLER_STORE` of it."""
+    spanner_instance: pulumi.Input[str] | None = None
+    """Spanner: the instance of the database (the job's own or the store's); None for other kinds."""
+    spanner: SpannerStoreSettings | None = None
+    """Spanner: the job's own store (no ``store``), created under the job; None otherwise."""
+    app_engine: AppEngineSettings | None = None  # None: Cloud Run with an HTTP target and OIDC
+    job_config: JobConfig = JobConfig()
+    """The job's own environment, secrets, CPU and memory, labels, VPC egress and roles (:mod:`.job_config`)."""
+    advisories: tuple[str, ...] = ()
+    """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
+    with each at preview (:func:`advisories_of`)."""
+
+    @property
+    def scheduler_target(self) -> str:
+        """The Scheduler job's target kind: ``http`` (Cloud Run) or ``app_engine``
+        (:data:`~scheduler_dedup.handler.schedule.retry_windows.ATTEMPT_DEADLINES` keys)."""
+        return APP_ENGINE_TARGET if self.app_engine is not None else HTTP_TARGET
+
+    @property
+    def retry_window_seconds(self) -> int:
+        """See :func:`~scheduler_dedup.handler.schedule.retry_windows.retry_window_seconds`."""
+        return int(retry_window_seconds(self.retry, self.attempt_deadline_seconds))

@@ -1,0 +1,230 @@
+"""The job's own configuration under Pulumi mocks with typed Args: env vars, secrets (as env vars and files),
+CPU and memory, labels, VPC egress and the roles of its own work; and each mistake refused at preview, all at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
+from scheduler_dedup.infra.errors import DedupConfigErrors
+from scheduler_dedup.infra.args import DedupScheduledJobArgs
+from scheduler_dedup.infra.job.settings import resolve_settings
+from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
+
+HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
+SERVICE = "gcp:cloudrunv2/service:Service"
+SECRET_MEMBER = "gcp:secretmanager/secretIamMember:SecretIamMember"
+
+
+def _args(**extra: Any) -> DedupScheduledJobArgs:
+    args: DedupScheduledJobArgs = {"schedule": "0 3 * * *", "region": "us-central1", "job_source": HELLO,
+                                   "job": "jobs:run"}
+    args.update(extra)  # type: ignore[typeddict-item]
+    return args
+
+
+def _real_job() -> DedupScheduledJobArgs:
+    return _args(
+        env={"REPORT_BUCKET": "acme-reports"},
+        secret_env={"DB_PASSWORD": {"secret": "db-password", "version": "3"}},
+        secret_files=[{"secret": "projects/p1/secrets/sa-key", "path": "/secrets/sa/key.json"}],
+        cpu="2", memory="2Gi", labels={"team": "data"},
+        vpc={"network": "default", "subnetwork": "default", "egress": "PRIVATE_RANGES_ONLY"},
+        job_roles=[{"role": "roles/storage.objectCreator", "resource": "buckets/acme-reports"}],
+    )
+
+
+def _deploy(args: DedupScheduledJobArgs) -> list[RegisteredResource]:
+    return run_program(lambda: DedupScheduledJob("nightly", args), {"gcp:project": "p1"})
+
+
+def _service(resources: list[RegisteredResource]) -> dict[str, Any]:
+    (service,) = [r.inputs for r in resources if r.type == SERVICE]
+    return service
+
+
+def test_a_real_job_gets_its_env_secrets_memory_labels_vpc_and_roles() -> None:
+    resources = _deploy(_real_job())
+    service = _service(resources)
+    container = service["template"]["containers"][0]
+    envs = {e["name"]: e for e in container["envs"]}
+    assert envs["REPORT_BUCKET"]["value"] == "acme-reports"
+    assert envs["DB_PASSWORD"]["valueSource"] == {"secretKeyRef": {"secret": "db-password", "version": "3"}}
+    assert "value" not in envs["DB_PASSWORD"], "a secret is never a plain value"
+    assert container["resources"]["limits"] == {"cpu": "2", "memory": "2Gi"}
+    assert container["resources"]["cpuIdle"] is False, "cpu_always_allocated stays on"
+    assert container["volumeMounts"] == [{"name": "secret-0", "mountPath": "/secrets/sa"}]
+    assert service["template"]["volumes"] == [{"name": "secret-0", "secret": {
+        "secret": "sa-key", "items": [{"path": "key.json", "version": "latest"}]}}]
+    assert service["template"]["vpcAccess"] == {"egress": "PRIVATE_RANGES_ONLY", "networkInterfaces": [
+        {"network": "default", "subnetwork": "default"}]}
+    assert service["labels"] == {"managed-by": "scheduler-dedup", "team": "data"} == service["template"]["labels"]
+    for typ in ("gcp:storage/bucket:Bucket", "gcp:artifactregistry/repository:Repository"):
+        (child,) = [r.inputs for r in resources if r.type == typ]
+        assert child["labels"] == {"managed-by": "scheduler-dedup", "team": "data"}, typ
+    apis = {r.inputs["service"] for r in resources if r.type == "gcp:projects/service:Service"}
+    assert {"secretmanager.googleapis.com", "compute.googleapis.com"} <= apis
+
+
+def test_the_runtime_identity_reads_exactly_the_named_secrets() -> None:
+    resources = _deploy(_real_job())
+    grants = [r for r in resources if r.type == SECRET_MEMBER]
+    assert sorted((g.inputs["secretId"], g.inputs["role"]) for g in grants) == [
+        ("db-password", "roles/secretmanager.secretAccessor"), ("sa-key", "roles/secretmanager.secretAccessor")]
+    assert all(g.inputs["member"].startswith("serviceAccount:nightly-runtime@") for g in grants)
+    project_roles = [r.inputs["role"] for r in resources if r.type == "gcp:projects/iAMMember:IAMMember"]
+    assert not any("secretmanager" in role for role in project_roles), "no project-wide secret access"
+    (service,) = [r for r in resources if r.type == SERVICE]
+    assert {g.urn for g in grants} <= set(service.dependencies), "the first revision may read its secrets"
+
+
+def test_a_job_role_is_one_iam_member_on_the_named_resource_with_a_clear_name() -> None:
+    resources = _deploy(_args(job_roles=[
+        {"role": "roles/storage.objectCreator", "resource": "buckets/acme-reports"},
+        {"role": "roles/pubsub.publisher", "resource": "projects/p1/topics/reports"},
+        {"role": "roles/bigquery.dataEditor", "resource": "projects/p1/datasets/reports"},
+    ]))
+    named = {r.name: r for r in resources if "-job-role-" in r.name}
+    assert sorted((r.type, r.inputs["role"]) for r in named.values()) == [
+        ("gcp:bigquery/datasetIamMember:DatasetIamMember", "roles/bigquery.dataEditor"),
+        ("gcp:pubsub/topicIAMMember:TopicIAMMember", "roles/pubsub.publisher"),
+        ("gcp:storage/bucketIAMMember:BucketIAMMember", "roles/storage.objectCreator")]
+    bucket = next(r for r in named.values() if r.type.startswith("gcp:storage"))
+    assert bucket.name.startswith("nightly-job-role-storage-objectcreator-") and bucket.inputs["bucket"] == "acme-reports"
+    assert all(r.inputs["member"].startswith("serviceAccount:nightly-runtime@") for r in named.values())
+
+
+def test_a_connector_and_a_memorystore_store_egress() -> None:
+    service = _service(_deploy(_args(vpc={"connector": "projects/p1/locations/us-central1/connectors/sql",
+                                          "egress": "ALL_TRAFFIC"})))
+    assert service["template"]["vpcAccess"] == {"connector": "projects/p1/locations/us-central1/connectors/sql",
+                                                "egress": "ALL_TRAFFIC"}
+
+    def on_store() -> None:
+        store = DedupStore("runs", {"kind": "memorystore", "location": "us-central1"})
+        DedupScheduledJob("nightly", _args(store=store, vpc={"egress": "ALL_TRAFFIC"},  # type: ignore[typeddict-item]
+                                           secret_files=[{"secret": "tls", "path": "/secrets/tls/cert.pem"}]))
+
+    service = _service(run_program(on_store, {"gcp:project": "p1"}))
+    assert service["template"]["vpcAccess"]["egress"] == "ALL_TRAFFIC"
+    assert service["template"]["vpcAccess"]["networkInterfaces"][0]["network"] == "projects/p1/global/networks/default"
+    assert [m["mountPath"] for m in service["template"]["containers"][0]["volumeMounts"]] == [
+        "/secrets/redis-auth", "/secrets/redis-ca", "/secrets/tls"], "the store's mounts and the job's together"
+
+
+def _errors(**extra: Any) -> dict[str, str]:
+    with pytest.raises(DedupConfigError) as info:
+        resolve_settings("nightly", _args(**extra), default_project="p1")
+    errors = info.value.errors if isinstance(info.value, DedupConfigErrors) else [info.value]
+    return {e.field: str(e) for e in errors}
+
+
+def test_every_mistake_of_the_job_config_is_refused_at_once_naming_field_and_fix() -> None:
+    found = _errors(
+        env={"PORT": "8080", "DEDUP_LEASE_SECONDS": "10", "A=B": "x", "X_GOOGLE_FOO": "1", "": "y", "N": 3,
+             "THREADS": "4"},
+        secret_env={"PASSWORD": {"secret": "projects/other/secrets/pw"}, "K_SERVICE": {"secret": "s"},
+                    "TOKEN": {"secret": "tok", "version": "v2"}},
+        secret_files=[{"secret": "a", "path": "/etc/a"}, {"secret": "b", "path": "relative/b"},
+                      {"secret": "c", "path": "/secrets/x/c"}, {"secret": "d", "path": "/secrets/x/d"}],
+        cpu="0.5", labels={"Team": "x", "env": "Prod"},
+        vpc={"connector": "projects/p1/locations/europe-west1/connectors/c"},
+        job_roles=[{"role": "storage.admin", "resource": "buckets/b"}, {"role": "roles/x", "resource": "gs://b"}],
+    )
+    assert "set by Cloud Run itself" in found["env.PORT"] and "set by Cloud Run itself" in found["secret_env.K_SERVICE"]
+    assert "the dedup handler's" in found["env.DEDUP_LEASE_SECONDS"] and "component input" in found["env.DEDUP_LEASE_SECONDS"]
+    assert "the dedup handler's" in found["env.THREADS"]
+    assert "'='" in found["env.A=B"] and "X_GOOGLE_" in found["env.X_GOOGLE_FOO"] and "empty" in found["env."]
+    assert "quote it" in found["env.N"]
+    assert "project 'other'" in found["secret_env.PASSWORD.secret"] and "own project" in found["secret_env.PASSWORD.secret"]
+    assert "'3' (pinned) or 'latest'" in found["secret_env.TOKEN.version"]
+    assert "folder the container" in found["secret_files[0].path"]
+    assert "absolute file path" in found["secret_files[1].path"]
+    assert "already holds secret_files[2]" in found["secret_files[3].path"]
+    assert "1, 2, 4, 6 or 8" in found["cpu"] and "concurrency 1" in found["cpu"]
+    assert "label key" in found["labels.Team"] and "label value" in found["labels.env"]
+    assert "europe-west1, the job in us-central1" in found["vpc.connector"]
+    assert "roles/NAME" in found["job_roles[0].role"] and "buckets/B" in found["job_roles[1].resource"]
+
+
+@pytest.mark.parametrize(("cpu", "memory", "field", "fix"), [
+    ("1", "8Gi", "cpu", "set cpu to 2"),
+    ("2", "16Gi", "cpu", "set cpu to 4"),
+    ("4", "1Gi", "memory", "at least 2Gi"),
+    ("8", "2Gi", "memory", "at least 4Gi"),
+    (None, "5Gi", "cpu", "set cpu to 2"),
+    ("1", "64Mi", "memory", "512Mi to 32Gi"),
+    ("8", "40Gi", "memory", "512Mi to 32Gi"),
+    ("3", None, "cpu", "1, 2, 4, 6 or 8"),
+    (None, "2GB", "memory", "not a memory size"),
+])
+def test_cpu_and_memory_outside_cloud_run_limits_are_refused(cpu: str | None, memory: str | None, field: str,
+                                                             fix: str) -> None:
+    found = _errors(**{k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None})
+    assert list(found) == [field] and fix in found[field], found
+    assert "cloud.google.com/run/docs/configuring/services/" in found[field]
+
+
+@pytest.mark.parametrize(("cpu", "memory"), [("1", "4Gi"), ("2", "8Gi"), ("4", "16Gi"), ("6", "24Gi"), ("8", "32Gi"),
+                                             (None, "512Mi"), ("8", "4Gi")])
+def test_cpu_and_memory_within_cloud_run_limits_pass(cpu: str | None, memory: str) -> None:
+    s = resolve_settings("nightly", _args(memory=memory, **({"cpu": cpu} if cpu else {})), default_project="p1")
+    assert s.job_config.limits.memory == memory
+
+
+def test_a_credential_looking_plain_value_gets_an_advisory_naming_secret_manager() -> None:
+    s = resolve_settings("nightly", _args(env={"DB_PASSWORD": "hunter2", "REPORT_BUCKET": "acme-reports",
+                                               "DATABASE_URL": "postgres://app:s3cret@10.0.0.3/db"}),
+                         default_project="p1")
+    flagged = [a for a in s.advisories if "Secret Manager" in a]
+    assert len(flagged) == 2 and any("env.DB_PASSWORD" in a for a in flagged) and any(
+        "env.DATABASE_URL" in a and "its value" in a for a in flagged)
+    assert not any("REPORT_BUCKET" in a for a in s.advisories)
+
+
+def test_cloud_run_only_job_config_is_refused_beside_app_engine() -> None:
+    found = _errors(app_engine={"service": "dedup"}, secret_env={"PW": {"secret": "pw"}})
+    assert "cannot be used with app_engine" in found["secret_env"]
+
+
+def test_with_a_memorystore_store_the_vpc_is_the_stores() -> None:
+    store = {"kind": "memorystore", "project": "p1", "collections": ["scheduler_runs"], "redis_host": "10.0.0.3",
+             "redis_port": 6378, "auth_secret": "a", "ca_secret": "c", "network": "projects/p1/global/networks/n",
+             "subnetwork": "s"}
+    found = _errors(store=store, vpc={"network": "other"})
+    assert "the Memorystore store's network is the job's" in found["vpc.network"]
+
+
+def test_more_environment_variables_than_cloud_run_takes_are_refused() -> None:
+    found = _errors(env={f"V{i}": "x" for i in range(990)})
+    assert "Cloud Run takes at most 1000" in found["env"]
+
+
+def test_the_stack_config_of_a_real_job_deploys_and_its_mistakes_name_their_keys(tmp_path: Path) -> None:
+    from scheduler_dedup.infra.stack.mock_run import run_stack_config
+
+    root = Path(__file__).resolve().parents[2]
+    resources = run_stack_config(root / "Pulumi.example-nightly-report.yaml")
+    container = _service(resources)["template"]["containers"][0]
+    assert {e["name"] for e in container["envs"]} >= {"REPORT_BUCKET", "DB_PASSWORD"}
+    assert container["resources"]["limits"] == {"memory": "2Gi"}
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text((root / "Pulumi.example-nightly-report.yaml").read_text().replace(
+        "REPORT_BUCKET: acme-reports", "PORT: '8080'").replace("memory: 2Gi", "memory: 8Gi"))
+    with pytest.raises(DedupConfigError) as info:
+        run_stack_config(bad, project_file=root / "Pulumi.yaml")
+    text = str(info.value)
+    assert "(stack config scheduler-dedup:env)" in text and "(stack config scheduler-dedup:cpu)" in text, text
+
+
+def test_the_real_job_example_passes_every_rule_of_the_policy_pack() -> None:
+    """What ``scheduler-dedup check --stack example-nightly-report`` runs, with every rule raised to mandatory."""
+    from scheduler_dedup.policies.offline.check import check_stack_config
+    from scheduler_dedup.policies.rules import RULES
+
+    root = Path(__file__).resolve().parents[2]
+    every = {rule.name: "mandatory" for rule in RULES}
+    assert check_stack_config(root / "Pulumi.example-nightly-report.yaml", root / "Pulumi.yaml", every) == []
