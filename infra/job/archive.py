@@ -49,6 +49,7 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
     "python-json-logger==4.2.0",  # handler/core/logs.py
     "requests==2.34.2",
     "tzdata==2026.6",  # time zones for zoneinfo: slim images have no /usr/share/zoneinfo
+    "urllib3==2.8.0",  # handler/core/deadline.py: a downstream call's total deadline (requests' own transport)
 )
 #: Each store's client library (``DEDUP_STORE`` -> pins), imported only by its modules under ``handler/stores/``, and
 #: added to the archive of a job on that store only; each store pins its own
@@ -66,6 +67,7 @@ HANDLER_IMPORTS: dict[str, str] = {
     "grpc": "grpcio",  # the Spanner store's emulator channel; grpcio comes with the Firestore and Spanner clients
     "pythonjsonlogger": "python-json-logger",
     "requests": "requests",
+    "urllib3": "urllib3",
     "redis": "redis",
     "scheduler_dedup": "",
 }
