@@ -41,7 +41,13 @@ from scheduler_dedup.handler.schedule.retry_windows import (
     retries_described,
     retry_window_seconds,
 )
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.schedule.cron import (
+    DEFAULT_TIME_ZONE,
+    is_iana_time_zone,
+    oversized_step_forms,
+    unix_cron_problem,
+    unsettled_cron_forms,
+)
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
 from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
 from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
@@ -667,12 +673,14 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
       pack: ``scheduler-time-zone-canonical``);
     * the schedule uses a form Cloud Scheduler's cron page does not settle
       (:func:`~scheduler_dedup.handler.schedule.cron.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
+    * a step selects one value of its range, so the job runs less often than it reads
+      (:func:`~scheduler_dedup.handler.schedule.cron.oversized_step_forms`; pack: ``scheduler-schedule-step``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.schedule.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in
       (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``).
     """
-    found = [f"schedule {message}" for message in unsettled_cron_forms(s.schedule)]
+    found = [f"schedule {message}" for message in (*unsettled_cron_forms(s.schedule), *oversized_step_forms(s.schedule))]
     alias = time_zone_alias_advisory(s.time_zone)
     if alias:
         found.append(f"time_zone {alias}")
