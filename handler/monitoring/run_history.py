@@ -27,7 +27,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import SCHEDULER_JOB_RE
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, FireTime, fire_times
+from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, FireTime, fire_times, is_fire_time
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
 from scheduler_dedup.handler.stores.base import RunStore
 
@@ -58,9 +58,10 @@ SINCE_EARLIEST_RECORD = "earliest_record"  #: nothing known: the job's earliest 
 #: records that time before the Cloud Run service that carries it, then deploys the service (minutes), grants the
 #: invoker role (IAM changes "typically 2 minutes, potentially 7 minutes or longer" to take effect:
 #: https://cloud.google.com/iam/docs/access-change-propagation) and only then creates or updates the Scheduler job, so
-#: the first fire times after it were never due. A run recorded within them counts, and the first one ends them: the
-#: job exists from then on. (After a schedule change, a delivery of the old schedule at a time the new one shares
-#: ends them too, so a new fire time before the job's update may still be reported missed.)
+#: the first fire times after it were never due. A run recorded within them counts, and on a fresh deploy the first one
+#: ends them: the job exists from then on. After a schedule change only a delivery the old schedule (the newest older
+#: record's) cannot explain ends them, and the old schedule's deliveries within them are not unexpected: Scheduler
+#: applies a change late, so hourly -> every minute delivers the old 13:00 run before the first new one.
 SCHEDULE_SETTLE_SECONDS = 900
 
 #: Default grace period, seconds: how long after a fire time its run may still be recorded before it
@@ -507,10 +508,12 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
     newest: HistoryRun | None = None
     earliest: datetime | None = None
     seen = 0
+    kept: list[HistoryRun] = []  # scheduled runs that carry the schedule they ran under (_schedule_before)
     for run in runs:
         in_window = since <= run.schedule_time < until
         seen += in_window
         if not run.manual:
+            kept.append(run)
             earliest = run.schedule_time if earliest is None else min(earliest, run.schedule_time)
             if newest is None or run.schedule_time > newest.schedule_time:
                 newest = run
@@ -543,15 +546,17 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                                     "after its lease expired: the job ran again (twice, if the earlier attempt had "
                                     "started it)", matched, run))
     bound, source = _active_since(active_since, newest, earliest, runs_before_window)
+    settled = None
+    if source == SINCE_SCHEDULE_CHANGE and bound is not None:  # until the job's first run since then, at the latest
+        delivered = sorted(instant for instants in recorded for instant in instants if instant >= bound)
+        settled = _settled(bound, delivered, *_schedule_before(kept, bound), (schedule, time_zone))
     for run in unmatched:
+        if settled is not None and bound is not None and bound <= run.schedule_time < settled:
+            continue  # the old schedule's delivery while Scheduler had not applied the change yet
         if bound is None or run.schedule_time >= bound:
             findings.append(Finding(UNEXPECTED, run.schedule_time,
                                     f"not a fire time of {schedule!r} in {time_zone}", run=run))
     busy.sort()
-    settled = None
-    if source == SINCE_SCHEDULE_CHANGE and bound is not None:  # until the job's first run since then, at the latest
-        delivered = [instant for instants in recorded for instant in instants if instant >= bound]
-        settled = min([bound + timedelta(seconds=SCHEDULE_SETTLE_SECONDS), *delivered])
     expected = hits = 0
     for fire, instants in zip(fires, recorded):
         if not fire.required or fire.first > now or (bound is not None and fire.due < bound):
@@ -594,6 +599,30 @@ def _active_since(given: datetime | None, newest: HistoryRun | None, earliest: d
     if earliest is not None and not runs_before_window:
         return earliest, SINCE_EARLIEST_RECORD
     return None, None
+
+
+def _schedule_before(runs: list[HistoryRun], bound: datetime) -> tuple[bool, tuple[str, str] | None]:
+    """What the job ran under before ``bound``: (False, None) when no run is older (a fresh deploy); else (True,
+    (schedule, time zone)) of the newest older run that stored its schedule, or (True, None) when none did."""
+    older = sorted((run for run in runs if run.schedule_time < bound), key=lambda r: r.schedule_time, reverse=True)
+    stored = next((run for run in older if run.schedule), None)
+    return bool(older), (stored.schedule or "", stored.time_zone or DEFAULT_TIME_ZONE) if stored else None
+
+
+def _settled(bound: datetime, delivered: list[datetime], changed: bool, old: tuple[str, str] | None,
+             new: tuple[str | None, str]) -> datetime:
+    """When the job's schedule since ``bound`` took effect (:data:`SCHEDULE_SETTLE_SECONDS` after it at the latest).
+
+    A fresh deploy (``changed`` False: no run before ``bound``): at its first delivery, the job exists from then on.
+    A schedule change: at the first delivery the ``old`` schedule cannot explain, since Scheduler applies a change
+    late and the old schedule's delivery at a time both share proves nothing (oss-fuzz #7670); never before the
+    settle time when the old schedule is not known (``old`` None)."""
+    latest = bound + timedelta(seconds=SCHEDULE_SETTLE_SECONDS)
+    if not changed or old == new:
+        return min([latest, *delivered])
+    if old is None:
+        return latest
+    return next((t for t in delivered if t < latest and not is_fire_time(old[0], old[1], t)), latest)
 
 
 def _busy_from(run: HistoryRun, grace_seconds: float) -> datetime:

@@ -173,3 +173,28 @@ def test_hourly_checks_tile_time_across_both_dst_changes_in_berlin(harness: Harn
         if day == "2026-10-25":  # 02:00 occurs twice (00:00Z CEST, 01:00Z CET): one fire time, missed once, at its
             # later instant (a run at either would have counted); then 03:00 and 04:00 CET
             assert reported == ["2026-10-25T01:00:00Z", "2026-10-25T02:00:00Z", "2026-10-25T03:00:00Z"], reported
+
+
+def test_a_schedule_change_settles_like_a_fresh_deploy(harness: Harness) -> None:
+    """Hourly -> every minute, deployed at 12:58: Scheduler still delivered the old 13:00 run and applied the change
+    at 13:04 (it applies changes late). The old delivery at 13:00, a fire time of both, ended the settle window, so
+    13:01 to 13:03 were three false missed-run pages; now only a delivery the old schedule cannot explain ends it."""
+    old = harness.server(DEDUP_SCHEDULE="0 * * * *", DEDUP_TIME_ZONE="Etc/UTC",
+                         DEDUP_SCHEDULE_SINCE="2026-11-29T08:00:00Z")
+    for hour in (10, 11, 12):
+        assert deliver(old.url, scheduler_headers("changed", f"2026-11-30T{hour}:00:00Z")).status_code == 200
+    new = harness.server(DEDUP_SCHEDULE="* * * * *", DEDUP_TIME_ZONE="Etc/UTC",
+                         DEDUP_SCHEDULE_SINCE="2026-11-30T12:58:00Z")
+    delivered = ["13:00", *(f"13:{m:02d}" for m in range(4, 60)), "14:00"]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda hm: deliver(new.url, scheduler_headers("changed", f"2026-11-30T{hm}:00Z")),
+                                delivered))
+    assert {a.status_code for a in answers} == {200}
+    body = {"job_name": "changed", "grace_seconds": 60, "window_seconds": 3600}
+    report = run_check(new, "2026-11-30T14:01:00Z", body).json()
+    assert report["status"] == "ok" and report["missed"] == [], report
+    assert (report["expected"], report["recorded"]) == (57, 57)  # 13:00 and 13:04..13:59; 13:01..13:03 settling
+    assert not [f for f in report["findings"] if f["kind"] in ("unexpected", "missed")]
+    # after the change took effect, a lost delivery is missed again
+    lost = run_check(new, "2026-11-30T15:01:00Z", body).json()
+    assert lost["missed"][:2] == ["2026-11-30T14:01:00Z", "2026-11-30T14:02:00Z"] and len(lost["missed"]) == 59
