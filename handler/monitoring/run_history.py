@@ -47,8 +47,11 @@ SKIPPED_BUSY = "skipped"
 #: (Scheduler's cron page warns of "execution anomalies" around DST changes). Not a problem of the handler:
 #: ``DEDUP_KEY_LOCAL_TIME=true`` makes the second delivery a duplicate.
 DST_REPEATED = "dst_repeated"
+#: The fire times from the job's pause on (``DEDUP_PAUSED_SINCE``), none delivered: one finding for the span, a state
+#: and not a problem, so a planned pause pages nothing.
+PAUSED = "paused"
 PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
-KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED)
+KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
 
 #: :attr:`Report.active_since_source` values: what bounded the window's start.
 SINCE_SCHEDULE_CHANGE = "schedule_since"  #: the time the job got its schedule (DEDUP_SCHEDULE_SINCE)
@@ -354,9 +357,10 @@ class Finding:
             ``stuck`` (in progress past its lease), ``repeated`` (executed again after a takeover),
             ``unexpected`` (a forced run, or a schedule time that is not a fire time), ``skipped`` (no record
             because Scheduler skipped the fire time while the previous run was still running or retried),
-            ``dst_repeated`` (a repeated wall-clock time run at both of its instants).
+            ``dst_repeated`` (a repeated wall-clock time run at both of its instants), ``paused`` (the fire times
+            since the job's pause, one finding for the span).
         schedule_time: the run's schedule time, or for missed/late the fire time's latest candidate
-            instant; aware UTC.
+            instant, or for paused the time of the pause; aware UTC.
         detail: why, in words, for a person reading the report.
         fire_time: the fire time concerned, or None for an unexpected run.
         run: the run concerned, or None for missed/late.
@@ -456,7 +460,8 @@ _PREFERENCE = {"": 0, "repeated": 1, "skipped": 2}  # a run counts for an ordina
 
 def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, time_zone: str, since: datetime,
             until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
-            active_since: datetime | None = None, runs_before_window: bool | None = None) -> Report:
+            active_since: datetime | None = None, runs_before_window: bool | None = None,
+            paused_since: datetime | None = None) -> Report:
     """Compare a schedule's fire times in ``[since, until)`` with the runs recorded for them.
 
     Args:
@@ -478,6 +483,9 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         runs_before_window: True if the job has records older than every run given (its history starts before
             the scan), so the earliest run given bounds nothing; None or False: the runs given reach back to
             the job's first record.
+        paused_since: when the job was paused (``DEDUP_PAUSED_SINCE``), aware, or None: the fire times from then on
+            without a record are one ``paused`` finding (with their number, first and last), neither expected nor
+            missed; a run recorded for one still counts.
 
     Returns:
         A :class:`Report`. A fire time that did not exist on the wall clock (clocks went forward) is
@@ -558,11 +566,15 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                                     f"not a fire time of {schedule!r} in {time_zone}", run=run))
     busy.sort()
     expected = hits = 0
+    paused: list[FireTime] = []
     for fire, instants in zip(fires, recorded):
         if not fire.required or fire.first > now or (bound is not None and fire.due < bound):
             continue
         if not instants and settled is not None and fire.due < settled:
             continue  # the job may not have existed yet, or not been allowed to call (SCHEDULE_SETTLE_SECONDS)
+        if not instants and paused_since is not None and fire.first >= paused_since:
+            paused.append(fire)
+            continue
         expected += 1
         if instants:
             hits += 1
@@ -583,6 +595,12 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         else:
             findings.append(Finding(LATE, fire.due, f"no record yet; within the {grace_seconds:g} s grace period",
                                     fire))
+    if paused:
+        assert paused_since is not None
+        findings.append(Finding(PAUSED, paused_since.astimezone(timezone.utc),
+                                f"the job is paused since {rfc3339(paused_since)}: {len(paused)} fire time(s) from "
+                                f"{rfc3339(paused[0].due)} to {rfc3339(paused[-1].due)} were not delivered, as a "
+                                "paused job's are; not missed", paused[0]))
     findings.sort(key=lambda f: (f.schedule_time, KINDS.index(f.kind)), reverse=True)
     return Report(job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until, now=now,
                   grace_seconds=grace_seconds, expected=expected, recorded=hits, runs=seen,
@@ -706,7 +724,7 @@ class JobScope:
 def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
           until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
           active_since: datetime | None = None, on_page: Callable[[int], None] | None = None,
-          project: str | None = None, location: str | None = None) -> Report:
+          project: str | None = None, location: str | None = None, paused_since: datetime | None = None) -> Report:
     """Read the job's runs around ``[since, until)`` and :func:`compare` them with the schedule.
 
     The query reaches a day beyond both ends, so a fire time whose instants straddle an edge (a
@@ -726,4 +744,89 @@ def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, 
         older = scope.has_runs_before(history, start)
     runs = scope.runs(history, since=start, until=until + timedelta(days=1), on_page=on_page)
     return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
-                   now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older)
+                   now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older,
+                   paused_since=paused_since)
+
+
+#: :attr:`RunAlert.kind` values: what the run check finds in the records besides missed and stuck runs.
+FAILING, RECOVERED, LONG_RUN = "failing", "recovered", "long_run"
+
+
+@dataclass(frozen=True)
+class RunAlert:
+    """One alert-worthy change the records show, at the moment it happened.
+
+    Attributes:
+        kind: ``failing`` (this run's failure made ``streak`` consecutive failed runs, reaching the failure
+            threshold), ``recovered`` (this run completed after ``streak`` consecutive failures that reached it) or
+            ``long_run`` (this run is still in progress ``max_runtime_seconds`` after its claim, renewals or not).
+        run: the run concerned.
+        at: when it happened, aware UTC: the run's ``finished_at``, or its claim plus the maximum runtime.
+        streak: the consecutive failed runs (0 for ``long_run``).
+        detail: why, in words.
+    """
+
+    kind: str
+    run: HistoryRun
+    at: datetime
+    streak: int
+    detail: str
+
+
+def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, failure_threshold: int = 1,
+               max_runtime_seconds: float | None = None) -> list[RunAlert]:
+    """The :class:`RunAlert` values that happened in ``[since, until)``, oldest first.
+
+    A failure streak counts finished scheduled runs (``completed`` or ``failed``) in schedule-time order; a forced run
+    or one in progress neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
+    it to ``failure_threshold``; ``recovered`` by the first completed run after it. Consecutive checks whose windows
+    tile time report each once. ``runs`` must reach back past the window by at least ``failure_threshold`` finished
+    runs (:func:`recent_runs`), or a streak begun before them counts short.
+
+    Raises:
+        ValueError: ``failure_threshold`` below 1 or ``max_runtime_seconds`` not positive.
+    """
+    if failure_threshold < 1:
+        raise ValueError(f"failure_threshold={failure_threshold} must be at least 1")
+    if max_runtime_seconds is not None and max_runtime_seconds <= 0:
+        raise ValueError(f"max_runtime_seconds={max_runtime_seconds} must be positive")
+    found: list[RunAlert] = []
+    streak = 0
+    for run in sorted((r for r in runs if not r.manual), key=lambda r: r.schedule_time):
+        if run.state == IN_PROGRESS and max_runtime_seconds is not None and run.claimed_at is not None:
+            limit = run.claimed_at + timedelta(seconds=max_runtime_seconds)
+            if since <= limit < until:
+                found.append(RunAlert(LONG_RUN, run, limit, 0, f"still in progress {max_runtime_seconds:g} s after "
+                                      f"its claim at {rfc3339(run.claimed_at)} (max_runtime_seconds), whether or not "
+                                      "its lease is renewed: the job may hang"))
+        if run.status not in (COMPLETED, FAILED) or run.finished_at is None:
+            continue
+        inside = since <= run.finished_at < until
+        if run.status == FAILED:
+            streak += 1
+            if streak == failure_threshold and inside:
+                found.append(RunAlert(FAILING, run, run.finished_at, streak,
+                                      f"{streak} consecutive run(s) failed, the last: {run.error or 'no error text'}"))
+        else:
+            if streak >= failure_threshold and inside:
+                found.append(RunAlert(RECOVERED, run, run.finished_at, streak,
+                                      f"completed after {streak} consecutive failed run(s)"))
+            streak = 0
+    found.sort(key=lambda a: a.at)
+    return found
+
+
+def recent_runs(history: RunHistory, scope: JobScope, *, since: datetime, until: datetime,
+                finished_before: int) -> list[HistoryRun]:
+    """The job's runs with ``since <= schedule_time < until``, plus the ``finished_before`` newest finished runs older
+    than ``since`` (what :func:`run_alerts` needs to count a streak begun before the window), newest first. Reads
+    page by page and stops as soon as it has them."""
+    found: list[HistoryRun] = []
+    older = 0
+    for run in scope.runs(history, until=until):
+        if run.schedule_time < since:
+            if older >= finished_before:
+                break
+            older += run.status in (COMPLETED, FAILED) and not run.manual
+        found.append(run)
+    return found

@@ -200,9 +200,9 @@ def _unsettled(parsed: _Parsed) -> list[tuple[str, list[tuple[int, dict[str, Any
         name = _FIELDS[field][0]
         for item in items:
             if item.reversed:
-                spelled = list(parsed.fields)
-                spelled[field] = ",".join(_field_text(_expand(i, field)) if i is item else i.text for i in items)
-                wrapped = " ".join(spelled)
+                written = list(parsed.fields)
+                written[field] = ",".join(_field_text(_expand(i, field)) if i is item else i.text for i in items)
+                wrapped = " ".join(written)
                 found.append((
                     f"{text!r}: the {name} range {item.text!r} runs backwards. Cloud Scheduler's cron page says only "
                     "that \"ranges are two numbers separated with a hyphen (-) and the specified range is inclusive\", "

@@ -96,6 +96,7 @@ _ALLOWED_KEYS = frozenset(
         "oidc_audience", "resource_prefix", "protect_database",
         "store", "store_kind", "spanner_instance", "scheduler_service_account_email", "build_service_account_email",
         "alerts",  # resolved by scheduler_dedup.infra.job.alerts.resolve_alerts
+        "paused",
     }
 )
 _RETRY_KEYS = frozenset(
@@ -156,6 +157,8 @@ class DedupSettings:
     spanner: SpannerStoreSettings | None = None
     """Spanner: the job's own store (no ``store``), created under the job; None otherwise."""
     app_engine: AppEngineSettings | None = None  # None: Cloud Run with an HTTP target and OIDC
+    paused: bool = False
+    """The Scheduler job is paused (``Job.paused``): the run check reports its fire times as ``paused``."""
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""
@@ -623,6 +626,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     deletion_protection = problems.run(lambda: bool_input(args, "deletion_protection", False), False)
     cpu_always_allocated = problems.run(lambda: bool_input(args, "cpu_always_allocated", True), True)
     protect_database = problems.run(lambda: bool_input(args, "protect_database", True), True)
+    paused = problems.run(lambda: bool_input(args, "paused", False), False)
     max_instances = problems.run(lambda: _max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
     min_instances = problems.run(lambda: _min_instances(args, max_instances), 0)
     base_image = problems.run(lambda: _str(args, "base_image"), None) or (
@@ -656,7 +660,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
         min_instance_count=min_instances, protect_database=protect_database, app_engine=app_engine,
-        store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner,
+        store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner, paused=paused,
     )
     problems.run(lambda: _check_handler_settings(settings), None)
     if crash_problem is not None:

@@ -121,6 +121,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("minInstanceCount", "integer", "min_instance_count",
               "Cloud Run instances kept without requests (1: a job outliving its attempt deadline is not scaled in)"),
     ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),
+    ConfigKey("paused", "boolean", "paused", "pause the Scheduler job: fire times are reported paused, not missed"),
     ConfigKey("alertNotificationChannels", "array", "alerts.notification_channels",
               "turn alerting on: notification channels projects/P/notificationChannels/N"),
     ConfigKey("alertGraceSeconds", "integer", "alerts.grace_seconds", "seconds before a run without a record is missed"),
