@@ -299,3 +299,18 @@ def test_runs_reads_a_backwards_range_wrapped_and_reports_its_missed_hour(emulat
         ("missed", "2026-11-03T23:00:00Z")], out.stdout
     (summary,) = [o for o in objects if o["record"] == "summary"]
     assert (summary["expected"], summary["recorded"]) == (5, 4) and out.returncode == 1
+
+
+def test_runs_reports_a_paused_span_as_paused_not_missed(emulator: FirestoreEmulator) -> None:
+    """Runs of 01:00 to 01:45, then the job paused at 01:50: without --paused-since the next fire times are missed."""
+    _fill(emulator, datetime(2026, 11, 2, 1, 0, tzinfo=UTC), 8, skip={4, 5, 6, 7})
+    window = ("--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z", "--json")
+    missed = _cli(emulator, *window)
+    assert missed.returncode == 1 and '"missed"' in missed.stdout
+    out = _cli(emulator, *window, "--paused-since", "2026-11-02T01:50:00Z")
+    objects = [json.loads(line) for line in out.stdout.splitlines()]
+    findings = [(f["kind"], f["schedule_time"]) for f in objects if f["record"] == "finding"]
+    assert ("paused", "2026-11-02T01:50:00Z") in findings and not [k for k, _ in findings if k == "missed"], findings
+    (summary,) = [o for o in objects if o["record"] == "summary"]
+    assert summary["counts"]["paused"] == 1 and summary["expected"] == 4
+    assert out.returncode == 1  # the failed run of 01:30 still fails the check; the pause does not
