@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,6 +55,7 @@ from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import RequestHeaderError, store_failure
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_PATH
+from scheduler_dedup.handler.monitoring.job_state import JobState
 from scheduler_dedup.handler.monitoring.run_history import (
     FAILING,
     LONG_RUN,
@@ -164,12 +165,17 @@ class RunCheck:
         settings: the handler's settings (``schedule``, ``time_zone``).
         history: a reader of the run records' collection.
         server_now: the store's current time (aware UTC), the check time when the request has none.
+        job_state: reads the job's state from the Cloud Scheduler API
+            (:class:`~scheduler_dedup.handler.monitoring.job_state.JobStateReader`), or None: only
+            ``DEDUP_PAUSED_SINCE`` tells of a pause.
     """
 
-    def __init__(self, settings: Settings, history: RunHistory, server_now: Any):
+    def __init__(self, settings: Settings, history: RunHistory, server_now: Any,
+                 job_state: Callable[[], JobState] | None = None):
         self.settings = settings
         self.history = history
         self.server_now = server_now
+        self.job_state = job_state
 
     def handle(self, headers: HeaderSource, body: bytes) -> Response:
         """Run one check; returns ``(body, status_code, extra_headers)`` (see the module docstring)."""
@@ -202,15 +208,17 @@ class RunCheck:
         grace = timedelta(seconds=request.grace_seconds)
         since = now - timedelta(seconds=request.window_seconds) - grace
         until = now - grace
+        scope = JobScope(request.job_name, project, location)
         try:
+            paused_since = self.settings.paused_since or self._paused_outside(scope)
             report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds,
                            active_since=self.settings.schedule_since, project=project, location=location,
-                           paused_since=self.settings.paused_since)
+                           paused_since=paused_since)
             # runs that finished (or outlived the maximum runtime) in the window before the check; the runtime
             # limit and a day of retries bound how old a run still in progress may be
             reach = now - timedelta(seconds=request.window_seconds + (request.max_runtime_seconds or 0) + 86400)
-            recent = recent_runs(self.history, JobScope(request.job_name, project, location), since=reach, until=now,
+            recent = recent_runs(self.history, scope, since=reach, until=now,
                                  finished_before=request.failure_threshold)
         except STORE_ERRORS as exc:
             return self._store_error(exc)
@@ -250,10 +258,30 @@ class RunCheck:
             "missed": [rfc3339(f.schedule_time) for f in missed],
             "stuck": [rfc3339(f.schedule_time) for f in stuck],
             "active_since": summary["active_since"], "active_since_source": summary["active_since_source"],
-            "paused_since": rfc3339(self.settings.paused_since),
+            "paused_since": rfc3339(paused_since),
             "failing": of[FAILING], "recovered": of[RECOVERED], "long_run": of[LONG_RUN],
             "findings": summary["findings"],
         }, code(RUN_CHECK, status), {}
+
+    def _paused_outside(self, scope: JobScope) -> datetime | None:
+        """When the job was paused outside the stack, as the Cloud Scheduler API tells (:mod:`.job_state`): no
+        earlier than its last user update nor than its newest run; None when running or not readable (a WARNING).
+
+        Raises:
+            the store contract's errors, reading the newest run.
+        """
+        if self.job_state is None:
+            return None
+        state = self.job_state()
+        if state.error is not None:
+            log.warning("run check cannot read the job's state, a pause outside the stack is not recognised: %s",
+                        state.error, extra={LogField.OUTCOME: "job_state_unreadable", LogField.ERROR: state.error})
+            return None
+        if not state.paused:
+            return None
+        newest = scope.latest(self.history)
+        marks = [t for t in (state.updated, newest.schedule_time + timedelta(microseconds=1) if newest else None) if t]
+        return max(marks) if marks else None
 
     @staticmethod
     def _log_alerts(job_name: str, alerts: list[RunAlert]) -> None:

@@ -127,6 +127,12 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("alertGraceSeconds", "integer", "alerts.grace_seconds", "seconds before a run without a record is missed"),
     ConfigKey("alertReleasedThreshold", "integer", "alerts.released_threshold",
               "releases within the retry window before the released alert fires"),
+    ConfigKey("alertFailureThreshold", "integer", "alerts.failure_threshold",
+              "consecutive failed runs before the run-failed alert (default 1)"),
+    ConfigKey("alertMaxRuntimeSeconds", "integer", "alerts.max_runtime_seconds",
+              "alert on a run still in progress this long after its claim"),
+    ConfigKey("alertRenotifySeconds", "integer", "alerts.renotify_seconds",
+              "re-notify open incidents of the metric-based policies this often"),
     ConfigKey("storeStack", "string", "store", "a store stack (org/project/stack): use its database and TTL policy"),
     ConfigKey("storeKind", "string", "store_kind",
               "firestore (default), spanner or memorystore: the store this stack deploys (deploy: store), the kind of "

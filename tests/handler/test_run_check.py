@@ -14,6 +14,7 @@ from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 from scheduler_dedup.local.servers.handlers import HandlerServer
 
 from .conftest import Harness, deliver, scheduler_headers
+from .fake_google import FakeGoogle
 
 SCHEDULE = {"DEDUP_SCHEDULE": "*/15 * * * *", "DEDUP_TIME_ZONE": "Etc/UTC"}
 BODY = {"job_name": "quarter", "grace_seconds": 300, "window_seconds": 3600}
@@ -278,3 +279,27 @@ def test_a_run_still_in_progress_past_the_maximum_runtime_is_reported_though_it_
     (line,) = [line for line in log_lines(server) if line.get("event") == "long_run"]
     assert line["severity"] == "ERROR" and "max_runtime_seconds" in line["error"]
     assert run_check(server, None, body).json()["long_run"] == []  # finished now: nothing more
+
+
+def test_a_pause_made_outside_the_stack_is_recognised_where_the_job_state_can_be_read(
+        harness: Harness, google: FakeGoogle) -> None:
+    """``gcloud scheduler jobs pause`` sets no DEDUP_PAUSED_SINCE; with DEDUP_SCHEDULER_API the check reads the job's
+    state and reports paused from its last user update (never before its newest run). Without the permission it
+    warns and reports missed runs, as it must when it cannot tell."""
+    job = "projects/demo-project/locations/us-central1/jobs/quarter"
+    env = {**SCHEDULE, "DEDUP_SCHEDULER_JOB": job, "DEDUP_SCHEDULE_SINCE": "2026-10-16T08:00:00Z",
+           "DEDUP_SCHEDULER_API": google.url, "DEDUP_TARGET_AUTH": "none"}
+    server = harness.server(**env)
+    for stamp in ("11:45", "12:00", "12:15"):
+        assert deliver(server.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z")).status_code == 200
+    unreadable = run_check(server, "2026-10-16T13:05:00Z").json()
+    assert unreadable["missed"] == ["2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"], unreadable
+    assert [line for line in log_lines(server) if line.get("outcome") == "job_state_unreadable"]
+    google.scheduler_jobs[job] = {"state": "PAUSED", "userUpdateTime": "2026-10-16T12:40:00Z"}
+    report = run_check(server, "2026-10-16T13:05:00Z").json()
+    assert report["paused_since"] == "2026-10-16T12:40:00Z" and report["missed"] == ["2026-10-16T12:30:00Z"], report
+    (span,) = [f for f in report["findings"] if f["kind"] == "paused"]
+    assert "1 fire time(s)" in span["detail"]
+    google.scheduler_jobs[job] = {"state": "ENABLED", "userUpdateTime": "2026-10-16T12:40:00Z"}
+    assert run_check(server, "2026-10-16T13:05:00Z").json()["status"] == "missed"
+    assert google.gets("/jobs/quarter")
