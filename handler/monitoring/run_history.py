@@ -780,7 +780,8 @@ def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, 
     A failure streak counts finished scheduled runs (``completed`` or ``failed``) in schedule-time order; a forced run
     or one in progress neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
     it to ``failure_threshold``; ``recovered`` by the first completed run after it. Consecutive checks whose windows
-    tile time report each once. ``runs`` must reach back past the window by at least ``failure_threshold`` finished
+    tile time report each once. The run check reads runs scheduled up to a day (plus the maximum runtime) before it,
+    so a run delivered more than a day after its schedule time (a backfill of old fire times) is not counted. ``runs`` must reach back past the window by at least ``failure_threshold`` finished
     runs (:func:`recent_runs`), or a streak begun before them counts short.
 
     Raises:
