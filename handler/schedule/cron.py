@@ -535,6 +535,13 @@ def fire_times(schedule: str, time_zone: str, since: datetime, until: datetime) 
             yield fire
 
 
+def is_fire_time(schedule: str, time_zone: str, instant: datetime) -> bool:
+    """True if ``instant`` (aware) is a candidate instant of a fire time of ``schedule`` in ``time_zone`` (run history
+    asks it of the old schedule after a schedule change)."""
+    window = list(fire_times(schedule, time_zone, instant, instant + timedelta(microseconds=1)))
+    return any(instant == c for f in window for c in f.candidates)
+
+
 @dataclass(frozen=True)
 class FireGaps:
     """The shortest and longest time between consecutive fire times of a schedule, seconds.
