@@ -131,6 +131,12 @@ class AlertsArgs(TypedDict):
     """Seconds after a fire time before an expected run without a record is reported missed, 60 to 604800. Default: the job's retry window, at least 300."""
     released_threshold: NotRequired[int]
     """The released alert fires when more than this many deliveries were released (retryable failure) within the job's retry window (at least 1 h, at most 1 day), 0 to 1000. Default 2."""
+    failure_threshold: NotRequired[int]
+    """Consecutive failed runs before the run-failed alert, 1 to 1000. Default 1: every failed run alerts at once (a log match on the failure); above 1 the hourly run check counts the streak in the records and alerts once when it is reached. Either way a recovery notice follows the first completed run after an alerted streak."""
+    max_runtime_seconds: NotRequired[int]
+    """Alert (once per run) on a run still in progress this many seconds after its claim, even while its lease is renewed: a hung job. 60 to 604800; found by the hourly run check, so up to an hour late. Default: not checked."""
+    renotify_seconds: NotRequired[int]
+    """Re-notify an open incident of the metric-based policies (watchdog silent, deliveries stopped, runs released) this often, 1800 to 86400 (Cloud Monitoring's NotificationChannelStrategy.renotifyInterval range). Log-match policies notify on each new matching line instead. Default: no reminders."""
 
 
 class SecretEnvArgs(TypedDict):
@@ -266,6 +272,8 @@ class DedupScheduledJobArgs(TypedDict):
     """Roles the job's own work needs (write a report to a bucket, publish to a topic), each granted to the runtime identity on the one resource named: the one place to give the job access, recorded as IAM member resources named ``<name>-job-role-...`` that the policy pack checks. Default: none."""
     alerts: NotRequired[AlertsArgs]
     """Provision alerting: log-based metrics, alert policies (run failed, fenced, released repeatedly, takeover, missed, stuck, watchdog silent, deliveries stopped) and an hourly watchdog job that reports missed runs even when Scheduler stops. Default: none."""
+    paused: NotRequired[bool]
+    """Pause the Scheduler job (``Job.paused``): no deliveries until set false again. While paused the handler gets ``DEDUP_PAUSED_SINCE``, the run check and ``runs`` report the fire times as ``paused`` (not missed), and the deliveries-stopped alert is disabled; resuming re-stamps ``DEDUP_SCHEDULE_SINCE``, so the paused span is never reported missed. Default false."""
 
 
 class DedupStoreArgs(TypedDict):

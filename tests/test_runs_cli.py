@@ -280,3 +280,37 @@ def test_a_full_job_name_reads_only_that_projects_and_regions_runs_on_a_shared_s
     assert eu["recorded"] == 4 and eu_findings == [("failed", "2026-11-02T01:30:00Z")], eu_findings
     other_project, _ = summary_and_kinds("projects/someone-else/locations/europe-west1/jobs/nightly")
     assert other_project["recorded"] == 0
+
+
+def test_runs_reads_a_backwards_range_wrapped_and_reports_its_missed_hour(emulator: FirestoreEmulator) -> None:
+    """'0 22-2 * * *': its wrapped hours were accepted but never required (an empty reading that refuses the range
+    counted too), so a lost 23:00 run passed unnoticed; a job Scheduler accepted fires wrapped, and 23:00 is missed."""
+    schedule = "0 22-2 * * *"
+    settings = Settings(project=emulator.project, schedule=schedule, time_zone="Etc/UTC")
+    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    handler = SchedulerHandler(settings, Idempotency(store), _job)
+    for hour, day in ((22, 3), (0, 4), (1, 4), (2, 4)):  # 23:00 on 3 Nov never delivered
+        handler.handle({"X-CloudScheduler-JobName": "wrapped",
+                        "X-CloudScheduler-ScheduleTime": f"2026-11-0{day}T{hour:02d}:00:00Z"})
+    out = _cli(emulator, "--job", "wrapped", "--since", "2026-11-03T12:00:00Z", "--until", "2026-11-04T12:00:00Z",
+               "--json")
+    objects = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(f["kind"], f["schedule_time"]) for f in objects if f["record"] == "finding"] == [
+        ("missed", "2026-11-03T23:00:00Z")], out.stdout
+    (summary,) = [o for o in objects if o["record"] == "summary"]
+    assert (summary["expected"], summary["recorded"]) == (5, 4) and out.returncode == 1
+
+
+def test_runs_reports_a_paused_span_as_paused_not_missed(emulator: FirestoreEmulator) -> None:
+    """Runs of 01:00 to 01:45, then the job paused at 01:50: without --paused-since the next fire times are missed."""
+    _fill(emulator, datetime(2026, 11, 2, 1, 0, tzinfo=UTC), 8, skip={4, 5, 6, 7})
+    window = ("--job", "nightly", "--since", "2026-11-02T01:00:00Z", "--until", "2026-11-02T03:00:00Z", "--json")
+    missed = _cli(emulator, *window)
+    assert missed.returncode == 1 and '"missed"' in missed.stdout
+    out = _cli(emulator, *window, "--paused-since", "2026-11-02T01:50:00Z")
+    objects = [json.loads(line) for line in out.stdout.splitlines()]
+    findings = [(f["kind"], f["schedule_time"]) for f in objects if f["record"] == "finding"]
+    assert ("paused", "2026-11-02T01:50:00Z") in findings and not [k for k, _ in findings if k == "missed"], findings
+    (summary,) = [o for o in objects if o["record"] == "summary"]
+    assert summary["counts"]["paused"] == 1 and summary["expected"] == 4
+    assert out.returncode == 1  # the failed run of 01:30 still fails the check; the pause does not

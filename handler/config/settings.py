@@ -76,6 +76,12 @@ class Settings:
             zone last changed), aware UTC (``DEDUP_SCHEDULE_SINCE``, RFC 3339; the component sets it). Stored
             on every run record; no fire time before it is expected, so a fresh deploy reports nothing missed.
             None when unknown: run history then bounds its windows by the job's earliest record.
+        paused_since: when the Scheduler job was paused, aware UTC (``DEDUP_PAUSED_SINCE``, RFC 3339; the component
+            sets it while its ``paused`` input is true), or None: not paused by the stack. The run check reports the
+            fire times from then on as ``paused``, not missed.
+        scheduler_api: the Cloud Scheduler API the run check reads its job's state from, to recognise a pause made
+            outside the stack (``DEDUP_SCHEDULER_API``, e.g. ``https://cloudscheduler.googleapis.com``; needs
+            ``scheduler_job``), or None: not read (:mod:`scheduler_dedup.handler.monitoring.job_state`).
         key_local_time: key each scheduled run on its wall-clock time in ``time_zone`` instead of its UTC
             instant (``DEDUP_KEY_LOCAL_TIME``, default false). On the day clocks go back, Scheduler may
             deliver a time of the repeated hour at both instants (its cron page warns of "execution anomalies"
@@ -108,8 +114,10 @@ class Settings:
     schedule: str | None = None
     time_zone: str = DEFAULT_TIME_ZONE
     schedule_since: datetime | None = None
+    paused_since: datetime | None = None
     key_local_time: bool = False
     scheduler_job: str | None = None
+    scheduler_api: str | None = None
     service: str | None = None
     store_config: StoreConfig | None = None
 
@@ -226,8 +234,10 @@ class Settings:
             schedule=" ".join(env.get("DEDUP_SCHEDULE", "").split()) or None,
             time_zone=env.get("DEDUP_TIME_ZONE", "").strip() or DEFAULT_TIME_ZONE,
             schedule_since=_instant(env, "DEDUP_SCHEDULE_SINCE"),
+            paused_since=_instant(env, "DEDUP_PAUSED_SINCE"),
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
             scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
+            scheduler_api=env.get("DEDUP_SCHEDULER_API", "").strip().rstrip("/") or None,
             service=env.get("DEDUP_SERVICE", "").strip() or None,
             store_config=load(kind.config).from_env(env) if kind.config else None,
         )

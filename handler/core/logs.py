@@ -74,6 +74,9 @@ class LogEvent(StrEnum):
     RUN_CHECK = "run_check"  #: the watchdog's check of expected against recorded runs completed (the heartbeat)
     MISSED_RUN = "missed_run"  #: an expected run has no record after its grace period (severity ERROR)
     STUCK_RUN = "stuck_run"  #: a run is in progress past its lease: its attempt died and no retry took it over (ERROR)
+    FAILURE_STREAK = "failure_streak"  #: run check: consecutive failed runs reached the failure threshold (ERROR)
+    RUN_RECOVERED = "run_recovered"  #: run check: a run completed after a failure streak that reached it (NOTICE)
+    LONG_RUN = "long_run"  #: run check: a run is still in progress past the maximum runtime, renewed or not (ERROR)
 
 
 class _ScrubbingJsonFormatter(JsonFormatter):

@@ -89,7 +89,8 @@ DELIVERY: tuple[Answer, ...] = (
 #: The run check: ``POST /dedup/run-check`` from the watchdog job, verified like a delivery.
 RUN_CHECK: tuple[Answer, ...] = (
     Answer(200, "ok", ("job_name", "since", "until", "now", "grace_seconds", "expected", "recorded", "missed",
-                       "stuck", "active_since", "active_since_source", "findings"),
+                       "stuck", "active_since", "active_since_source", "paused_since", "failing", "recovered",
+                       "long_run", "findings"),
            "Every expected fire time of the window has a record, and none is stuck."),
     Answer(200, "missed", ("the same fields",),
            "Some fire times of the window have no record after the grace period; each is also logged as one "
@@ -98,6 +99,15 @@ RUN_CHECK: tuple[Answer, ...] = (
     Answer(200, "stuck", ("the same fields",),
            "Runs of the window are in progress past their lease (the attempt died and no retry took them over); "
            "each is also logged as one `stuck_run` ERROR line."),
+    Answer(200, "failing", ("the same fields",),
+           "`failure_threshold` consecutive runs have failed, the last in the window; logged as one `failure_streak` "
+           "ERROR line, which the `run failed` alert policy matches when the threshold is above 1."),
+    Answer(200, "long_run", ("the same fields",),
+           "A run is still in progress `max_runtime_seconds` after its claim, renewed lease or not; logged as one "
+           "`long_run` ERROR line."),
+    Answer(200, "paused", ("the same fields",),
+           "The job is paused (`DEDUP_PAUSED_SINCE`): its fire times since are one `paused` finding, not missed "
+           "runs, and no `missed_run` line is logged for them."),
     Answer(400, "bad_request", ("error", "field"), "The body is not the run check's JSON contract; `field` names "
                                                    "the bad field."),
     Answer(403, "forbidden", ("error", "field", "job"),

@@ -251,6 +251,15 @@ declare("DEDUP_SCHEDULE_SINCE", "schedule", """
     RFC 3339 with an offset. Stored on every record; no fire time before it is expected, so a fresh deploy reports
     nothing missed. Unset, run history bounds its windows by the job's earliest record.""",
         component="a `time.Static` timestamp, replaced when schedule, time zone or job name change")
+declare("DEDUP_PAUSED_SINCE", "schedule", """
+    When the Scheduler job was paused, RFC 3339 with an offset; unset while it runs. The run check and run history
+    report the fire times from then on as one `paused` span, not as missed runs, so a planned pause pages nothing.
+    A pause made outside the stack (`gcloud scheduler jobs pause`) does not set it.""",
+        component="a `time.Static` timestamp that exists while `paused` is true")
+declare("DEDUP_SCHEDULER_API", "schedule", """
+    The Cloud Scheduler API, `https://cloudscheduler.googleapis.com`, that the run check reads its own job
+    (`DEDUP_SCHEDULER_JOB`) from, so a pause made outside the stack (`gcloud scheduler jobs pause`) is reported as
+    `paused`, not as missed runs. Unset: not read. The runtime account needs `roles/cloudscheduler.viewer`.""")
 declare("DEDUP_KEY_LOCAL_TIME", "schedule", """
     `true` or `false`. `true` keys each run on its wall-clock time in `DEDUP_TIME_ZONE` instead of its UTC instant:
     on the day clocks go back, a delivery of the repeated hour at its second instant is then a duplicate. The

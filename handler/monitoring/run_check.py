@@ -5,11 +5,16 @@ A watchdog Cloud Scheduler job (the component creates it with ``alerts``) POSTs 
 runs the job. For each expected fire time without a record once its grace period has passed it logs
 one ``missed_run`` line (severity ERROR, :class:`~scheduler_dedup.handler.core.logs.LogEvent`), and for
 each run of the window still in progress past its lease one ``stuck_run`` line; log-match alert
-policies turn them into notifications. Every completed check logs one ``run_check`` line, the
-heartbeat that a metric-absence policy watches.
+policies turn them into notifications. From the records it also logs, once each, a ``failure_streak`` line when
+``failure_threshold`` consecutive runs have failed, a ``run_recovered`` line when a run completes after such a
+streak, and a ``long_run`` line for a run still in progress ``max_runtime_seconds`` after its claim, even while its
+lease is renewed (:func:`~scheduler_dedup.handler.monitoring.run_history.run_alerts`; runs that finished, or passed
+the limit, in ``[S - window, S)``). Every completed check logs one ``run_check`` line, the heartbeat that a
+metric-absence policy watches.
 
 Request: ``POST /dedup/run-check`` with a JSON body ``{"job_name": "<Scheduler job id>",
-"grace_seconds": 300, "window_seconds": 3600}``. The check time ``S`` is the watchdog's
+"grace_seconds": 300, "window_seconds": 3600}``, optionally with ``"failure_threshold": 3`` (default 1) and
+``"max_runtime_seconds": 1800`` (default: not checked). The check time ``S`` is the watchdog's
 ``X-CloudScheduler-ScheduleTime`` (the store's clock when absent, and never later than it). The
 check covers the fire times ``t`` with ``S - window - grace <= t < S - grace``: consecutive checks
 one window apart tile time, so each missed run is reported once. The schedule and its time zone are
@@ -17,10 +22,12 @@ the handler's ``DEDUP_SCHEDULE`` / ``DEDUP_TIME_ZONE``.
 
 Responses (JSON):
 
-* 200 ``{"status": "ok" | "missed" | "stuck", "job_name", "since", "until", "now", "grace_seconds",
+* 200 ``{"status": "ok" | "missed" | "stuck" | "paused", "job_name", "since", "until", "now", "grace_seconds",
   "expected", "recorded", "missed": [RFC 3339 fire times], "stuck": [RFC 3339 schedule times],
-  "active_since", "active_since_source",
-  "findings": [...]}``. ``stuck`` runs are in progress past their lease (the attempt died and no retry
+  "active_since", "active_since_source", "paused_since", "failing", "recovered", "long_run": [RFC 3339 schedule
+  times], "findings": [...]}``; ``status`` is also ``failing`` or ``long_run`` when the check logged such lines. ``paused``: the job is paused (``DEDUP_PAUSED_SINCE``, set by the component while its
+  ``paused`` input is true) and its fire times since are one ``paused`` finding, not missed runs: no
+  ``missed_run`` line is logged for them, and the heartbeat goes on. ``stuck`` runs are in progress past their lease (the attempt died and no retry
   took them over), each also logged as one ``stuck_run`` ERROR line. ``findings`` are the run history's
   (missed, late, failed, stuck, repeated, unexpected, skipped, dst_repeated) for the window. No fire time before
   ``active_since`` is expected: the handler's ``DEDUP_SCHEDULE_SINCE`` (when the job got its schedule; the
@@ -39,7 +46,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,7 +55,22 @@ from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import RequestHeaderError, store_failure
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_PATH
-from scheduler_dedup.handler.monitoring.run_history import MISSED, STUCK_RUN, RunHistory, check, rfc3339
+from scheduler_dedup.handler.monitoring.job_state import JobState
+from scheduler_dedup.handler.monitoring.run_history import (
+    FAILING,
+    LONG_RUN,
+    MISSED,
+    PAUSED,
+    RECOVERED,
+    STUCK_RUN,
+    JobScope,
+    RunAlert,
+    RunHistory,
+    check,
+    recent_runs,
+    rfc3339,
+    run_alerts,
+)
 from scheduler_dedup.handler.schedule.run_key import JOB_ID_RE, SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
 from scheduler_dedup.handler.core.statuses import RUN_CHECK, code
 from scheduler_dedup.handler.stores.base import STORE_ERRORS
@@ -59,6 +81,8 @@ __all__ = ["CHECK_PATH", "CheckRequest", "CheckRequestError", "RunCheck"]
 
 #: Longest check window and grace period accepted, seconds (a week).
 MAX_CHECK_SECONDS = 7 * 86400
+#: Largest failure threshold accepted (consecutive failed runs).
+MAX_FAILURE_THRESHOLD = 1000
 
 Response = tuple[dict[str, Any], int, dict[str, str]]
 
@@ -83,11 +107,16 @@ class CheckRequest:
         job_name: the Scheduler job id whose runs are checked (``X-CloudScheduler-JobName`` of its deliveries).
         grace_seconds: seconds after a fire time before a run without a record is missed.
         window_seconds: the watchdog's period; the check covers one window of fire times.
+        failure_threshold: consecutive failed runs before one ``failure_streak`` line (optional, default 1).
+        max_runtime_seconds: a run still in progress this long after its claim is one ``long_run`` line
+            (optional; absent or null: not checked).
     """
 
     job_name: str
     grace_seconds: float
     window_seconds: float
+    failure_threshold: int = 1
+    max_runtime_seconds: float | None = None
 
     @classmethod
     def from_body(cls, body: bytes) -> "CheckRequest":
@@ -110,7 +139,14 @@ class CheckRequest:
         if not JOB_ID_RE.match(job_name):
             raise CheckRequestError("job_name", f"is {job_name[:80]!r} ({len(job_name)} characters): a Scheduler job "
                                                 "id is 1-500 letters, digits, '-' or '_'")
-        return cls(job_name, _seconds(data, "grace_seconds", 0), _seconds(data, "window_seconds", 60))
+        threshold = data.get("failure_threshold", 1)
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= MAX_FAILURE_THRESHOLD:
+            raise CheckRequestError("failure_threshold", f"{threshold!r} is not a whole number from 1 to "
+                                                         f"{MAX_FAILURE_THRESHOLD}: consecutive failed runs before "
+                                                         "the failure alert")
+        runtime = None if data.get("max_runtime_seconds") is None else _seconds(data, "max_runtime_seconds", 1)
+        return cls(job_name, _seconds(data, "grace_seconds", 0), _seconds(data, "window_seconds", 60), threshold,
+                   runtime)
 
 
 def _seconds(data: Mapping[str, Any], key: str, low: float) -> float:
@@ -129,12 +165,17 @@ class RunCheck:
         settings: the handler's settings (``schedule``, ``time_zone``).
         history: a reader of the run records' collection.
         server_now: the store's current time (aware UTC), the check time when the request has none.
+        job_state: reads the job's state from the Cloud Scheduler API
+            (:class:`~scheduler_dedup.handler.monitoring.job_state.JobStateReader`), or None: only
+            ``DEDUP_PAUSED_SINCE`` tells of a pause.
     """
 
-    def __init__(self, settings: Settings, history: RunHistory, server_now: Any):
+    def __init__(self, settings: Settings, history: RunHistory, server_now: Any,
+                 job_state: Callable[[], JobState] | None = None):
         self.settings = settings
         self.history = history
         self.server_now = server_now
+        self.job_state = job_state
 
     def handle(self, headers: HeaderSource, body: bytes) -> Response:
         """Run one check; returns ``(body, status_code, extra_headers)`` (see the module docstring)."""
@@ -167,12 +208,24 @@ class RunCheck:
         grace = timedelta(seconds=request.grace_seconds)
         since = now - timedelta(seconds=request.window_seconds) - grace
         until = now - grace
+        scope = JobScope(request.job_name, project, location)
         try:
+            paused_since = self.settings.paused_since or self._paused_outside(scope)
             report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds,
-                           active_since=self.settings.schedule_since, project=project, location=location)
+                           active_since=self.settings.schedule_since, project=project, location=location,
+                           paused_since=paused_since)
+            # runs that finished (or outlived the maximum runtime) in the window before the check; the runtime
+            # limit and a day of retries bound how old a run still in progress may be
+            reach = now - timedelta(seconds=request.window_seconds + (request.max_runtime_seconds or 0) + 86400)
+            recent = recent_runs(self.history, scope, since=reach, until=now,
+                                 finished_before=request.failure_threshold)
         except STORE_ERRORS as exc:
             return self._store_error(exc)
+        alerts = run_alerts(recent, since=now - timedelta(seconds=request.window_seconds), until=now,
+                            failure_threshold=request.failure_threshold,
+                            max_runtime_seconds=request.max_runtime_seconds)
+        self._log_alerts(request.job_name, alerts)
         missed = sorted(report.of(MISSED), key=lambda f: f.schedule_time)
         stuck = sorted(report.of(STUCK_RUN), key=lambda f: f.schedule_time)
         for finding in missed:
@@ -191,7 +244,10 @@ class RunCheck:
                                     LogField.EXPECTED: report.expected, LogField.MISSED: len(missed),
                                     LogField.STUCK: len(stuck), LogField.GRACE_SECONDS: request.grace_seconds})
         summary = report.to_json()
-        status = "missed" if missed else "stuck" if stuck else "ok"
+        of = {kind: [rfc3339(a.run.schedule_time) for a in alerts if a.kind == kind]
+              for kind in (FAILING, RECOVERED, LONG_RUN)}
+        status = ("missed" if missed else "stuck" if stuck else "failing" if of[FAILING] else
+                  "long_run" if of[LONG_RUN] else "paused" if report.of(PAUSED) else "ok")
         return {
             "status": status,
             "job_name": request.job_name,
@@ -202,8 +258,43 @@ class RunCheck:
             "missed": [rfc3339(f.schedule_time) for f in missed],
             "stuck": [rfc3339(f.schedule_time) for f in stuck],
             "active_since": summary["active_since"], "active_since_source": summary["active_since_source"],
+            "paused_since": rfc3339(paused_since),
+            "failing": of[FAILING], "recovered": of[RECOVERED], "long_run": of[LONG_RUN],
             "findings": summary["findings"],
         }, code(RUN_CHECK, status), {}
+
+    def _paused_outside(self, scope: JobScope) -> datetime | None:
+        """When the job was paused outside the stack, as the Cloud Scheduler API tells (:mod:`.job_state`): no
+        earlier than its last user update nor than its newest run; None when running or not readable (a WARNING).
+
+        Raises:
+            the store contract's errors, reading the newest run.
+        """
+        if self.job_state is None:
+            return None
+        state = self.job_state()
+        if state.error is not None:
+            log.warning("run check cannot read the job's state, a pause outside the stack is not recognised: %s",
+                        state.error, extra={LogField.OUTCOME: "job_state_unreadable", LogField.ERROR: state.error})
+            return None
+        if not state.paused:
+            return None
+        newest = scope.latest(self.history)
+        marks = [t for t in (state.updated, newest.schedule_time + timedelta(microseconds=1) if newest else None) if t]
+        return max(marks) if marks else None
+
+    @staticmethod
+    def _log_alerts(job_name: str, alerts: list[RunAlert]) -> None:
+        """One line per alert: ``failure_streak`` and ``long_run`` at ERROR, ``run_recovered`` at INFO (its policy
+        notifies; the severity only sorts the log)."""
+        events = {FAILING: (logging.ERROR, LogEvent.FAILURE_STREAK), RECOVERED: (logging.INFO, LogEvent.RUN_RECOVERED),
+                  LONG_RUN: (logging.ERROR, LogEvent.LONG_RUN)}
+        for alert in alerts:
+            level, event = events[alert.kind]
+            log.log(level, "%s run of %s at %s: %s", alert.kind, job_name, rfc3339(alert.run.schedule_time),
+                    alert.detail, extra={LogField.EVENT: event, LogField.JOB_NAME: job_name,
+                                         LogField.SCHEDULE_TIME: rfc3339(alert.run.schedule_time),
+                                         LogField.RUN_ID: alert.run.run_id, LogField.ERROR: alert.detail})
 
     def _check_time(self, headers: HeaderSource) -> datetime:
         """The watchdog's schedule time, but never later than the store's clock (a forced run sends the future)."""

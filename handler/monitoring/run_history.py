@@ -27,7 +27,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import SCHEDULER_JOB_RE
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, FireTime, fire_times
+from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, FireTime, fire_times, is_fire_time
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
 from scheduler_dedup.handler.stores.base import RunStore
 
@@ -47,8 +47,11 @@ SKIPPED_BUSY = "skipped"
 #: (Scheduler's cron page warns of "execution anomalies" around DST changes). Not a problem of the handler:
 #: ``DEDUP_KEY_LOCAL_TIME=true`` makes the second delivery a duplicate.
 DST_REPEATED = "dst_repeated"
+#: The fire times from the job's pause on (``DEDUP_PAUSED_SINCE``), none delivered: one finding for the span, a state
+#: and not a problem, so a planned pause pages nothing.
+PAUSED = "paused"
 PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
-KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED)
+KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
 
 #: :attr:`Report.active_since_source` values: what bounded the window's start.
 SINCE_SCHEDULE_CHANGE = "schedule_since"  #: the time the job got its schedule (DEDUP_SCHEDULE_SINCE)
@@ -58,9 +61,10 @@ SINCE_EARLIEST_RECORD = "earliest_record"  #: nothing known: the job's earliest 
 #: records that time before the Cloud Run service that carries it, then deploys the service (minutes), grants the
 #: invoker role (IAM changes "typically 2 minutes, potentially 7 minutes or longer" to take effect:
 #: https://cloud.google.com/iam/docs/access-change-propagation) and only then creates or updates the Scheduler job, so
-#: the first fire times after it were never due. A run recorded within them counts, and the first one ends them: the
-#: job exists from then on. (After a schedule change, a delivery of the old schedule at a time the new one shares
-#: ends them too, so a new fire time before the job's update may still be reported missed.)
+#: the first fire times after it were never due. A run recorded within them counts, and on a fresh deploy the first one
+#: ends them: the job exists from then on. After a schedule change only a delivery the old schedule (the newest older
+#: record's) cannot explain ends them, and the old schedule's deliveries within them are not unexpected: Scheduler
+#: applies a change late, so hourly -> every minute delivers the old 13:00 run before the first new one.
 SCHEDULE_SETTLE_SECONDS = 900
 
 #: Default grace period, seconds: how long after a fire time its run may still be recorded before it
@@ -353,9 +357,10 @@ class Finding:
             ``stuck`` (in progress past its lease), ``repeated`` (executed again after a takeover),
             ``unexpected`` (a forced run, or a schedule time that is not a fire time), ``skipped`` (no record
             because Scheduler skipped the fire time while the previous run was still running or retried),
-            ``dst_repeated`` (a repeated wall-clock time run at both of its instants).
+            ``dst_repeated`` (a repeated wall-clock time run at both of its instants), ``paused`` (the fire times
+            since the job's pause, one finding for the span).
         schedule_time: the run's schedule time, or for missed/late the fire time's latest candidate
-            instant; aware UTC.
+            instant, or for paused the time of the pause; aware UTC.
         detail: why, in words, for a person reading the report.
         fire_time: the fire time concerned, or None for an unexpected run.
         run: the run concerned, or None for missed/late.
@@ -455,7 +460,8 @@ _PREFERENCE = {"": 0, "repeated": 1, "skipped": 2}  # a run counts for an ordina
 
 def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, time_zone: str, since: datetime,
             until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
-            active_since: datetime | None = None, runs_before_window: bool | None = None) -> Report:
+            active_since: datetime | None = None, runs_before_window: bool | None = None,
+            paused_since: datetime | None = None) -> Report:
     """Compare a schedule's fire times in ``[since, until)`` with the runs recorded for them.
 
     Args:
@@ -477,6 +483,9 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         runs_before_window: True if the job has records older than every run given (its history starts before
             the scan), so the earliest run given bounds nothing; None or False: the runs given reach back to
             the job's first record.
+        paused_since: when the job was paused (``DEDUP_PAUSED_SINCE``), aware, or None: the fire times from then on
+            without a record are one ``paused`` finding (with their number, first and last), neither expected nor
+            missed; a run recorded for one still counts.
 
     Returns:
         A :class:`Report`. A fire time that did not exist on the wall clock (clocks went forward) is
@@ -507,10 +516,12 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
     newest: HistoryRun | None = None
     earliest: datetime | None = None
     seen = 0
+    kept: list[HistoryRun] = []  # scheduled runs that carry the schedule they ran under (_schedule_before)
     for run in runs:
         in_window = since <= run.schedule_time < until
         seen += in_window
         if not run.manual:
+            kept.append(run)
             earliest = run.schedule_time if earliest is None else min(earliest, run.schedule_time)
             if newest is None or run.schedule_time > newest.schedule_time:
                 newest = run
@@ -543,21 +554,27 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                                     "after its lease expired: the job ran again (twice, if the earlier attempt had "
                                     "started it)", matched, run))
     bound, source = _active_since(active_since, newest, earliest, runs_before_window)
+    settled = None
+    if source == SINCE_SCHEDULE_CHANGE and bound is not None:  # until the job's first run since then, at the latest
+        delivered = sorted(instant for instants in recorded for instant in instants if instant >= bound)
+        settled = _settled(bound, delivered, *_schedule_before(kept, bound), (schedule, time_zone))
     for run in unmatched:
+        if settled is not None and bound is not None and bound <= run.schedule_time < settled:
+            continue  # the old schedule's delivery while Scheduler had not applied the change yet
         if bound is None or run.schedule_time >= bound:
             findings.append(Finding(UNEXPECTED, run.schedule_time,
                                     f"not a fire time of {schedule!r} in {time_zone}", run=run))
     busy.sort()
-    settled = None
-    if source == SINCE_SCHEDULE_CHANGE and bound is not None:  # until the job's first run since then, at the latest
-        delivered = [instant for instants in recorded for instant in instants if instant >= bound]
-        settled = min([bound + timedelta(seconds=SCHEDULE_SETTLE_SECONDS), *delivered])
     expected = hits = 0
+    paused: list[FireTime] = []
     for fire, instants in zip(fires, recorded):
         if not fire.required or fire.first > now or (bound is not None and fire.due < bound):
             continue
         if not instants and settled is not None and fire.due < settled:
             continue  # the job may not have existed yet, or not been allowed to call (SCHEDULE_SETTLE_SECONDS)
+        if not instants and paused_since is not None and fire.first >= paused_since:
+            paused.append(fire)
+            continue
         expected += 1
         if instants:
             hits += 1
@@ -578,6 +595,12 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         else:
             findings.append(Finding(LATE, fire.due, f"no record yet; within the {grace_seconds:g} s grace period",
                                     fire))
+    if paused:
+        assert paused_since is not None
+        findings.append(Finding(PAUSED, paused_since.astimezone(timezone.utc),
+                                f"the job is paused since {rfc3339(paused_since)}: {len(paused)} fire time(s) from "
+                                f"{rfc3339(paused[0].due)} to {rfc3339(paused[-1].due)} were not delivered, as a "
+                                "paused job's are; not missed", paused[0]))
     findings.sort(key=lambda f: (f.schedule_time, KINDS.index(f.kind)), reverse=True)
     return Report(job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until, now=now,
                   grace_seconds=grace_seconds, expected=expected, recorded=hits, runs=seen,
@@ -594,6 +617,30 @@ def _active_since(given: datetime | None, newest: HistoryRun | None, earliest: d
     if earliest is not None and not runs_before_window:
         return earliest, SINCE_EARLIEST_RECORD
     return None, None
+
+
+def _schedule_before(runs: list[HistoryRun], bound: datetime) -> tuple[bool, tuple[str, str] | None]:
+    """What the job ran under before ``bound``: (False, None) when no run is older (a fresh deploy); else (True,
+    (schedule, time zone)) of the newest older run that stored its schedule, or (True, None) when none did."""
+    older = sorted((run for run in runs if run.schedule_time < bound), key=lambda r: r.schedule_time, reverse=True)
+    stored = next((run for run in older if run.schedule), None)
+    return bool(older), (stored.schedule or "", stored.time_zone or DEFAULT_TIME_ZONE) if stored else None
+
+
+def _settled(bound: datetime, delivered: list[datetime], changed: bool, old: tuple[str, str] | None,
+             new: tuple[str | None, str]) -> datetime:
+    """When the job's schedule since ``bound`` took effect (:data:`SCHEDULE_SETTLE_SECONDS` after it at the latest).
+
+    A fresh deploy (``changed`` False: no run before ``bound``): at its first delivery, the job exists from then on.
+    A schedule change: at the first delivery the ``old`` schedule cannot explain, since Scheduler applies a change
+    late and the old schedule's delivery at a time both share proves nothing (oss-fuzz #7670); never before the
+    settle time when the old schedule is not known (``old`` None)."""
+    latest = bound + timedelta(seconds=SCHEDULE_SETTLE_SECONDS)
+    if not changed or old == new:
+        return min([latest, *delivered])
+    if old is None:
+        return latest
+    return next((t for t in delivered if t < latest and not is_fire_time(old[0], old[1], t)), latest)
 
 
 def _busy_from(run: HistoryRun, grace_seconds: float) -> datetime:
@@ -677,7 +724,7 @@ class JobScope:
 def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
           until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
           active_since: datetime | None = None, on_page: Callable[[int], None] | None = None,
-          project: str | None = None, location: str | None = None) -> Report:
+          project: str | None = None, location: str | None = None, paused_since: datetime | None = None) -> Report:
     """Read the job's runs around ``[since, until)`` and :func:`compare` them with the schedule.
 
     The query reaches a day beyond both ends, so a fire time whose instants straddle an edge (a
@@ -697,4 +744,90 @@ def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, 
         older = scope.has_runs_before(history, start)
     runs = scope.runs(history, since=start, until=until + timedelta(days=1), on_page=on_page)
     return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
-                   now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older)
+                   now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older,
+                   paused_since=paused_since)
+
+
+#: :attr:`RunAlert.kind` values: what the run check finds in the records besides missed and stuck runs.
+FAILING, RECOVERED, LONG_RUN = "failing", "recovered", "long_run"
+
+
+@dataclass(frozen=True)
+class RunAlert:
+    """One alert-worthy change the records show, at the moment it happened.
+
+    Attributes:
+        kind: ``failing`` (this run's failure made ``streak`` consecutive failed runs, reaching the failure
+            threshold), ``recovered`` (this run completed after ``streak`` consecutive failures that reached it) or
+            ``long_run`` (this run is still in progress ``max_runtime_seconds`` after its claim, renewals or not).
+        run: the run concerned.
+        at: when it happened, aware UTC: the run's ``finished_at``, or its claim plus the maximum runtime.
+        streak: the consecutive failed runs (0 for ``long_run``).
+        detail: why, in words.
+    """
+
+    kind: str
+    run: HistoryRun
+    at: datetime
+    streak: int
+    detail: str
+
+
+def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, failure_threshold: int = 1,
+               max_runtime_seconds: float | None = None) -> list[RunAlert]:
+    """The :class:`RunAlert` values that happened in ``[since, until)``, oldest first.
+
+    A failure streak counts finished scheduled runs (``completed`` or ``failed``) in schedule-time order; a forced run
+    or one in progress neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
+    it to ``failure_threshold``; ``recovered`` by the first completed run after it. Consecutive checks whose windows
+    tile time report each once. The run check reads runs scheduled up to a day (plus the maximum runtime) before it,
+    so a run delivered more than a day after its schedule time (a backfill of old fire times) is not counted. ``runs`` must reach back past the window by at least ``failure_threshold`` finished
+    runs (:func:`recent_runs`), or a streak begun before them counts short.
+
+    Raises:
+        ValueError: ``failure_threshold`` below 1 or ``max_runtime_seconds`` not positive.
+    """
+    if failure_threshold < 1:
+        raise ValueError(f"failure_threshold={failure_threshold} must be at least 1")
+    if max_runtime_seconds is not None and max_runtime_seconds <= 0:
+        raise ValueError(f"max_runtime_seconds={max_runtime_seconds} must be positive")
+    found: list[RunAlert] = []
+    streak = 0
+    for run in sorted((r for r in runs if not r.manual), key=lambda r: r.schedule_time):
+        if run.state == IN_PROGRESS and max_runtime_seconds is not None and run.claimed_at is not None:
+            limit = run.claimed_at + timedelta(seconds=max_runtime_seconds)
+            if since <= limit < until:
+                found.append(RunAlert(LONG_RUN, run, limit, 0, f"still in progress {max_runtime_seconds:g} s after "
+                                      f"its claim at {rfc3339(run.claimed_at)} (max_runtime_seconds), whether or not "
+                                      "its lease is renewed: the job may hang"))
+        if run.status not in (COMPLETED, FAILED) or run.finished_at is None:
+            continue
+        inside = since <= run.finished_at < until
+        if run.status == FAILED:
+            streak += 1
+            if streak == failure_threshold and inside:
+                found.append(RunAlert(FAILING, run, run.finished_at, streak,
+                                      f"{streak} consecutive run(s) failed, the last: {run.error or 'no error text'}"))
+        else:
+            if streak >= failure_threshold and inside:
+                found.append(RunAlert(RECOVERED, run, run.finished_at, streak,
+                                      f"completed after {streak} consecutive failed run(s)"))
+            streak = 0
+    found.sort(key=lambda a: a.at)
+    return found
+
+
+def recent_runs(history: RunHistory, scope: JobScope, *, since: datetime, until: datetime,
+                finished_before: int) -> list[HistoryRun]:
+    """The job's runs with ``since <= schedule_time < until``, plus the ``finished_before`` newest finished runs older
+    than ``since`` (what :func:`run_alerts` needs to count a streak begun before the window), newest first. Reads
+    page by page and stops as soon as it has them."""
+    found: list[HistoryRun] = []
+    older = 0
+    for run in scope.runs(history, until=until):
+        if run.schedule_time < since:
+            if older >= finished_before:
+                break
+            older += run.status in (COMPLETED, FAILED) and not run.manual
+        found.append(run)
+    return found

@@ -135,28 +135,28 @@ def _items(text: str, field: int) -> list[_Item]:
     return items
 
 
-def _expand(item: _Item, field: int, *, dow_end: int = 6, wrap: bool = True) -> set[int]:
+def _expand(item: _Item, field: int, *, dow_end: int = 6) -> set[int]:
     """The values of ``item`` by the cron page's rules: ``*`` is first-last, a range is inclusive, ``/n`` skips
     through it. A single value with a step (``a/n``) steps to the field's end (``dow_end`` for day-of-week: the
-    page does not say whether it is 6 or 7). A reversed range wraps past the end (``wrap``) or is empty."""
+    page does not say whether it is 6 or 7). A reversed range wraps past the field's end (:func:`_unsettled`)."""
     _, low, high = _FIELDS[field]
     if field == _DOW:
         high = 6  # '*' stands for first-last: 0-6; 7 (Sunday again) only where written
-    step = item.step or 1
+    return {v % 7 if field == _DOW else v for v in _span(item, field, dow_end=dow_end, high=high)[::item.step or 1]}
+
+
+def _span(item: _Item, field: int, *, dow_end: int, high: int | None = None) -> list[int]:
+    """The values ``item``'s range runs through before its step is applied, in order (a reversed range wrapped)."""
+    _, low, top = _FIELDS[field]
+    high = top if high is None else high
     if item.start is None:
-        values = list(range(low, high + 1, step))
-    elif item.end is None:
-        last = max(item.start, dow_end) if field == _DOW else high
-        values = list(range(item.start, last + 1, step)) if item.step else [item.start]
-    elif item.end >= item.start:
-        values = list(range(item.start, item.end + 1, step))
-    elif wrap:
-        top = 7 if field == _DOW else high
-        span = list(range(item.start, top + 1)) + list(range(low, item.end + 1))
-        values = span[::step]
-    else:
-        values = []
-    return {v % 7 if field == _DOW else v for v in values}
+        return list(range(low, high + 1))
+    if item.end is None:
+        last = max(item.start, dow_end) if field == _DOW else top
+        return list(range(item.start, last + 1)) if item.step else [item.start]
+    if item.end >= item.start:
+        return list(range(item.start, item.end + 1))
+    return list(range(item.start, top + 1)) + list(range(low, item.end + 1))
 
 
 @dataclass(frozen=True)
@@ -166,8 +166,7 @@ class CronReading:
     Attributes:
         expression: five fields, each ``*`` or an explicit list of values (day-of-week 0-6, Sunday 0), so none
             of croniter's own parsing of ranges, steps, names or 7 is used (it reads ``7-7`` and any ``a-a`` in
-            any field as every value, and ``7/2`` in day-of-week as 0,2,4,6); ``""`` for a reading that never
-            fires (a backwards range read as empty).
+            any field as every value, and ``7/2`` in day-of-week as 0,2,4,6).
         day_or: True when the two day fields are ORed (both restricted), False when both must match.
     """
 
@@ -201,13 +200,18 @@ def _unsettled(parsed: _Parsed) -> list[tuple[str, list[tuple[int, dict[str, Any
         name = _FIELDS[field][0]
         for item in items:
             if item.reversed:
-                wrapped = _field_text(_expand(item, field))
+                written = list(parsed.fields)
+                written[field] = ",".join(_field_text(_expand(i, field)) if i is item else i.text for i in items)
+                wrapped = " ".join(written)
                 found.append((
                     f"{text!r}: the {name} range {item.text!r} runs backwards. Cloud Scheduler's cron page says only "
                     "that \"ranges are two numbers separated with a hyphen (-) and the specified range is inclusive\", "
-                    "not whether a range wraps past the field's end (croniter wraps it, cronsim and Vixie cron refuse "
-                    f"it): write the values out, e.g. {wrapped!r} for the wrapped reading",
-                    [(field, {"wrap": True}), (field, {"wrap": False})]))
+                    "not whether a range wraps past the field's end; the unix-cron it names refuses it (cronie: \"the "
+                    "first number must always be lower or equal to the second\"), croniter wraps it. So Scheduler "
+                    "either refuses the job at pulumi up (\"Schedule or time zone is invalid\") or wraps the range, "
+                    "and a job that exists is read wrapped (run history, alerts, fire gaps): write the values out, "
+                    f"e.g. {wrapped!r}",
+                    [(field, {})]))
             elif field == _DOW and item.start is not None and item.end is None and item.step:
                 six, seven = (_expand(item, field, dow_end=end) for end in (6, 7))
                 if six != seven:
@@ -231,6 +235,57 @@ def _unsettled(parsed: _Parsed) -> list[tuple[str, list[tuple[int, dict[str, Any
             "field, by Vixie cron's (cronsim's) only on days matching both. Run history accepts either; write "
             f"{rewrite!r} for the OR reading",
             [(-1, {"day_or": True}), (-1, {"day_or": False})]))
+    return found
+
+
+def _cadence(schedule: str) -> str:
+    """What ``schedule`` does, in words (``hourly``, ``daily``, ``monthly``...), from its fire gaps in UTC."""
+    gaps = fire_gaps(schedule, DEFAULT_TIME_ZONE, datetime(2025, 1, 1, tzinfo=timezone.utc))
+    low, high = gaps.smallest_seconds, gaps.largest_seconds
+    named = {60: "every minute", 3600: "hourly", 86400: "daily", 7 * 86400: "weekly"}
+    if low == high and low in named:
+        return named[int(low)]
+    if 28 * 86400 <= low and high <= 31 * 86400:
+        return "monthly"
+    if 365 * 86400 <= low and high <= 366 * 86400:
+        return "yearly"
+    return f"with gaps of {low:g} s to {high:g} s"
+
+
+_UNITS = ("minutes", "hours", "days", "months", "days")
+_NEXT = ("hour", "day", "month", "year", "week")
+
+
+def oversized_step_forms(schedule: str) -> list[str]:
+    """Steps at least as large as the range they skip through, one message each saying what the schedule really
+    does and the spelling that says so; [] when there is none or ``schedule`` is not plain unix-cron.
+
+    The cron page: "Following a range with /NUMBER specifies skips of the number's value through the range", so
+    a step never carries over into the next hour, day or month: ``*/61 * * * *`` and ``0/120 * * * *`` select
+    minute 0 only and run hourly, ``0 */25 * * *`` daily, ``0 0 */45 * *`` monthly. Scheduler accepts them.
+    """
+    try:
+        parsed = _parse(schedule)
+    except _Unparsed:
+        return []
+    found = []
+    text = " ".join(parsed.fields)
+    for field, items in enumerate(parsed.items):
+        name, low, high = _FIELDS[field]
+        for item in items:
+            span = _span(item, field, dow_end=7, high=6 if field == _DOW else None)
+            if item.step is None or len(span) < 2 or item.step < len(span):
+                continue
+            kept = str(span[0] % 7 if field == _DOW else span[0])
+            fields = list(parsed.fields)
+            fields[field] = ",".join(kept if part is item else part.text for part in items)
+            settled = " ".join(fields)
+            through = f"{span[0]}-{span[-1]}" if item.start is None or item.end is not None else f"{span[0]} to the field's end {span[-1]}"
+            found.append(f"{text!r}: the {name} step {item.text!r} is at least as large as the range it skips "
+                         f"through ({through}, {len(span)} values), so it selects {kept} only and the job runs "
+                         f"{_cadence(settled)}, not every {item.step} {_UNITS[field]}: a step skips through its range "
+                         f"only (the cron page) and never carries over into the next {_NEXT[field]}; write "
+                         f"{settled!r} to say so, or list the times it should run")
     return found
 
 
@@ -266,9 +321,8 @@ def cron_readings(schedule: str) -> tuple[CronReading, ...]:
                 fields.append("*")
                 continue
             values = set().union(*(_expand(item, number, **options.get(number, {})) for item in items))
-            fields.append(_field_text(values) if values else "")
-        # a reversed range read as empty leaves its field empty: that reading never fires
-        reading = CronReading("" if "" in fields else " ".join(fields), day_or)
+            fields.append(_field_text(values))
+        reading = CronReading(" ".join(fields), day_or)
         if reading not in readings:
             readings.append(reading)
     return tuple(readings)
@@ -278,8 +332,9 @@ def unsettled_cron_forms(schedule: str) -> list[str]:
     """What in ``schedule`` Cloud Scheduler's cron page does not settle, one message each (with the rewrite that
     settles it), or [] when it settles everything. Preview flags these instead of guessing.
 
-    The forms: a range that runs backwards (``22-2``); a day-of-week ``a/n`` whose end (6, or 7 for Sunday)
-    changes its days; a ``*``-prefixed step in one day field while the other is restricted (``0 0 */2 * 1``).
+    The forms: a range that runs backwards (``22-2``, read wrapped: a job Scheduler accepted fires, and
+    wrapping is the one reading that does); a day-of-week ``a/n`` whose end (6, or 7 for Sunday) changes its days;
+    a ``*``-prefixed step in one day field while the other is restricted (``0 0 */2 * 1``).
     A schedule that is not plain unix-cron has none (:func:`unix_cron_problem` refuses it).
     """
     try:
@@ -337,8 +392,6 @@ _FIRE_SEARCH_YEARS = 8
 
 def _fires(reading: CronReading) -> bool:
     """True if ``reading`` has any fire time (a bounded croniter search from a fixed date)."""
-    if not reading.expression:
-        return False
     try:
         _croniter(reading, datetime(2024, 1, 1), max_years_between_matches=_FIRE_SEARCH_YEARS).get_next(datetime)
     except CroniterBadDateError:
@@ -436,7 +489,7 @@ def _wall_clock(readings: tuple[CronReading, ...], start: datetime) -> Iterator[
         while True:
             yield it.get_next(datetime)
 
-    merged = heapq.merge(*(stream(reading) for reading in readings if reading.expression))
+    merged = heapq.merge(*(stream(reading) for reading in readings))
     for local, group in itertools.groupby(merged):
         yield local, sum(1 for _ in group) == len(readings)
 
@@ -482,6 +535,13 @@ def fire_times(schedule: str, time_zone: str, since: datetime, until: datetime) 
             yield fire
 
 
+def is_fire_time(schedule: str, time_zone: str, instant: datetime) -> bool:
+    """True if ``instant`` (aware) is a candidate instant of a fire time of ``schedule`` in ``time_zone`` (run history
+    asks it of the old schedule after a schedule change)."""
+    window = list(fire_times(schedule, time_zone, instant, instant + timedelta(microseconds=1)))
+    return any(instant == c for f in window for c in f.candidates)
+
+
 @dataclass(frozen=True)
 class FireGaps:
     """The shortest and longest time between consecutive fire times of a schedule, seconds.
@@ -495,12 +555,12 @@ class FireGaps:
     largest_seconds: float
 
 
-#: Days searched by :func:`fire_gaps`: past a year, so yearly patterns and both clock changes are in it.
+#: Days of gap starts :func:`fire_gaps` covers: past a year, so yearly patterns and both clock changes are in it.
 GAP_HORIZON_DAYS = 400
 
 
-#: Days :func:`fire_gaps` searches when a schedule fires less than twice within its horizon: the years
-#: :func:`unix_cron_problem` searches for a first fire time, so a schedule Scheduler accepts has gaps.
+#: Days :func:`fire_gaps` walks at most: the years :func:`unix_cron_problem` searches for a first fire time,
+#: so a schedule Scheduler accepts has gaps within them (a leap-day schedule, ``0 0 29 2 *``, too).
 _RARE_HORIZON_DAYS = _FIRE_SEARCH_YEARS * 366 + 1
 
 
@@ -511,13 +571,12 @@ def _times_of_day(reading: CronReading) -> tuple[int, ...]:
     return tuple(sorted(h * 60 + m for h in hour_set for m in minute_set))
 
 
-def _fire_days(reading: CronReading, first: datetime, last: datetime) -> set[datetime]:
+def _fire_days(reading: CronReading, first: datetime) -> Iterator[datetime]:
+    """The days (naive midnights, oldest first, from ``first`` on) on which ``reading`` fires."""
     fields = reading.expression.split()
     it = croniter(" ".join(["0", "0", *fields[2:]]), first - timedelta(microseconds=1), day_or=reading.day_or)
-    days = set()
-    while (day := it.get_next(datetime)) < last:
-        days.add(day)
-    return days
+    while True:
+        yield it.get_next(datetime)
 
 
 @lru_cache(maxsize=64)
@@ -527,22 +586,49 @@ def _within_day_gaps(minutes: tuple[int, ...]) -> tuple[float, float] | None:
     return (min(steps), max(steps)) if steps else None
 
 
+def _day_instants(day: datetime, minutes: tuple[int, ...], tz: zoneinfo.ZoneInfo,
+                  keep_skipped: bool) -> tuple[datetime, datetime, tuple[float, float] | None] | None:
+    """(first instant, last instant, (smallest, largest) gap within the day) of the times of day ``minutes`` on
+    ``day``, or None when none of them runs. A time the clocks skip counts only if ``keep_skipped``; a time that
+    occurs twice counts once, at its first instant."""
+    following = day + timedelta(days=1)
+    plain = _utc(day, tz, 0).utcoffset() == _utc(following, tz, 0).utcoffset() and \
+        day.replace(tzinfo=tz).utcoffset() == following.replace(tzinfo=tz).utcoffset()
+    if plain:
+        first, last = (_utc(day + timedelta(minutes=m), tz, 0) for m in (minutes[0], minutes[-1]))
+        return first, last, _within_day_gaps(minutes)
+    instants: list[datetime] = []
+    for minute in minutes:
+        fire = fire_time_at(day + timedelta(minutes=minute), tz)
+        if not keep_skipped and fire.dst == SKIPPED:
+            continue  # a time the clocks skip may not run at all: the longer gap
+        if not instants or fire.first > instants[-1]:
+            instants.append(fire.first)  # a repeated wall-clock time: its first instant only
+    if not instants:
+        return None
+    steps = [(b - a).total_seconds() for a, b in zip(instants, instants[1:])]
+    return instants[0], instants[-1], (min(steps), max(steps)) if steps else None
+
+
 def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
               horizon_days: int = GAP_HORIZON_DAYS) -> FireGaps:
     """The shortest and longest gap between consecutive fire times of ``schedule`` in ``time_zone`` (seconds).
 
-    Searches ``horizon_days`` from ``start`` (default: today, UTC midnight) on the job's wall clock, so
-    daylight-saving days count with their real length. A wall-clock time that occurs twice (clocks go back)
-    counts once, at its first instant: Cloud Scheduler's docs do not say whether it fires once or twice, and once
-    gives the longer, safer largest gap. A wall-clock time that does not exist (clocks go forward) counts for the
-    smallest gap but not for the largest: the docs allow that it does not run ("can cause jobs to run or not run
-    unexpectedly"), so ``30 2,14 * * *`` in Europe/Berlin has a 23 h largest gap on 29 March, not 13 h. Work is per day, not per fire time: the times of day are the same on
-    every day a reading fires, except on daylight-saving days, which are walked fire by fire.
+    Every gap that starts within ``horizon_days`` from ``start`` (default: today, UTC midnight) is measured to its
+    end, however far past the horizon that is, so a full cycle of the schedule is covered whatever the start:
+    ``0 * * 2 *`` (February only) started in December still sees the eleven months to the next February. Walked
+    on the job's wall clock, so daylight-saving days count with their real length. A wall-clock time that occurs
+    twice (clocks go back) counts once, at its first instant: Cloud Scheduler's docs do not say whether it fires
+    once or twice, and once gives the longer, safer largest gap. A wall-clock time that does not exist (clocks go
+    forward) counts for the smallest gap but not for the largest: the docs allow that it does not run ("can cause
+    jobs to run or not run unexpectedly"), so ``30 2,14 * * *`` in Europe/Berlin has a 23 h largest gap on 29
+    March, not 13 h. Work is per fire day, not per fire time: the times of day are the same on every day a
+    reading fires, except on daylight-saving days, which are walked fire by fire.
 
     Raises:
         ValueError: ``schedule`` or ``time_zone`` is invalid, or every reading of the schedule together does not
-            fire twice within the horizon nor within :data:`_FIRE_SEARCH_YEARS` years (e.g. ``0 0 30 2 *``; the
-            message says "does not fire"). A leap-day schedule (``0 0 29 2 *``) is searched over those years.
+            fire twice within :data:`_FIRE_SEARCH_YEARS` years (e.g. ``0 0 30 2 *``; the message says "does not
+            fire"). A leap-day schedule (``0 0 29 2 *``) is searched over those years.
     """
     problem = unix_cron_problem(schedule)
     if problem:
@@ -553,52 +639,36 @@ def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
     today = (start or datetime.now(timezone.utc)).astimezone(tz).replace(tzinfo=None)
     first_day = datetime.combine(today.date(), datetime.min.time())
     last_day = first_day + timedelta(days=horizon_days)
-    readings = [r for r in cron_readings(schedule) if r.expression]
-    total = len(cron_readings(schedule))
-    days = [_fire_days(r, first_day, last_day) for r in readings]
+    give_up = first_day + timedelta(days=max(horizon_days, _RARE_HORIZON_DAYS))
+    readings = cron_readings(schedule)
+    streams = [_fire_days(r, first_day) for r in readings]
+    heads = [next(stream) for stream in streams]
     times = [_times_of_day(r) for r in readings]
     smallest, largest = float("inf"), 0.0
     previous: dict[str, datetime | None] = {"any": None, "all": None}
-    day = first_day
-    while day < last_day:
-        following = day + timedelta(days=1)
-        firing = [i for i, d in enumerate(days) if day in d]
-        plain = _utc(day, tz, 0).utcoffset() == _utc(following, tz, 0).utcoffset() and \
-            day.replace(tzinfo=tz).utcoffset() == following.replace(tzinfo=tz).utcoffset()
-        if firing:
-            union = tuple(sorted(set().union(*(times[i] for i in firing))))
-            shared = tuple(sorted(set(times[firing[0]]).intersection(*(times[i] for i in firing))
-                                  if len(firing) == total else ()))
-            for kind, minutes in (("any", union), ("all", shared)):
-                if not minutes:
-                    continue
-                if plain:
-                    first, last = (_utc(day + timedelta(minutes=m), tz, 0) for m in (minutes[0], minutes[-1]))
-                    within = _within_day_gaps(minutes)
-                else:
-                    instants: list[datetime] = []
-                    for minute in minutes:
-                        fire = fire_time_at(day + timedelta(minutes=minute), tz)
-                        if kind == "all" and fire.dst == SKIPPED:
-                            continue  # a time the clocks skip may not run at all: the longer gap
-                        instant = fire.first
-                        if not instants or instant > instants[-1]:
-                            instants.append(instant)  # a repeated wall-clock time: its first instant only
-                    if not instants:
-                        continue
-                    first, last = instants[0], instants[-1]
-                    steps = [(b - a).total_seconds() for a, b in zip(instants, instants[1:])]
-                    within = (min(steps), max(steps)) if steps else None
-                before = previous[kind]
-                gaps = [*(within or ()), *([(first - before).total_seconds()] if before is not None else [])]
-                if gaps and kind == "any":
-                    smallest = min(smallest, *gaps)
-                if gaps and kind == "all":
-                    largest = max(largest, *gaps)
-                previous[kind] = last
-        day = following
+    while (day := min(heads)) < give_up:
+        firing = [i for i, head in enumerate(heads) if head == day]
+        union = tuple(sorted(set().union(*(times[i] for i in firing))))
+        shared = tuple(sorted(set(times[firing[0]]).intersection(*(times[i] for i in firing))
+                              if len(firing) == len(readings) else ()))
+        ended = False
+        for kind, minutes in (("any", union), ("all", shared)):
+            found = _day_instants(day, minutes, tz, keep_skipped=kind == "any") if minutes else None
+            if found is None:
+                continue
+            first, last, within = found
+            before = previous[kind]
+            gaps = [*(within or ()), *([(first - before).total_seconds()] if before is not None else [])]
+            if gaps and kind == "any":
+                smallest = min(smallest, *gaps)
+            if gaps and kind == "all":
+                largest = max(largest, *gaps)
+                ended = day >= last_day  # the gap that began inside the horizon has ended
+            previous[kind] = last
+        if ended and smallest < float("inf"):
+            break
+        for i in firing:
+            heads[i] = next(streams[i])
     if largest == 0.0 or smallest == float("inf"):
-        if horizon_days < _RARE_HORIZON_DAYS:  # fires rarely (a leap day, 0 0 29 2 *): look as far as the checks do
-            return fire_gaps(schedule, time_zone, start, _RARE_HORIZON_DAYS)
-        raise ValueError(f"schedule {schedule!r} does not fire within {horizon_days} days")
+        raise ValueError(f"schedule {schedule!r} does not fire within {(give_up - first_day).days} days")
     return FireGaps(smallest, largest)

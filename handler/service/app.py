@@ -18,6 +18,7 @@ from scheduler_dedup.handler.core.logs import configure_logging
 from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
 from scheduler_dedup.handler.service.server import FUNCTION_TARGET
 from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
+from scheduler_dedup.handler.monitoring.job_state import JobStateReader
 from scheduler_dedup.handler.monitoring.run_check import RunCheck
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.monitoring.run_history import RunHistory
@@ -64,7 +65,10 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     app_engine_check = AppEngineCallerCheck() if startup.app_engine_caller.required else None
     store = open_store(settings)  # DEDUP_STORE: the run store behind the store contract
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
-    run_check = RunCheck(settings, RunHistory(store, timeout_seconds=settings.store_timeout_seconds), store.server_now)
+    job_state = (JobStateReader(settings.scheduler_job, google_api_session(target.auth), settings.scheduler_api)
+                 if settings.scheduler_api and settings.scheduler_job else None)
+    run_check = RunCheck(settings, RunHistory(store, timeout_seconds=settings.store_timeout_seconds), store.server_now,
+                         job_state)
 
     @json_errors
     def view(request: flask.Request) -> flask.Response:

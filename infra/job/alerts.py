@@ -7,7 +7,10 @@ What it creates (children of the component, logical names ``<name>-<part>``):
   deliveries that ran the job, a distribution by ``job_name`` and ``outcome``) and ``run-checks``
   (the watchdog's heartbeat). Filters come from :mod:`scheduler_dedup.infra.job.log_query`, built from
   the field names the handler logs (:class:`~scheduler_dedup.handler.core.logs.LogField`).
-* Alert policies (``gcp.monitoring.AlertPolicy``): a run **failed** (log match), a run was
+* Alert policies (``gcp.monitoring.AlertPolicy``): a run **failed** (log match; with ``failure_threshold`` above
+  1, on the run check's ``failure_streak`` line once that many runs failed in a row), the job **recovered** (log
+  match on the run check's ``run_recovered`` line), a run **too long** (with ``max_runtime_seconds``: the run
+  check's ``long_run`` line), a run was
   **fenced** (log match), runs were **released** more than N times within the job's retry window
   (threshold on ``deliveries``), a **takeover** after a crashed attempt (log match), a **missed
   run** and a **stuck run** (log match on the run check's ``missed_run`` / ``stuck_run`` lines),
@@ -89,7 +92,14 @@ OUTCOME_FAILED = "failed"
 OUTCOME_FENCED = "fenced"
 OUTCOME_RELEASED = "released"
 
-_ALLOWED_KEYS = frozenset({"notification_channels", "grace_seconds", "released_threshold"})
+_ALLOWED_KEYS = frozenset({"notification_channels", "grace_seconds", "released_threshold", "failure_threshold",
+                           "max_runtime_seconds", "renotify_seconds"})
+DEFAULT_FAILURE_THRESHOLD = 1
+MAX_FAILURE_THRESHOLD = 1000
+MIN_MAX_RUNTIME_SECONDS = 60
+#: NotificationChannelStrategy.renotifyInterval: "The value must be between 30 minutes and 24 hours"
+#: (https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.alertPolicies#notificationchannelstrategy).
+MIN_RENOTIFY_SECONDS, MAX_RENOTIFY_SECONDS = 1800, 86400
 _CHANNEL_RE = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
 
 
@@ -113,6 +123,9 @@ class AlertSettings:
         watchdog_schedule: unix-cron schedule of the watchdog (hourly, UTC, at a minute derived from the name).
         watchdog_retry: the watchdog job's retry policy: one retry after 60 s when the handler's
             retention outlasts it (the dedup retention rule checks every job calling the service), else none.
+        failure_threshold: consecutive failed runs before the run-failed alert (1: each failure at once).
+        max_runtime_seconds: a run still in progress this long after its claim alerts; None: not checked.
+        renotify_seconds: reminder interval of open incidents of the metric-based policies; None: no reminders.
     """
 
     notification_channels: tuple[pulumi.Input[str], ...]
@@ -124,6 +137,9 @@ class AlertSettings:
     heartbeat_absence_seconds: int
     watchdog_schedule: str
     watchdog_retry: RetryPolicy
+    failure_threshold: int = DEFAULT_FAILURE_THRESHOLD
+    max_runtime_seconds: int | None = None
+    renotify_seconds: int | None = None
 
 
 def _whole_minutes(seconds: float) -> int:
@@ -176,6 +192,14 @@ def resolve_alerts(raw: Any, s: DedupSettings) -> AlertSettings | None:
                  MIN_GRACE_SECONDS, MAX_GRACE_SECONDS, "seconds after a fire time before a run without a record is missed")
     threshold = _int(raw, "released_threshold", DEFAULT_RELEASED_THRESHOLD, 0, 1000,
                      "releases of the job within its retry window before the alert fires")
+    failures = _int(raw, "failure_threshold", DEFAULT_FAILURE_THRESHOLD, 1, MAX_FAILURE_THRESHOLD,
+                    "consecutive failed runs before the run-failed alert")
+    runtime = None if raw.get("max_runtime_seconds") is None else _int(
+        raw, "max_runtime_seconds", 0, MIN_MAX_RUNTIME_SECONDS, MAX_GRACE_SECONDS,
+        "seconds a run may stay in progress after its claim before the long-run alert")
+    renotify = None if raw.get("renotify_seconds") is None else _int(
+        raw, "renotify_seconds", 0, MIN_RENOTIFY_SECONDS, MAX_RENOTIFY_SECONDS,
+        "seconds between reminders of an open incident; Cloud Monitoring's renotifyInterval range")
     try:
         gap = _whole_minutes(max_fire_gap_seconds(s.schedule, s.time_zone))
     except ValueError as exc:
@@ -197,6 +221,9 @@ def resolve_alerts(raw: Any, s: DedupSettings) -> AlertSettings | None:
         heartbeat_absence_seconds=2 * WATCHDOG_INTERVAL_SECONDS + 300,
         watchdog_schedule=f"{minute} * * * *",
         watchdog_retry=retry,
+        failure_threshold=failures,
+        max_runtime_seconds=runtime,
+        renotify_seconds=renotify,
     )
 
 
@@ -217,8 +244,9 @@ class ProvisionedAlerts:
 
     Attributes:
         metrics: log-based metrics by role (``deliveries``, ``duration``, ``run_checks``).
-        policies: alert policies by role (``failed``, ``fenced``, ``released``, ``takeover``, ``missed``, ``stuck``,
-            ``watchdog_silent`` and, when the schedule allows, ``deliveries_stopped``).
+        policies: alert policies by role (``failed``, ``recovered``, ``fenced``, ``released``, ``takeover``,
+            ``missed``, ``stuck``, ``watchdog_silent``, with ``max_runtime_seconds`` ``long_run`` and, when the
+            schedule allows, ``deliveries_stopped``, disabled while the job is ``paused``).
         watchdog: the watchdog Scheduler job.
     """
 
@@ -236,7 +264,7 @@ def log_filters(s: DedupSettings) -> dict[str, LogQuery]:
     """Every Logging filter the alerts use, by role: the metrics' and the log-match policies'.
 
     Keys: ``deliveries``, ``duration``, ``run_checks`` (metrics); ``failed``, ``fenced``, ``takeover``,
-    ``missed``, ``stuck`` (log-match policies).
+    ``missed``, ``stuck``, ``failure_streak``, ``recovered``, ``long_run`` (log-match policies).
     """
     lines = handler_lines(s.project, s.service_name, s.region)
     delivery = lines.where(event(LogEvent.DELIVERY))
@@ -250,6 +278,9 @@ def log_filters(s: DedupSettings) -> dict[str, LogQuery]:
         "takeover": delivery.where(field_is(LogField.TOOK_OVER, True)),
         "missed": lines.where(event(LogEvent.MISSED_RUN)),
         "stuck": lines.where(event(LogEvent.STUCK_RUN)),
+        "failure_streak": lines.where(event(LogEvent.FAILURE_STREAK)),
+        "recovered": lines.where(event(LogEvent.RUN_RECOVERED)),
+        "long_run": lines.where(event(LogEvent.LONG_RUN)),
     }
 
 
@@ -324,8 +355,12 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         ),
     }
 
-    body = {"job_name": s.scheduler_job_name, "grace_seconds": a.grace_seconds,
-            "window_seconds": WATCHDOG_INTERVAL_SECONDS}
+    body: dict[str, Any] = {"job_name": s.scheduler_job_name, "grace_seconds": a.grace_seconds,
+                            "window_seconds": WATCHDOG_INTERVAL_SECONDS}
+    if a.failure_threshold != DEFAULT_FAILURE_THRESHOLD:
+        body["failure_threshold"] = a.failure_threshold
+    if a.max_runtime_seconds is not None:
+        body["max_runtime_seconds"] = a.max_runtime_seconds
     retry = a.watchdog_retry
     watchdog = gcp.cloudscheduler.Job(
         f"{name}-watchdog",
@@ -363,7 +398,18 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
     metric_opts = pulumi.ResourceOptions(parent=parent, depends_on=[*depends_on, metrics_ready])
     channels = list(a.notification_channels)
 
-    def log_match(part: str, title: str, severity: str, labels: Sequence[LogField], doc: str) -> gcp.monitoring.AlertPolicy:
+    # Metric-based policies notify when an incident opens and when it closes (the recovery notice), and remind of an
+    # open one every renotify_seconds. Log-match policies cannot: "For log-based alert policies, the notification
+    # prompts is always [OPENED]" (AlertPolicy.AlertStrategy, Cloud Monitoring API v3); they notify on each new
+    # matching line after the rate limit instead, and the run check logs run_recovered for failures.
+    metric_strategy = gcp.monitoring.AlertPolicyAlertStrategyArgs(
+        notification_prompts=["OPENED", "CLOSED"],
+        notification_channel_strategies=[gcp.monitoring.AlertPolicyAlertStrategyNotificationChannelStrategyArgs(
+            notification_channel_names=channels, renotify_interval=f"{a.renotify_seconds}s")]
+        if a.renotify_seconds is not None else None)
+
+    def log_match(part: str, title: str, severity: str | None, labels: Sequence[LogField], doc: str,
+                  filter_part: str | None = None) -> gcp.monitoring.AlertPolicy:
         return gcp.monitoring.AlertPolicy(
             f"{name}-alert-{part}",
             gcp.monitoring.AlertPolicyArgs(
@@ -372,7 +418,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
                     display_name=title,
                     condition_matched_log=gcp.monitoring.AlertPolicyConditionConditionMatchedLogArgs(
-                        filter=filters[part].render(),
+                        filter=filters[filter_part or part].render(),
                         label_extractors={f.value: extract(f) for f in labels}),
                 )],
                 alert_strategy=gcp.monitoring.AlertPolicyAlertStrategyArgs(
@@ -384,12 +430,13 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
             opts=opts,
         )
 
-    def absence(part: str, title: str, metric: gcp.logging.Metric, seconds: int, doc: str) -> gcp.monitoring.AlertPolicy:
+    def absence(part: str, title: str, metric: gcp.logging.Metric, seconds: int, doc: str,
+                enabled: bool = True) -> gcp.monitoring.AlertPolicy:
         return gcp.monitoring.AlertPolicy(
             f"{name}-alert-{part}",
             gcp.monitoring.AlertPolicyArgs(
                 project=s.project, display_name=f"scheduler-dedup {name}: {title}", combiner="OR",
-                severity="CRITICAL", notification_channels=channels,
+                severity="CRITICAL", notification_channels=channels, enabled=enabled, alert_strategy=metric_strategy,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
                     display_name=title,
                     condition_absent=gcp.monitoring.AlertPolicyConditionConditionAbsentArgs(
@@ -405,11 +452,21 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         )
 
     job = s.scheduler_job_name
+    streak = a.failure_threshold > 1
     policies = {
         "failed": log_match(
-            "failed", "run failed", "ERROR", (LogField.RUN_ID, LogField.SCHEDULE_TIME),
-            f"A run of Scheduler job `{job}` failed with a non-retryable error and is recorded as failed; Scheduler "
-            "will not retry it. The log line's `error` says why; fix the cause and force a new run if it must happen."),
+            "failed", f"{a.failure_threshold} runs failed in a row" if streak else "run failed", "ERROR",
+            (LogField.RUN_ID, LogField.SCHEDULE_TIME),
+            (f"{a.failure_threshold} consecutive runs of Scheduler job `{job}` failed (the hourly run check counts "
+             "them in the records; failure_threshold)" if streak else
+             f"A run of Scheduler job `{job}` failed with a non-retryable error and is recorded as failed")
+            + "; Scheduler will not retry it. The log line's `error` says why; fix the cause and force a new run if it "
+              "must happen. A `recovered` notice follows the next completed run.",
+            filter_part="failure_streak" if streak else None),
+        "recovered": log_match(
+            "recovered", "recovered", None, (LogField.RUN_ID, LogField.SCHEDULE_TIME),
+            f"A run of `{job}` completed after a streak of failed runs that raised the run-failed alert: the job "
+            "works again (found by the hourly run check)."),
         "fenced": log_match(
             "fenced", "attempt fenced", "ERROR", (LogField.RUN_ID, LogField.SCHEDULE_TIME),
             f"An attempt of a run of `{job}` lost its lease to a newer attempt while its job was still running (a "
@@ -433,7 +490,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
             f"{name}-alert-released",
             gcp.monitoring.AlertPolicyArgs(
                 project=s.project, display_name=f"scheduler-dedup {name}: runs released repeatedly", combiner="OR",
-                severity="WARNING", notification_channels=channels,
+                severity="WARNING", notification_channels=channels, alert_strategy=metric_strategy,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
                     display_name=f"more than {a.released_threshold} releases in {a.released_window_seconds} s",
                     condition_threshold=gcp.monitoring.AlertPolicyConditionConditionThresholdArgs(
@@ -460,9 +517,17 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
             f"cannot be reported. Check the Scheduler job `{job}-watchdog`, the Cloud Run service `{s.service_name}` "
             "(crash loop, invoker grant) and Firestore."),
     }
+    if a.max_runtime_seconds is not None:
+        policies["long_run"] = log_match(
+            "long_run", "run too long", "ERROR", (LogField.RUN_ID, LogField.SCHEDULE_TIME),
+            f"A run of `{job}` is still in progress {a.max_runtime_seconds} s after its claim (max_runtime_seconds), "
+            "though its lease may still be renewed: the job may hang. Its instance keeps the run; look at its logs, "
+            "and stop the instance if it is stuck (a retry then takes the run over).")
     if a.deliveries_absence_seconds is not None:
+        # A paused job (the component's `paused`) delivers nothing on purpose: the policy is kept, disabled.
         policies["deliveries_stopped"] = absence(
             "deliveries-stopped", "deliveries stopped", metrics["deliveries"], a.deliveries_absence_seconds,
             f"No delivery of `{job}` reached the handler for {a.deliveries_absence_seconds} s (the schedule's "
-            f"largest gap {a.max_gap_seconds} s plus {a.grace_seconds} s grace). Is the job paused or deleted?")
+            f"largest gap {a.max_gap_seconds} s plus {a.grace_seconds} s grace). Is the job paused outside the stack "
+            "(`gcloud scheduler jobs pause`) or deleted?", enabled=not s.paused)
     return ProvisionedAlerts(metrics=metrics, policies=policies, watchdog=watchdog)

@@ -295,15 +295,18 @@ class DedupScheduledJob(pulumi.ComponentResource):
         # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
         # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
         # nothing missed (DEDUP_SCHEDULE_SINCE).
+        # Pausing and resuming replace it too: while paused it is also DEDUP_PAUSED_SINCE (the run check reports
+        # paused, not missed), and after a resume no fire time of the paused span is expected.
         schedule_since = pulumiverse_time.Static(
             f"{name}-schedule-since",
             pulumiverse_time.StaticArgs(triggers={"schedule": s.schedule, "time_zone": s.time_zone,
-                                                  "job": s.scheduler_job_name}),
+                                                  "job": s.scheduler_job_name, **({"paused": "true"} if s.paused else {})}),
             opts=pulumi.ResourceOptions(parent=self),
         )
         database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
         environment = {**handler_environment(s), database_env: database_id,
-                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339}
+                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339,
+                       **({"DEDUP_PAUSED_SINCE": schedule_since.rfc3339} if s.paused else {})}
         labels = dict(s.job_config.labels)
         self.archive_sha256: Optional[str] = archive.sha256 if archive is not None else None
         retry = s.retry
@@ -318,7 +321,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             name=s.scheduler_job_name, project=s.project, region=s.region,
             description=f"scheduler-dedup {name}: exactly one execution per scheduled run",
             schedule=s.schedule, time_zone=s.time_zone,
-            attempt_deadline=f"{s.attempt_deadline_seconds}s", retry_config=retry_config,
+            attempt_deadline=f"{s.attempt_deadline_seconds}s", retry_config=retry_config, paused=s.paused,
         )
 
         if app_engine is not None:

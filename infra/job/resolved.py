@@ -66,6 +66,8 @@ class DedupSettings:
     spanner: SpannerStoreSettings | None = None
     """Spanner: the job's own store (no ``store``), created under the job; None otherwise."""
     app_engine: AppEngineSettings | None = None  # None: Cloud Run with an HTTP target and OIDC
+    paused: bool = False
+    """The Scheduler job is paused (``Job.paused``): the run check reports its fire times as ``paused``."""
     job_config: JobConfig = JobConfig()
     """The job's own environment, secrets, CPU and memory, labels, VPC egress and roles (:mod:`.job_config`)."""
     advisories: tuple[str, ...] = ()

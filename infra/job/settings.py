@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import DEFAULT_LEASE_SECONDS
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, unsettled_cron_forms
+from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, oversized_step_forms, unsettled_cron_forms
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
 from scheduler_dedup.handler.schedule.retry_windows import recovers_crash, retry_window_seconds
 from scheduler_dedup.handler.schedule.time_zones import time_zone_alias_advisory
@@ -119,6 +119,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     deletion_protection = problems.run(lambda: bool_input(args, "deletion_protection", False), False)
     cpu_always_allocated = problems.run(lambda: bool_input(args, "cpu_always_allocated", True), True)
     protect_database = problems.run(lambda: bool_input(args, "protect_database", True), True)
+    paused = problems.run(lambda: bool_input(args, "paused", False), False)
     max_instances = problems.run(lambda: resolve_max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
     min_instances = problems.run(lambda: resolve_min_instances(args, max_instances), 0)
     base_image = problems.run(lambda: read_str(args, "base_image"), None) or (
@@ -156,6 +157,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
         min_instance_count=min_instances, protect_database=protect_database, app_engine=app_engine,
         store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner, job_config=job_config,
+        paused=paused,
     )
     problems.run(lambda: check_handler_settings(settings), None)
     # Cloud Run: at most MAX_ENV_VARS per container; the component adds two beside handler_environment.
@@ -178,6 +180,8 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
       pack: ``scheduler-time-zone-canonical``);
     * the schedule uses a form Cloud Scheduler's cron page does not settle
       (:func:`~scheduler_dedup.handler.schedule.cron.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
+    * a step selects one value of its range, so the job runs less often than it reads
+      (:func:`~scheduler_dedup.handler.schedule.cron.oversized_step_forms`; pack: ``scheduler-schedule-step``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.schedule.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in
@@ -185,7 +189,7 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     * a plain environment variable looks like a credential
       (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`).
     """
-    found = [f"schedule {message}" for message in unsettled_cron_forms(s.schedule)]
+    found = [f"schedule {message}" for message in (*unsettled_cron_forms(s.schedule), *oversized_step_forms(s.schedule))]
     alias = time_zone_alias_advisory(s.time_zone)
     if alias:
         found.append(f"time_zone {alias}")

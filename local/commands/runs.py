@@ -47,7 +47,8 @@ CHUNK_ROWS = 50
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _STYLE = {"completed": "green", "failed": "red", "stuck": "red", "in_progress": "yellow", "missed": "red",
-          "late": "yellow", "repeated": "yellow", "unexpected": "magenta", "skipped": "cyan", "dst_repeated": "yellow"}
+          "late": "yellow", "repeated": "yellow", "unexpected": "magenta", "skipped": "cyan", "dst_repeated": "yellow",
+          "paused": "cyan"}
 _EXIT_PROBLEMS, _EXIT_ERROR = 1, 2
 
 
@@ -306,19 +307,24 @@ def _common(fn: Any) -> Any:
 @click.option("--time-zone", default=None, help="the schedule's tz database time zone [default: stored, else Etc/UTC].")
 @click.option("--grace", "grace_seconds", default=DEFAULT_GRACE_SECONDS, show_default=True, type=float,
               help="seconds after a fire time before a run with no record counts as missed.")
+@click.option("--paused-since", default=None,
+              help="when the job was paused (the handler's DEDUP_PAUSED_SINCE, or `gcloud scheduler jobs describe`: "
+                   "state PAUSED, userUpdateTime): fire times since are one paused span, not missed runs.")
 @click.option("--no-report", is_flag=True, help="list runs only; do not compare with the schedule.")
 @_common
 @click.pass_context
 def runs(ctx: click.Context, job: str | None, since: str, until: str | None, statuses: tuple[str, ...],
-         schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, store: str,
-         project: str | None, database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
+         schedule: str | None, time_zone: str | None, grace_seconds: float, paused_since: str | None, no_report: bool,
+         store: str, project: str | None, database: str | None, instance: str | None, collection: str,
+         as_json: bool) -> None:
     """One job's runs, newest first, then expected against actual fire times.
 
     Each run shows its schedule time in the job's time zone and in UTC, status, attempts, takeover,
     duration, result size (or why it was dropped) and error. With a schedule (given, or stored on the
     records by the handler) the fire times in the window are compared with the records: missed,
     late, failed, stuck, repeated and unexpected runs are listed, and the command exits 1 if any run
-    was missed, failed or is stuck (2 if it could not check). Without a schedule, failed and stuck
+    was missed, failed or is stuck (2 if it could not check). With --paused-since, the fire times from the pause
+    on are one paused span, not missed. Without a schedule, failed and stuck
     runs still count (they are facts of the records) but missed runs cannot be checked: the summary
     says so. On Firestore it needs roles/datastore.viewer, on Spanner roles/spanner.databaseReader.
 
@@ -340,13 +346,13 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
     if schedule is not None and unix_cron_problem(schedule):
         raise click.BadParameter(str(unix_cron_problem(schedule)), param_hint="--schedule")
     sys.exit(_list_and_check(job, since, until, statuses, schedule, time_zone, grace_seconds, no_report, store,
-                             project, database, instance, collection, as_json))
+                             project, database, instance, collection, as_json, paused_since))
 
 
 def _list_and_check(job: str, since_text: str, until_text: str | None, statuses: tuple[str, ...],
                     schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, store: str,
                     project: str | None, database: str | None, instance: str | None, collection: str,
-                    as_json: bool) -> int:
+                    as_json: bool, paused_text: str | None = None) -> int:
     console, err = make_console(), make_console(stderr=True)
     now = datetime.now(timezone.utc)
     run_states = {s for s in statuses if s in STATES}
@@ -360,6 +366,7 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
         schedule = schedule or (latest.schedule if latest else None)
         since = parse_when(since_text, now, time_zone)
         until = parse_when(until_text, now, time_zone) if until_text else now
+        paused_since = parse_when(paused_text, now, time_zone) if paused_text else None
         if until <= since:
             raise click.BadParameter(f"--until {_utc_text(until)} is not after --since {_utc_text(since)}")
         checking = not no_report
@@ -382,7 +389,7 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
                 older = scope.has_runs_before(history, since - margin)
                 report: Report | None = compare(stream(), job_name=job, schedule=schedule, time_zone=time_zone,
                                                 since=since, until=until, now=now, grace_seconds=grace_seconds,
-                                                runs_before_window=older)
+                                                runs_before_window=older, paused_since=paused_since)
             else:
                 for _ in stream():
                     pass

@@ -64,6 +64,7 @@ from scheduler_dedup.policies.rules.scheduler import (
     scheduler_oidc_account_project,
     scheduler_retry_config,
     scheduler_runs_overlap,
+    scheduler_schedule_step,
     scheduler_schedule_unsettled,
     scheduler_target_not_google_api,
     scheduler_time_zone_canonical,
@@ -111,6 +112,10 @@ RULES: list[Rule] = [
          "A job's schedule uses no form Cloud Scheduler's cron page leaves open (a backwards range, a day-of-week a/n, "
          "a '*'-step in one day field while the other is restricted).",
          "advisory", scheduler_schedule_unsettled, "resource"),
+    Rule("scheduler-schedule-step",
+         "A job's schedule has no step at least as large as the range it skips through (*/61 minutes runs hourly, "
+         "*/25 hours daily, */45 days monthly): the message says what the schedule really does.",
+         "advisory", scheduler_schedule_step, "resource"),
     Rule("scheduler-runs-overlap",
          "A job's retry window (and one slow attempt) ends before its next fire time: Scheduler never runs two "
          "executions of a job at once, so it delays or skips the fire times a run still occupies.",

@@ -17,7 +17,13 @@ from scheduler_dedup.handler.callers.audience import (
     target_audience,
 )
 from scheduler_dedup.handler.callers.allowed import parse_allowed_callers
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.schedule.cron import (
+    DEFAULT_TIME_ZONE,
+    is_iana_time_zone,
+    oversized_step_forms,
+    unix_cron_problem,
+    unsettled_cron_forms,
+)
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
 from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
 from scheduler_dedup.infra.project.locations import region_problem
@@ -362,8 +368,8 @@ def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) 
     """A schedule form Cloud Scheduler's cron page does not settle, with the rewrite that settles it.
 
     :func:`scheduler_dedup.handler.schedule.cron.unsettled_cron_forms` (the component's advisory too): a backwards range
-    (``0 22-2 * * *``), a day-of-week ``a/n`` whose end changes its days, a ``*``-step in one day field while the
-    other is restricted (``0 0 */2 * 1``). Run history accepts either reading of such a schedule.
+    (``0 22-2 * * *``, read wrapped), a day-of-week ``a/n`` whose end changes its days, a ``*``-step in one day field
+    while the other is restricted (``0 0 */2 * 1``). Run history accepts either reading of such a schedule.
     """
     if resource.type != SCHEDULER_JOB:
         return []
@@ -371,6 +377,22 @@ def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) 
     if not isinstance(schedule, str) or is_unknown(schedule) or unix_cron_problem(schedule):
         return []
     return [f"schedule {message}" for message in unsettled_cron_forms(schedule)]
+
+
+# ---------------------------------------------------------------- scheduler-schedule-step
+
+def scheduler_schedule_step(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """A step at least as large as the range it skips through, with what the schedule really does.
+
+    :func:`scheduler_dedup.handler.schedule.cron.oversized_step_forms` (the component's advisory too):
+    ``*/61 * * * *`` and ``0/120 * * * *`` run hourly, ``0 */25 * * *`` daily, ``0 0 */45 * *`` monthly.
+    """
+    if resource.type != SCHEDULER_JOB:
+        return []
+    schedule = get(resource.props, "schedule")
+    if not isinstance(schedule, str) or is_unknown(schedule) or unix_cron_problem(schedule):
+        return []
+    return [f"schedule {message}" for message in oversized_step_forms(schedule)]
 
 
 # ---------------------------------------------------------------- scheduler-time-zone-canonical / -fixed-offset

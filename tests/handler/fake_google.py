@@ -7,6 +7,8 @@ One :class:`FakeGoogle` is a stdlib ``ThreadingHTTPServer`` in a thread serving:
 - ``POST /v2/{job}:run`` and ``GET /v2/{job}/executions`` (Cloud Run Admin API v2),
 - ``GET /v1/{trigger}``, ``POST /v1/{trigger}:run`` and ``GET /v1/projects/P/locations/L/builds`` with
   ``filter=trigger_id="..." AND create_time>="..."`` (Cloud Build API v1; triggers named by id or name),
+- ``GET /v1/{job}`` (Cloud Scheduler API v1): the Job's ``state`` and ``userUpdateTime`` from
+  :attr:`FakeGoogle.scheduler_jobs`; a job not there answers 403 (no ``cloudscheduler.jobs.get``),
 - ``POST /hook`` (an HTTP target that deduplicates on ``Idempotency-Key``),
 - ``POST /echo`` (an HTTP target answering 400 with :attr:`FakeGoogle.echo`, e.g. a body that quotes a token),
 - ``GET /certs`` (``{kid: PEM certificate}``, as https://www.googleapis.com/oauth2/v1/certs), with
@@ -63,6 +65,9 @@ class FakeGoogle:
     #: Cloud Run services: name -> {"invokerIamDisabled": bool, "bindings": [{"role", "members"}]}.
     services: dict[str, dict[str, Any]] = field(default_factory=dict)
     policy_status: int | None = None
+    #: Cloud Scheduler jobs: name -> the Job as ``GET /v1/{name}`` answers it (``state``, ``userUpdateTime``); a job
+    #: not there answers 403, as the API does to a caller without ``cloudscheduler.jobs.get``.
+    scheduler_jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: What ``POST /echo`` answers, with status 400: a downstream whose error body quotes what it was sent.
     echo: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -167,6 +172,12 @@ class FakeGoogle:
                     return self.policy_status, {"error": {"code": self.policy_status, "message": "Permission "
                                                           "'run.services.getIamPolicy' denied"}}
                 return 200, {"version": 1, "etag": "BwY=", "bindings": service["bindings"]}
+            m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/jobs/[^/:]+)", path)
+            if m and method == "GET":
+                job = self.scheduler_jobs.get(m.group(1))
+                if job is None:
+                    return 403, {"error": {"code": 403, "message": "Permission 'cloudscheduler.jobs.get' denied"}}
+                return 200, {"name": m.group(1), **job}
             m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/workflows/[^/]+)/executions", path)
             if m and method == "POST":
                 execution = {"name": f"{m.group(1)}/executions/{uuid.uuid4()}", "state": "ACTIVE",

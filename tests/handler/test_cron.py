@@ -5,8 +5,9 @@ The page (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules
 ``/NUMBER`` "specifies skips of the number's value through the range", and the two day fields are ORed
 "unless one of these fields is marked as unrestricted by the asterisk (*)". croniter reads ``7-7`` (and any
 ``a-a`` range, in every field) as every value and ``7/2`` as 0,2,4,6; cronsim reads ``a-a/n`` as ``a/n``.
-Where the page is silent (a backwards range, a day-of-week ``a/n``, a ``*``-step in one day field while the
-other is restricted) every reading it allows is accepted and none is required.
+Where the page is silent (a day-of-week ``a/n``, a ``*``-step in one day field while the other is restricted)
+every reading it allows is accepted and none is required. A backwards range is flagged too, and read wrapped: the
+other reading (unix-cron's, refusing it) leaves no job to check.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from scheduler_dedup.handler.schedule.cron import cron_readings, fire_times, unix_cron_problem, unsettled_cron_forms
+from scheduler_dedup.handler.schedule.cron import (
+    cron_readings,
+    fire_gaps,
+    fire_times,
+    oversized_step_forms,
+    unix_cron_problem,
+    unsettled_cron_forms,
+)
 from scheduler_dedup.handler.monitoring.run_history import MISSED, UNEXPECTED, HistoryRun, compare
 
 UTC = timezone.utc
@@ -99,25 +107,64 @@ def test_a_star_step_beside_a_restricted_day_field_is_flagged_and_either_reading
     assert unix_cron_problem(schedule) is None  # flagged, not refused
 
 
-@pytest.mark.parametrize(("schedule", "needle"), [
-    ("0 22-2 * * *", "'22-2' runs backwards"),
-    ("0 0 * * FRI-MON", "'FRI-MON' runs backwards"),
-    ("0 0 * * 1/2", "'1/2' runs from 1 to the field's end"),
-])
-def test_forms_the_page_is_silent_on_are_flagged_and_required_by_no_reading(schedule: str, needle: str) -> None:
-    (message,) = unsettled_cron_forms(schedule)
-    assert needle in message and "write" in message
-    assert len(cron_readings(schedule)) == 2
-    fires = list(fire_times(schedule, "Etc/UTC", _utc(2025, 1, 1), _utc(2025, 1, 15)))
+def test_a_day_of_week_step_whose_end_the_page_leaves_open_is_flagged_and_required_by_no_reading() -> None:
+    (message,) = unsettled_cron_forms("0 0 * * 1/2")
+    assert "'1/2' runs from 1 to the field's end" in message and "write" in message
+    assert len(cron_readings("0 0 * * 1/2")) == 2
+    fires = list(fire_times("0 0 * * 1/2", "Etc/UTC", _utc(2025, 1, 1), _utc(2025, 1, 15)))
     assert fires and any(not f.required for f in fires)
 
 
-def test_a_backwards_range_is_either_wrapped_or_empty() -> None:
-    fires = list(fire_times("0 22-2 * * *", "Etc/UTC", _utc(2025, 1, 1), _utc(2025, 1, 2)))
-    assert [f.first.hour for f in fires] == [0, 1, 2, 22, 23]
-    assert not any(f.required for f in fires)  # the other reading never fires
+@pytest.mark.parametrize(("schedule", "needle", "hours", "weekdays"), [
+    ("0 22-2 * * *", "'22-2' runs backwards", [0, 1, 2, 22, 23], None),
+    ("30 9 * * FRI-MON", "'FRI-MON' runs backwards", [9], [0, 4, 5, 6]),  # Mon, Fri, Sat, Sun (Monday 0)
+])
+def test_a_backwards_range_is_flagged_and_read_wrapped_everywhere(schedule: str, needle: str, hours: list[int],
+                                                                 weekdays: list[int] | None) -> None:
+    """'0 22-2 * * *' and '30 9 * * FRI-MON' were refused at preview ("does not fire within 2929 days") while the run
+    history read them wrapped: one reading now, for the history, the gap scan and the alerts alike."""
+    (message,) = unsettled_cron_forms(schedule)
+    assert needle in message and "write the values out" in message and unix_cron_problem(schedule) is None
+    assert len(cron_readings(schedule)) == 1
+    fires = list(fire_times(schedule, "Etc/UTC", _utc(2025, 1, 1), _utc(2025, 1, 8)))
+    assert all(f.required for f in fires)
+    assert sorted({f.first.hour for f in fires}) == hours
+    if weekdays is not None:
+        assert sorted({f.first.weekday() for f in fires}) == weekdays
+    gaps = fire_gaps(schedule, "Etc/UTC", _utc(2025, 1, 1))
+    assert gaps.largest_seconds == (20 * 3600 if weekdays is None else 4 * 86400)
     both = list(fire_times("0 22-2,5 * * *", "Etc/UTC", _utc(2025, 1, 1), _utc(2025, 1, 2)))
-    assert [f.first.hour for f in both if f.required] == [5]
+    assert [f.first.hour for f in both if f.required] == [0, 1, 2, 5, 22, 23]
+
+
+@pytest.mark.parametrize(("schedule", "does", "spelled"), [
+    ("0/120 * * * *", "runs hourly", "'0 * * * *'"),
+    ("*/61 * * * *", "runs hourly", "'0 * * * *'"),
+    ("0 */25 * * *", "runs daily", "'0 0 * * *'"),
+    ("0 0 */45 * *", "runs monthly", "'0 0 1 * *'"),
+    ("0 0 1 */12 *", "runs yearly", "'0 0 1 1 *'"),
+])
+def test_a_step_as_large_as_its_range_says_what_the_schedule_really_does(schedule: str, does: str, spelled: str) -> None:
+    (message,) = oversized_step_forms(schedule)
+    assert does in message and spelled in message and "selects" in message
+    assert [f.first for f in fire_times(schedule, "Etc/UTC", _utc(2025, 1, 1), _utc(2025, 3, 1))] == \
+        [f.first for f in fire_times(spelled.strip("'"), "Etc/UTC", _utc(2025, 1, 1), _utc(2025, 3, 1))]
+
+
+@pytest.mark.parametrize("schedule", ["*/30 * * * *", "0 */12 * * *", "0 0 */15 * *", "0 0 * * */3", "5-10/5 * * * *"])
+def test_a_step_that_selects_two_values_or_more_is_no_finding(schedule: str) -> None:
+    assert oversized_step_forms(schedule) == []
+
+
+@pytest.mark.parametrize("start", [_utc(2026, 12, 3), _utc(2026, 3, 15), _utc(2026, 2, 10), _utc(2027, 6, 30)])
+def test_the_gap_scan_covers_a_full_cycle_whatever_the_start(start: datetime) -> None:
+    """'0 * * 2 *' (February only) checked in December saw a 6,180 s largest gap: the 400 days scanned never reached
+    the next February after the one they held, so the deliveries-stopped alert would open in March."""
+    gaps = fire_gaps("0 * * 2 *", "Etc/UTC", start)
+    assert gaps.smallest_seconds == 3600
+    # 28 February 23:00 to 1 February 00:00 of the next year: 337 days and an hour
+    assert gaps.largest_seconds == (datetime(2028, 2, 1) - datetime(2027, 2, 28, 23)).total_seconds()
+    assert fire_gaps("0 0 1 1 *", "Etc/UTC", start).largest_seconds >= 365 * 86400
 
 
 def _run(schedule: str, at: datetime) -> HistoryRun:

@@ -14,6 +14,7 @@ import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -78,6 +79,16 @@ def _emit_every_kind_of_line(harness: Harness) -> list[dict[str, Any]]:
                                                             "window_seconds": 3600}).json()
     assert (check["missed"], check["stuck"]) == (["2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"],
                                                  ["2026-10-16T12:15:00Z"]), check
+    # A failed run, then a completed one: the run check (at the store's time, over the runs just finished) logs
+    # failure_streak and run_recovered. A yearly schedule, so it finds nothing missed.
+    # Schedule times of the last hour: the check reads runs scheduled up to a day before it.
+    failed_at, back_at = (f"{datetime.now(timezone.utc) - timedelta(minutes=m):%Y-%m-%dT%H:%M:00Z}" for m in (20, 5))
+    harness.plan(f"lf-back@{failed_at}", fail="permanent")
+    yearly = harness.server(DEDUP_SCHEDULE="0 0 1 1 *", DEDUP_TIME_ZONE="Etc/UTC")
+    assert deliver(yearly.url, scheduler_headers("lf-back", failed_at)).json()["status"] == "failed"
+    assert deliver(yearly.url, scheduler_headers("lf-back", back_at)).json()["status"] == "processed"
+    back = run_check(yearly, None, body={"job_name": "lf-back", "grace_seconds": 300, "window_seconds": 3600}).json()
+    assert (back["failing"], back["recovered"]) == ([failed_at], [back_at]), back
     return [json.loads(line) for server in harness.servers for line in server.log().splitlines()
             if line.startswith("{")]
 
@@ -110,7 +121,7 @@ def test_every_filter_matches_exactly_the_real_lines_it_is_about(harness: Harnes
     assert set(filters) == {
         "nightly-deliveries-metric", "nightly-duration-metric", "nightly-run-checks-metric",
         "nightly-alert-failed", "nightly-alert-fenced", "nightly-alert-takeover", "nightly-alert-missed",
-        "nightly-alert-stuck"}
+        "nightly-alert-stuck", "nightly-alert-recovered"}
 
     def hits(name: str) -> list[dict[str, Any]]:
         return [e["jsonPayload"] for e in entries if matches(filters[name][0], e)]
@@ -121,16 +132,22 @@ def test_every_filter_matches_exactly_the_real_lines_it_is_about(harness: Harnes
     assert kinds("nightly-deliveries-metric") == by_repr([
         ("lf-ok", "processed", True), ("lf-ok", "duplicate", False), ("lf-fail", "failed", True),
         ("lf-fail", "failed", False), ("lf-flaky", "released", True), ("lf-flaky", "processed", True),
-        (None, "bad_request", None), ("lf-stall", "fenced", True), ("lf-stall", "processed", True)])
+        (None, "bad_request", None), ("lf-stall", "fenced", True), ("lf-stall", "processed", True),
+        ("lf-back", "failed", True), ("lf-back", "processed", True)])
     assert kinds("nightly-duration-metric") == by_repr([
         ("lf-ok", "processed", True), ("lf-fail", "failed", True), ("lf-flaky", "released", True),
-        ("lf-flaky", "processed", True), ("lf-stall", "fenced", True), ("lf-stall", "processed", True)])
-    assert kinds("nightly-alert-failed") == [("lf-fail", "failed", True)], "a replayed failure is not a new one"
+        ("lf-flaky", "processed", True), ("lf-stall", "fenced", True), ("lf-stall", "processed", True),
+        ("lf-back", "failed", True), ("lf-back", "processed", True)])
+    assert kinds("nightly-alert-failed") == by_repr([("lf-fail", "failed", True), ("lf-back", "failed", True)]), \
+        "a replayed failure is not a new one"
+    assert [p["job_name"] for p in hits("nightly-alert-recovered")] == ["lf-back"], \
+        "the recovery notice matches the run check's line, nothing else"
     assert kinds("nightly-alert-fenced") == [("lf-stall", "fenced", True)]
     assert kinds("nightly-alert-takeover") == [("lf-stall", "processed", True)]
     assert [p["schedule_time"] for p in hits("nightly-alert-missed")] == ["2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"]
     assert [p["schedule_time"] for p in hits("nightly-alert-stuck")] == ["2026-10-16T12:15:00Z"]
-    assert [(p["job_name"], p["missed"], p["stuck"]) for p in hits("nightly-run-checks-metric")] == [("lf-ok", 2, 1)]
+    assert by_repr([(p["job_name"], p["missed"], p["stuck"]) for p in hits("nightly-run-checks-metric")]) == by_repr([
+        ("lf-ok", 2, 1), ("lf-back", 0, 0)])
 
     # every extractor finds its value on every line its filter selects
     for name, (text, extractors) in filters.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import requests
@@ -13,6 +14,7 @@ from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 from scheduler_dedup.local.servers.handlers import HandlerServer
 
 from .conftest import Harness, deliver, scheduler_headers
+from .fake_google import FakeGoogle
 
 SCHEDULE = {"DEDUP_SCHEDULE": "*/15 * * * *", "DEDUP_TIME_ZONE": "Etc/UTC"}
 BODY = {"job_name": "quarter", "grace_seconds": 300, "window_seconds": 3600}
@@ -173,3 +175,131 @@ def test_hourly_checks_tile_time_across_both_dst_changes_in_berlin(harness: Harn
         if day == "2026-10-25":  # 02:00 occurs twice (00:00Z CEST, 01:00Z CET): one fire time, missed once, at its
             # later instant (a run at either would have counted); then 03:00 and 04:00 CET
             assert reported == ["2026-10-25T01:00:00Z", "2026-10-25T02:00:00Z", "2026-10-25T03:00:00Z"], reported
+
+
+def test_a_schedule_change_settles_like_a_fresh_deploy(harness: Harness) -> None:
+    """Hourly -> every minute, deployed at 12:58: Scheduler still delivered the old 13:00 run and applied the change
+    at 13:04 (it applies changes late). The old delivery at 13:00, a fire time of both, ended the settle window, so
+    13:01 to 13:03 were three false missed-run pages; now only a delivery the old schedule cannot explain ends it."""
+    old = harness.server(DEDUP_SCHEDULE="0 * * * *", DEDUP_TIME_ZONE="Etc/UTC",
+                         DEDUP_SCHEDULE_SINCE="2026-11-29T08:00:00Z")
+    for hour in (10, 11, 12):
+        assert deliver(old.url, scheduler_headers("changed", f"2026-11-30T{hour}:00:00Z")).status_code == 200
+    new = harness.server(DEDUP_SCHEDULE="* * * * *", DEDUP_TIME_ZONE="Etc/UTC",
+                         DEDUP_SCHEDULE_SINCE="2026-11-30T12:58:00Z")
+    delivered = ["13:00", *(f"13:{m:02d}" for m in range(4, 60)), "14:00"]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda hm: deliver(new.url, scheduler_headers("changed", f"2026-11-30T{hm}:00Z")),
+                                delivered))
+    assert {a.status_code for a in answers} == {200}
+    body = {"job_name": "changed", "grace_seconds": 60, "window_seconds": 3600}
+    report = run_check(new, "2026-11-30T14:01:00Z", body).json()
+    assert report["status"] == "ok" and report["missed"] == [], report
+    assert (report["expected"], report["recorded"]) == (57, 57)  # 13:00 and 13:04..13:59; 13:01..13:03 settling
+    assert not [f for f in report["findings"] if f["kind"] in ("unexpected", "missed")]
+    # after the change took effect, a lost delivery is missed again
+    lost = run_check(new, "2026-11-30T15:01:00Z", body).json()
+    assert lost["missed"][:2] == ["2026-11-30T14:01:00Z", "2026-11-30T14:02:00Z"] and len(lost["missed"]) == 59
+
+
+def test_a_paused_job_is_reported_paused_not_missed_and_the_heartbeat_goes_on(harness: Harness) -> None:
+    """A planned pause paged a CRITICAL missed run for every fire time. The component re-stamps DEDUP_SCHEDULE_SINCE
+    at the pause and sets DEDUP_PAUSED_SINCE to it; the check reports the span as one paused finding."""
+    before = harness.server(**SCHEDULE, DEDUP_SCHEDULE_SINCE="2026-10-16T08:00:00Z")
+    for stamp in ("11:00", "11:15", "11:30", "11:45", "12:00", "12:15"):
+        assert deliver(before.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z")).status_code == 200
+    paused = harness.server(**SCHEDULE, DEDUP_SCHEDULE_SINCE="2026-10-16T12:20:00Z",
+                            DEDUP_PAUSED_SINCE="2026-10-16T12:20:00Z")
+    first = run_check(paused, "2026-10-16T13:05:00Z")
+    assert first.status_code == 200, first.text
+    report = first.json()
+    assert report["status"] == "paused" and report["missed"] == [], report
+    assert report["paused_since"] == "2026-10-16T12:20:00Z"
+    (span,) = [f for f in report["findings"] if f["kind"] == "paused"]
+    assert "2026-10-16T12:45:00Z" in span["detail"]
+    later = run_check(paused, "2026-10-17T13:05:00Z").json()  # a day later: still paused, still no page
+    assert later["status"] == "paused" and later["missed"] == [] and later["expected"] == 0
+    lines = log_lines(paused)
+    assert not [line for line in lines if line.get("event") == "missed_run"]
+    assert len([line for line in lines if line.get("event") == "run_check"]) == 2
+    # the same records without the pause: the fire times after the settle window are missed runs
+    unpaused = harness.server(**SCHEDULE, DEDUP_SCHEDULE_SINCE="2026-10-16T12:20:00Z")
+    assert run_check(unpaused, "2026-10-16T13:05:00Z").json()["missed"] == ["2026-10-16T12:45:00Z"]
+
+
+def _stamp(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_failure_streak_alerts_once_at_the_threshold_and_a_recovery_follows(harness: Harness) -> None:
+    """Every failure paged. With failure_threshold 3 the check logs one failure_streak line, at the third failed run
+    in a row, and one run_recovered line at the next completed run; two failures in a row page nothing."""
+    base = datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=30)
+    times = [base + timedelta(minutes=m) for m in range(8)]
+    outcomes = ["ok", "fail", "fail", "ok", "fail", "fail", "fail", "ok"]
+    for t, outcome in zip(times, outcomes):
+        if outcome == "fail":
+            harness.plan(f"streaky@{_stamp(t)}", fail="permanent")
+    server = harness.server(DEDUP_SCHEDULE="0 0 1 1 *", DEDUP_TIME_ZONE="Etc/UTC")
+    for t in times:
+        assert deliver(server.url, scheduler_headers("streaky", _stamp(t))).status_code == 200
+    body = {"job_name": "streaky", "grace_seconds": 60, "window_seconds": 3600, "failure_threshold": 3}
+    report = run_check(server, None, body).json()
+    assert report["status"] == "failing", report
+    assert report["failing"] == [_stamp(times[6])] and report["recovered"] == [_stamp(times[7])]
+    lines = log_lines(server)
+    streaks = [line for line in lines if line.get("event") == "failure_streak"]
+    assert [(s["severity"], s["schedule_time"]) for s in streaks] == [("ERROR", _stamp(times[6]))]
+    assert "3 consecutive run(s) failed" in streaks[0]["error"]
+    recovered = [line for line in lines if line.get("event") == "run_recovered"]
+    assert [r["schedule_time"] for r in recovered] == [_stamp(times[7])]
+    # the default threshold of 1: the first failure of each streak, and a recovery after each
+    one = run_check(server, None, {**body, "failure_threshold": 1}).json()
+    assert one["failing"] == [_stamp(times[1]), _stamp(times[4])]
+    assert one["recovered"] == [_stamp(times[3]), _stamp(times[7])]
+    refused = run_check(server, None, {**body, "failure_threshold": 0})
+    assert refused.status_code == 400 and refused.json()["field"] == "failure_threshold"
+
+
+def test_a_run_still_in_progress_past_the_maximum_runtime_is_reported_though_it_renews(harness: Harness) -> None:
+    """A hung job that keeps renewing its lease was never flagged (stuck needs an expired lease)."""
+    at = _stamp(datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=30))
+    harness.plan("slow", sleep=9)
+    server = harness.server(DEDUP_SCHEDULE="0 0 1 1 *", DEDUP_TIME_ZONE="Etc/UTC", DEDUP_LEASE_SECONDS="3")
+    body = {"job_name": "slow", "grace_seconds": 60, "window_seconds": 60, "max_runtime_seconds": 2}
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(deliver, server.url, scheduler_headers("slow", at))
+        deadline = time.monotonic() + 30
+        while not harness.starts() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(4.5)  # past the 2 s limit, and past the 3 s lease: only renewals keep it alive
+        report = run_check(server, None, body).json()
+        assert running.result().status_code == 200
+    assert report["status"] == "long_run" and report["long_run"] == [at] and report["stuck"] == [], report
+    (line,) = [line for line in log_lines(server) if line.get("event") == "long_run"]
+    assert line["severity"] == "ERROR" and "max_runtime_seconds" in line["error"]
+    assert run_check(server, None, body).json()["long_run"] == []  # finished now: nothing more
+
+
+def test_a_pause_made_outside_the_stack_is_recognised_where_the_job_state_can_be_read(
+        harness: Harness, google: FakeGoogle) -> None:
+    """``gcloud scheduler jobs pause`` sets no DEDUP_PAUSED_SINCE; with DEDUP_SCHEDULER_API the check reads the job's
+    state and reports paused from its last user update (never before its newest run). Without the permission it
+    warns and reports missed runs, as it must when it cannot tell."""
+    job = "projects/demo-project/locations/us-central1/jobs/quarter"
+    env = {**SCHEDULE, "DEDUP_SCHEDULER_JOB": job, "DEDUP_SCHEDULE_SINCE": "2026-10-16T08:00:00Z",
+           "DEDUP_SCHEDULER_API": google.url, "DEDUP_TARGET_AUTH": "none"}
+    server = harness.server(**env)
+    for stamp in ("11:45", "12:00", "12:15"):
+        assert deliver(server.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z")).status_code == 200
+    unreadable = run_check(server, "2026-10-16T13:05:00Z").json()
+    assert unreadable["missed"] == ["2026-10-16T12:30:00Z", "2026-10-16T12:45:00Z"], unreadable
+    assert [line for line in log_lines(server) if line.get("outcome") == "job_state_unreadable"]
+    google.scheduler_jobs[job] = {"state": "PAUSED", "userUpdateTime": "2026-10-16T12:40:00Z"}
+    report = run_check(server, "2026-10-16T13:05:00Z").json()
+    assert report["paused_since"] == "2026-10-16T12:40:00Z" and report["missed"] == ["2026-10-16T12:30:00Z"], report
+    (span,) = [f for f in report["findings"] if f["kind"] == "paused"]
+    assert "1 fire time(s)" in span["detail"]
+    google.scheduler_jobs[job] = {"state": "ENABLED", "userUpdateTime": "2026-10-16T12:40:00Z"}
+    assert run_check(server, "2026-10-16T13:05:00Z").json()["status"] == "missed"
+    assert google.gets("/jobs/quarter")

@@ -59,8 +59,9 @@ def test_alerts_add_metrics_policies_and_a_watchdog_all_children_of_the_componen
     assert {r.name for r in graph if r.type == METRIC} == {
         "nightly-deliveries-metric", "nightly-duration-metric", "nightly-run-checks-metric"}
     assert {r.name for r in graph if r.type == POLICY} == {
-        "nightly-alert-failed", "nightly-alert-fenced", "nightly-alert-released", "nightly-alert-takeover",
-        "nightly-alert-missed", "nightly-alert-stuck", "nightly-alert-watchdog-silent", "nightly-alert-deliveries-stopped"}
+        "nightly-alert-failed", "nightly-alert-recovered", "nightly-alert-fenced", "nightly-alert-released",
+        "nightly-alert-takeover", "nightly-alert-missed", "nightly-alert-stuck", "nightly-alert-watchdog-silent",
+        "nightly-alert-deliveries-stopped"}
     assert {r.name for r in graph if r.type == JOB} == {"nightly-job", "nightly-watchdog"}
     for r in graph:
         if r.type in (METRIC, POLICY, JOB):
@@ -253,6 +254,9 @@ def test_grace_defaults_to_the_retry_window() -> None:
     ({"notification_channels": [CHANNEL], "grace_seconds": 10}, "alerts.grace_seconds", "60 to 604800"),
     ({"notification_channels": [CHANNEL], "released_threshold": -1}, "alerts.released_threshold", "0 to 1000"),
     ({"notification_channels": [CHANNEL], "grace": 600}, "alerts.grace", "valid keys"),
+    ({"notification_channels": [CHANNEL], "failure_threshold": 0}, "alerts.failure_threshold", "1 to 1000"),
+    ({"notification_channels": [CHANNEL], "max_runtime_seconds": 30}, "alerts.max_runtime_seconds", "60 to 604800"),
+    ({"notification_channels": [CHANNEL], "renotify_seconds": 600}, "alerts.renotify_seconds", "1800 to 86400"),
     ("yes", "alerts", "mapping"),
 ])
 def test_bad_alerts_fail_before_any_resource(alerts: Any, field: str, needle: str) -> None:
@@ -317,3 +321,64 @@ def test_jobs_sharing_a_store_each_get_their_own_watchdog_and_policies() -> None
     assert len(metrics) == len(set(metrics)) == 6, "metric ids are per job, never clash"
     missed = [r for r in resources if r.type == POLICY and r.name.endswith("-alert-missed")]
     assert sorted('service_name="job-a"' in p.inputs["conditions"][0]["conditionMatchedLog"]["filter"] for p in missed) == [False, True]
+
+
+# ------------------------------------------------------------------ alerts people keep switched on, and a pause
+
+def _policy(resources: list[RegisteredResource], part: str) -> dict[str, Any]:
+    return _by_name(resources)[f"nightly-alert-{part}"].inputs
+
+
+def test_a_failure_threshold_alerts_on_the_run_checks_streak_line_and_a_recovery_notice_follows() -> None:
+    """Every failed run paged (one log match per failure). With failure_threshold 3 the failed policy matches the run
+    check's failure_streak line instead, the watchdog asks the check to count 3, and a recovered policy notifies."""
+    every = _graph()
+    assert "outcome" in _policy(every, "failed")["conditions"][0]["conditionMatchedLog"]["filter"]
+    three = _graph(alerts={"notification_channels": [CHANNEL], "failure_threshold": 3})
+    failed = _policy(three, "failed")
+    text = failed["conditions"][0]["conditionMatchedLog"]["filter"]
+    assert '"failure_streak"' in text and "outcome" not in text and "3 runs failed in a row" in failed["displayName"]
+    body = json.loads(base64.b64decode(_by_name(three)["nightly-watchdog"].inputs["httpTarget"]["body"]))
+    assert body["failure_threshold"] == 3 and "max_runtime_seconds" not in body
+    recovered = _policy(three, "recovered")
+    assert '"run_recovered"' in recovered["conditions"][0]["conditionMatchedLog"]["filter"]
+    assert "severity" not in recovered and recovered["notificationChannels"] == [CHANNEL]
+
+
+def test_max_runtime_adds_a_long_run_policy_and_the_watchdog_asks_for_it() -> None:
+    assert "nightly-alert-long_run" not in _by_name(_graph())
+    graph = _graph(alerts={"notification_channels": [CHANNEL], "max_runtime_seconds": 1800})
+    long_run = _policy(graph, "long_run")
+    assert '"long_run"' in long_run["conditions"][0]["conditionMatchedLog"]["filter"] and long_run["severity"] == "ERROR"
+    body = json.loads(base64.b64decode(_by_name(graph)["nightly-watchdog"].inputs["httpTarget"]["body"]))
+    assert body["max_runtime_seconds"] == 1800
+
+
+def test_renotify_reminds_of_open_metric_incidents_and_they_notify_on_close() -> None:
+    """Cloud Monitoring re-notifies only through NotificationChannelStrategy.renotifyInterval, and log-based policies
+    notify on open only: the reminder goes on the metric-based policies."""
+    graph = _graph(alerts={"notification_channels": [CHANNEL], "renotify_seconds": 3600})
+    for part in ("watchdog-silent", "deliveries-stopped", "released"):
+        strategy = _policy(graph, part)["alertStrategy"]
+        assert strategy["notificationPrompts"] == ["OPENED", "CLOSED"], part
+        assert strategy["notificationChannelStrategies"] == [
+            {"notificationChannelNames": [CHANNEL], "renotifyInterval": "3600s"}], part
+    assert "notificationChannelStrategies" not in _policy(_graph(), "watchdog-silent")["alertStrategy"]
+    assert "notificationChannelStrategies" not in _policy(graph, "missed").get("alertStrategy", {})
+
+
+def test_paused_pauses_the_scheduler_job_tells_the_handler_and_disables_deliveries_stopped() -> None:
+    running = _by_name(_graph())
+    assert not running["nightly-job"].inputs.get("paused")
+    assert "DEDUP_PAUSED_SINCE" not in str(running["nightly-service"].inputs)
+    paused = _by_name(_graph(paused=True))
+    assert paused["nightly-job"].inputs["paused"] is True
+    env = {e["name"]: e.get("value") for e in paused["nightly-service"].inputs["template"]["containers"][0]["envs"]}
+    since = paused["nightly-schedule-since"].state["rfc3339"]
+    assert env["DEDUP_PAUSED_SINCE"] == env["DEDUP_SCHEDULE_SINCE"] == since
+    assert paused["nightly-schedule-since"].inputs["triggers"]["paused"] == "true"  # resuming re-stamps it
+    assert paused["nightly-alert-deliveries-stopped"].inputs["enabled"] is False
+    assert paused["nightly-alert-missed"].inputs.get("enabled", True) is not False  # the run check reports paused
+    assert paused["nightly-watchdog"].inputs.get("paused") is not True  # the heartbeat goes on
+    with pytest.raises(DedupConfigError, match="paused"):
+        _graph(paused="yes")

@@ -153,6 +153,30 @@ def test_table_columns_and_advisory_rows(tmp_path: Path) -> None:
     assert "scheduler-attempt-deadline-margin" in text and "advisory" in text
 
 
+@pytest.mark.parametrize(("schedule", "rule", "needle"), [
+    ("0 22-2 * * *", "scheduler-schedule-unsettled", "'0 0,1,2,22,23 * * *'"),
+    ("30 9 * * FRI-MON", "scheduler-schedule-unsettled", "'30 9 * * 0,1,5,6'"),
+    ("0/120 * * * *", "scheduler-schedule-step", "runs hourly"),
+    ("*/61 * * * *", "scheduler-schedule-step", "runs hourly"),
+    ("0 */25 * * *", "scheduler-schedule-step", "runs daily"),
+    ("0 0 */45 * *", "scheduler-schedule-step", "runs monthly"),
+])
+def test_check_flags_what_a_schedule_really_does_and_never_refuses_a_backwards_range(
+        tmp_path: Path, schedule: str, rule: str, needle: str) -> None:
+    """Backwards ranges were refused ("does not fire within 2929 days": the alerts' gap scan read them as never
+    firing) and oversized steps passed silently. Now: one advisory row each, saying what the schedule does, with
+    alerts on (Pulumi.example.yaml has them)."""
+    config = yaml.safe_load((ROOT / "Pulumi.example.yaml").read_text())
+    config["config"]["scheduler-dedup:schedule"] = schedule
+    path = tmp_path / "Pulumi.schedule.yaml"
+    path.write_text(yaml.safe_dump(config))
+    findings = check_stack_config(path, ROOT / "Pulumi.yaml")
+    assert [f for f in findings if f.level == "mandatory"] == []
+    (finding,) = [f for f in findings if f.rule == rule]
+    assert finding.level == "advisory" and needle in finding.message
+    assert not [f for f in findings if "does not fire" in f.message]
+
+
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert _check(stack=None, config_file=None)[0] == 2
     assert _check(stack="example", config_file=EXAMPLES / "good-image.yaml")[0] == 2
