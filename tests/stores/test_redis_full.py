@@ -14,6 +14,8 @@ from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.protocol.lease import current_lease
 from scheduler_dedup.local.servers.redis_server import RedisServer
 
+pytestmark = pytest.mark.server  # tests/costs.py
+
 C = "full_runs"
 
 
