@@ -146,7 +146,10 @@ def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: 
 
 
 @main.command()
-@click.option("--stack", default=None, help="stack name: reads Pulumi.<stack>.yaml beside Pulumi.yaml.")
+@click.option("--program", default=None, type=click.Path(exists=True, path_type=Path),
+              help="the Pulumi program to check: its folder or its Pulumi.yaml [default: the Pulumi.yaml in this "
+                   "folder or above, else this project's root stack].")
+@click.option("--stack", default=None, help="stack name: reads Pulumi.<stack>.yaml beside the program's Pulumi.yaml.")
 @click.option("--config", "config_file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="a stack config file (Pulumi.<stack>.yaml format).")
 @click.option("--policy-config", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -154,8 +157,12 @@ def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: 
 @click.option("--stack-ref", "stack_refs", multiple=True, metavar="NAME=FILE",
               help="answer a StackReference to NAME (e.g. storeStack) with the exports of stack config FILE run under "
                    "mocks, e.g. acme/scheduler-dedup/store=Pulumi.store.yaml; repeatable.")
-def check(stack: str | None, config_file: Path | None, policy_config: Path | None, stack_refs: tuple[str, ...]) -> None:
-    """Run the root program under Pulumi mocks and apply the policy pack offline; exit 1 on a mandatory violation."""
+def check(program: Path | None, stack: str | None, config_file: Path | None, policy_config: Path | None,
+          stack_refs: tuple[str, ...]) -> None:
+    """Run a Pulumi program under Pulumi mocks and apply the policy pack offline; exit 1 on a mandatory violation.
+
+    The program is the one of the Pulumi.yaml in this folder (or above), or the one --program names; this
+    project's root stack only when there is none."""
     from scheduler_dedup.local.commands.console import make_console
     from scheduler_dedup.policies.offline.check import run_check
 
@@ -166,7 +173,7 @@ def check(stack: str | None, config_file: Path | None, policy_config: Path | Non
             raise click.BadParameter(f"{item!r}: give NAME=FILE with an existing stack config file", param_hint="--stack-ref")
         refs.append((name, Path(file)))
     sys.exit(run_check(stack=stack, config_file=config_file, policy_config=policy_config, stack_refs=refs,
-                       console=make_console()))
+                       console=make_console(), program=program))
 
 
 if __name__ == "__main__":
