@@ -5,6 +5,8 @@ and missed runs) and ``store init`` (a Spanner store's table)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -16,6 +18,20 @@ ignore_python_version_warning()  # before anything imports google.api_core
 from scheduler_dedup.local.commands.runs import runs  # noqa: E402  (after the warning filter)
 from scheduler_dedup.local.commands.store_init import store  # noqa: E402
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS  # noqa: E402
+
+
+@contextmanager
+def _owned_lifetime() -> Iterator[None]:
+    """The lifetime of a command that starts local servers: Ctrl-C, SIGTERM and SIGHUP run its cleanup
+    (:func:`~scheduler_dedup.local.commands.lifetime.ends_on_signals`); Ctrl-C then exits 130 with one line."""
+    from scheduler_dedup.local.commands.lifetime import ends_on_signals
+
+    try:
+        with ends_on_signals():
+            yield
+    except KeyboardInterrupt:
+        click.echo("interrupted: every server and temporary file this command started is gone", err=True)
+        sys.exit(130)
 
 
 @click.group()
@@ -43,8 +59,9 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
     it expected but did not find."""
     from scheduler_dedup.local.commands.demo import run_demo
 
-    sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator,
-                      store=store))
+    with _owned_lifetime():
+        sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator,
+                          store=store))
 
 
 @main.command("run-local")
@@ -99,10 +116,11 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
     faults = [f.strip() for f in delivery_faults.split(",") if f.strip()]
     try:
         extra_env.update(secret_file_env(secret_files))
-        code = run_local(source, job, schedule, time_zone=time_zone, runs=runs, speed=speed, job_name=job_name,
-                         delivery_faults=faults, store_faults=store_faults, store_fault_rate=store_fault_rate,
-                         seed=seed, lease_seconds=lease_seconds, attempt_deadline=attempt_deadline,
-                         extra_env=extra_env, store=store, keep_emulator=keep_emulator)
+        with _owned_lifetime():
+            code = run_local(source, job, schedule, time_zone=time_zone, runs=runs, speed=speed, job_name=job_name,
+                             delivery_faults=faults, store_faults=store_faults, store_fault_rate=store_fault_rate,
+                             seed=seed, lease_seconds=lease_seconds, attempt_deadline=attempt_deadline,
+                             extra_env=extra_env, store=store, keep_emulator=keep_emulator)
     except LocalRunError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -123,8 +141,9 @@ def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concu
     """Play seeded fault scenarios against handler processes behind a fault proxy; exit 1 on a violation."""
     from scheduler_dedup.local.campaigns.campaign import CampaignConfig, run_cli
 
-    sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
-                                    concurrency=concurrency, store=store)))
+    with _owned_lifetime():
+        sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
+                                        concurrency=concurrency, store=store)))
 
 
 @main.command("failover-campaign")
@@ -141,8 +160,9 @@ def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: 
     with and without WAIT, and the double executions it causes (a report; exit 0)."""
     from scheduler_dedup.local.campaigns.failover import FailoverConfig, run_cli
 
-    sys.exit(run_cli(FailoverConfig(rounds=rounds, scenarios_per_round=scenarios_per_round, seed=seed, lag_ms=lag_ms,
-                                    wait_modes=tuple(wait_modes))))
+    with _owned_lifetime():
+        sys.exit(run_cli(FailoverConfig(rounds=rounds, scenarios_per_round=scenarios_per_round, seed=seed,
+                                        lag_ms=lag_ms, wait_modes=tuple(wait_modes))))
 
 
 @main.command()

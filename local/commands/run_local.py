@@ -17,6 +17,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,9 @@ from scheduler_dedup.handler.core.record import COMPLETED, FAILED
 from scheduler_dedup.handler.monitoring.run_history import (FAILED_RUN, MISSED, Finding, HistoryRun, Report, RunHistory,
                                                             compare, rfc3339)
 from scheduler_dedup.handler.schedule.run_key import RunKey
-from scheduler_dedup.local.commands.console import make_console, runs_command_line
-from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
+from scheduler_dedup.local.commands.console import in_words, make_console, runs_command_line
+from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, running,
+                                                         store_server)
 from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.demo.simulator import FAULT_TITLES, Delivery, RetryConfig, Scheduler, schedule_times
@@ -224,81 +226,98 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
     check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed)
     name = job_name or job_name_for(job)
     now = datetime.now(timezone.utc)
-    try:
-        server = store_server(store).start()
-        server.prepare(COLLECTION)
-    except (EmulatorNotFoundError, EmulatorStartError) as exc:
-        raise LocalRunError(str(exc)) from None
+    server = store_server(store)
+    # Everything started below belongs to this stack and ends with the command: on success, on an error and on
+    # Ctrl-C or SIGTERM (ends_on_signals); only --keep-emulator keeps the store server, after a normal end.
+    with ExitStack() as owned:
+        try:
+            owned.enter_context(running(server, keep=keep_emulator))
+            server.prepare(COLLECTION)
+        except (EmulatorNotFoundError, EmulatorStartError) as exc:
+            raise LocalRunError(str(exc)) from None
+        code, runs_command = _serve_and_fire(owned, server, source, job, name, schedule, time_zone, runs, speed,
+                                             now, delivery_faults, store_faults, store_fault_rate, seed,
+                                             lease_seconds, attempt_deadline, extra_env, console, status,
+                                             keep_emulator)
+    if keep_emulator:
+        status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with "
+                     f"`kill {server.pid}`). Its run history, from another shell:\n  {runs_command}",
+                     soft_wrap=True)
+    return code
+
+
+def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: str, name: str, schedule: str,
+                    time_zone: str, runs: int | None, speed: float, now: datetime, delivery_faults: Sequence[str],
+                    store_faults: Sequence[str], store_fault_rate: float, seed: int, lease_seconds: float,
+                    attempt_deadline: float, extra_env: Mapping[str, str] | None, console: Console, status: Console,
+                    keep_emulator: bool) -> tuple[int, str]:
+    """Start the fault proxy and the handler (owned by ``owned``), fire the schedule, print the report.
+
+    Returns:
+        ``(exit code, the runs command line)``.
+    """
+    store_host = server.host
     proxy: Any = None
-    instances: _Instances | None = None
+    if store_faults or store_fault_rate:
+        proxy = _fault_proxy(server, store_faults, store_fault_rate, seed)
+        owned.callback(proxy.stop)
+        store_host = proxy.host
+    pythonpath = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**(extra_env or {}), **server.endpoint_env(store_host), "DEDUP_COLLECTION": COLLECTION,
+           "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
+           "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
+           "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(int(attempt_deadline)))}
+    status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
+                                                              else "") + f"; starting the handler with {job} ...")
+    instances = _Instances(env)
+    owned.callback(instances.close)
+    instances.start()
+    history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
+    runs_command = runs_command_line(server.shell_env(), name)
+    status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
+                 + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
+                 + f"\n  {runs_command}", soft_wrap=True)
+    mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
+    console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
+                  + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
+                  highlight=False)
     delivered: list[datetime] = []
     answered: dict[datetime, list[Delivery]] = {}
-    runs_command = ""
+    current: dict[str, str] = {}
+    scheduler = Scheduler(instances.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
+                          crash=lambda url: instances.crash(history, current["run_id"]))
+    printed = 0
     try:
-        store_host = server.host
-        if store_faults or store_fault_rate:
-            proxy = _fault_proxy(server, store_faults, store_fault_rate, seed)
-            store_host = proxy.host
-        pythonpath = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
-        env = {**(extra_env or {}), **server.endpoint_env(store_host), "DEDUP_COLLECTION": COLLECTION,
-               "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
-               "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
-               "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(int(attempt_deadline)))}
-        status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
-                                                                  else "") + f"; starting the handler with {job} ...")
-        instances = _Instances(env)
-        instances.start()
-        history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
-        runs_command = runs_command_line(server.shell_env(), name)
-        status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
-                     + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
-                     + f"\n  {runs_command}", soft_wrap=True)
-        mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
-        console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
-                      + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
-                      highlight=False)
-        current: dict[str, str] = {}
-        live = instances
-        scheduler = Scheduler(live.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
-                              crash=lambda url: live.crash(history, current["run_id"]))
-        printed = 0
-        try:
-            for n, (when, at) in enumerate(_fire_plan(schedule, time_zone, runs, speed, now)):
-                wait = at - time.monotonic()
-                if wait >= 1:
-                    console.print(f"[dim]next fire time {when:%Y-%m-%d %H:%M:%S}Z in {wait:.0f} s[/]")
-                if wait > 0:
-                    time.sleep(wait)
-                fault = delivery_faults[n % len(delivery_faults)] if delivery_faults else "clean"
-                current["run_id"] = RunKey(server.project, "", name, when).run_id
-                report = scheduler.play(when, fault)
-                delivered.append(when)
-                answered[when] = list(report.deliveries)
-                printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
-        except KeyboardInterrupt:
-            console.print("interrupted")
-        if not delivered:
-            return 0
-        # what was delivered is all there will be: the kept server's command checks exactly that window
-        runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
-                                         rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
-        time.sleep(0.5)
-        result = _report(console, history, name, schedule, time_zone, delivered, answered)
-        if proxy is not None and proxy.injected:
-            kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
-            console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
-        return 0 if result.ok else 1
-    finally:
-        if instances is not None:
-            instances.close()
-        if proxy is not None:
-            proxy.stop()
-        if keep_emulator:
-            status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with "
-                         f"`kill {server.pid}`). Its run history, from another shell:\n  {runs_command}",
-                         soft_wrap=True)
-        else:
-            server.stop()
+        for n, (when, at) in enumerate(_fire_plan(schedule, time_zone, runs, speed, now)):
+            wait = at - time.monotonic()
+            if wait >= 1:
+                console.print(f"[dim]next fire time {when:%Y-%m-%d %H:%M:%S}Z in {in_words(wait)}[/]")
+            if wait > 0:
+                time.sleep(wait)
+            fault = delivery_faults[n % len(delivery_faults)] if delivery_faults else "clean"
+            current["run_id"] = RunKey(server.project, "", name, when).run_id
+            report = scheduler.play(when, fault)
+            delivered.append(when)
+            answered[when] = list(report.deliveries)
+            printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+    if not delivered:
+        return 0, runs_command
+    # what was delivered is all there will be: the kept server's command checks exactly that window
+    runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
+                                     rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
+    time.sleep(0.5)
+    result = _report(console, history, name, schedule, time_zone, delivered, answered)
+    if proxy is not None and proxy.injected:
+        kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
+        console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
+    skipped = [f for f in delivery_faults if f == "skipped"]
+    if skipped and not result.ok and {f.kind for f in result.problems} == {MISSED}:
+        console.print(f"[dim]The missed run{'s are' if len(skipped) > 1 else ' is'} the fire time the "
+                      "`skipped` delivery fault left out on purpose: the report finds it, and exits 1, as a check "
+                      "in CI or cron should.[/]", highlight=False)
+    return (0 if result.ok else 1), runs_command
 
 
 def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed: int) -> Any:

@@ -101,6 +101,27 @@ def environment(values: Mapping[str, str | None]) -> Iterator[None]:
                     os.environ[key] = value
 
 
+@contextmanager
+def running(server: _S, keep: bool = False) -> Iterator[_S]:
+    """Start ``server`` for the block and stop it when the block ends: on success, on an error, on Ctrl-C (and on
+    SIGTERM, which the commands turn into ``SystemExit``: :func:`~scheduler_dedup.local.commands.lifetime.ends_on_signals`).
+
+    Args:
+        keep: leave the server running when the block ends normally (``--keep-emulator``); it is stopped on an
+            error or an interruption all the same.
+
+    Raises:
+        EmulatorNotFoundError, EmulatorStartError: as :meth:`StoreServer.start` (nothing is left running).
+    """
+    try:
+        yield server.start()
+    except BaseException:
+        server.stop()
+        raise
+    if not keep:
+        server.stop()
+
+
 class StoreServer(abc.ABC):
     """A real store server on loopback, started and stopped by this process (a context manager).
 
@@ -249,12 +270,16 @@ class ProcessStoreServer(StoreServer):
             self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           start_new_session=True)
         deadline = time.monotonic() + self._start_timeout
-        while time.monotonic() < deadline:
-            if ready():
-                return
-            if self._proc.poll() is not None:
-                break
-            time.sleep(0.05)
+        try:
+            while time.monotonic() < deadline:
+                if ready():
+                    return
+                if self._proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+        except BaseException:  # Ctrl-C (or a signal turned into SystemExit) while waiting: no orphan server
+            self.stop()
+            raise
         tail = self.log()[-2000:]
         self.stop()
         raise EmulatorStartError(f"{self.display_name} did not start on port {self.port}; its log ends:\n{tail}")
