@@ -24,6 +24,7 @@ from typing import Any
 
 import requests
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -302,7 +303,7 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
             owned.enter_context(running(server, keep=keep_emulator))
             server.prepare("scheduler_runs")
         except (EmulatorNotFoundError, EmulatorStartError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
             return 2
         console.print(f"{server.display_name} on {server.host}; starting 2 dedup and 2 baseline instances...")
         env = {**server.endpoint_env(), "DEDUP_JOB": "scheduler_dedup.local.demo.recording_job:run", "DEMO_JOB_PLAN": str(workdir / "plan.json"),

@@ -27,7 +27,8 @@ from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, E
 if TYPE_CHECKING:
     from scheduler_dedup.local.faults.resp_proxy import RespFaultProxy
 
-INSTALL_HINT = "install it with `apt-get install -y redis-server` (Debian/Ubuntu), or set REDIS_SERVER to its path"
+INSTALL_HINT = ("install it with `sudo apt-get install -y redis-server` (the Debian/Ubuntu package, in their own "
+                "archives), or set REDIS_SERVER to its path")
 
 
 def find_redis_server() -> str:

@@ -41,7 +41,56 @@ ENV_LOCK = threading.Lock()
 
 
 class EmulatorNotFoundError(RuntimeError):
-    """A local store server (or what it needs, e.g. Java) is missing; the message says what to install."""
+    """A local store server (or what it needs, e.g. Java or the store's client library) is missing; the message
+    says what to install."""
+
+
+#: How to add Google's Cloud SDK apt repository, where the emulators' Debian packages come from
+#: (https://cloud.google.com/sdk/docs/install#deb); they are in no Debian or Ubuntu archive of their own.
+GOOGLE_APT_REPOSITORY = (
+    "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg"
+    " | sudo gpg --dearmor -o /usr/share/keyrings/cloud.google.gpg\n"
+    "echo 'deb [signed-by=/usr/share/keyrings/cloud.google.gpg] https://packages.cloud.google.com/apt cloud-sdk main'"
+    " | sudo tee /etc/apt/sources.list.d/google-cloud-sdk.list\n"
+    "sudo apt-get update"
+)
+
+
+def apt_install_hint(package: str, gcloud_component: str, variable: str, what: str) -> str:
+    """The install hint of an emulator: its Debian package from Google's apt repository (with the lines that add
+    it, :data:`GOOGLE_APT_REPOSITORY`), or its gcloud component, or the variable naming ``what`` directly."""
+    indented = "\n".join("    " + line for line in (*GOOGLE_APT_REPOSITORY.splitlines(),
+                                                     f"sudo apt-get install -y {package}"))
+    return (f"install the Debian package `{package}` from Google's Cloud SDK apt repository (Debian/Ubuntu):\n"
+            f"{indented}\nor run `gcloud components install {gcloud_component}`, or set {variable} to the path of "
+            f"{what}")
+
+
+def require_client(kind: str) -> None:
+    """Check that the client library of the store ``kind`` imports, before any server starts.
+
+    Raises:
+        EmulatorNotFoundError: it does not; the message names the pip extra that installs it, e.g.
+            ``pip install 'scheduler-dedup[spanner]'``.
+    """
+    try:
+        importlib.import_module(f"scheduler_dedup.handler.stores.{kind}.store")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("scheduler_dedup"):
+            raise
+        raise EmulatorNotFoundError(f"the {kind} store's client library is not installed (no module {exc.name!r}): "
+                                    f"{_pip_install(kind)}") from None
+
+
+def _pip_install(kind: str) -> str:
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        extras = metadata("scheduler-dedup").get_all("Provides-Extra") or []
+    except PackageNotFoundError:
+        extras = []
+    return (f"pip install 'scheduler-dedup[{kind}]'" if kind in extras
+            else "pip install --force-reinstall scheduler-dedup (it is a dependency of the package itself)")
 
 
 class EmulatorStartError(RuntimeError):
@@ -111,8 +160,11 @@ def running(server: _S, keep: bool = False) -> Iterator[_S]:
             error or an interruption all the same.
 
     Raises:
-        EmulatorNotFoundError, EmulatorStartError: as :meth:`StoreServer.start` (nothing is left running).
+        EmulatorNotFoundError: the store's client library is missing (:func:`require_client`; nothing started), or
+            as :meth:`StoreServer.start`.
+        EmulatorStartError: as :meth:`StoreServer.start` (nothing is left running).
     """
+    require_client(server.kind)
     try:
         yield server.start()
     except BaseException:
