@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scheduler_dedup.policies.reading.model import Resource
@@ -298,7 +299,7 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
             levels = json.loads(Path(policy_config).read_text())
             check_policy_config(levels)
         except PolicyConfigError as error:
-            out.print(f"[red]policy config {policy_config}: {error}[/red]")
+            out.print(f"[red]policy config {policy_config}: {escape(str(error))}[/red]", highlight=False)
             return 2
         except (OSError, ValueError) as error:
             out.print(f"[red]cannot read policy config {policy_config}: {error}[/red]")
