@@ -33,7 +33,11 @@ import yaml
 from scheduler_dedup.infra.stack.mock_run import run_program
 from scheduler_dedup.infra.stack.program import CONFIG_KEYS, PROJECT_NAME
 from scheduler_dedup.local.commands.cli import main as cli
+from scheduler_dedup.local.servers.firestore_emulator import INSTALL_HINT as FIRESTORE_HINT
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.servers.redis_server import INSTALL_HINT as REDIS_HINT
+from scheduler_dedup.local.servers.spanner_emulator import INSTALL_HINT as SPANNER_HINT
+from scheduler_dedup.local.servers.store_servers import GOOGLE_APT_REPOSITORY
 from scheduler_dedup.policies.offline.policy_config import check_policy_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,6 +191,11 @@ def test_each_command_parses_or_names_what_exists(snippet: Snippet, command: str
         assert (ROOT / words[1]).is_file(), command
     elif words[0] == "pulumi" and "--policy-pack" in words:
         assert (ROOT / words[words.index("--policy-pack") + 1] / "PulumiPolicy.yaml").is_file(), command
+    elif words[0] in ("curl", "echo") or words[:3] == ["sudo", "apt-get", "update"]:  # adding Google's apt repository
+        assert command in GOOGLE_APT_REPOSITORY.splitlines(), command  # the lines the install hints print
+    elif words[:3] == ["sudo", "apt-get", "install"]:  # the packages the install hints name
+        hints = FIRESTORE_HINT + SPANNER_HINT + REDIS_HINT + "default-jre-headless"
+        assert all(package in hints for package in words[4:]), command
     else:  # the Pulumi CLI, gcloud, a venv: nothing of ours to run without a cloud project
         assert words[0] in ("pulumi", "gcloud", "python3"), command
 

@@ -52,6 +52,7 @@ def test_own_job_with_delivery_faults_runs_once_per_fire_time_and_the_skipped_on
     # once if it landed between the claim and the job's first line (timing decides which).
     assert sorted(executions.values()) in ([1, 1, 1], [1, 1, 2]), executions
     assert "Runs of nightly-run" in out.stdout and "1 missed" in out.stdout
+    assert "left out on purpose" in " ".join(out.stdout.split()), out.stdout  # the FAIL is explained
     # The crashed run is taken over: "repeated". On a loaded machine a cold handler's first claim can also time
     # out with its read-back (500 store_error): that claim holds until its lease expires and the retry's takeover
     # is reported "repeated" too, as docs/monitoring.md says. No other run may be.

@@ -356,6 +356,18 @@ def _zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones()) - _NOT_ZONES
 
 
+def time_zone_suggestion(name: str) -> str:
+    """How to fix a ``name`` that is not a tz database zone, for a message: the closest zone name (difflib, any case)
+    as ``did you mean 'America/Chicago'?``, else ``use e.g. 'Etc/UTC' or 'Europe/Berlin'``."""
+    import difflib
+
+    by_lower = {zone.lower(): zone for zone in _zones()}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.75)
+    if close:
+        return f"did you mean {by_lower[close[0]]!r}?"
+    return "use e.g. 'Etc/UTC' or 'Europe/Berlin'"
+
+
 def is_iana_time_zone(name: str) -> bool:
     """True if ``name`` is a tz database zone name (``Job.time_zone``: "a time zone name from the tz
     database", https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job).
@@ -463,7 +475,7 @@ def fire_times(schedule: str, time_zone: str, since: datetime, until: datetime) 
     if problem:
         raise ValueError(f"schedule {problem}")
     if not is_iana_time_zone(time_zone):
-        raise ValueError(f"time zone {time_zone!r} is not a tz database name: use e.g. 'Etc/UTC' or 'Europe/Berlin'")
+        raise ValueError(f"time zone {time_zone!r} is not a tz database name: {time_zone_suggestion(time_zone)}")
     if since.tzinfo is None or until.tzinfo is None:
         raise ValueError("since and until must be aware datetimes (with a UTC offset)")
     tz = zoneinfo.ZoneInfo(time_zone)
@@ -548,7 +560,7 @@ def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
     if problem:
         raise ValueError(f"schedule {problem}")
     if not is_iana_time_zone(time_zone):
-        raise ValueError(f"time zone {time_zone!r} is not a tz database name: use e.g. 'Etc/UTC' or 'Europe/Berlin'")
+        raise ValueError(f"time zone {time_zone!r} is not a tz database name: {time_zone_suggestion(time_zone)}")
     tz = zoneinfo.ZoneInfo(time_zone)
     today = (start or datetime.now(timezone.utc)).astimezone(tz).replace(tzinfo=None)
     first_day = datetime.combine(today.date(), datetime.min.time())

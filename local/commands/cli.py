@@ -34,7 +34,8 @@ def _owned_lifetime() -> Iterator[None]:
         sys.exit(130)
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="scheduler-dedup", message="%(prog)s %(version)s")
 def main() -> None:
     """scheduler-dedup: exactly one execution per Cloud Scheduler run."""
 

@@ -26,7 +26,7 @@ from rich.console import Console
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.errors import ConfigError
-from scheduler_dedup.handler.schedule.cron import fire_times, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron import fire_times, is_iana_time_zone, time_zone_suggestion, unix_cron_problem
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED
 from scheduler_dedup.handler.monitoring.run_history import (FAILED_RUN, MISSED, Finding, HistoryRun, Report, RunHistory,
                                                             compare, rfc3339)
@@ -93,7 +93,7 @@ def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: 
     if problem:
         problems.append(f"--schedule {problem}")
     if not is_iana_time_zone(time_zone):
-        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: use e.g. Europe/Berlin")
+        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: {time_zone_suggestion(time_zone)}")
     unknown = [f for f in faults if f not in DELIVERY_FAULTS]
     if unknown:
         problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
