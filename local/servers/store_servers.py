@@ -70,27 +70,23 @@ def require_client(kind: str) -> None:
     """Check that the client library of the store ``kind`` imports, before any server starts.
 
     Raises:
-        EmulatorNotFoundError: it does not; the message names the pip extra that installs it, e.g.
+        EmulatorNotFoundError: it does not; the message names the pip extra the store registry gives for it, e.g.
             ``pip install 'scheduler-dedup[spanner]'``.
     """
+    from scheduler_dedup.handler.stores.kind import load
+
+    store = registry.find(kind)
+    if store is None:
+        return
     try:
-        importlib.import_module(f"scheduler_dedup.handler.stores.{kind}.store")
+        load(store.factory)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("scheduler_dedup"):
             raise
+        install = (f"pip install 'scheduler-dedup[{store.extra}]'" if store.extra
+                   else "pip install --force-reinstall scheduler-dedup (it is a dependency of the package itself)")
         raise EmulatorNotFoundError(f"the {kind} store's client library is not installed (no module {exc.name!r}): "
-                                    f"{_pip_install(kind)}") from None
-
-
-def _pip_install(kind: str) -> str:
-    from importlib.metadata import PackageNotFoundError, metadata
-
-    try:
-        extras = metadata("scheduler-dedup").get_all("Provides-Extra") or []
-    except PackageNotFoundError:
-        extras = []
-    return (f"pip install 'scheduler-dedup[{kind}]'" if kind in extras
-            else "pip install --force-reinstall scheduler-dedup (it is a dependency of the package itself)")
+                                    f"{install}") from None
 
 
 class EmulatorStartError(RuntimeError):
