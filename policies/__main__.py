@@ -18,7 +18,7 @@ The scheduler-dedup policy pack: Pulumi starts it, and it waits for Pulumi's eng
 Rules and levels: docs/reference/policy-rules.md.
 """
 
-if any(arg in ("-h", "--help") for arg in sys.argv[1:]) or sys.stdout.isatty():
+if any(arg in ("-h", "--help") for arg in sys.argv[1:]) or getattr(sys.stdout, "isatty", lambda: False)() is True:
     print(_USAGE, end="")
     sys.exit(0)
 

@@ -93,6 +93,7 @@ def store(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.mark.processes  # tests/costs.py
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("step, marker", RUN_LOCAL_STEPS, ids=[s for s, _ in RUN_LOCAL_STEPS])
 def test_run_local_killed_at_each_step_leaves_nothing(tmp_path: Path, store: str, step: str, marker: str | float,
@@ -105,6 +106,7 @@ def test_run_local_killed_at_each_step_leaves_nothing(tmp_path: Path, store: str
     assert code in ((0, 130) if sig == signal.SIGINT else (143,)), (code, text)
 
 
+@pytest.mark.campaign  # tests/costs.py: the demo
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("step, marker", DEMO_STEPS, ids=[s for s, _ in DEMO_STEPS])
 def test_demo_killed_at_each_step_leaves_nothing(tmp_path: Path, store: str, step: str, marker: str | float,

@@ -40,6 +40,8 @@ from scheduler_dedup.local.servers.spanner_emulator import INSTALL_HINT as SPANN
 from scheduler_dedup.local.servers.store_servers import GOOGLE_APT_REPOSITORY
 from scheduler_dedup.policies.offline.policy_config import check_policy_config
 
+pytestmark = pytest.mark.processes  # tests/costs.py: CLI runs
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CLI = str(Path(sys.executable).parent / "scheduler-dedup")

@@ -14,6 +14,8 @@ from scheduler_dedup.infra.job.settings import validate_time_zone
 from scheduler_dedup.local.commands.console import in_words
 from scheduler_dedup.local.commands.run_local import LocalRunError, check_inputs
 
+pytestmark = pytest.mark.processes  # tests/costs.py: CLI runs
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = str(Path(sys.executable).parent / "scheduler-dedup")
 

@@ -39,7 +39,8 @@ def _run(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedPr
                           check=False), tmpdir
 
 
-@pytest.mark.parametrize("command", ["run-local", "demo"])
+@pytest.mark.parametrize("command", [pytest.param("run-local", marks=pytest.mark.processes),
+                                     pytest.param("demo", marks=pytest.mark.campaign)])  # tests/costs.py
 def test_spanner_without_its_client_library_names_the_extra_and_starts_nothing(tmp_path: Path, command: str) -> None:
     (tmp_path / "block").mkdir()
     (tmp_path / "block" / "sitecustomize.py").write_text(NO_SPANNER)
@@ -54,6 +55,7 @@ def test_spanner_without_its_client_library_names_the_extra_and_starts_nothing(t
     assert not _started_by(tmpdir) and not list(tmpdir.iterdir()), text
 
 
+@pytest.mark.campaign  # tests/costs.py: demo (it stops before starting anything)
 @pytest.mark.parametrize("variable, package", [("FIRESTORE_EMULATOR_JAR", "google-cloud-cli-firestore-emulator"),
                                                ("SPANNER_EMULATOR_BINARY", "google-cloud-cli-spanner-emulator")])
 def test_a_missing_emulator_names_its_debian_package_and_googles_apt_repository(tmp_path: Path, variable: str,
@@ -69,6 +71,7 @@ def test_a_missing_emulator_names_its_debian_package_and_googles_apt_repository(
     assert not _started_by(tmpdir) and not list(tmpdir.iterdir()), text
 
 
+@pytest.mark.campaign  # tests/costs.py: demo (it stops before starting anything)
 def test_a_missing_redis_server_names_its_package(tmp_path: Path) -> None:
     out, _ = _run(tmp_path, "demo", "--store", "redis", REDIS_SERVER=str(tmp_path / "nothing-here"))
     assert out.returncode == 2 and "apt-get install -y redis-server" in out.stdout + out.stderr, out.stdout

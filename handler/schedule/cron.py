@@ -358,9 +358,12 @@ def _zones() -> frozenset[str]:
 
 def time_zone_suggestion(name: str) -> str:
     """How to fix a ``name`` that is not a tz database zone, for a message: the closest zone name (difflib, any case)
-    as ``did you mean 'America/Chicago'?``, else ``use e.g. 'Etc/UTC' or 'Europe/Berlin'``."""
+    as ``did you mean 'America/Chicago'?``, else ``use e.g. 'Etc/UTC' or 'Europe/Berlin'`` (an offset such as ``UTC+2``
+    gets that too: the closest name would be a different time)."""
     import difflib
 
+    if any(c.isdigit() or c in "+-" for c in str(name)):  # an offset ("UTC+2") is not a misspelt name
+        return "use a zone name, e.g. 'Etc/UTC' or 'Europe/Berlin', not an offset"
     by_lower = {zone.lower(): zone for zone in _zones()}
     close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.75)
     if close:

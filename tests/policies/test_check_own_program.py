@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.processes  # tests/costs.py: CLI runs
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "scheduler-dedup")
 
