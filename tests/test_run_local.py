@@ -52,6 +52,7 @@ def test_own_job_with_delivery_faults_runs_once_per_fire_time_and_the_skipped_on
     # once if it landed between the claim and the job's first line (timing decides which).
     assert sorted(executions.values()) in ([1, 1, 1], [1, 1, 2]), executions
     assert "Runs of nightly-run" in out.stdout and "1 missed" in out.stdout
+    assert "left out on purpose" in " ".join(out.stdout.split()), out.stdout  # the FAIL is explained
     # The crashed run is taken over: "repeated". On a loaded machine a cold handler's first claim can also time
     # out with its read-back (500 store_error): that claim holds until its lease expires and the retry's takeover
     # is reported "repeated" too, as docs/monitoring.md says. No other run may be.
@@ -194,3 +195,25 @@ def test_the_real_job_example_runs_with_a_local_file_standing_in_for_secret_mana
     missing = subprocess.run([*command, "--secret-file", f"DB_PASSWORD={tmp_path / 'nope.txt'}"],
                              capture_output=True, text=True, env=env, timeout=120, check=False)
     assert missing.returncode == 2 and "--secret-file DB_PASSWORD: cannot read" in missing.stderr, missing.stderr
+
+
+BAD_JOB = '''
+def boom(scheduled):
+    print("checking /data before the export")
+    raise RuntimeError("disk full on /data")
+'''
+
+
+def test_a_job_that_always_fails_is_reported_failed_with_its_error_and_output_never_missed(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "bad.py").write_text(BAD_JOB)
+    env = {k: v for k, v in os.environ.items() if k not in ("FIRESTORE_EMULATOR_HOST", "PYTHONPATH")}
+    out = subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), "run-local", "--source",
+                          str(tmp_path / "mine"), "--job", "bad:boom", "--schedule", "*/10 * * * *", "--speed", "600",
+                          "--runs", "1"], capture_output=True, text=True, env=env, timeout=600, check=False)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "RuntimeError: disk full on /data" in out.stdout, text
+    assert "checking /data before the export" in out.stdout, text  # the job's own print, not only in a deleted log
+    assert "missed" not in out.stdout and "1 failed" in out.stdout, text
+    assert re.search(r"the job failed on all [1-6] attempts that ran it", re.sub(r"\s+", " ", out.stdout)), text

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import importlib
+import io
 import math
+import os
 import re
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.safe_text import scrub_secrets, utf8_safe
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease
 from scheduler_dedup.handler.schedule.run_key import RunKey
 
@@ -95,5 +101,93 @@ def load_job(spec: str | None, variable: str = "DEDUP_JOB") -> Job:
         raise ConfigError(f"{variable}={spec!r}: module {module_name!r} failed to import: {exc!r}") from exc
     job = getattr(module, attr, None)
     if not callable(job):
-        raise ConfigError(f"{variable}={spec!r}: {module_name} has no callable {attr!r}")
+        taken = ""
+        if module_name == "main" and _is_handler_main(module):
+            # functions-framework loads the handler's main.py as module 'main' before the job's module
+            taken = (f" (the module name 'main' is taken: the handler's own main.py, {module.__file__}, was "
+                     f"imported; rename your main.py, e.g. to jobs.py, and use {variable}=jobs:{attr})")
+        raise ConfigError(f"{variable}={spec!r}: {module_name} has no callable {attr!r}{taken}")
     return job
+
+
+def _is_handler_main(module: Any) -> bool:
+    handler_main = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "main.py")
+    return os.path.abspath(str(getattr(module, "__file__", ""))) == handler_main
+
+
+#: Characters of a job's output kept per attempt: the tail, where a failure's last words are.
+OUTPUT_TAIL_CHARS = 2000
+
+
+class OutputTail:
+    """The last :data:`OUTPUT_TAIL_CHARS` characters one attempt of the job wrote to ``sys.stdout`` and
+    ``sys.stderr``, in the order written (see :func:`captured_output`)."""
+
+    def __init__(self, limit: int = OUTPUT_TAIL_CHARS):
+        self.limit = limit
+        self._text = ""
+        self.dropped = 0  #: characters written before the tail
+
+    def write(self, text: str) -> None:
+        self._text += text
+        if len(self._text) > self.limit * 2:
+            self.dropped += len(self._text) - self.limit
+            self._text = self._text[-self.limit:]
+
+    @property
+    def text(self) -> str:
+        """The tail, UTF-8 encodable and credentials scrubbed (:mod:`~scheduler_dedup.handler.core.safe_text`),
+        at most ``limit`` characters; ``""`` when the job wrote nothing."""
+        text, dropped = self._text[-self.limit:], self.dropped + max(0, len(self._text) - self.limit)
+        text = scrub_secrets(utf8_safe(text))
+        return f"[{dropped} earlier characters not kept]\n{text}" if dropped and text else text
+
+
+class _ThreadTee(io.TextIOBase):
+    """Stands in for ``sys.stdout``/``sys.stderr``: every write goes on to the real stream (the handler's log),
+    and is also kept in the :class:`OutputTail` of the thread that wrote it, if it captures."""
+
+    def __init__(self, stream: TextIO, tails: dict[int, OutputTail]):
+        self.stream = stream
+        self.tails = tails
+
+    def write(self, text: str) -> int:
+        tail = self.tails.get(threading.get_ident())
+        if tail is not None:
+            tail.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8")
+
+
+_TAILS: dict[int, OutputTail] = {}
+_INSTALL_LOCK = threading.Lock()
+
+
+@contextmanager
+def captured_output(tail: OutputTail) -> Iterator[OutputTail]:
+    """Keep what the current thread writes to ``sys.stdout`` and ``sys.stderr`` in ``tail`` while the block runs;
+    the writes still reach the real streams. Per thread, so concurrent deliveries keep apart; output of
+    threads or subprocesses the job starts itself is not kept."""
+    with _INSTALL_LOCK:
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if not isinstance(stream, _ThreadTee) and stream is not None:
+                setattr(sys, name, _ThreadTee(stream, _TAILS))
+    ident = threading.get_ident()
+    _TAILS[ident] = tail
+    try:
+        yield tail
+    finally:
+        _TAILS.pop(ident, None)

@@ -409,6 +409,21 @@ def _zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones()) - _NOT_ZONES
 
 
+def time_zone_suggestion(name: str) -> str:
+    """How to fix a ``name`` that is not a tz database zone, for a message: the closest zone name (difflib, any case)
+    as ``did you mean 'America/Chicago'?``, else ``use e.g. 'Etc/UTC' or 'Europe/Berlin'`` (an offset such as ``UTC+2``
+    gets that too: the closest name would be a different time)."""
+    import difflib
+
+    if any(c.isdigit() or c in "+-" for c in str(name)):  # an offset ("UTC+2") is not a misspelt name
+        return "use a zone name, e.g. 'Etc/UTC' or 'Europe/Berlin', not an offset"
+    by_lower = {zone.lower(): zone for zone in _zones()}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.75)
+    if close:
+        return f"did you mean {by_lower[close[0]]!r}?"
+    return "use e.g. 'Etc/UTC' or 'Europe/Berlin'"
+
+
 def is_iana_time_zone(name: str) -> bool:
     """True if ``name`` is a tz database zone name (``Job.time_zone``: "a time zone name from the tz
     database", https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job).
@@ -516,7 +531,7 @@ def fire_times(schedule: str, time_zone: str, since: datetime, until: datetime) 
     if problem:
         raise ValueError(f"schedule {problem}")
     if not is_iana_time_zone(time_zone):
-        raise ValueError(f"time zone {time_zone!r} is not a tz database name: use e.g. 'Etc/UTC' or 'Europe/Berlin'")
+        raise ValueError(f"time zone {time_zone!r} is not a tz database name: {time_zone_suggestion(time_zone)}")
     if since.tzinfo is None or until.tzinfo is None:
         raise ValueError("since and until must be aware datetimes (with a UTC offset)")
     tz = zoneinfo.ZoneInfo(time_zone)
@@ -634,7 +649,7 @@ def fire_gaps(schedule: str, time_zone: str, start: datetime | None = None,
     if problem:
         raise ValueError(f"schedule {problem}")
     if not is_iana_time_zone(time_zone):
-        raise ValueError(f"time zone {time_zone!r} is not a tz database name: use e.g. 'Etc/UTC' or 'Europe/Berlin'")
+        raise ValueError(f"time zone {time_zone!r} is not a tz database name: {time_zone_suggestion(time_zone)}")
     tz = zoneinfo.ZoneInfo(time_zone)
     today = (start or datetime.now(timezone.utc)).astimezone(tz).replace(tzinfo=None)
     first_day = datetime.combine(today.date(), datetime.min.time())

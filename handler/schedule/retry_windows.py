@@ -150,6 +150,14 @@ def recovers_crash(retry: RetryPolicy, lease_seconds: float, attempt_deadline_se
     return crash_recovery_seconds(retry, attempt_deadline_seconds) >= lease_seconds
 
 
+def crash_unrecovered(retry: RetryPolicy, attempt_deadline_seconds: float) -> str:
+    """What happens to a crashed attempt's run when :func:`recovers_crash` is False, in words for a message: with no
+    retry at all nothing comes back for it; otherwise every retry comes while the lease still holds (409)."""
+    if not surely_sent_retries(retry, attempt_deadline_seconds):
+        return "no retry would come for it, so the run would never complete"
+    return "every retry would get 409 and the run would never complete"
+
+
 def retries_described(retry: RetryPolicy, attempt_deadline_seconds: float) -> str:
     """What Scheduler does after a failed attempt under ``retry``, in words for a message (Retry jobs page)."""
     starts = surely_sent_retries(retry, attempt_deadline_seconds)

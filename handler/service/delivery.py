@@ -8,7 +8,8 @@ Every answer and its status code is a row of :data:`~scheduler_dedup.handler.cor
 - 400: a missing or malformed Scheduler header; nothing is written.
 - 403 ``forbidden``: the delivery names another job than the handler's own (``DEDUP_SCHEDULER_JOB``); nothing
   is read or written.
-- 500: a retryable job failure, after the claim was released; or the run store failed (``store_error``,
+- 500: a retryable job failure, after the claim was released (its ``error`` is the exception's type and message,
+  and ``output`` the tail of what the job printed); or the run store failed (``store_error``,
   which says whether the job ran and what the next delivery will do).
 
 The bodies are :mod:`scheduler_dedup.handler.service.answers`' JSON contract.
@@ -24,7 +25,7 @@ from scheduler_dedup.handler.service.answers import outcome_answer, store_error_
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import OtherJobError, RequestHeaderError, StoreError
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
-from scheduler_dedup.handler.protocol.job import Job, ScheduledRun
+from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, captured_output
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.schedule.run_key import HeaderSource, RunKey, run_key_from_headers
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
@@ -83,8 +84,11 @@ class SchedulerHandler:
                 LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
+        output = OutputTail()
+
         def work(attempt_id: str) -> Any:
-            return self.job(ScheduledRun.of(key, attempt_id))
+            with captured_output(output):
+                return self.job(ScheduledRun.of(key, attempt_id))
 
         try:
             outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
@@ -97,6 +101,8 @@ class SchedulerHandler:
                 LogField.ERROR: body["error"]})
             return body, code(DELIVERY, "store_error"), {}
         body, status, extra = _response(outcome)
+        if outcome.error is not None and outcome.executed and output.text:
+            body["output"] = output.text  # the job's last words beside its error: the first thing to read
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra
 

@@ -22,6 +22,15 @@ DEFAULT_ATTEMPT_DEADLINE_SECONDS = 180
 REQUEST_TIMEOUT_MAX_SECONDS = 3600
 
 
+def as_written(args: Mapping[str, Any], key: str, low: int, high: int | None = None) -> int | None:
+    """``args[key]`` when it is a whole number from ``low`` to ``high``, else None: the value a later check uses
+    after this one refused it for how it relates to another setting."""
+    value = args.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        return None
+    return value
+
+
 def resolve_attempt_deadline(args: Mapping[str, Any], app_engine: AppEngineSettings | None) -> int:
     attempt_deadline = read_int(args, "attempt_deadline_seconds", DEFAULT_ATTEMPT_DEADLINE_SECONDS)
     # Scheduler: HTTP targets [15 s, 30 min], App Engine targets [15 s, 24 h] (ATTEMPT_DEADLINES cites the page).

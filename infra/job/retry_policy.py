@@ -11,6 +11,7 @@ from scheduler_dedup.handler.schedule.retry_windows import (
     RetryPolicy,
     max_retry_duration_to_recover,
     min_backoff_to_recover,
+    crash_unrecovered,
     retries_described,
 )
 from scheduler_dedup.infra.errors import DedupConfigError
@@ -50,8 +51,7 @@ def crash_recovery_fix(retry: RetryPolicy, lease: int, attempt_deadline: int) ->
     if duration is not None:
         fixes.append(f"set retry.max_retry_duration_seconds to at least {duration}")
     return (f"a crashed attempt holds its run for up to lease_seconds ({lease} s), but "
-            f"{retries_described(retry, attempt_deadline)}: every retry would get 409 and the run would never "
-            f"complete. To fix it, {'; or '.join(fixes)}; or lower lease_seconds (the retries must come until at "
+            f"{retries_described(retry, attempt_deadline)}: {crash_unrecovered(retry, attempt_deadline)}. To fix it, {'; or '.join(fixes)}; or lower lease_seconds (the retries must come until at "
             "least the lease has passed)")
 
 

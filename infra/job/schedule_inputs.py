@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler_dedup.handler.schedule.cron import is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron import is_iana_time_zone, time_zone_suggestion, unix_cron_problem
 from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.inputs import required_str
@@ -32,13 +32,13 @@ def validate_time_zone(time_zone: str) -> str:
     """Return ``time_zone`` if it is an IANA tz database name (``Job.time_zone``).
 
     Raises:
-        DedupConfigError: not a tz database name (the message suggests ``Etc/UTC``), or a fixed-offset abbreviation
+        DedupConfigError: not a tz database name (the message suggests the closest zone name), or a fixed-offset abbreviation
             such as ``EST`` (UTC-5 all year; :func:`~scheduler_dedup.handler.schedule.time_zones.fixed_offset_abbreviation_problem`).
             An alias such as ``US/Eastern`` passes with an advisory (:func:`advisories_of`).
     """
     if not is_iana_time_zone(time_zone):
         raise DedupConfigError(
-            "time_zone", f"{time_zone!r} is not an IANA time zone name; use e.g. 'Etc/UTC' or 'Europe/Berlin'"
+            "time_zone", f"{time_zone!r} is not an IANA time zone name; {time_zone_suggestion(time_zone)}"
         )
     fixed = fixed_offset_abbreviation_problem(time_zone)
     if fixed:

@@ -25,6 +25,8 @@ from scheduler_dedup.infra.job.app_engine import resolve_app_engine
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
 from scheduler_dedup.infra.job.deadlines import (
     DEFAULT_ATTEMPT_DEADLINE_SECONDS,
+    REQUEST_TIMEOUT_MAX_SECONDS,
+    as_written,
     resolve_attempt_deadline,
     resolve_lease,
     resolve_request_timeout,
@@ -96,8 +98,12 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
 
     # --- deadlines, lease, retries, retention: each checked against the others that are valid ---
     attempt_deadline = problems.run(lambda: resolve_attempt_deadline(args, app_engine), None)
-    request_timeout = problems.run(lambda: resolve_request_timeout(args, attempt_deadline, app_engine), None)
-    lease = problems.run(lambda: resolve_lease(args, request_timeout, attempt_deadline), None)
+    # A value refused only for how it relates to another still takes part in the checks after it, as written: a
+    # file with three such mistakes shows all three at once, not one per run.
+    request_timeout = problems.run(lambda: resolve_request_timeout(args, attempt_deadline, app_engine),
+                                   as_written(args, "request_timeout_seconds", 1, REQUEST_TIMEOUT_MAX_SECONDS))
+    lease = problems.run(lambda: resolve_lease(args, request_timeout, attempt_deadline),
+                         as_written(args, "lease_seconds", 1))
     retry = problems.run(lambda: resolve_retry_policy(args.get("retry") or {}, lease or DEFAULT_LEASE_SECONDS,
                                                attempt_deadline or DEFAULT_ATTEMPT_DEADLINE_SECONDS), None)
     window = (int(retry_window_seconds(retry, attempt_deadline))
@@ -128,6 +134,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     audience = problems.run(lambda: read_str(args, "oidc_audience"), None)
     job_config = problems.run(lambda: resolve_job_config(
         args, project or None, region, memorystore=store is not None and store.kind == "memorystore"), None)
+    if problems.errors and retry is not None and lease is not None and attempt_deadline is not None \
+            and not recovers_crash(retry, lease, attempt_deadline):  # shown now too, not on the next run
+        problems.add(DedupConfigError(crash_recovery_field(args.get("retry") or {}),
+                                      crash_recovery_fix(retry, lease, attempt_deadline)))
     problems.raise_any()
     assert (prefix and schedule and time_zone and region and project and target and attempt_deadline
             and request_timeout and lease and retry and retention is not None and tolerance is not None and store

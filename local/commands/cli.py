@@ -5,6 +5,8 @@ and missed runs) and ``store init`` (a Spanner store's table)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -18,7 +20,22 @@ from scheduler_dedup.local.commands.store_init import store  # noqa: E402
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS  # noqa: E402
 
 
-@click.group()
+@contextmanager
+def _owned_lifetime() -> Iterator[None]:
+    """The lifetime of a command that starts local servers: Ctrl-C, SIGTERM and SIGHUP run its cleanup
+    (:func:`~scheduler_dedup.local.commands.lifetime.ends_on_signals`); Ctrl-C then exits 130 with one line."""
+    from scheduler_dedup.local.commands.lifetime import ends_on_signals
+
+    try:
+        with ends_on_signals():
+            yield
+    except KeyboardInterrupt:
+        click.echo("interrupted: every server and temporary file this command started is gone", err=True)
+        sys.exit(130)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="scheduler-dedup", message="%(prog)s %(version)s")
 def main() -> None:
     """scheduler-dedup: exactly one execution per Cloud Scheduler run."""
 
@@ -43,8 +60,9 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
     it expected but did not find."""
     from scheduler_dedup.local.commands.demo import run_demo
 
-    sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator,
-                      store=store))
+    with _owned_lifetime():
+        sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator,
+                          store=store))
 
 
 @main.command("run-local")
@@ -99,10 +117,11 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
     faults = [f.strip() for f in delivery_faults.split(",") if f.strip()]
     try:
         extra_env.update(secret_file_env(secret_files))
-        code = run_local(source, job, schedule, time_zone=time_zone, runs=runs, speed=speed, job_name=job_name,
-                         delivery_faults=faults, store_faults=store_faults, store_fault_rate=store_fault_rate,
-                         seed=seed, lease_seconds=lease_seconds, attempt_deadline=attempt_deadline,
-                         extra_env=extra_env, store=store, keep_emulator=keep_emulator)
+        with _owned_lifetime():
+            code = run_local(source, job, schedule, time_zone=time_zone, runs=runs, speed=speed, job_name=job_name,
+                             delivery_faults=faults, store_faults=store_faults, store_fault_rate=store_fault_rate,
+                             seed=seed, lease_seconds=lease_seconds, attempt_deadline=attempt_deadline,
+                             extra_env=extra_env, store=store, keep_emulator=keep_emulator)
     except LocalRunError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -123,8 +142,9 @@ def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concu
     """Play seeded fault scenarios against handler processes behind a fault proxy; exit 1 on a violation."""
     from scheduler_dedup.local.campaigns.campaign import CampaignConfig, run_cli
 
-    sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
-                                    concurrency=concurrency, store=store)))
+    with _owned_lifetime():
+        sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,
+                                        concurrency=concurrency, store=store)))
 
 
 @main.command("failover-campaign")
@@ -141,12 +161,16 @@ def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: 
     with and without WAIT, and the double executions it causes (a report; exit 0)."""
     from scheduler_dedup.local.campaigns.failover import FailoverConfig, run_cli
 
-    sys.exit(run_cli(FailoverConfig(rounds=rounds, scenarios_per_round=scenarios_per_round, seed=seed, lag_ms=lag_ms,
-                                    wait_modes=tuple(wait_modes))))
+    with _owned_lifetime():
+        sys.exit(run_cli(FailoverConfig(rounds=rounds, scenarios_per_round=scenarios_per_round, seed=seed,
+                                        lag_ms=lag_ms, wait_modes=tuple(wait_modes))))
 
 
 @main.command()
-@click.option("--stack", default=None, help="stack name: reads Pulumi.<stack>.yaml beside Pulumi.yaml.")
+@click.option("--program", default=None, type=click.Path(exists=True, path_type=Path),
+              help="the Pulumi program to check: its folder or its Pulumi.yaml [default: the Pulumi.yaml in this "
+                   "folder or above, else this project's root stack].")
+@click.option("--stack", default=None, help="stack name: reads Pulumi.<stack>.yaml beside the program's Pulumi.yaml.")
 @click.option("--config", "config_file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="a stack config file (Pulumi.<stack>.yaml format).")
 @click.option("--policy-config", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -154,8 +178,12 @@ def failover_campaign(rounds: int, scenarios_per_round: int, seed: int, lag_ms: 
 @click.option("--stack-ref", "stack_refs", multiple=True, metavar="NAME=FILE",
               help="answer a StackReference to NAME (e.g. storeStack) with the exports of stack config FILE run under "
                    "mocks, e.g. acme/scheduler-dedup/store=Pulumi.store.yaml; repeatable.")
-def check(stack: str | None, config_file: Path | None, policy_config: Path | None, stack_refs: tuple[str, ...]) -> None:
-    """Run the root program under Pulumi mocks and apply the policy pack offline; exit 1 on a mandatory violation."""
+def check(program: Path | None, stack: str | None, config_file: Path | None, policy_config: Path | None,
+          stack_refs: tuple[str, ...]) -> None:
+    """Run a Pulumi program under Pulumi mocks and apply the policy pack offline; exit 1 on a mandatory violation.
+
+    The program is the one of the Pulumi.yaml in this folder (or above), or the one --program names; this
+    project's root stack only when there is none."""
     from scheduler_dedup.local.commands.console import make_console
     from scheduler_dedup.policies.offline.check import run_check
 
@@ -166,7 +194,7 @@ def check(stack: str | None, config_file: Path | None, policy_config: Path | Non
             raise click.BadParameter(f"{item!r}: give NAME=FILE with an existing stack config file", param_hint="--stack-ref")
         refs.append((name, Path(file)))
     sys.exit(run_check(stack=stack, config_file=config_file, policy_config=policy_config, stack_refs=refs,
-                       console=make_console()))
+                       console=make_console(), program=program))
 
 
 if __name__ == "__main__":

@@ -59,3 +59,19 @@ def runs_command_line(env: str, job_name: str, since: str | None = None, until: 
     window = (f" --since {since}" if since else "") + (f" --until {until}" if until else "")
     return f"{env} {self_command()} runs --job {job_name}{window}{' --grace 0' if grace_zero else ''}"
 
+
+
+def in_words(seconds: float) -> str:
+    """A wait for a person to read: ``45 s``, ``12 min 5 s``, ``14 h 27 min``, ``3 d 2 h`` (rounded down to the
+    second; the two largest units)."""
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"

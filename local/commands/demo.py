@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 from collections import Counter
+from contextlib import ExitStack
 import tempfile
 import threading
 import time
@@ -24,6 +24,7 @@ from typing import Any
 
 import requests
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -39,7 +40,8 @@ from scheduler_dedup.handler.monitoring.run_history import (
 )
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.local.commands.console import make_console, runs_command_line
-from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
+from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, running,
+                                                         store_server)
 from scheduler_dedup.local.demo.recording_job import read_events
 from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers.handlers import HandlerServer
@@ -85,12 +87,26 @@ class _Side:
         self.log = workdir / f"{name}-executions.jsonl"
         self.env = {**env, "DEMO_EXECUTIONS_LOG": str(self.log)}
         self.baseline = baseline
-        self.replaced: list[HandlerServer] = []  # crashed instances, whose logs go when the side closes
-        self.servers = [self._start() for _ in range(2)]
+        self.replaced: list[HandlerServer] = []  # every instance started (crashed ones too), stopped on close
+        self.servers: list[HandlerServer] = []
         self.lock = threading.Lock()
 
+    def __enter__(self) -> "_Side":
+        try:
+            for _ in range(2):
+                self.servers.append(self._start())
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _start(self) -> HandlerServer:
-        server = HandlerServer(self.env, baseline=self.baseline, threads=16).start()
+        server = HandlerServer(self.env, baseline=self.baseline, threads=16)
+        self.replaced.append(server)  # owned (stopped and its log removed on close) from before it starts
+        server.start()
         # Warm the instance (store connection, imports) with a run of its own, as Cloud Run's startup
         # probe would, so the first scheduled delivery is not slowed past the attempt deadline.
         warm_up = {"X-CloudScheduler-JobName": f"warm-up-{server.port}",
@@ -112,11 +128,10 @@ class _Side:
             (victim,) = [s for s in self.servers if s.url == url]
             victim.kill()
             self.servers[self.servers.index(victim)] = self._start()
-            self.replaced.append(victim)
         victim.stop()
 
     def close(self) -> None:
-        for server in self.servers + self.replaced:
+        for server in self.replaced:  # every instance ever started, crashed ones included
             server.stop()
             server.remove_log()
 
@@ -273,25 +288,28 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
     skipped = rng.randrange(1, runs)  # neither the oldest nor the newest fire time
     faults.insert(skipped, "skipped")
     retry = RetryConfig()
-    workdir = Path(tempfile.mkdtemp(prefix="scheduler-dedup-demo-"))
-    plan = {f"{JOB_NAME}@{t:%Y-%m-%dT%H:%M:%SZ}": _FAULT_PLAN[f] for t, f in zip(times, faults) if f != "skipped"}
-    (workdir / "plan.json").write_text(json.dumps(plan))
     console.print(f"Schedule [bold]{schedule}[/bold] in {time_zone}: {runs} runs from {times[0]:%Y-%m-%d %H:%M} to "
                   f"{times[-1]:%H:%M} UTC, and the one at {times[skipped]:%H:%M} UTC skipped on purpose; attempt "
                   f"deadline {retry.attempt_deadline} s, retry count {retry.retry_count}, lease {LEASE_SECONDS} s "
                   "(timings scaled down for the demo)")
-    try:
-        server = store_server(store).start()
-        server.prepare("scheduler_runs")
-    except (EmulatorNotFoundError, EmulatorStartError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
-    sides: list[_Side] = []
-    try:
+    server = store_server(store)
+    # Everything started below belongs to this stack and ends with the command: on success, on an error and on
+    # Ctrl-C or SIGTERM (ends_on_signals); only --keep-emulator keeps the store server, after a normal end.
+    with ExitStack() as owned:
+        workdir = Path(owned.enter_context(tempfile.TemporaryDirectory(prefix="scheduler-dedup-demo-")))
+        plan = {f"{JOB_NAME}@{t:%Y-%m-%dT%H:%M:%SZ}": _FAULT_PLAN[f] for t, f in zip(times, faults) if f != "skipped"}
+        (workdir / "plan.json").write_text(json.dumps(plan))
+        try:
+            owned.enter_context(running(server, keep=keep_emulator))
+            server.prepare("scheduler_runs")
+        except (EmulatorNotFoundError, EmulatorStartError) as exc:
+            console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+            return 2
         console.print(f"{server.display_name} on {server.host}; starting 2 dedup and 2 baseline instances...")
         env = {**server.endpoint_env(), "DEDUP_JOB": "scheduler_dedup.local.demo.recording_job:run", "DEMO_JOB_PLAN": str(workdir / "plan.json"),
                "DEDUP_LEASE_SECONDS": str(LEASE_SECONDS), "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone}
-        sides = [_Side("dedup", env, False, workdir), _Side("baseline", env, True, workdir)]
+        sides = [owned.enter_context(_Side(name, env, baseline, workdir))
+                 for name, baseline in (("dedup", False), ("baseline", True))]
         with Progress(console=console, transient=True) as progress:
             task = progress.add_task("delivering", total=2 * len(times))
             dedup = _play(sides[0], server.project, times, faults, retry, progress, task)
@@ -303,12 +321,6 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
         dedup, baseline = [d for d, _ in delivered], [b for _, b in delivered]
         console.print(_summary(dedup, baseline))
         report = _history(server, schedule, time_zone, times, console)
-    finally:
-        for side in sides:
-            side.close()
-        shutil.rmtree(workdir, ignore_errors=True)
-        if not keep_emulator:
-            server.stop()
     bad = [t for t in dedup if not t.exactly_once]
     if bad:
         console.print(f"[red bold]FAIL[/red bold]: {len(bad)} run(s) did not execute exactly once with dedup")

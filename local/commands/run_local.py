@@ -11,11 +11,13 @@ history table is printed as it lands, and the expected-against-actual report at 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -24,12 +26,14 @@ from rich.console import Console
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.errors import ConfigError
-from scheduler_dedup.handler.schedule.cron import fire_times, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron import fire_times, is_iana_time_zone, time_zone_suggestion, unix_cron_problem
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED
-from scheduler_dedup.handler.monitoring.run_history import HistoryRun, Report, RunHistory, compare, rfc3339
+from scheduler_dedup.handler.monitoring.run_history import (FAILED_RUN, MISSED, Finding, HistoryRun, Report, RunHistory,
+                                                            compare, rfc3339)
 from scheduler_dedup.handler.schedule.run_key import RunKey
-from scheduler_dedup.local.commands.console import make_console, runs_command_line
-from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, EmulatorStartError, StoreServer, store_server
+from scheduler_dedup.local.commands.console import in_words, make_console, runs_command_line
+from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, running,
+                                                         store_server)
 from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.demo.simulator import FAULT_TITLES, Delivery, RetryConfig, Scheduler, schedule_times
@@ -89,7 +93,7 @@ def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: 
     if problem:
         problems.append(f"--schedule {problem}")
     if not is_iana_time_zone(time_zone):
-        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: use e.g. Europe/Berlin")
+        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: {time_zone_suggestion(time_zone)}")
     unknown = [f for f in faults if f not in DELIVERY_FAULTS]
     if unknown:
         problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
@@ -222,79 +226,98 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
     check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed)
     name = job_name or job_name_for(job)
     now = datetime.now(timezone.utc)
-    try:
-        server = store_server(store).start()
-        server.prepare(COLLECTION)
-    except (EmulatorNotFoundError, EmulatorStartError) as exc:
-        raise LocalRunError(str(exc)) from None
-    proxy: Any = None
-    instances: _Instances | None = None
-    delivered: list[datetime] = []
-    runs_command = ""
-    try:
-        store_host = server.host
-        if store_faults or store_fault_rate:
-            proxy = _fault_proxy(server, store_faults, store_fault_rate, seed)
-            store_host = proxy.host
-        pythonpath = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
-        env = {**(extra_env or {}), **server.endpoint_env(store_host), "DEDUP_COLLECTION": COLLECTION,
-               "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
-               "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
-               "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(int(attempt_deadline)))}
-        status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
-                                                                  else "") + f"; starting the handler with {job} ...")
-        instances = _Instances(env)
-        instances.start()
-        history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
-        runs_command = runs_command_line(server.shell_env(), name)
-        status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
-                     + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
-                     + f"\n  {runs_command}", soft_wrap=True)
-        mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
-        console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
-                      + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
-                      highlight=False)
-        current: dict[str, str] = {}
-        live = instances
-        scheduler = Scheduler(live.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
-                              crash=lambda url: live.crash(history, current["run_id"]))
-        printed = 0
+    server = store_server(store)
+    # Everything started below belongs to this stack and ends with the command: on success, on an error and on
+    # Ctrl-C or SIGTERM (ends_on_signals); only --keep-emulator keeps the store server, after a normal end.
+    with ExitStack() as owned:
         try:
-            for n, (when, at) in enumerate(_fire_plan(schedule, time_zone, runs, speed, now)):
-                wait = at - time.monotonic()
-                if wait >= 1:
-                    console.print(f"[dim]next fire time {when:%Y-%m-%d %H:%M:%S}Z in {wait:.0f} s[/]")
-                if wait > 0:
-                    time.sleep(wait)
-                fault = delivery_faults[n % len(delivery_faults)] if delivery_faults else "clean"
-                current["run_id"] = RunKey(server.project, "", name, when).run_id
-                report = scheduler.play(when, fault)
-                delivered.append(when)
-                printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
-        except KeyboardInterrupt:
-            console.print("interrupted")
-        if not delivered:
-            return 0
-        # what was delivered is all there will be: the kept server's command checks exactly that window
-        runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
-                                         rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
-        time.sleep(0.5)
-        result = _report(console, history, name, schedule, time_zone, delivered)
-        if proxy is not None and proxy.injected:
-            kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
-            console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
-        return 0 if result.ok else 1
-    finally:
-        if instances is not None:
-            instances.close()
-        if proxy is not None:
-            proxy.stop()
-        if keep_emulator:
-            status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with "
-                         f"`kill {server.pid}`). Its run history, from another shell:\n  {runs_command}",
-                         soft_wrap=True)
-        else:
-            server.stop()
+            owned.enter_context(running(server, keep=keep_emulator))
+            server.prepare(COLLECTION)
+        except (EmulatorNotFoundError, EmulatorStartError) as exc:
+            raise LocalRunError(str(exc)) from None
+        code, runs_command = _serve_and_fire(owned, server, source, job, name, schedule, time_zone, runs, speed,
+                                             now, delivery_faults, store_faults, store_fault_rate, seed,
+                                             lease_seconds, attempt_deadline, extra_env, console, status,
+                                             keep_emulator)
+    if keep_emulator:
+        status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with "
+                     f"`kill {server.pid}`). Its run history, from another shell:\n  {runs_command}",
+                     soft_wrap=True)
+    return code
+
+
+def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: str, name: str, schedule: str,
+                    time_zone: str, runs: int | None, speed: float, now: datetime, delivery_faults: Sequence[str],
+                    store_faults: Sequence[str], store_fault_rate: float, seed: int, lease_seconds: float,
+                    attempt_deadline: float, extra_env: Mapping[str, str] | None, console: Console, status: Console,
+                    keep_emulator: bool) -> tuple[int, str]:
+    """Start the fault proxy and the handler (owned by ``owned``), fire the schedule, print the report.
+
+    Returns:
+        ``(exit code, the runs command line)``.
+    """
+    store_host = server.host
+    proxy: Any = None
+    if store_faults or store_fault_rate:
+        proxy = _fault_proxy(server, store_faults, store_fault_rate, seed)
+        owned.callback(proxy.stop)
+        store_host = proxy.host
+    pythonpath = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**(extra_env or {}), **server.endpoint_env(store_host), "DEDUP_COLLECTION": COLLECTION,
+           "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
+           "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
+           "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(int(attempt_deadline)))}
+    status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
+                                                              else "") + f"; starting the handler with {job} ...")
+    instances = _Instances(env)
+    owned.callback(instances.close)
+    instances.start()
+    history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
+    runs_command = runs_command_line(server.shell_env(), name)
+    status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
+                 + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
+                 + f"\n  {runs_command}", soft_wrap=True)
+    mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
+    console.print(f"Firing [bold]{schedule}[/bold] in {time_zone} as job {name}: {mode}"
+                  + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
+                  highlight=False)
+    delivered: list[datetime] = []
+    answered: dict[datetime, list[Delivery]] = {}
+    current: dict[str, str] = {}
+    scheduler = Scheduler(instances.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
+                          crash=lambda url: instances.crash(history, current["run_id"]))
+    printed = 0
+    try:
+        for n, (when, at) in enumerate(_fire_plan(schedule, time_zone, runs, speed, now)):
+            wait = at - time.monotonic()
+            if wait >= 1:
+                console.print(f"[dim]next fire time {when:%Y-%m-%d %H:%M:%S}Z in {in_words(wait)}[/]")
+            if wait > 0:
+                time.sleep(wait)
+            fault = delivery_faults[n % len(delivery_faults)] if delivery_faults else "clean"
+            current["run_id"] = RunKey(server.project, "", name, when).run_id
+            report = scheduler.play(when, fault)
+            delivered.append(when)
+            answered[when] = list(report.deliveries)
+            printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+    if not delivered:
+        return 0, runs_command
+    # what was delivered is all there will be: the kept server's command checks exactly that window
+    runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
+                                     rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
+    time.sleep(0.5)
+    result = _report(console, history, name, schedule, time_zone, delivered, answered)
+    if proxy is not None and proxy.injected:
+        kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
+        console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
+    skipped = [f for f in delivery_faults if f == "skipped"]
+    if skipped and not result.ok and {f.kind for f in result.problems} == {MISSED}:
+        console.print(f"[dim]The missed run{'s are' if len(skipped) > 1 else ' is'} the fire time the "
+                      "`skipped` delivery fault left out on purpose: the report finds it, and exits 1, as a check "
+                      "in CI or cron should.[/]", highlight=False)
+    return (0 if result.ok else 1), runs_command
 
 
 def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed: int) -> Any:
@@ -328,9 +351,27 @@ def _print_run(console: Console, history: RunHistory, name: str, when: datetime,
     if rows:
         console.print(table)
     title = _crash_title(rows) if fault == "crash" else FAULT_TITLES[fault]
+    failure = None if rows else failed_every_attempt(deliveries)
     console.print(f"[dim]  {when:%H:%M:%S}Z {title}: {summary}"
-                  + ("" if rows else " (no run record)") + "[/]", highlight=False)
+                  + ("" if rows else " (no run record: each failed attempt released its claim)" if failure
+                     else " (no run record)") + "[/]", highlight=False)
+    if failure is not None:
+        console.print(f"  [red bold]failed[/] {when:%H:%M:%S}Z, every attempt: [red]{failure.error}[/]",
+                      highlight=False, markup=True, soft_wrap=True)
+        if failure.output:
+            console.print("  [dim]the job's output (tail):[/]")
+            console.print("\n".join("    " + line for line in failure.output.splitlines()), markup=False,
+                          highlight=False, soft_wrap=True)
     return len(rows)
+
+
+def failed_every_attempt(deliveries: Sequence[Delivery]) -> Delivery | None:
+    """The last failed answer, when no delivery of a run succeeded and the job failed on each that ran it
+    (``released``: the attempt raised, and its claim was released, so no record is left); None otherwise."""
+    failed = [d for d in deliveries if d.outcome == "released" and d.error]
+    if failed and not any(200 <= d.status < 300 for d in deliveries):
+        return failed[-1]
+    return None
 
 
 def _crash_title(rows: Sequence[HistoryRun]) -> str:
@@ -344,11 +385,30 @@ def _crash_title(rows: Sequence[HistoryRun]) -> str:
     return "instance SIGKILLed mid-job; not taken over yet"
 
 
+def failed_not_missed(report: Report, answered: Mapping[datetime, Sequence[Delivery]]) -> Report:
+    """``report`` with each ``missed`` fire time whose every delivery answered a job failure reported ``failed``,
+    with the job's error: Scheduler did deliver it, the job failed each time (no record is left, as each attempt
+    released its claim for a retry)."""
+    findings = []
+    for finding in report.findings:
+        candidates = finding.fire_time.candidates if finding.fire_time else (finding.schedule_time,)
+        when = next((t for t in candidates if t in answered), None)
+        failure = failed_every_attempt(answered[when]) if when is not None else None
+        if finding.kind == MISSED and when is not None and failure is not None:
+            tries = sum(1 for d in answered[when] if d.outcome == "released")
+            finding = dataclasses.replace(finding, kind=FAILED_RUN, detail=(
+                f"delivered; the job failed on all {tries} attempts that ran it (each released its claim for a retry, so no "
+                f"record is left): {failure.error}"))
+        findings.append(finding)
+    return dataclasses.replace(report, findings=tuple(findings))
+
+
 def _report(console: Console, history: RunHistory, name: str, schedule: str, time_zone: str,
-            delivered: list[datetime]) -> Report:
+            delivered: list[datetime], answered: Mapping[datetime, Sequence[Delivery]]) -> Report:
     since, until = delivered[0], delivered[-1] + timedelta(seconds=1)
     report = compare(history.runs(name, since=since, until=until), job_name=name, schedule=schedule,
                      time_zone=time_zone, since=since, until=until, grace_seconds=0)
+    report = failed_not_missed(report, answered)
     if report.findings:
         console.print(report_table(report, list(report.findings)))
     console.print(report_summary(report))

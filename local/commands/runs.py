@@ -26,7 +26,7 @@ from rich.table import Table
 
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_DATABASE, DEFAULT_STORE, STORE_KINDS
 from scheduler_dedup.handler.core.errors import ConfigError, StoreCallError, StoreUnavailableError
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, time_zone_suggestion, unix_cron_problem
 from scheduler_dedup.handler.monitoring.run_history import (
     DEFAULT_GRACE_SECONDS,
     JobScope,
@@ -341,7 +341,7 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
     if not job:
         raise click.UsageError("give --job: the Cloud Scheduler job id whose runs to list")
     if time_zone is not None and not is_iana_time_zone(time_zone):
-        raise click.BadParameter(f"{time_zone!r} is not a tz database time zone, e.g. Europe/Berlin",
+        raise click.BadParameter(f"{time_zone!r} is not a tz database time zone: {time_zone_suggestion(time_zone)}",
                                  param_hint="--time-zone")
     if schedule is not None and unix_cron_problem(schedule):
         raise click.BadParameter(str(unix_cron_problem(schedule)), param_hint="--schedule")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import warnings
 from datetime import datetime, timezone
@@ -104,6 +105,9 @@ def run(scheduled: ScheduledRun) -> Any:
     starts_before = _starts(os.environ.get("DEMO_EXECUTIONS_LOG"), scheduled.run_id)
     _append({"event": "start", **base})
     time.sleep(float(plan.get("sleep", os.environ.get("DEMO_JOB_SECONDS", 0.05))))
+    if "print" in plan:  # the job's own output, which a failure's answer must carry
+        print(plan["print"], flush=True)
+        print(plan["print"], file=sys.stderr, flush=True)
     fail = plan.get("fail")
     if fail and starts_before < int(plan.get("fail_times", 10**9)):
         _append({"event": "end", "outcome": fail, **base})

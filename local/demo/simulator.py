@@ -68,10 +68,13 @@ class RetryConfig:
 
 @dataclass
 class Delivery:
-    """One HTTP delivery attempt and what came back (``status`` 0: no response)."""
+    """One HTTP delivery attempt and what came back (``status`` 0: no response); ``error`` and ``output``: the
+    answer's error (the job's exception) and the tail of the job's output, when it failed."""
 
     status: int
     outcome: str
+    error: str = ""
+    output: str = ""
 
 
 @dataclass
@@ -100,10 +103,13 @@ def _post(url: str, headers: dict[str, str], timeout: float) -> Delivery:
     except requests.ConnectionError:
         return Delivery(0, "connection failed")
     try:
-        outcome = str(response.json().get("status", ""))
+        body = response.json()
     except ValueError:
-        outcome = "non-json"
-    return Delivery(response.status_code, outcome)
+        return Delivery(response.status_code, "non-json")
+    if not isinstance(body, dict):
+        return Delivery(response.status_code, "non-json")
+    return Delivery(response.status_code, str(body.get("status", "")), str(body.get("error") or ""),
+                    str(body.get("output") or ""))
 
 
 def _post_and_drop_response(url: str, headers: dict[str, str]) -> Delivery:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import requests
 
-from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, EmulatorStartError, ProcessStoreServer
+from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, ProcessStoreServer,
+                                                         apt_install_hint)
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.stores.wire import GrpcWire
@@ -25,11 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["INSTALL_HINT", "EmulatorNotFoundError", "EmulatorStartError", "FirestoreEmulator", "find_emulator_jar",
            "find_java"]
 
-INSTALL_HINT = (
-    "install it with `gcloud components install cloud-firestore-emulator` "
-    "(or the Debian/Ubuntu package `google-cloud-cli-firestore-emulator`), "
-    "or set FIRESTORE_EMULATOR_JAR to the path of cloud-firestore-emulator.jar"
-)
+INSTALL_HINT = apt_install_hint("google-cloud-cli-firestore-emulator", "cloud-firestore-emulator",
+                                "FIRESTORE_EMULATOR_JAR", "cloud-firestore-emulator.jar")
 _MAIN_CLASS = "com.google.cloud.datastore.emulator.firestore.CloudFirestore"
 _READY_LINE = "Dev App Server is now running."
 _JAR_SUBPATH = "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
@@ -88,7 +86,7 @@ def find_java() -> str:
     if not found:
         raise EmulatorNotFoundError(
             "java was not found on PATH; the Firestore emulator needs a Java 11+ runtime "
-            "(for example `apt-get install default-jre-headless`)"
+            "(install it with `sudo apt-get install -y default-jre-headless`)"
         )
     return found
 

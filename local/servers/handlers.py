@@ -130,6 +130,9 @@ class HandlerServer(_ServerProcess):
             self.stop()
             raise RuntimeError(f"handler was not serving {self.url} after {self._start_timeout} s:\n"
                                f"{self.log()[-3000:]}")
+        except BaseException:  # Ctrl-C (or a signal turned into SystemExit) while waiting: no orphan server
+            self.stop()
+            raise
         finally:
             os.close(ready_read)
             if ready_write >= 0:
@@ -219,6 +222,9 @@ class AppEngineServer(_ServerProcess):
             self.stop()
             raise RuntimeError(f"handler was not serving {self.url} after {self._start_timeout} s:\n"
                                f"{self.log()[-3000:]}")
+        except BaseException:  # Ctrl-C (or a signal turned into SystemExit) while waiting: no orphan server
+            self.stop()
+            raise
         finally:
             self._reservation.close()  # gunicorn holds the port now (or never will)
             self._reservation = None

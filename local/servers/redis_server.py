@@ -1,6 +1,7 @@
 """Find, start and stop a real ``redis-server`` (Debian package ``redis-server``) for tests, the demo and campaigns.
 
-Each server runs on a reserved loopback port with a config file of its own in a private temporary folder: no
+Each server runs on a reserved loopback port with a config file of its own in a private temporary folder, made
+by :meth:`RedisServer.start` and removed by :meth:`RedisServer.stop` with the AUTH file in it: no
 persistence (``save ""``, ``appendonly no``), ``maxmemory-policy noeviction`` (what a dedup store must have) and
 AUTH on (a random ``requirepass``, handed to clients as the file ``DEDUP_REDIS_AUTH_FILE`` names, as a mounted
 secret is on Cloud Run). It is stopped by its own PID only. A replica (``replica_of=``) replicates another server
@@ -26,7 +27,8 @@ from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, E
 if TYPE_CHECKING:
     from scheduler_dedup.local.faults.resp_proxy import RespFaultProxy
 
-INSTALL_HINT = "install it with `apt-get install -y redis-server` (Debian/Ubuntu), or set REDIS_SERVER to its path"
+INSTALL_HINT = ("install it with `sudo apt-get install -y redis-server` (the Debian/Ubuntu package, in their own "
+                "archives), or set REDIS_SERVER to its path")
 
 
 def find_redis_server() -> str:
@@ -74,8 +76,8 @@ class RedisServer(ProcessStoreServer):
         self.replica_of = replica_of
         self.tls = tls
         self.password = password or secrets.token_urlsafe(24)
-        self._dir = Path(tempfile.mkdtemp(prefix="scheduler-dedup-redis-"))
-        self.auth_file = str(self._dir / "auth")
+        self._dir: Path | None = None  # the private folder (config, AUTH file) while the server runs
+        self.auth_file = ""
 
     def _config(self) -> str:
         lines = [
@@ -100,11 +102,18 @@ class RedisServer(ProcessStoreServer):
             EmulatorStartError: it exited or did not answer within ``start_timeout`` seconds.
         """
         binary = find_redis_server()
-        Path(self.auth_file).write_text(self.password + "\n")
-        os.chmod(self.auth_file, 0o600)
-        config = self._dir / "redis.conf"
-        config.write_text(self._config())
-        self._spawn([binary, str(config)], self._answers_ping)  # logfile "": its log is the process's output
+        self._dir = Path(tempfile.mkdtemp(prefix="scheduler-dedup-redis-"))  # mode 0700
+        try:
+            self.auth_file = str(self._dir / "auth")
+            fd = os.open(self.auth_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as auth:
+                auth.write(self.password + "\n")
+            config = self._dir / "redis.conf"
+            config.write_text(self._config())
+            self._spawn([binary, str(config)], self._answers_ping)  # logfile "": its log is the process's output
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def _answers_ping(self) -> bool:
@@ -186,10 +195,16 @@ class RedisServer(ProcessStoreServer):
             self._proc.kill()
             self._proc.wait(timeout=10)
 
+    def stop(self) -> None:
+        """Stop the process (by its PID only) and remove the server's folder (config, AUTH file) and log."""
+        super().stop()
+        folder, self._dir = self._dir, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def close(self) -> None:
-        """:meth:`stop`, and remove the server's folder (config, log, AUTH file)."""
+        """:meth:`stop` (kept for callers that close)."""
         self.stop()
-        shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> "RedisServer":
         return self.start()

@@ -24,18 +24,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, ProcessStoreServer
+from scheduler_dedup.local.servers.store_servers import EmulatorNotFoundError, ProcessStoreServer, apt_install_hint
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.stores.wire import GrpcWire
 
 __all__ = ["INSTALL_HINT", "SpannerEmulator", "find_emulator"]
 
-INSTALL_HINT = (
-    "install it with `gcloud components install cloud-spanner-emulator` "
-    "(or the Debian/Ubuntu package `google-cloud-cli-spanner-emulator`), "
-    "or set SPANNER_EMULATOR_BINARY to the path of emulator_main"
-)
+INSTALL_HINT = apt_install_hint("google-cloud-cli-spanner-emulator", "cloud-spanner-emulator",
+                                "SPANNER_EMULATOR_BINARY", "emulator_main")
 _BINARY_SUBPATH = "bin/cloud_spanner_emulator/emulator_main"
 _READY_LINE = "Server address:"
 

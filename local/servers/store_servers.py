@@ -41,7 +41,52 @@ ENV_LOCK = threading.Lock()
 
 
 class EmulatorNotFoundError(RuntimeError):
-    """A local store server (or what it needs, e.g. Java) is missing; the message says what to install."""
+    """A local store server (or what it needs, e.g. Java or the store's client library) is missing; the message
+    says what to install."""
+
+
+#: How to add Google's Cloud SDK apt repository, where the emulators' Debian packages come from
+#: (https://cloud.google.com/sdk/docs/install#deb); they are in no Debian or Ubuntu archive of their own.
+GOOGLE_APT_REPOSITORY = (
+    "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg"
+    " | sudo gpg --dearmor -o /usr/share/keyrings/cloud.google.gpg\n"
+    "echo 'deb [signed-by=/usr/share/keyrings/cloud.google.gpg] https://packages.cloud.google.com/apt cloud-sdk main'"
+    " | sudo tee /etc/apt/sources.list.d/google-cloud-sdk.list\n"
+    "sudo apt-get update"
+)
+
+
+def apt_install_hint(package: str, gcloud_component: str, variable: str, what: str) -> str:
+    """The install hint of an emulator: its Debian package from Google's apt repository (with the lines that add
+    it, :data:`GOOGLE_APT_REPOSITORY`), or its gcloud component, or the variable naming ``what`` directly."""
+    indented = "\n".join("    " + line for line in (*GOOGLE_APT_REPOSITORY.splitlines(),
+                                                     f"sudo apt-get install -y {package}"))
+    return (f"install the Debian package `{package}` from Google's Cloud SDK apt repository (Debian/Ubuntu):\n"
+            f"{indented}\nor run `gcloud components install {gcloud_component}`, or set {variable} to the path of "
+            f"{what}")
+
+
+def require_client(kind: str) -> None:
+    """Check that the client library of the store ``kind`` imports, before any server starts.
+
+    Raises:
+        EmulatorNotFoundError: it does not; the message names the pip extra the store registry gives for it, e.g.
+            ``pip install 'scheduler-dedup[spanner]'``.
+    """
+    from scheduler_dedup.handler.stores.kind import load
+
+    store = registry.find(kind)
+    if store is None:
+        return
+    try:
+        load(store.factory)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("scheduler_dedup"):
+            raise
+        install = (f"pip install 'scheduler-dedup[{store.extra}]'" if store.extra
+                   else "pip install --force-reinstall scheduler-dedup (it is a dependency of the package itself)")
+        raise EmulatorNotFoundError(f"the {kind} store's client library is not installed (no module {exc.name!r}): "
+                                    f"{install}") from None
 
 
 class EmulatorStartError(RuntimeError):
@@ -99,6 +144,30 @@ def environment(values: Mapping[str, str | None]) -> Iterator[None]:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+@contextmanager
+def running(server: _S, keep: bool = False) -> Iterator[_S]:
+    """Start ``server`` for the block and stop it when the block ends: on success, on an error, on Ctrl-C (and on
+    SIGTERM, which the commands turn into ``SystemExit``: :func:`~scheduler_dedup.local.commands.lifetime.ends_on_signals`).
+
+    Args:
+        keep: leave the server running when the block ends normally (``--keep-emulator``); it is stopped on an
+            error or an interruption all the same.
+
+    Raises:
+        EmulatorNotFoundError: the store's client library is missing (:func:`require_client`; nothing started), or
+            as :meth:`StoreServer.start`.
+        EmulatorStartError: as :meth:`StoreServer.start` (nothing is left running).
+    """
+    require_client(server.kind)
+    try:
+        yield server.start()
+    except BaseException:
+        server.stop()
+        raise
+    if not keep:
+        server.stop()
 
 
 class StoreServer(abc.ABC):
@@ -249,12 +318,16 @@ class ProcessStoreServer(StoreServer):
             self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           start_new_session=True)
         deadline = time.monotonic() + self._start_timeout
-        while time.monotonic() < deadline:
-            if ready():
-                return
-            if self._proc.poll() is not None:
-                break
-            time.sleep(0.05)
+        try:
+            while time.monotonic() < deadline:
+                if ready():
+                    return
+                if self._proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+        except BaseException:  # Ctrl-C (or a signal turned into SystemExit) while waiting: no orphan server
+            self.stop()
+            raise
         tail = self.log()[-2000:]
         self.stop()
         raise EmulatorStartError(f"{self.display_name} did not start on port {self.port}; its log ends:\n{tail}")

@@ -1,7 +1,8 @@
 """The offline policy check (``scheduler-dedup check``): the pack's rules without the Pulumi CLI or cloud credentials.
 
-It runs the root stack program under Pulumi mocks with a stack config
-(:func:`scheduler_dedup.infra.stack.mock_run.run_stack_config`), feeds every registered resource and the
+It runs a stack program under Pulumi mocks with a stack config: the program of the ``Pulumi.yaml`` in the working
+directory (or above it), or the one ``--program`` names, else this project's root stack
+(:func:`scheduler_dedup.infra.stack.mock_run.run_stack_config`); it feeds every registered resource and the
 stack to the same rule functions the policy pack runs (:func:`scheduler_dedup.policies.rules.evaluate`),
 prints a table of violations (rule, resource, level, message) and returns the exit code: 1 on any
 mandatory violation, 0 otherwise, 2 for usage errors.
@@ -16,11 +17,15 @@ fail with.
 from __future__ import annotations
 
 import json
+import os
+import runpy
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scheduler_dedup.policies.reading.model import Resource
@@ -37,15 +42,77 @@ PROGRAM_ERROR_RULE = "program-error"
 """Pseudo-rule of the row reported when the program fails for another reason."""
 
 
+#: This source checkout's root ``Pulumi.yaml`` (editable install), the program checked when none is named.
+ROOT_PROJECT_FILE = Path(__file__).resolve().parents[2] / "Pulumi.yaml"
+
+
 def find_project_file(start: Path | None = None) -> Path | None:
-    """The root ``Pulumi.yaml``: the nearest one from ``start`` (default: the working directory) upwards,
-    else the one of this source checkout (editable install), else None."""
+    """The ``Pulumi.yaml`` of the program to check: ``start`` itself (a ``Pulumi.yaml`` or the folder holding one),
+    else the nearest one from ``start`` (default: the working directory) upwards, else this checkout's root one
+    (:data:`ROOT_PROJECT_FILE`), else None."""
     here = (start or Path.cwd()).resolve()
+    if here.is_file():
+        return here
     for folder in (here, *here.parents):
         if (folder / "Pulumi.yaml").is_file():
             return folder / "Pulumi.yaml"
-    checkout = Path(__file__).resolve().parents[2] / "Pulumi.yaml"
-    return checkout if checkout.is_file() else None
+    return ROOT_PROJECT_FILE if ROOT_PROJECT_FILE.is_file() else None
+
+
+def is_root_project(project_file: Path | None) -> bool:
+    """True when ``project_file`` is this project's root ``Pulumi.yaml`` (its program: the root stack)."""
+    return project_file is None or project_file.resolve() == ROOT_PROJECT_FILE.resolve()
+
+
+def program_entry(project_file: Path) -> Path:
+    """The entry file of the Python program of ``project_file``: ``__main__.py`` in its ``main:`` folder (default the
+    project folder), or ``main:`` itself when it names a file, as the Pulumi CLI runs it
+    (https://www.pulumi.com/docs/iac/concepts/projects/project-file/, ``main``).
+
+    Raises:
+        ProgramNotFoundError: the project is not a Python program, or its entry file does not exist.
+    """
+    from scheduler_dedup.infra.stack.mock_run import _read_yaml_mapping
+
+    project = _read_yaml_mapping(project_file, "config")
+    runtime = project.get("runtime")
+    name = runtime.get("name") if isinstance(runtime, Mapping) else runtime
+    if name != "python":
+        raise ProgramNotFoundError(f"{project_file}: runtime {name!r} is not python; the offline check runs Python "
+                                   f"programs only (run `pulumi preview --policy-pack policies` for others)")
+    entry = project_file.parent / str(project.get("main") or ".")
+    entry = entry / "__main__.py" if entry.is_dir() else entry
+    if not entry.is_file():
+        raise ProgramNotFoundError(f"{project_file}: its program {entry} does not exist (Pulumi runs __main__.py in "
+                                   f"the project folder, or the file or folder 'main:' names)")
+    return entry
+
+
+class ProgramNotFoundError(ValueError):
+    """The program a ``Pulumi.yaml`` names cannot be run offline; the message names the file and the fix."""
+
+
+def project_program(project_file: Path) -> Callable[[], None]:
+    """The program of ``project_file`` as a callable for :func:`~scheduler_dedup.infra.stack.mock_run.run_program`:
+    its entry file run as ``__main__`` with its folder as working directory and first on ``sys.path``, as the
+    Pulumi CLI's Python host runs it.
+
+    Raises:
+        ProgramNotFoundError: see :func:`program_entry`.
+    """
+    entry = program_entry(project_file)
+
+    def run() -> None:
+        folder, cwd, path = str(entry.parent), os.getcwd(), list(sys.path)
+        os.chdir(folder)
+        sys.path.insert(0, folder)
+        try:
+            runpy.run_path(str(entry), run_name="__main__")
+        finally:
+            os.chdir(cwd)
+            sys.path[:] = path
+
+    return run
 
 
 def resources_from_registered(registered: Sequence[Any]) -> list[Resource]:
@@ -75,7 +142,8 @@ def check_program(program: Callable[[], Any], config: Mapping[str, str] | None =
 def check_stack_config(config_file: Path, project_file: Path | None,
                        policy_config: Mapping[str, Any] | None = None,
                        stack_outputs: Mapping[str, Mapping[str, Any]] | None = None) -> list[Finding]:
-    """Run the root program for ``config_file`` under mocks and apply the rules.
+    """Run the program of ``project_file`` (this project's root program when it is the root ``Pulumi.yaml`` or None)
+    for ``config_file`` under mocks and apply the rules.
 
     ``stack_outputs`` answers the program's ``StackReference`` s (a job stack's ``storeStack``), per stack name.
 
@@ -87,7 +155,7 @@ def check_stack_config(config_file: Path, project_file: Path | None,
     from scheduler_dedup.infra.stack.mock_run import run_stack_config
 
     try:
-        registered = run_stack_config(config_file, project_file=project_file, stack_outputs=stack_outputs)
+        registered = _run_config(config_file, project_file, stack_outputs)
     except Exception as error:  # noqa: BLE001 - reported as rows, never a traceback
         cause = _config_error_in(error)
         if cause is not None:
@@ -96,7 +164,21 @@ def check_stack_config(config_file: Path, project_file: Path | None,
                     for each in (cause.errors if isinstance(cause, DedupConfigErrors) else (cause,))]
         return [Finding(PROGRAM_ERROR_RULE, "mandatory", None,
                         f"the stack program failed under mocks: {type(error).__name__}: {error}")]
-    return [_in_stack_config_terms(finding) for finding in evaluate(resources_from_registered(registered), policy_config)]
+    findings = evaluate(resources_from_registered(registered), policy_config)
+    return [_in_stack_config_terms(finding) for finding in findings] if is_root_project(project_file) else findings
+
+
+def _run_config(config_file: Path, project_file: Path | None,
+                stack_outputs: Mapping[str, Mapping[str, Any]] | None) -> Any:
+    from scheduler_dedup.infra.stack.mock_run import _read_yaml_mapping, run_program, run_stack_config, stack_config_from_file
+
+    if project_file is None or is_root_project(project_file):
+        return run_stack_config(config_file, project_file=project_file, stack_outputs=stack_outputs)
+    program = project_program(project_file)
+    name = str(_read_yaml_mapping(project_file, "config").get("name") or "project")
+    stack = config_file.name.split(".")[1] if config_file.name.count(".") >= 2 else "mock"
+    return run_program(program, stack_config_from_file(config_file, project_file), project=name, stack=stack,
+                       stack_outputs=stack_outputs)
 
 
 #: Resource properties (as rule messages name them) that the root stack sets, and the component input behind
@@ -166,13 +248,16 @@ def render(findings: Sequence[Finding], console: Console, title: str) -> None:
 
 
 def run_check(stack: str | None, config_file: Path | None, *, policy_config: Path | None = None,
-              stack_refs: Sequence[tuple[str, Path]] = (), console: Console) -> int:
+              stack_refs: Sequence[tuple[str, Path]] = (), console: Console,
+              program: Path | None = None) -> int:
     """Check a stack config offline and print the violations.
 
     Args:
-        stack: stack name: reads ``Pulumi.<stack>.yaml`` beside the root ``Pulumi.yaml``.
+        stack: stack name: reads ``Pulumi.<stack>.yaml`` beside the program's ``Pulumi.yaml``.
         config_file: a stack config file instead (``Pulumi.<stack>.yaml`` format); the ``Pulumi.yaml``
-            beside it supplies defaults, else the root one.
+            beside it supplies defaults and names the program, else the program's.
+        program: the program to check: its folder or its ``Pulumi.yaml``. Default: the ``Pulumi.yaml`` in the
+            working directory or above it, else this project's root stack (:func:`find_project_file`).
         policy_config: optional JSON file in ``pulumi preview --policy-pack-config`` format (rule name ->
             ``"advisory"``/``"mandatory"``/``"disabled"`` or ``{"enforcementLevel": ..., <config>}``).
         stack_refs: ``(stack name, its config file)`` pairs: each config runs under mocks first, and its exports
@@ -190,7 +275,10 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
     if (stack is None) == (config_file is None):
         out.print("[red]give exactly one of --stack NAME or --config FILE[/red]")
         return 2
-    root_project = find_project_file()
+    if program is not None and not (Path(program) if Path(program).is_file() else Path(program) / "Pulumi.yaml").is_file():
+        out.print(f"[red]--program {program}: no Pulumi.yaml there; give the folder of your Pulumi.yaml or the file[/red]")
+        return 2
+    root_project = find_project_file(Path(program) if program is not None else None)
     if stack is not None:
         if root_project is None:
             out.print("[red]no Pulumi.yaml found in this folder or above: run from the project, or use --config FILE[/red]")
@@ -201,7 +289,7 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
         assert config_file is not None
         path = Path(config_file)
         beside = path.resolve().parent / "Pulumi.yaml"
-        project_file = beside if beside.is_file() else root_project
+        project_file = beside if beside.is_file() and program is None else root_project
     if not path.is_file():
         out.print(f"[red]stack config {path} does not exist[/red]")
         return 2
@@ -211,13 +299,12 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
             levels = json.loads(Path(policy_config).read_text())
             check_policy_config(levels)
         except PolicyConfigError as error:
-            out.print(f"[red]policy config {policy_config}: {error}[/red]")
+            out.print(f"[red]policy config {policy_config}: {escape(str(error))}[/red]", highlight=False)
             return 2
         except (OSError, ValueError) as error:
             out.print(f"[red]cannot read policy config {policy_config}: {error}[/red]")
             return 2
-    from scheduler_dedup.infra.stack.mock_run import (PROJECT_NAME, StackConfigFileError, run_stack_config,
-                                                stack_config_from_file)
+    from scheduler_dedup.infra.stack.mock_run import PROJECT_NAME, StackConfigFileError, stack_config_from_file
 
     try:  # a file that is not stack config is a usage error naming it, never a program-error row or a traceback
         for file in [*(Path(file) for _, file in stack_refs), path]:
@@ -230,7 +317,14 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
         out.print(f"[red]{path} sets {PROJECT_NAME}:storeStack {store_stack}: the check needs that stack's outputs; "
                   f"give its stack config, e.g. --stack-ref {store_stack}=Pulumi.store.yaml[/red]", highlight=False)
         return 2
-    outputs = {name: run_stack_config(Path(file).resolve(), project_file=project_file).exports for name, file in stack_refs}
+    if project_file is not None and not is_root_project(project_file):
+        try:
+            program_entry(project_file)
+        except (ProgramNotFoundError, StackConfigFileError) as error:
+            out.print(f"[red]{error}[/red]", highlight=False)
+            return 2
+    outputs = {name: _run_config(Path(file).resolve(), project_file, None).exports for name, file in stack_refs}
     findings = check_stack_config(path.resolve(), project_file, levels, outputs)
-    render(findings, out, f"policy check of {path}")
+    which = "" if is_root_project(project_file) else f" (program {project_file.parent if project_file else ''})"
+    render(findings, out, f"policy check of {path}{which}")
     return 1 if any(f.level == "mandatory" for f in findings) else 0

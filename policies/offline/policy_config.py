@@ -11,7 +11,7 @@ config properties (each rule's ``config_schema``).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from scheduler_dedup.policies.rules import RULES_BY_NAME, Rule
@@ -64,38 +64,73 @@ def _check_value(field: str, spec: Mapping[str, Any], value: Any) -> None:
 
 
 def check_policy_config(policy_config: Any, rules: Mapping[str, Rule] = RULES_BY_NAME) -> None:
-    """Refuse anything in ``policy_config`` that no rule reads.
+    """Refuse anything in ``policy_config`` that no rule reads, naming every problem at once.
 
     Raises:
         PolicyConfigError: the config is not an object, names an unknown policy (``all`` is allowed), an
             unknown enforcement level, an unknown property of a policy, a value of the wrong type, a number
             outside the schema's ``minimum``/``maximum`` (a negative margin), or a low setting above its high one
-            (``minSeconds`` above ``maxSeconds``); the message names the entry and the fix.
+            (``minSeconds`` above ``maxSeconds``); one line per problem, each naming the entry and the fix
+            (:attr:`PolicyConfigError.errors` holds each).
     """
+    errors = list(policy_config_problems(policy_config, rules))
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise PolicyConfigErrors(errors)
+
+
+class PolicyConfigErrors(PolicyConfigError):
+    """Several problems of one policy config, one line each (:attr:`errors`)."""
+
+    def __init__(self, errors: list[PolicyConfigError]):
+        ValueError.__init__(self, f"{len(errors)} problems:\n" + "\n".join(f"  {e}" for e in errors))
+        self.field = errors[0].field
+        self.errors = errors
+
+
+def policy_config_problems(policy_config: Any, rules: Mapping[str, Rule] = RULES_BY_NAME) -> Iterator[PolicyConfigError]:
+    """Every problem of ``policy_config`` (see :func:`check_policy_config`), in file order."""
     if not isinstance(policy_config, Mapping):
-        raise PolicyConfigError("(policy config)", "must be a JSON object of policy name -> level or settings")
+        yield PolicyConfigError("(policy config)", "must be a JSON object of policy name -> level or settings")
+        return
     names = sorted(rules)
     for name, value in policy_config.items():
         if name != "all" and name not in rules:
-            raise PolicyConfigError(str(name), f"no such policy in this pack: {_suggest(str(name), names)}")
+            yield PolicyConfigError(str(name), f"no such policy in this pack: {_suggest(str(name), names)}")
+            continue
         if isinstance(value, str) or name == "all":
-            _check_level(str(name), value.get("enforcementLevel") if isinstance(value, Mapping) else value)
+            yield from _caught(lambda: _check_level(
+                str(name), value.get("enforcementLevel") if isinstance(value, Mapping) else value))
             continue
         if not isinstance(value, Mapping):
-            raise PolicyConfigError(str(name), f"{value!r} must be an enforcement level or an object")
+            yield PolicyConfigError(str(name), f"{value!r} must be an enforcement level or an object")
+            continue
         schema = rules[name].config_schema
+        valid = True
         for key, setting in value.items():
             field = f"{name}.{key}"
             if key == "enforcementLevel":
-                _check_level(field, setting)
+                found = list(_caught(lambda: _check_level(field, setting)))
             elif key not in schema:
                 known = sorted(["enforcementLevel", *schema])
-                raise PolicyConfigError(field, f"{name} has no setting {key!r}: {_suggest(str(key), known)}")
+                found = [PolicyConfigError(field, f"{name} has no setting {key!r}: {_suggest(str(key), known)}")]
             else:
-                _check_value(field, schema[key], setting)
+                found = list(_caught(lambda: _check_value(field, schema[key], setting)))
+            valid = valid and not found
+            yield from found
+        if not valid:
+            continue  # the settings' order means nothing while one of them is wrong
         resolved = rules[name].resolve_config(value)
         for low, high in rules[name].ordered_settings:
             if isinstance(resolved.get(low), (int, float)) and isinstance(resolved.get(high), (int, float)) \
                     and resolved[low] > resolved[high]:
-                raise PolicyConfigError(f"{name}.{low}", f"{resolved[low]!r} is above {high} ({resolved[high]!r}): "
+                yield PolicyConfigError(f"{name}.{low}", f"{resolved[low]!r} is above {high} ({resolved[high]!r}): "
                                                          f"no value could pass; make {low} at most {high}")
+
+
+def _caught(check: Callable[[], None]) -> Iterator[PolicyConfigError]:
+    try:
+        check()
+    except PolicyConfigError as error:
+        yield error

@@ -18,6 +18,7 @@ from scheduler_dedup.handler.schedule.retry_windows import (
     max_retry_duration_to_recover,
     min_backoff_to_recover,
     recovers_crash,
+    crash_unrecovered,
     retries_described,
 )
 
@@ -173,7 +174,7 @@ def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[s
             findings.append((pairing.job, f"job {pairing.job.name} has {count}{duration}: "
                                           f"{retries_described(policy, deadline)}, but a crashed attempt holds the "
                                           f"run for up to {limits.ENV_LEASE}={lease_shown} of service {service.name}; "
-                                          "every retry would get 409 and the run would never complete. "
+                                          f"{crash_unrecovered(policy, deadline)}. "
                                           f"To fix it, {'; or '.join(fixes)}; or lower {limits.ENV_LEASE}"
                                           + pairing.note))
     return findings
