@@ -116,6 +116,31 @@ class StoreRefusedError(StoreCallError):
     a missing index)."""
 
 
+class StoreConfigError(StoreRefusedError):
+    """The store refuses every call because of how it is set up, not because of this call: a Firestore database in
+    Datastore mode, a database or instance that does not exist, credentials without the role the handler needs, a
+    Redis AUTH string or ACL user the instance refuses. Nothing was written, and no retry succeeds until someone
+    changes the setting that :attr:`fix` names; deliveries answer 500 ``store_misconfigured``
+    (:data:`~scheduler_dedup.handler.core.statuses.DELIVERY`).
+
+    Attributes:
+        fix: what to change, naming the setting, mode or role (e.g. ``grant roles/datastore.user ...``).
+        hint: the same text as ``fix``.
+    """
+
+    def __init__(self, message: str, *, store: str, fix: str):
+        super().__init__(message, store=store, hint=fix)
+        self.fix = fix
+
+
+def store_config_error(exc: BaseException | None) -> StoreConfigError | None:
+    """The :class:`StoreConfigError` behind ``exc`` (itself, or the cause of a :class:`StoreError`), or None."""
+    for candidate in (exc, exc.__cause__ if exc is not None else None):
+        if isinstance(candidate, StoreConfigError):
+            return candidate
+    return None
+
+
 class InvalidWriteError(StoreRefusedError):
     """The store (or its client, before sending) refused a write because of the values it holds: too large,
     nested too deep, an integer out of range. Nothing was written.

@@ -80,6 +80,13 @@ DELIVERY: tuple[Answer, ...] = (
            "run and the delivery holds no claim. `executed: true`: the job ran but its outcome could not be "
            "recorded; deliveries get 409 until its lease expires, then the job runs again. `error` says which "
            "(see [the failure table](../failures.md))."),
+    Answer(500, "store_misconfigured", ("executed", "step", "error", "fix"),
+           "The run store refuses every call because of how it is set up: a Firestore database in Datastore mode, "
+           "a database or instance that does not exist, a runtime identity without the store's role, a Redis AUTH "
+           "string or ACL user the instance refuses. `fix` says what to change; `executed` and `step` mean what "
+           "they mean for `store_error`. Scheduler keeps retrying (not 503, which App Engine-style front ends retry "
+           "outside the retry count), and the first delivery after the fix runs the job. The handler logs the "
+           "cause as ERROR once per instance (see [the store is misconfigured](../failures.md#the-store-is-misconfigured))."),
     Answer(500, "auth_unavailable", ("error",),
            "Google's token-signing certificates could not be fetched: Scheduler retries instead of losing the run."),
     Answer(500, "internal_error", ("error",),
@@ -115,6 +122,9 @@ RUN_CHECK: tuple[Answer, ...] = (
            "own job."),
     Answer(500, "not_configured", ("error",), "`DEDUP_SCHEDULE` is not set, so no fire time can be expected."),
     Answer(500, "store_error", ("error",), "The run store failed; no heartbeat is logged."),
+    Answer(500, "store_misconfigured", ("error", "fix"),
+           "The run store refuses every call because of how it is set up (as the delivery answer of that name); "
+           "`fix` says what to change. No heartbeat is logged, so the watchdog-silent alert fires."),
 )
 
 #: A function decorated with ``idempotent_endpoint``, called with an ``Idempotency-Key`` (the HTTP proxy target

@@ -40,6 +40,8 @@ Responses (JSON):
   on that job's project and region (a job with the same id elsewhere may share the store).
 * 500 ``{"status": "not_configured", "error"}``: ``DEDUP_SCHEDULE`` is not set.
 * 500 ``{"status": "store_error", "error"}``: the run store failed (no heartbeat is logged).
+* 500 ``{"status": "store_misconfigured", "error", "fix"}``: the run store refuses every call as it is set up
+  (no heartbeat is logged; the cause is logged as ERROR once per process, WARNING after).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.core.errors import RequestHeaderError, store_failure
+from scheduler_dedup.handler.core.errors import RequestHeaderError, store_config_error, store_failure
+from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_PATH
 from scheduler_dedup.handler.monitoring.job_state import JobState
@@ -306,6 +309,13 @@ class RunCheck:
 
     @staticmethod
     def _store_error(exc: Exception) -> Response:
+        config = store_config_error(exc)
+        if config is not None:  # its own answer: the fix, not "retry later"
+            log_store_config_error(log, config, "run check", {LogField.OUTCOME: "store_misconfigured",
+                                                              LogField.ERROR: config.fix})
+            return ({"status": "store_misconfigured", "error": f"{config.store} refuses every call as it is set up "
+                     f"({store_failure(exc)[1]}); the check did not run", "fix": config.fix},
+                    code(RUN_CHECK, "store_misconfigured"), {})
         store, cause = store_failure(exc)
         log.error("run check failed: %s: %s", store, exc, extra={LogField.OUTCOME: "store_error"})
         return {"status": "store_error",

@@ -1,7 +1,7 @@
 """The JSON contract: how an outcome becomes an answer, for the Scheduler handler and the downstream adapter.
 
 Every answer is a JSON object with a ``status`` (``processed``, ``duplicate``, ``failed``, ``in_progress``,
-``fenced``, ``released``, ``store_error``, ``bad_request``, ``internal_error``...) and, once the run is
+``fenced``, ``released``, ``store_error``, ``store_misconfigured``, ``bad_request``, ``internal_error``...) and, once the run is
 known, its ``run_id``. Bodies are encoded strictly (``allow_nan=False``, ASCII with ``\\u`` escapes): results
 are stored in a JSON form (:mod:`scheduler_dedup.handler.core.stored_result`) that holds UTF-8 strings only and
 error text is made UTF-8 encodable (:mod:`scheduler_dedup.handler.core.safe_text`), so no body carries ``NaN`` or a
@@ -20,7 +20,7 @@ from typing import Any
 
 import flask
 
-from scheduler_dedup.handler.core.errors import StoreError, store_failure
+from scheduler_dedup.handler.core.errors import StoreConfigError, StoreError, store_failure
 from scheduler_dedup.handler.protocol.idempotency import Outcome, RunOutcome
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.safe_text import exception_text
@@ -73,6 +73,20 @@ def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
                  f"all, the next delivery gets {landed} instead")
     return {"status": "store_error", "run_id": exc.run_id, "executed": exc.executed, "step": exc.step,
             "error": error}
+
+
+def store_misconfigured_body(exc: StoreError, config: StoreConfigError, lease_seconds: float) -> dict[str, Any]:
+    """The 500 ``store_misconfigured`` body: the store refuses every call as it is set up; ``fix`` says what to
+    change. Otherwise the fields of :func:`store_error_body` (``executed``, ``step``), with the same meaning."""
+    store, cause = store_failure(exc)
+    if exc.executed:
+        error = store_error_body(exc, lease_seconds)["error"]
+    else:
+        error = (f"{store} refuses every call as it is set up ({cause}): the job did not run and nothing was "
+                 "written. Scheduler's retries get this answer until the setting that `fix` names is changed; the "
+                 "first delivery after that runs the job")
+    return {"status": "store_misconfigured", "run_id": exc.run_id, "executed": exc.executed, "step": exc.step,
+            "error": error, "fix": config.fix}
 
 
 def internal_error_body(exc: BaseException) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -14,7 +15,7 @@ from scheduler_dedup.handler.callers.app_engine import AppEngineCallerCheck
 from scheduler_dedup.handler.callers.oidc import build_caller_verifier
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import load_job
-from scheduler_dedup.handler.core.logs import configure_logging
+from scheduler_dedup.handler.core.logs import LogField, configure_logging
 from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
 from scheduler_dedup.handler.service.server import FUNCTION_TARGET
 from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
@@ -28,6 +29,11 @@ from scheduler_dedup.handler.stores import open_store
 from scheduler_dedup.handler.targets.targets import build_target, google_api_session
 from scheduler_dedup.handler.callers.trust_premise import ServicePremise
 from scheduler_dedup.handler.core.variables import declared
+from scheduler_dedup.handler.core.errors import store_config_error
+from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
+from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
+
+log = logging.getLogger("scheduler_dedup")
 
 
 def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable[[flask.Request], flask.Response]:
@@ -64,6 +70,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     verifier = build_caller_verifier(auth_settings, premise)
     app_engine_check = AppEngineCallerCheck() if startup.app_engine_caller.required else None
     store = open_store(settings)  # DEDUP_STORE: the run store behind the store contract
+    probe_store(store, min(_PROBE_SECONDS, settings.store_timeout_seconds))  # names a misconfigured store now
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
     job_state = (JobStateReader(settings.scheduler_job, google_api_session(target.auth), settings.scheduler_api)
                  if settings.scheduler_api and settings.scheduler_job else None)
@@ -96,6 +103,41 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
         return json_response(body, status, headers)
 
     return view
+
+
+#: Longest the start-up probe of the store may take, seconds (a slow store delays the instance's start by that much).
+_PROBE_SECONDS = 5.0
+#: The record the probe reads: a run id no delivery has (run ids are SHA-256 hex digests), absent in every store.
+_PROBE_RUN_ID = "0" * 64
+
+
+def probe_store(store: RunStore, timeout_seconds: float) -> None:
+    """Read one record that need not exist through the store contract, so that a store set up so that every call
+    fails is named in the start-up log with its fix (:class:`~scheduler_dedup.handler.core.errors.StoreConfigError`,
+    logged as ERROR once per process): a Firestore database in Datastore mode answers FAILED_PRECONDITION to any
+    read, a missing database NOT_FOUND, a runtime identity without its role PERMISSION_DENIED.
+
+    The instance serves all the same, and answers each delivery 500 ``store_misconfigured`` with the fix, rather
+    than refusing to start: a Cloud Run revision whose container exits at start-up shows users only "the container
+    failed to start" (the fix is buried in a crashed container's log, and Scheduler's retries meet no handler that
+    could say it), cannot answer the run check, and needs a redeploy after the fix; a serving instance runs the job
+    on the first delivery after the fix. Any other failure of the probe (the store slow or out of reach just now)
+    is a WARNING: deliveries try again.
+
+    Args:
+        store: the run store.
+        timeout_seconds: how long the read may take, seconds.
+    """
+    try:
+        store.get(_PROBE_RUN_ID, timeout_seconds=timeout_seconds)
+    except STORE_ERRORS as exc:
+        config = store_config_error(exc)
+        if config is not None:
+            log_store_config_error(log, config, "start-up check of the run store",
+                                   {LogField.OUTCOME: "store_misconfigured", LogField.ERROR: config.fix})
+        else:
+            log.warning("start-up check of the run store: %s did not answer (%s); deliveries will try again",
+                        store.display_name, exc)
 
 
 _process_view: Callable[[flask.Request], flask.Response] | None = None

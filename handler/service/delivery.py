@@ -10,7 +10,8 @@ Every answer and its status code is a row of :data:`~scheduler_dedup.handler.cor
   is read or written.
 - 500: a retryable job failure, after the claim was released (its ``error`` is the exception's type and message,
   and ``output`` the tail of what the job printed); or the run store failed (``store_error``,
-  which says whether the job ran and what the next delivery will do).
+  which says whether the job ran and what the next delivery will do), or refuses every call as it is set up
+  (``store_misconfigured``, with the ``fix``; logged as ERROR once per process, WARNING after).
 
 The bodies are :mod:`scheduler_dedup.handler.service.answers`' JSON contract.
 """
@@ -21,9 +22,11 @@ import logging
 import time
 from typing import Any
 
-from scheduler_dedup.handler.service.answers import outcome_answer, store_error_body
+from scheduler_dedup.handler.service.answers import outcome_answer, store_error_body, store_misconfigured_body
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.core.errors import OtherJobError, RequestHeaderError, StoreError
+from scheduler_dedup.handler.core.errors import (OtherJobError, RequestHeaderError, StoreConfigError, StoreError,
+                                                 store_config_error)
+from scheduler_dedup.handler.core.misconfiguration import log_store_config_error, store_answered
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, captured_output
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
@@ -93,6 +96,9 @@ class SchedulerHandler:
         try:
             outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
         except StoreError as exc:
+            config = store_config_error(exc.__cause__)
+            if config is not None:
+                return self._misconfigured(key, exc, config)
             body = store_error_body(exc, self.idempotency.lease_seconds)
             log.error("%s failed: %s", self.idempotency.store.display_name, exc.__cause__, extra={
                 LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
@@ -100,11 +106,22 @@ class SchedulerHandler:
                 LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: code(DELIVERY, "store_error"),
                 LogField.ERROR: body["error"]})
             return body, code(DELIVERY, "store_error"), {}
+        store_answered()
         body, status, extra = _response(outcome)
         if outcome.error is not None and outcome.executed and output.text:
             body["output"] = output.text  # the job's last words beside its error: the first thing to read
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra
+
+    def _misconfigured(self, key: RunKey, exc: StoreError, config: StoreConfigError) -> Response:
+        """500 ``store_misconfigured``; the cause and its fix logged as ERROR once per process, WARNING after."""
+        body = store_misconfigured_body(exc, config, self.idempotency.lease_seconds)
+        status = code(DELIVERY, "store_misconfigured")
+        log_store_config_error(log, config, f"delivery {key.job_name}", {
+            LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
+            LogField.ATTEMPT_ID: exc.attempt_id, LogField.OUTCOME: "store_misconfigured", LogField.STEP: exc.step,
+            LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: status, LogField.ERROR: config.fix})
+        return body, status, {}
 
 
 def _record_fields(key: RunKey, settings: Settings) -> dict[str, Any]:

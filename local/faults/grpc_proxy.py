@@ -16,7 +16,7 @@ failing a call before it is sent, applying it and losing the answer, or delaying
 - ``lose_answer``: forward, let the emulator apply the call, then answer UNAVAILABLE.
 - ``delay``: wait ``delay_seconds`` then forward (without the caller's deadline, so a write can
   land after its caller gave up, as a late packet would).
-- ``refuse``: answer ``code`` (default FAILED_PRECONDITION) without forwarding.
+- ``refuse``: answer ``code`` (default FAILED_PRECONDITION) and ``message`` without forwarding.
 
 Example::
 
@@ -65,6 +65,8 @@ class Fault:
         count: how many consecutive matching calls are hit from there.
         delay_seconds: for ``delay``, how long to hold the call before forwarding it, seconds.
         code: for ``refuse``, the status answered.
+        message: for ``refuse``, the status message answered (e.g. the store's own text for a configuration
+            error), or ``""`` for the proxy's own.
     """
 
     kind: str
@@ -75,6 +77,7 @@ class Fault:
     count: int = 1
     delay_seconds: float = 30.0
     code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION
+    message: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -112,6 +115,7 @@ class _Decision:
     kind: str | None
     delay_seconds: float = 0.0
     code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION
+    message: str = ""
 
 
 class FaultPlan:
@@ -223,7 +227,7 @@ class FaultPlan:
                 armed.seen += 1
                 f = armed.fault
                 if decision.kind is None and f.nth <= armed.seen < f.nth + f.count:
-                    decision = _Decision(f.kind, f.delay_seconds, f.code)
+                    decision = _Decision(f.kind, f.delay_seconds, f.code, f.message)
             plan = self._random
             if decision.kind is None and plan is not None and call.step in plan.steps and call.document \
                     and (plan.documents is None or plan.documents(call.document)):
@@ -319,7 +323,7 @@ class FaultProxy(FaultPlan):
         if decision.kind == "deadline":
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "fault proxy: deadline exceeded (not sent)")
         if decision.kind == "refuse":
-            context.abort(decision.code, "fault proxy: refused (not sent)")
+            context.abort(decision.code, decision.message or "fault proxy: refused (not sent)")
         if decision.kind == "delay" and self._stopping.wait(decision.delay_seconds):
             context.abort(grpc.StatusCode.UNAVAILABLE, "fault proxy: stopped while delaying")
 

@@ -37,7 +37,8 @@ from google.api_core import retry as gretry
 from google.cloud import firestore
 from google.cloud.firestore_v1.base_query import FieldFilter
 
-from scheduler_dedup.handler.core.errors import InvalidWriteError, StoreRefusedError, StoreUnavailableError
+from scheduler_dedup.handler.core.errors import (InvalidWriteError, StoreConfigError, StoreRefusedError,
+                                                 StoreUnavailableError)
 from scheduler_dedup.handler.core.record import RunRecord
 from scheduler_dedup.handler.stores.firestore import values as firestore_values
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
@@ -114,6 +115,10 @@ class FirestoreRunStore(RunStore):
             return InvalidWriteError(text, store=self.display_name)
         if isinstance(exc, (ValueError, TypeError, OverflowError)):  # the client could not encode a value
             return InvalidWriteError(text, store=self.display_name, sent=False)
+        fix = config_fix(exc, str(getattr(self.client, "project", "") or ""),
+                         str(getattr(self.client, "_database", "") or "(default)"))
+        if fix is not None:
+            return StoreConfigError(text, store=self.display_name, fix=fix)
         if isinstance(exc, _REFUSED):
             return StoreRefusedError(text, store=self.display_name, hint=_hint(exc))
         return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc))
@@ -259,6 +264,48 @@ def record_from_snapshot(snap: Any) -> RunRecord:
         data=data,
         create_time=snap.create_time,
     )
+
+
+def config_fix(exc: BaseException, project: str, database: str) -> str | None:
+    """What to change when Firestore's answer says the database is set up so that every call fails, or None.
+
+    Firestore's own answers (texts as its clients report them; Google's docs
+    https://cloud.google.com/datastore/docs/firestore-or-datastore and
+    https://cloud.google.com/firestore/docs/security/iam):
+
+    - FAILED_PRECONDITION "The Cloud Firestore API is not available for Firestore in Datastore Mode database
+      projects/P/databases/D" (older: "... for Cloud Datastore projects" / "... for Datastore Mode projects"):
+      the database is in Datastore mode; the run store needs Native mode.
+    - NOT_FOUND "The database D does not exist for project P" / "The project P does not exist or it does not contain
+      an active Cloud Datastore or Cloud Firestore database": no such database (``DEDUP_DATABASE``).
+    - PERMISSION_DENIED "Missing or insufficient permissions." / "Permission denied on resource project P" /
+      "Cloud Firestore API has not been used in project P before or it is disabled": the runtime identity lacks
+      ``roles/datastore.user``, or the API is off.
+
+    A FAILED_PRECONDITION about a missing index or a changed document, and a NOT_FOUND of one document, are not
+    configuration answers (None).
+    """
+    text = str(exc).lower()
+    where = f"database {database} of project {project or '(GOOGLE_CLOUD_PROJECT)'}"
+    if isinstance(exc, gexc.FailedPrecondition) and "datastore" in text and "not available" in text:
+        return (f"the {where} is in Datastore mode, and the run store needs Firestore in Native mode: point "
+                "DEDUP_DATABASE (the stack's database_id) at a Native-mode database, for example one the component "
+                "creates (create_database true), or, if this database has never held data, switch it with `gcloud "
+                f"firestore databases update --database='{database}' --type=firestore-native`")
+    if isinstance(exc, gexc.NotFound) and ("database" in text or "project" in text) and (
+            "does not exist" in text or "not found" in text):
+        return (f"the {where} does not exist: set DEDUP_DATABASE (the stack's database_id) to an existing database "
+                "id, or create it (`gcloud firestore databases create --database=ID --location=LOCATION "
+                "--type=firestore-native`, or let the component create it)")
+    if isinstance(exc, gexc.PermissionDenied):
+        if "has not been used" in text or "is disabled" in text or "service_disabled" in text:
+            return (f"the Firestore API is not enabled in project {project or '(GOOGLE_CLOUD_PROJECT)'}: enable "
+                    "firestore.googleapis.com (`gcloud services enable firestore.googleapis.com`); if it was enabled "
+                    "in the last few minutes, wait: Google answers this until the enablement has spread")
+        return (f"the handler's runtime identity may not read and write the {where}: grant its service account "
+                f"roles/datastore.user on project {project or '(GOOGLE_CLOUD_PROJECT)'} (the component grants it; "
+                "check the service's identity and any IAM deny policy or condition)")
+    return None
 
 
 def _hint(exc: BaseException) -> str:

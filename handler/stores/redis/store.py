@@ -61,7 +61,8 @@ from redis.backoff import NoBackoff
 from redis.credentials import CredentialProvider
 from redis.retry import Retry
 
-from scheduler_dedup.handler.core.errors import InvalidWriteError, StoreRefusedError, StoreUnavailableError
+from scheduler_dedup.handler.core.errors import (InvalidWriteError, StoreConfigError, StoreRefusedError,
+                                                 StoreUnavailableError)
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD, RunRecord
 from scheduler_dedup.handler.stores.redis import values as redis_values
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
@@ -333,6 +334,11 @@ class RedisRunStore(RunStore):
         message = str(exc)
         if message.startswith("INVALID"):
             return InvalidWriteError(text, store=self.display_name)
+        if isinstance(exc, (rexc.AuthenticationError, rexc.AuthorizationError, rexc.NoPermissionError)) or \
+                message.startswith(("NOAUTH", "WRONGPASS", "NOPERM")):
+            # Refused credentials or ACL: every call fails the same way (the AUTH file was read again already, by
+            # _call) until someone changes the secret, the URL's user or its ACL.
+            return StoreConfigError(text, store=self.display_name, fix=self._hint(exc))
         return StoreRefusedError(text, store=self.display_name, hint=self._hint(exc))
 
     def _unavailable(self, exc: BaseException, action: str, seconds: float) -> Exception:

@@ -57,7 +57,8 @@ from google.api_core.datetime_helpers import DatetimeWithNanoseconds
 from google.cloud.spanner_v1 import types as sp
 from google.protobuf import struct_pb2
 
-from scheduler_dedup.handler.core.errors import InvalidWriteError, StoreRefusedError, StoreUnavailableError
+from scheduler_dedup.handler.core.errors import (InvalidWriteError, StoreConfigError, StoreRefusedError,
+                                                 StoreUnavailableError)
 from scheduler_dedup.handler.core.record import RunRecord
 from scheduler_dedup.handler.stores.spanner import values as spanner_values
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
@@ -257,6 +258,9 @@ class SpannerRunStore(RunStore):
         if timed_out is not None:
             text += f" (retried for the store timeout, {timed_out:g} s)"
             return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc))
+        fix = config_fix(exc, self.database)
+        if fix is not None:
+            return StoreConfigError(text, store=self.display_name, fix=fix)
         if write and isinstance(exc, _INVALID):
             return InvalidWriteError(text, store=self.display_name, hint=_hint(exc, self.collection))
         if isinstance(exc, (*_REFUSED, *_INVALID)):
@@ -593,6 +597,34 @@ def record_from_row(row: Sequence[Any], read_time: datetime) -> RunRecord:
         data=data,
         create_time=create_time,
     )
+
+
+def config_fix(exc: BaseException, database: str) -> str | None:
+    """What to change when Spanner's answer says the database is set up so that every call fails, or None.
+
+    Spanner's answers (https://cloud.google.com/spanner/docs/error-codes, https://cloud.google.com/spanner/docs/iam):
+    NOT_FOUND "Database not found: projects/P/instances/I/databases/D" or "Instance not found: ..." (a session that
+    is gone, or a table, is not one of them), and PERMISSION_DENIED "Caller is missing IAM permission
+    spanner.sessions.create on resource ..." (the runtime identity lacks ``roles/spanner.databaseUser``).
+
+    Args:
+        exc: the client's exception.
+        database: the store's database, ``projects/P/instances/I/databases/D``.
+    """
+    text = str(exc).lower()
+    if isinstance(exc, gexc.NotFound) and not _session_gone(exc) and (
+            "database not found" in text or "instance not found" in text):
+        what = "instance" if "instance not found" in text else "database"
+        return (f"the Spanner {what} of {database} does not exist: set DEDUP_SPANNER_INSTANCE and "
+                "DEDUP_SPANNER_DATABASE (the stack's store instance_id and database_id) to existing ones, or create "
+                "them (`scheduler-dedup store init --store spanner ...`, or let the component create them)")
+    if isinstance(exc, gexc.PermissionDenied):
+        if "has not been used" in text or "is disabled" in text or "service_disabled" in text:
+            return ("the Spanner API is not enabled in the project: enable spanner.googleapis.com; if it was enabled "
+                    "in the last few minutes, wait: Google answers this until the enablement has spread")
+        return (f"the handler's runtime identity may not read and write {database}: grant its service account "
+                "roles/spanner.databaseUser on the database (the component grants it)")
+    return None
 
 
 def _hint(exc: BaseException, table: str = "") -> str:
