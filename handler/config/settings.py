@@ -14,6 +14,7 @@ from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
 from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.core.variables import declared
+from scheduler_dedup.handler.protocol.overlap_lease import DEFAULT_OVERLAP, overlap_policy_problem
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
 MAX_RETENTION_SECONDS = 10 * 365 * 86400
@@ -101,6 +102,8 @@ class Settings:
             :class:`~scheduler_dedup.handler.stores.spanner.config.SpannerConfig`), read from the store's own
             variables by that class; None for a store without one. Left None for a store with one, it is that
             class's empty settings (so the store's check names what is missing).
+        overlap: the job's overlap policy (``DEDUP_OVERLAP``, default ``allow``): ``allow``, ``skip`` or
+            ``buffer_one`` (:mod:`scheduler_dedup.handler.protocol.overlap_lease`).
     """
 
     project: str
@@ -120,6 +123,7 @@ class Settings:
     scheduler_api: str | None = None
     service: str | None = None
     store_config: StoreConfig | None = None
+    overlap: str = DEFAULT_OVERLAP
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -177,6 +181,9 @@ class Settings:
                 f"DEDUP_SERVICE={self.service[:200]!r} is not a Cloud Run service's full name: use "
                 "projects/PROJECT_ID/locations/REGION/services/SERVICE (this service's own name)"
             )
+        overlap_problem = overlap_policy_problem(self.overlap)
+        if overlap_problem:
+            raise ConfigError(overlap_problem)
         if not is_iana_time_zone(self.time_zone):
             raise ConfigError(
                 f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
@@ -240,6 +247,7 @@ class Settings:
             scheduler_api=env.get("DEDUP_SCHEDULER_API", "").strip().rstrip("/") or None,
             service=env.get("DEDUP_SERVICE", "").strip() or None,
             store_config=load(kind.config).from_env(env) if kind.config else None,
+            overlap=env.get("DEDUP_OVERLAP", "").strip() or DEFAULT_OVERLAP,
         )
 
 

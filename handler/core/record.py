@@ -13,6 +13,11 @@ from typing import Any
 IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
 FAILED = "failed"
+#: A run that did not execute because the job's previous run was still executing (overlap policy ``skip``, or a
+#: third run under ``buffer_one``): final like ``completed``, and a record, so run history never reports it missed.
+SKIPPED_OVERLAP = "skipped_overlap"
+#: The statuses a run keeps once written: no delivery runs the job again.
+FINAL_STATUSES = (COMPLETED, FAILED, SKIPPED_OVERLAP)
 
 #: The TTL field: the time after which the store may delete the record (a Firestore TTL policy, a Spanner row
 #: deletion policy, a Redis key expiry; each store's module says how soon after it passes).

@@ -43,6 +43,10 @@ DELIVERY: tuple[Answer, ...] = (
            "first answer."),
     Answer(200, "failed", ("error",),
            "The job raised `NonRetryableJobError`, now or on an earlier delivery; the run will not run again."),
+    Answer(200, "skipped_overlap", ("error",),
+           "The job's overlap policy is `skip` (or `buffer_one` with a run already waiting) and another run of the "
+           "job was still executing at this run's turn: the job did not run, the run is recorded `skipped_overlap` "
+           "and never runs (200, so Scheduler stops). `error` names the run that was executing."),
     Answer(409, "in_progress", ("retry_after_seconds", "Retry-After header"),
            "Another attempt holds a live lease. Never 503: App Engine-style front ends retry 503 outside the job's "
            "retry count."),

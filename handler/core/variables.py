@@ -137,6 +137,12 @@ declare("DEDUP_MANUAL_TOLERANCE_SECONDS", "store", """
     deduplicated on a key of its own; 0 to 3600. It only absorbs clock skew. See
     [forced runs](../how-it-works.md#forced-runs).""",
         default="5", component="`manual_tolerance_seconds`")
+declare("DEDUP_OVERLAP", "store", """
+    The job's overlap policy: `allow` (runs of the job may execute at once; each still runs once), `skip` (a run due
+    while another run of the job executes is recorded `skipped_overlap` and does not run) or `buffer_one` (it waits
+    for that run; one waiter at most, a third is skipped). Enforced across instances by a per-job lease record in the
+    run store. See [Overlap and backfill](../overlap-and-backfill.md).""",
+        default="allow", component="`overlap`")
 declare("DEDUP_STORE_TIMEOUT_SECONDS", "store", """
     How long one store operation may take, retries of transient errors included, 0.5 to 600 seconds. Keep it well
     under the attempt deadline, so a store outage is answered (500) while Scheduler still listens.""",

@@ -65,8 +65,9 @@ from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryable
                                                  StoreRefusedError, StoreUnavailableError)
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease
 from scheduler_dedup.handler.core.logs import LogField
-from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, TTL_FIELD,
-                                           RunRecord, claim_landed_late)
+from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS,
+                                                 SKIPPED_OVERLAP, TTL_FIELD, RunRecord, claim_landed_late)
+from scheduler_dedup.handler.protocol.overlap_lease import RunSkipped
 from scheduler_dedup.handler.core.safe_text import exception_text
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, Increment, RunStore
 from scheduler_dedup.handler.core.stored_result import StoredResult, fresh_copy, prepare_result, replayable
@@ -95,6 +96,7 @@ class Outcome(str, enum.Enum):
     FAILED = "failed"  #: the run is recorded failed (non-retryable), now or before
     RELEASED = "released"  #: the work raised a retryable error; the claim was released
     FENCED = "fenced"  #: another attempt took the run over from this one; its outcome was not recorded
+    SKIPPED_OVERLAP = "skipped_overlap"  #: the work raised RunSkipped (overlap policy): recorded, never run
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ class Idempotency:
     def _remember(self, outcome: RunOutcome) -> None:
         """Cache a final outcome, with a copy of its stored result that no caller can change."""
         final = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.DUPLICATE: Outcome.DUPLICATE,
-                 Outcome.FAILED: Outcome.FAILED}.get(outcome.outcome)
+                 Outcome.FAILED: Outcome.FAILED, Outcome.SKIPPED_OVERLAP: Outcome.SKIPPED_OVERLAP}.get(outcome.outcome)
         if final is None:
             return
         result = fresh_copy(outcome.result) if final is Outcome.DUPLICATE else None
@@ -237,6 +239,9 @@ class Idempotency:
         keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds).start()
         try:
             value = _with_lease(keeper, work, attempt_id)
+        except RunSkipped as exc:
+            keeper.stop()
+            return self._skip(run_id, attempt_id, keeper, claim, exc)
         except NonRetryableJobError as exc:
             keeper.stop()
             error = _error_text(exc)
@@ -267,6 +272,16 @@ class Idempotency:
             return RunOutcome(Outcome.FENCED, run_id, attempt_id, executed=True, took_over=claim.took_over)
         return RunOutcome(Outcome.PROCESSED, run_id, attempt_id, executed=True, result=stored.value,
                           took_over=claim.took_over, result_dropped=stored.dropped)
+
+    def _skip(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, exc: RunSkipped) -> RunOutcome:
+        """Record the run ``skipped_overlap`` (the work did not execute), fenced like a completion."""
+        try:
+            done = self._finish(run_id, attempt_id, keeper, claim, SKIPPED_OVERLAP,
+                                {"error": exc.reason[:_MAX_ERROR_CHARS], "result": None})
+        except STORE_ERRORS as error:
+            raise StoreError(run_id, attempt_id, "record_skip", False, error) from error
+        return RunOutcome(Outcome.SKIPPED_OVERLAP if done else Outcome.FENCED, run_id, attempt_id,
+                          error=exc.reason, took_over=claim.took_over)
 
     @staticmethod
     def _recorded(run_id: str, attempt_id: str, step: str, write: Callable[[], Any]) -> Any:
@@ -514,6 +529,8 @@ def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
                           result_dropped=record.result_dropped or stored.dropped)
     if record.status == FAILED:
         return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error)
+    if record.status == SKIPPED_OVERLAP:
+        return RunOutcome(Outcome.SKIPPED_OVERLAP, record.run_id, attempt_id, error=record.error)
     raise ValueError(f"run record {record.run_id} has unknown status {record.status!r}")
 
 

@@ -1,7 +1,8 @@
 """The HTTP adapter: a Cloud Scheduler delivery in, a JSON response out.
 
 Every answer and its status code is a row of :data:`~scheduler_dedup.handler.core.statuses.DELIVERY`. In short:
-- 200 ``processed`` / ``duplicate`` / ``failed``: Scheduler stops retrying on 2xx.
+- 200 ``processed`` / ``duplicate`` / ``failed`` / ``skipped_overlap`` (the job's overlap policy kept it from
+  running beside another run, :mod:`~scheduler_dedup.handler.protocol.overlap_lease`): Scheduler stops on 2xx.
 - 409 ``in_progress`` / ``fenced``: another attempt holds the run; a non-2xx lets Scheduler's
   retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
   job's retry count.
@@ -29,6 +30,7 @@ from scheduler_dedup.handler.core.errors import (OtherJobError, RequestHeaderErr
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error, store_answered
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, captured_output
+from scheduler_dedup.handler.protocol.overlap_lease import OverlapGuard
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.schedule.run_key import HeaderSource, RunKey, run_key_from_headers
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
@@ -54,6 +56,7 @@ class SchedulerHandler:
         self.settings = settings
         self.idempotency = idempotency
         self.job = job
+        self.overlap = OverlapGuard(idempotency.store, settings.overlap, idempotency.lease_seconds)
 
     def handle(self, headers: HeaderSource) -> Response:
         """Handle one delivery given its request headers.
@@ -90,8 +93,12 @@ class SchedulerHandler:
         output = OutputTail()
 
         def work(attempt_id: str) -> Any:
+            # Under the job's overlap policy: RunSkipped (recorded skipped_overlap) when another run executes.
             with captured_output(output):
-                return self.job(ScheduledRun.of(key, attempt_id))
+                return self.overlap.run(project=key.project, location=key.location, job_name=key.job_name,
+                                        run_id=key.run_id, schedule_time=key.schedule_time_rfc3339,
+                                        attempt_id=attempt_id,
+                                        work=lambda: self.job(ScheduledRun.of(key, attempt_id)))
 
         try:
             outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))

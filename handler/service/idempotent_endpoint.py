@@ -42,7 +42,9 @@ IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 
 #: Status code per outcome, from :data:`~scheduler_dedup.handler.core.statuses.ENDPOINT`: 2xx completes the proxy's run,
 #: 409 and 5xx are retried, 422 records it failed.
-STATUS_CODES = {outcome: code(ENDPOINT, outcome.value) for outcome in Outcome}
+#: (No endpoint has an overlap policy, so ``skipped_overlap`` is no answer of it.)
+STATUS_CODES: dict[Outcome, int] = {outcome: code(ENDPOINT, outcome.value) for outcome in Outcome
+                                   if outcome is not Outcome.SKIPPED_OVERLAP}
 
 
 def idempotent_endpoint(*, scope: str | None = None, idempotency: Idempotency | None = None,

@@ -25,13 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, SKIPPED_OVERLAP
 
 STEPS = ("claim", "takeover", "renewal", "completion", "failure", "release", "read", "query", "other")
 #: The steps that are store calls of the dedup protocol (what a campaign injects faults into).
 PROTOCOL_STEPS = ("claim", "read", "takeover", "renewal", "completion", "failure", "release")
 #: The step of a write that sets the record's status to this value (a write that sets none is a renewal).
-STATUS_STEPS = {IN_PROGRESS: "takeover", COMPLETED: "completion", FAILED: "failure"}
+STATUS_STEPS = {IN_PROGRESS: "takeover", COMPLETED: "completion", FAILED: "failure", SKIPPED_OVERLAP: "completion"}
 
 
 @dataclass(frozen=True)

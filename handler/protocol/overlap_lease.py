@@ -1,0 +1,283 @@
+"""A job's overlap policy: at most one run of a job executes at once (``skip``, ``buffer_one``), across instances.
+
+Cloud Scheduler keeps one execution of a job outstanding, but it stops waiting at the attempt deadline while the
+handler goes on running the job, so a job slower than its interval runs beside the next fire time (and a backfill
+or a forced run beside a scheduled one). Policies (``DEDUP_OVERLAP``), after the run's own claim is won:
+
+* ``allow``: no job lease; runs of one job may execute at once (each still runs once).
+* ``skip``: the run takes the job's *overlap lease*; if another run of the job holds it live, the run is recorded
+  ``skipped_overlap`` (final, answered 200) and does not execute.
+* ``buffer_one``: as ``skip``, but the first run to find the lease held becomes the job's one *waiter* (a second
+  record, taken the same way) and executes once the lease is free; a run finding a waiter too is skipped.
+
+**The lease is a record of the run store**, keyed by the job (:func:`lease_id`: SHA-256 of project, location and
+job id, so it has a run id's form), written only through the store contract (put-if-absent, writes fenced on the
+record's version, the store's clock): every store gets it with no code of its own. It is fenced exactly like a
+run's lease: ``in_progress`` under the holder's attempt id, renewed every third of ``lease_seconds`` by a
+:class:`~scheduler_dedup.handler.protocol.lease.LeaseKeeper`, taken over only once expired by the store's clock
+(or at once when the claim landed after its writer gave up, :func:`~scheduler_dedup.handler.core.record.claim_landed_late`,
+or when it is held by an earlier attempt of the same run, whose run lease the caller has already taken over), and
+deleted fenced on the holder's last write. It has no ``schedule_time``, so run history never lists it.
+
+**Where it cannot hold.** Like the run lease: a holder paused longer than the lease (two renewals lost in a row,
+a stopped process) loses it while its job still runs, and the next run executes beside it; a Redis failover that
+loses the lease's last write (asynchronous replication) lets a second run take it. A release that never reaches
+the store leaves the lease to expire: runs in between are skipped, never run beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from scheduler_dedup.handler.core.errors import StoreUnavailableError
+from scheduler_dedup.handler.core.logs import LogField
+from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, IN_PROGRESS, TTL_FIELD, RunRecord,
+                                                 claim_landed_late)
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper
+from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, RunStore
+
+log = logging.getLogger("scheduler_dedup")
+
+ALLOW, SKIP, BUFFER_ONE = "allow", "skip", "buffer_one"
+#: ``DEDUP_OVERLAP`` values, the component's ``overlap`` input and the stack key ``overlap``.
+OVERLAP_POLICIES = (ALLOW, SKIP, BUFFER_ONE)
+DEFAULT_OVERLAP = ALLOW
+#: Field of a lease record naming its holder: ``{"run_id": ..., "schedule_time": RFC 3339, "job": ...}`` (stored in
+#: the record's JSON ``result`` field, a field every store already has).
+HOLDER_FIELD = "result"
+_ROUNDS = 5
+_RELEASE_ROUNDS = 3
+
+T = TypeVar("T")
+
+
+def overlap_policy_problem(value: str, setting: str = "DEDUP_OVERLAP") -> str | None:
+    """Why ``value`` is not an overlap policy, or None (one rule for the handler, component and stack).
+
+    Args:
+        value: the policy as written.
+        setting: the setting named in the message (``DEDUP_OVERLAP``, ``overlap``).
+    """
+    if value in OVERLAP_POLICIES:
+        return None
+    return (f"{setting}={value!r} is not an overlap policy: use allow (runs of the job may execute at once), skip "
+            "(a run due while another executes is recorded skipped_overlap) or buffer_one (it waits, one at most)")
+
+
+class RunSkipped(Exception):
+    """Raised inside a run's work when it must not execute: the run is recorded ``skipped_overlap``.
+
+    Attributes:
+        reason: a sentence naming the run that holds the job (stored as the record's ``error``).
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class _Busy:
+    holder_run_id: str
+    holder_schedule_time: str
+    remaining_seconds: float
+
+
+def lease_id(project: str, location: str, job_name: str, role: str = "lease") -> str:
+    """The record id of a job's overlap lease (``role="lease"``) or of its one waiter (``role="waiter"``).
+
+    Returns:
+        64 lower-case hex characters (SHA-256), the form of a run id, never equal to one (another prefix).
+    """
+    canonical = "\x1f".join(("scheduler-dedup/v1", f"overlap-{role}", project, location, job_name))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class OverlapGuard:
+    """Runs a claimed run's work under the job's overlap policy.
+
+    Args:
+        store: the run store (the lease records live in its collection).
+        policy: one of :data:`OVERLAP_POLICIES`.
+        lease_seconds: the overlap lease's length, seconds (the handler's ``DEDUP_LEASE_SECONDS``).
+        poll_seconds: how often a ``buffer_one`` waiter looks at the lease, seconds.
+    """
+
+    def __init__(self, store: RunStore, policy: str, lease_seconds: float, poll_seconds: float = 0.25):
+        problem = overlap_policy_problem(policy)
+        if problem:
+            raise ValueError(problem)
+        self.store = store
+        self.policy = policy
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+
+    def run(self, *, project: str, location: str, job_name: str, run_id: str, schedule_time: str,
+            attempt_id: str, work: Callable[[], T]) -> T:
+        """Run ``work()`` once the job's overlap lease is this attempt's (at once under ``allow``).
+
+        Raises:
+            RunSkipped: another run of the job holds the lease (``skip``), or holds it with a waiter already
+                (``buffer_one``); ``work`` did not run.
+            StoreUnavailableError, StoreRefusedError: the lease could not be taken or read; ``work`` did not run.
+            Whatever ``work`` raises, after the lease was released.
+        """
+        if self.policy == ALLOW:
+            return work()
+        holder = {"run_id": run_id, "schedule_time": schedule_time, "job": job_name}
+        lease = lease_id(project, location, job_name)
+        taken = self._acquire(lease, run_id, attempt_id, holder)
+        if isinstance(taken, _Busy):
+            if self.policy == SKIP:
+                raise RunSkipped(_busy_reason(taken, "skip"))
+            taken = self._wait_as_waiter(lease_id(project, location, job_name, "waiter"), lease, run_id,
+                                         attempt_id, holder, taken)
+        keeper = LeaseKeeper(self.store, lease, attempt_id, taken, self.lease_seconds).start()
+        try:
+            return work()
+        finally:
+            keeper.stop()
+            if keeper.lost:
+                log.error("overlap lease lost while the job ran: another run of the job may have executed beside "
+                          "this one", extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
+            self._release(lease, attempt_id, keeper)
+
+    # -- taking a lease record ------------------------------------------------------------------
+
+    def _fields(self, attempt_id: str, holder: dict[str, Any]) -> dict[str, Any]:
+        now = self.store.server_now()
+        return {
+            "status": IN_PROGRESS,
+            "attempt_id": attempt_id,
+            "lease_seconds": self.lease_seconds,
+            "lease_expires": now + timedelta(seconds=self.lease_seconds),
+            "claimed_at": SERVER_TIME,
+            "heartbeat_at": SERVER_TIME,
+            HOLDER_FIELD: holder,
+            # The TTL policy removes a lease whose holder vanished and that no run took over since.
+            TTL_FIELD: now + timedelta(seconds=max(self.lease_seconds * 4, 86400)),
+            CLAIM_DEADLINE_FIELD: now + timedelta(seconds=self.store.timeout_seconds),
+        }
+
+    def _acquire(self, record_id: str, run_id: str, attempt_id: str,
+                 holder: dict[str, Any]) -> datetime | _Busy:
+        """Take the lease record ``record_id``: its version once it is this attempt's, or who holds it live.
+
+        A write refused or left unanswered may have committed: the record is read and decided by attempt id.
+        """
+        for _ in range(_ROUNDS):
+            fields = self._fields(attempt_id, holder)
+            unanswered: Exception | None = None
+            try:
+                created = self.store.create(record_id, fields)
+            except STORE_ERRORS as exc:
+                created, unanswered = None, exc
+            if created is not None and not _late(created, fields):
+                return created
+            record = self.store.get(record_id)
+            if record is None:
+                if unanswered is not None:
+                    raise unanswered
+                continue  # released between our create and our read
+            if _holds(record, attempt_id):
+                return record.update_time
+            busy = _busy(record, run_id)
+            if busy is not None:
+                return busy
+            try:
+                written = self.store.update_if_unchanged(record_id, fields, record.update_time)
+            except STORE_ERRORS:
+                written = None
+            if written is not None and not _late(written, fields):
+                log.warning("took over the overlap lease of run %s (expired or of an earlier attempt of this run)",
+                            _holder(record).get("run_id"), extra={LogField.RUN_ID: run_id,
+                                                                 LogField.ATTEMPT_ID: attempt_id,
+                                                                 LogField.PREVIOUS_ATTEMPT_ID: record.attempt_id})
+                return written
+            if written is None:
+                after = self.store.get(record_id)
+                if after is not None and _holds(after, attempt_id):
+                    return after.update_time
+        raise StoreUnavailableError(f"overlap lease {record_id}: the record kept changing; nothing decided",
+                                    store=self.store.display_name)
+
+    def _wait_as_waiter(self, waiter: str, lease: str, run_id: str, attempt_id: str, holder: dict[str, Any],
+                        busy: _Busy) -> datetime:
+        """``buffer_one``: become the job's one waiter, then wait for the lease and take it."""
+        taken = self._acquire(waiter, run_id, attempt_id, holder)
+        if isinstance(taken, _Busy):
+            raise RunSkipped(_busy_reason(busy, "buffer_one", waiting=taken))
+        keeper = LeaseKeeper(self.store, waiter, attempt_id, taken, self.lease_seconds).start()
+        try:
+            while True:
+                if keeper.lost:
+                    raise RunSkipped(f"this run lost its place as the job's waiter while run {busy.holder_run_id} "
+                                     "executed (its waiter lease lapsed)")
+                time.sleep(min(self.poll_seconds, max(0.01, busy.remaining_seconds)))
+                got = self._acquire(lease, run_id, attempt_id, holder)
+                if not isinstance(got, _Busy):
+                    return got
+                busy = got
+        finally:
+            keeper.stop()
+            self._release(waiter, attempt_id, keeper)
+
+    def _release(self, record_id: str, attempt_id: str, keeper: LeaseKeeper) -> None:
+        """Delete the lease record fenced on this attempt's last write; never raises (it expires by itself)."""
+        update_time = keeper.update_time
+        for _ in range(_RELEASE_ROUNDS):
+            try:
+                if self.store.delete_if_unchanged(record_id, update_time):
+                    return
+            except STORE_ERRORS:
+                pass
+            try:
+                record = self.store.get(record_id)
+            except STORE_ERRORS:
+                continue
+            if record is None or not record.held_by(attempt_id):
+                return  # our delete landed with its answer lost, or another run holds it now
+            update_time = record.update_time
+        log.warning("overlap lease not released (the store did not answer); it expires %g s after its last renewal, "
+                    "and runs due before then are skipped", self.lease_seconds,
+                    extra={LogField.ATTEMPT_ID: attempt_id})
+
+
+def _holder(record: RunRecord) -> dict[str, Any]:
+    value = record.data.get(HOLDER_FIELD)
+    return value if isinstance(value, dict) else {}
+
+
+def _holds(record: RunRecord, attempt_id: str) -> bool:
+    return record.held_by(attempt_id) and not record.landed_late
+
+
+def _late(update_time: datetime, written: dict[str, Any]) -> bool:
+    deadline = written.get(CLAIM_DEADLINE_FIELD)
+    return claim_landed_late(update_time, deadline if isinstance(deadline, datetime) else None)
+
+
+def _busy(record: RunRecord, run_id: str) -> _Busy | None:
+    """Who holds the lease record live, or None when it may be taken (expired, landed late, not in progress, or
+    held by an earlier attempt of this same run, whose run lease the caller holds now)."""
+    holder = _holder(record)
+    if record.status != IN_PROGRESS or holder.get("run_id") == run_id:
+        return None
+    remaining = record.lease_remaining_seconds
+    if remaining <= 0:
+        return None
+    return _Busy(str(holder.get("run_id", "?")), str(holder.get("schedule_time", "?")), remaining)
+
+
+def _busy_reason(busy: _Busy, policy: str, waiting: _Busy | None = None) -> str:
+    text = (f"overlap policy {policy}: run {busy.holder_run_id} (scheduled {busy.holder_schedule_time}) of this job "
+            f"was still executing")
+    if waiting is not None:
+        text += f", and run {waiting.holder_run_id} (scheduled {waiting.holder_schedule_time}) was already waiting"
+    return text + "; this run did not execute"
