@@ -14,6 +14,7 @@ from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
 from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.core.variables import declared
+from scheduler_dedup.handler.protocol.catch_up import catch_up_window_problem
 from scheduler_dedup.handler.protocol.overlap_lease import DEFAULT_OVERLAP, overlap_policy_problem
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
@@ -104,6 +105,8 @@ class Settings:
             class's empty settings (so the store's check names what is missing).
         overlap: the job's overlap policy (``DEDUP_OVERLAP``, default ``allow``): ``allow``, ``skip`` or
             ``buffer_one`` (:mod:`scheduler_dedup.handler.protocol.overlap_lease`).
+        catch_up_window_seconds: the catch-up window (``DEDUP_CATCH_UP_WINDOW_SECONDS``, default 0: off), seconds
+            (:mod:`scheduler_dedup.handler.protocol.catch_up`).
     """
 
     project: str
@@ -124,6 +127,7 @@ class Settings:
     service: str | None = None
     store_config: StoreConfig | None = None
     overlap: str = DEFAULT_OVERLAP
+    catch_up_window_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -184,6 +188,12 @@ class Settings:
         overlap_problem = overlap_policy_problem(self.overlap)
         if overlap_problem:
             raise ConfigError(overlap_problem)
+        catch_up_problem = catch_up_window_problem(self.catch_up_window_seconds)
+        if catch_up_problem:
+            raise ConfigError(catch_up_problem)
+        if self.catch_up_window_seconds and self.schedule is None:
+            raise ConfigError("DEDUP_CATCH_UP_WINDOW_SECONDS is set but DEDUP_SCHEDULE is not: the handler needs the "
+                              "schedule to know the missed fire times; set DEDUP_SCHEDULE or drop the window")
         if not is_iana_time_zone(self.time_zone):
             raise ConfigError(
                 f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
@@ -248,6 +258,7 @@ class Settings:
             service=env.get("DEDUP_SERVICE", "").strip() or None,
             store_config=load(kind.config).from_env(env) if kind.config else None,
             overlap=env.get("DEDUP_OVERLAP", "").strip() or DEFAULT_OVERLAP,
+            catch_up_window_seconds=_seconds(env, "DEDUP_CATCH_UP_WINDOW_SECONDS", 0),
         )
 
 

@@ -143,6 +143,12 @@ declare("DEDUP_OVERLAP", "store", """
     for that run; one waiter at most, a third is skipped). Enforced across instances by a per-job lease record in the
     run store. See [Overlap and backfill](../overlap-and-backfill.md).""",
         default="allow", component="`overlap`")
+declare("DEDUP_CATCH_UP_WINDOW_SECONDS", "schedule", """
+    Catch-up window, 0 (off) to 604800 seconds. When the fire time just before a delivery's has no record (a gap:
+    the job was paused, the service down), the handler first runs the fire times of this window that have no
+    record, oldest first, once each, through the same claim. Needs `DEDUP_SCHEDULE`. See
+    [Overlap and backfill](../overlap-and-backfill.md#catch-up).""",
+        default="0", component="`catch_up_window_seconds`")
 declare("DEDUP_STORE_TIMEOUT_SECONDS", "store", """
     How long one store operation may take, retries of transient errors included, 0.5 to 600 seconds. Keep it well
     under the attempt deadline, so a store outage is answered (500) while Scheduler still listens.""",

@@ -30,7 +30,9 @@ from scheduler_dedup.handler.core.errors import (OtherJobError, RequestHeaderErr
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error, store_answered
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, captured_output
+from scheduler_dedup.handler.protocol.catch_up import missed_keys
 from scheduler_dedup.handler.protocol.overlap_lease import OverlapGuard
+from scheduler_dedup.handler.stores.base import STORE_ERRORS
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.schedule.run_key import HeaderSource, RunKey, run_key_from_headers
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
@@ -90,18 +92,10 @@ class SchedulerHandler:
                 LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
+        caught_up = self._catch_up(key)
         output = OutputTail()
-
-        def work(attempt_id: str) -> Any:
-            # Under the job's overlap policy: RunSkipped (recorded skipped_overlap) when another run executes.
-            with captured_output(output):
-                return self.overlap.run(project=key.project, location=key.location, job_name=key.job_name,
-                                        run_id=key.run_id, schedule_time=key.schedule_time_rfc3339,
-                                        attempt_id=attempt_id,
-                                        work=lambda: self.job(ScheduledRun.of(key, attempt_id)))
-
         try:
-            outcome = self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
+            outcome = self._run(key, output)
         except StoreError as exc:
             config = store_config_error(exc.__cause__)
             if config is not None:
@@ -117,6 +111,8 @@ class SchedulerHandler:
         body, status, extra = _response(outcome)
         if outcome.error is not None and outcome.executed and output.text:
             body["output"] = output.text  # the job's last words beside its error: the first thing to read
+        if caught_up:
+            body["caught_up"] = caught_up
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra
 
@@ -129,6 +125,46 @@ class SchedulerHandler:
             LogField.ATTEMPT_ID: exc.attempt_id, LogField.OUTCOME: "store_misconfigured", LogField.STEP: exc.step,
             LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: status, LogField.ERROR: config.fix})
         return body, status, {}
+
+    def _run(self, key: RunKey, output: OutputTail | None = None) -> RunOutcome:
+        """Execute one run of ``key`` through the claim, under the job's overlap policy, capturing the tail of
+        what the job prints into ``output``."""
+        tail = output if output is not None else OutputTail()
+
+        def work(attempt_id: str) -> Any:
+            # Under the job's overlap policy: RunSkipped (recorded skipped_overlap) when another run executes.
+            with captured_output(tail):
+                return self.overlap.run(project=key.project, location=key.location, job_name=key.job_name,
+                                        run_id=key.run_id, schedule_time=key.schedule_time_rfc3339,
+                                        attempt_id=attempt_id,
+                                        work=lambda: self.job(ScheduledRun.of(key, attempt_id)))
+
+        return self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
+
+    def _catch_up(self, key: RunKey) -> list[dict[str, Any]]:
+        """Run the missed fire times of the catch-up window, oldest first (:mod:`~scheduler_dedup.handler.protocol.catch_up`).
+
+        Returns one ``{"schedule_time", "run_id", "status"}`` per fire time run; a store failure stops the catch-up
+        (logged) and leaves the delivery's own run to go on.
+        """
+        settings = self.settings
+        if not settings.catch_up_window_seconds or settings.schedule is None:
+            return []
+        done: list[dict[str, Any]] = []
+        try:
+            for missed in missed_keys(self.idempotency.store, key, schedule=settings.schedule,
+                                      time_zone=settings.time_zone, window_seconds=settings.catch_up_window_seconds,
+                                      schedule_since=settings.schedule_since,
+                                      wall_clock_zone=settings.time_zone if settings.key_local_time else None):
+                started = time.monotonic()
+                outcome = self._run(missed)
+                _log_outcome(missed, outcome, _STATUS_CODES[outcome.outcome], time.monotonic() - started)
+                done.append({"schedule_time": missed.schedule_time_rfc3339, "run_id": missed.run_id,
+                             "status": outcome.outcome.value})
+        except STORE_ERRORS + (StoreError,) as exc:
+            log.error("catch-up stopped: %s", exc, extra={LogField.EVENT: LogEvent.DELIVERY,
+                                                          LogField.JOB_NAME: key.job_name})
+        return done
 
 
 def _record_fields(key: RunKey, settings: Settings) -> dict[str, Any]:

@@ -104,6 +104,8 @@ def test_the_variables_documented_as_set_by_the_component_are_the_ones_it_sets()
     spanner = {"kind": "spanner", "project": "p1", "instance_id": "acme-prod", "database_id": "runs",
                "collections": ["scheduler_runs"]}
     env = (_service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run")
+           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", overlap="skip",
+                                catch_up_window_seconds=3600)
            | _service_env_names(http_target={"url": "https://export-abc.a.run.app/run"}, store=store)
            | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=memorystore)
            | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=spanner)
