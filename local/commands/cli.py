@@ -1,6 +1,7 @@
 """The ``scheduler-dedup`` command: ``demo`` (local end-to-end demo), ``campaign`` (seeded store-fault
 campaign), ``failover-campaign`` (what a Redis failover costs), ``check`` (offline policy check), ``runs`` (run history
-and missed runs) and ``store init`` (a Spanner store's table)."""
+and missed runs; ``runs rerun`` re-runs a failed run), ``backfill`` (deliver fire times that never ran) and ``store
+init`` (a Spanner store's table)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from scheduler_dedup.handler.core.logs import ignore_python_version_warning
 
 ignore_python_version_warning()  # before anything imports google.api_core
 
+from scheduler_dedup.local.commands.backfill import backfill, rerun  # noqa: E402
 from scheduler_dedup.local.commands.runs import runs  # noqa: E402  (after the warning filter)
 from scheduler_dedup.local.commands.store_init import store  # noqa: E402
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS  # noqa: E402
@@ -40,7 +42,9 @@ def main() -> None:
     """scheduler-dedup: exactly one execution per Cloud Scheduler run."""
 
 
+runs.add_command(rerun)
 main.add_command(runs)
+main.add_command(backfill)
 main.add_command(store)
 
 _STORE_OPTION = click.option("--store", default="firestore", show_default=True, type=click.Choice(SERVER_KINDS),

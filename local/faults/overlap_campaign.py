@@ -79,7 +79,7 @@ class OverlapResult:
 
 def _overlaps(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     running: dict[str, dict[str, Any]] = {}
-    pairs = []
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for event in events:
         if event["event"] == "start":
             pairs.extend((other, event) for other in running.values())
