@@ -44,8 +44,8 @@ without its result.
 Two process-local shortcuts spare store calls and server threads without deciding anything
 the store has not: a delivery of a run that *this process* is running is answered in progress
 at once (this process holds the claim, so its lease is live), and a run this process saw
-completed or failed is replayed from a bounded cache (a finished record never changes until the
-TTL policy deletes it, after the retention period).
+completed (or skipped) is replayed from a bounded cache (such a record never changes until the
+TTL policy deletes it, after the retention period; a failed one may be re-run, so it is read).
 """
 
 from __future__ import annotations
@@ -221,8 +221,10 @@ class Idempotency:
 
     def _remember(self, outcome: RunOutcome) -> None:
         """Cache a final outcome, with a copy of its stored result that no caller can change."""
+        # Not a failed run: `runs rerun` deletes its record (fenced) to run it again, and a cached replay would
+        # answer "failed" to that re-run's delivery for the whole retention period.
         final = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.DUPLICATE: Outcome.DUPLICATE,
-                 Outcome.FAILED: Outcome.FAILED, Outcome.SKIPPED_OVERLAP: Outcome.SKIPPED_OVERLAP}.get(outcome.outcome)
+                 Outcome.SKIPPED_OVERLAP: Outcome.SKIPPED_OVERLAP}.get(outcome.outcome)
         if final is None:
             return
         result = fresh_copy(outcome.result) if final is Outcome.DUPLICATE else None
