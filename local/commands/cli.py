@@ -57,11 +57,17 @@ _STORE_OPTION = click.option("--store", default="firestore", show_default=True, 
 @click.option("--seed", default=7, show_default=True, type=int, help="seed of the fault plan and of the skipped run.")
 @click.option("--time-zone", default="Europe/Berlin", show_default=True, help="the schedule's tz database time zone.")
 @click.option("--keep-emulator", is_flag=True, help="leave the store server running, to try `scheduler-dedup runs` on it.")
+@click.option("--overlap", is_flag=True, help="instead: a job slower than its interval, overlap policy allow and "
+                                              "skip side by side (about 20 s).")
 @_STORE_OPTION
-def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: bool, store: str) -> None:
+def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: bool, overlap: bool, store: str) -> None:
     """Start a local store server (the Firestore emulator by default) and the handler, play at-least-once
     Scheduler traffic with faults (one fire time skipped on purpose), then show the run history and the runs
-    it expected but did not find."""
+    it expected but did not find. With --overlap: a job slower than its interval, with and without skip."""
+    if overlap:
+        from scheduler_dedup.local.commands.demo_overlap import run_overlap_demo
+
+        sys.exit(run_overlap_demo(store=store))
     from scheduler_dedup.local.commands.demo import run_demo
 
     with _owned_lifetime():
