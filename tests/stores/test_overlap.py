@@ -254,3 +254,22 @@ def test_a_store_fault_on_the_overlap_lease_never_lets_two_runs_execute_at_once(
     finally:
         handlers.stop()
         proxy.stop()
+
+
+def test_run_history_never_reports_a_skipped_run_missed(handlers: Handlers, server: StoreServer, store: Any) -> None:
+    from scheduler_dedup.handler.monitoring.run_history import MISSED, RunHistory, compare
+
+    handlers.plan(sleep=2.0)
+    a = handlers.start(DEDUP_OVERLAP="skip", DEDUP_SCHEDULE="* * * * *")
+    t0, t1 = fire_times(2)
+    thread, _ = in_background(a.url, t0)
+    wait_for(lambda: len(handlers.starts()) == 1)
+    assert deliver(a.url, t1).json()["status"] == "skipped_overlap"
+    thread.join()
+    history = RunHistory(store)
+    since = datetime.fromisoformat(t0.replace("Z", "+00:00"))
+    runs = list(history.runs(JOB, since=since, until=since + timedelta(minutes=2)))
+    assert sorted(r.status for r in runs) == ["completed", "skipped_overlap"]
+    report = compare(runs, job_name=JOB, schedule="* * * * *", time_zone="Etc/UTC", since=since,
+                     until=since + timedelta(minutes=2), grace_seconds=0, active_since=since)
+    assert not report.of(MISSED), report.findings
