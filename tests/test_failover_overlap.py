@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from scheduler_dedup.local.demo.recording_job import read_events
-from scheduler_dedup.local.faults.failover_campaign import _replicated
+from scheduler_dedup.local.campaigns.failover import _replicated
 from scheduler_dedup.local.faults.resp_proxy import RespFaultProxy
 from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.servers.redis_server import RedisServer

@@ -14,8 +14,8 @@ from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
 from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.core.variables import declared
-from scheduler_dedup.handler.protocol.catch_up import catch_up_window_problem
-from scheduler_dedup.handler.protocol.overlap_lease import DEFAULT_OVERLAP, overlap_policy_problem
+from scheduler_dedup.handler.schedule.overlap_policy import (DEFAULT_OVERLAP, catch_up_window_problem,
+                                                          overlap_policy_problem)
 
 #: Longest record retention, seconds (10 years; Firestore timestamps end in year 9999).
 MAX_RETENTION_SECONDS = 10 * 365 * 86400

@@ -21,18 +21,8 @@ from scheduler_dedup.handler.schedule.cron import fire_times
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.handler.stores.base import RunStore
 
-#: Longest catch-up window, seconds (7 days, the default record retention: older fire times' records may be gone).
-MAX_CATCH_UP_WINDOW_SECONDS = 604_800
 #: Most fire times one delivery looks at (the newest of the window).
 MAX_CATCH_UP_RUNS = 100
-
-
-def catch_up_window_problem(seconds: float, setting: str = "DEDUP_CATCH_UP_WINDOW_SECONDS") -> str | None:
-    """Why ``seconds`` is not a catch-up window, or None (one rule for the handler and the component)."""
-    if 0 <= seconds <= MAX_CATCH_UP_WINDOW_SECONDS:
-        return None
-    return (f"{setting}={seconds:g} is out of range: use 0 (off) to {MAX_CATCH_UP_WINDOW_SECONDS} seconds "
-            "(7 days; older fire times may have lost their records to the TTL policy)")
 
 
 def key_at(key: RunKey, instant: datetime, wall_clock_zone: str | None) -> RunKey:

@@ -40,14 +40,11 @@ from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, IN_PROGRESS, TTL_FIELD, RunRecord,
                                                  claim_landed_late)
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper
+from scheduler_dedup.handler.schedule.overlap_policy import ALLOW, SKIP, overlap_policy_problem
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, RunStore
 
 log = logging.getLogger("scheduler_dedup")
 
-ALLOW, SKIP, BUFFER_ONE = "allow", "skip", "buffer_one"
-#: ``DEDUP_OVERLAP`` values, the component's ``overlap`` input and the stack key ``overlap``.
-OVERLAP_POLICIES = (ALLOW, SKIP, BUFFER_ONE)
-DEFAULT_OVERLAP = ALLOW
 #: Field of a lease record naming its holder: ``{"run_id": ..., "schedule_time": RFC 3339, "job": ...}`` (stored in
 #: the record's JSON ``result`` field, a field every store already has).
 HOLDER_FIELD = "result"
@@ -55,19 +52,6 @@ _ROUNDS = 5
 _RELEASE_ROUNDS = 3
 
 T = TypeVar("T")
-
-
-def overlap_policy_problem(value: str, setting: str = "DEDUP_OVERLAP") -> str | None:
-    """Why ``value`` is not an overlap policy, or None (one rule for the handler, component and stack).
-
-    Args:
-        value: the policy as written.
-        setting: the setting named in the message (``DEDUP_OVERLAP``, ``overlap``).
-    """
-    if value in OVERLAP_POLICIES:
-        return None
-    return (f"{setting}={value!r} is not an overlap policy: use allow (runs of the job may execute at once), skip "
-            "(a run due while another executes is recorded skipped_overlap) or buffer_one (it waits, one at most)")
 
 
 class RunSkipped(Exception):

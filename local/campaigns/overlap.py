@@ -4,7 +4,7 @@ against real handler processes behind the fault proxy, checked by the overlap in
 Each scenario is one job (``DEDUP_OVERLAP=skip``) with a few fire times delivered at least once each, as Cloud
 Scheduler would (duplicate waves, retries after the attempt deadline), while earlier ones still run; the fault
 proxy hits every protocol step of every record, the job's overlap lease included, as
-:mod:`scheduler_dedup.local.faults.campaign` does. The invariants (:func:`check_overlap`):
+:mod:`scheduler_dedup.local.campaigns.campaign` does. The invariants (:func:`check_overlap`):
 
 * **no overlap**: no two executions of the job run at once (a start never falls between another's start and
   end in the executions log), unless the lease's documented limit explains it: two renewals of the overlap lease
@@ -32,7 +32,7 @@ from rich.console import Console
 from scheduler_dedup.handler.protocol.overlap_lease import lease_id
 from scheduler_dedup.handler.schedule.run_key import RunKey, parse_schedule_time
 from scheduler_dedup.handler.stores.base import RunStore
-from scheduler_dedup.local.faults.campaign import (CAMPAIGN_KINDS, Answer, CampaignConfig, _deliver, _ExecutionsLog,
+from scheduler_dedup.local.campaigns.campaign import (CAMPAIGN_KINDS, Answer, CampaignConfig, _deliver, _ExecutionsLog,
                                                    _FaultLog, _Fleet)
 from scheduler_dedup.local.faults.grpc_proxy import PROTOCOL_STEPS
 from scheduler_dedup.local.servers.store_servers import StoreServer
