@@ -41,6 +41,7 @@ from scheduler_dedup.handler.monitoring.run_history import (
     rfc3339,
 )
 from scheduler_dedup.local.commands.console import make_console
+from scheduler_dedup.local.commands.rerun import previous_attempts
 
 #: Rows per printed table chunk: rows appear as pages arrive instead of after the whole scan.
 CHUNK_ROWS = 50
@@ -453,6 +454,7 @@ def show(run: str, job: str | None, time_zone: str | None, store: str, project: 
     try:
         found = _find(history, run, job, time_zone)
         records = {item.run_id: history.record(item.run_id) for item in found}
+        earlier = {item.run_id: previous_attempts(history.store, item.run_id) for item in found}
     except StoreCallError as exc:
         _read_failed(make_console(stderr=True), collection, exc)
         sys.exit(_EXIT_ERROR)
@@ -464,6 +466,10 @@ def show(run: str, job: str | None, time_zone: str | None, store: str, project: 
     for item in found:
         record = records[item.run_id]
         fields = {**item.to_json(time_zone), "result": record.result if record else None}
+        if earlier[item.run_id]:  # attempts kept by `runs rerun`, oldest first
+            fields["previous_attempts"] = [{"attempt_id": r.attempt_id, "status": r.status, "error": r.error,
+                                            "finished_at": rfc3339(r.data.get("finished_at"))}
+                                           for r in earlier[item.run_id]]
         if as_json:
             click.echo(json.dumps({"record": "run", **fields}, default=str))
             continue

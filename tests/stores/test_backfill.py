@@ -93,6 +93,8 @@ def test_rerun_dry_run_says_what_would_change_and_changes_nothing(handlers: Hand
     done = cli(server, "runs", "rerun", rid[:12], "--url", a.url)
     assert done.returncode == 0, done.stdout + done.stderr
     assert store.get(rid).status == "completed" and len(handlers.starts()) == 2
+    shown = cli(server, "runs", "show", rid[:12], "--json")
+    assert json.loads(shown.stdout)["previous_attempts"][0]["attempt_id"] == before.attempt_id, shown.stdout
     again = cli(server, "runs", "rerun", rid[:12], "--url", a.url)
     assert again.returncode == 1 and "not failed" in again.stderr  # completed: nothing to re-run
     assert len(handlers.starts()) == 2
