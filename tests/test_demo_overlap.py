@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scheduler_dedup.local.commands.demo_overlap import most_at_once
 
 
+@pytest.mark.campaign
 def test_overlap_demo_shows_skip_running_one_at_a_time_and_allow_several() -> None:
     result = subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), "demo", "--overlap"],
                             capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "160"})

@@ -26,6 +26,8 @@ from scheduler_dedup.local.servers.redis_server import RedisServer
 
 JOB = "nightly-export"
 
+pytestmark = pytest.mark.processes
+
 
 def _times(n: int) -> list[str]:
     base = datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=n + 1)

@@ -10,6 +10,8 @@ from scheduler_dedup.local.campaigns.campaign import CampaignConfig
 from scheduler_dedup.local.campaigns.overlap import run_overlap_campaign
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
 
+pytestmark = pytest.mark.campaign
+
 
 @pytest.fixture(params=SERVER_KINDS)
 def server(request: pytest.FixtureRequest) -> StoreServer:  # type: ignore[misc]

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scheduler_dedup.local.commands.rerun import previous_attempt_id
 from scheduler_dedup.local.servers.store_servers import StoreServer
 
@@ -19,6 +21,7 @@ from .conftest import COLLECTION
 from .test_overlap import JOB, Handlers, deliver, fire_times, handlers, run_id  # noqa: F401  (fixture)
 
 SCHEDULE = "* * * * *"
+pytestmark = pytest.mark.processes
 
 
 def cli(server: StoreServer, *args: str) -> subprocess.CompletedProcess[str]:

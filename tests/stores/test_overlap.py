@@ -30,6 +30,8 @@ from .conftest import COLLECTION
 
 JOB = "slow-report"
 
+pytestmark = pytest.mark.processes
+
 
 class Handlers:
     """Handler processes on one store server sharing an executions log and a job plan."""
