@@ -70,6 +70,10 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         # One job per handler: deliveries naming another job are refused (403), the run check checks this one.
         "DEDUP_SCHEDULER_JOB": scheduler_job_resource_name(s),
     }
+    if s.overlap != "allow":
+        env["DEDUP_OVERLAP"] = s.overlap
+    if s.catch_up_window_seconds:
+        env["DEDUP_CATCH_UP_WINDOW_SECONDS"] = str(s.catch_up_window_seconds)
     if s.app_engine is not None:
         # App Engine strips its X-AppEngine-* headers from external requests; Scheduler's App Engine target
         # sets them: the handler admits only requests carrying App Engine's cron proof.
@@ -105,6 +109,7 @@ ENV_TO_FIELD = {
     "GOOGLE_CLOUD_PROJECT": "project", "DEDUP_DATABASE": "database_id", "DEDUP_COLLECTION": "collection",
     "DEDUP_LEASE_SECONDS": "lease_seconds", "DEDUP_RETENTION_SECONDS": "retention_seconds",
     "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds", "DEDUP_SCHEDULE": "schedule",
+    "DEDUP_OVERLAP": "overlap", "DEDUP_CATCH_UP_WINDOW_SECONDS": "catch_up_window_seconds",
     "DEDUP_TIME_ZONE": "time_zone", "DEDUP_JOB": "job", "DEDUP_OIDC_AUDIENCE": "oidc_audience",
     "DEDUP_ALLOWED_CALLERS": "scheduler_service_account_email", "DEDUP_TARGET_AUDIENCE": "http_target.audience",
     "DEDUP_SERVICE": "name", "DEDUP_SCHEDULER_JOB": "name", "DEDUP_APP_ENGINE_CALLER": "app_engine",

@@ -70,6 +70,10 @@ class DedupSettings:
     """The Scheduler job is paused (``Job.paused``): the run check reports its fire times as ``paused``."""
     job_config: JobConfig = JobConfig()
     """The job's own environment, secrets, CPU and memory, labels, VPC egress and roles (:mod:`.job_config`)."""
+    overlap: str = "allow"
+    """The overlap policy (``overlap``, DEDUP_OVERLAP): :data:`~scheduler_dedup.handler.schedule.overlap_policy.OVERLAP_POLICIES`."""
+    catch_up_window_seconds: int = 0
+    """The catch-up window (``catch_up_window_seconds``, DEDUP_CATCH_UP_WINDOW_SECONDS), seconds; 0 is off."""
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""

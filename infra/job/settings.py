@@ -23,6 +23,7 @@ from scheduler_dedup.handler.schedule.time_zones import time_zone_alias_advisory
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
 from scheduler_dedup.infra.job.app_engine import resolve_app_engine
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
+from scheduler_dedup.infra.job.overlap_inputs import resolve_catch_up_window, resolve_overlap
 from scheduler_dedup.infra.job.deadlines import (
     DEFAULT_ATTEMPT_DEADLINE_SECONDS,
     REQUEST_TIMEOUT_MAX_SECONDS,
@@ -110,6 +111,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
               if retry is not None and attempt_deadline is not None else None)
     retention = problems.run(lambda: resolve_retention(args, window), None)
     tolerance = problems.run(lambda: resolve_tolerance(args), None)
+    overlap = problems.run(lambda: resolve_overlap(args), "allow")
+    catch_up = problems.run(lambda: resolve_catch_up_window(args), 0)
 
     store = problems.run(lambda: resolve_job_store(args, prefix or name, project or None, region), None)
     if store is not None and store.kind == "firestore" and store.create_database and region is not None:
@@ -168,6 +171,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         min_instance_count=min_instances, protect_database=protect_database, app_engine=app_engine,
         store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner, job_config=job_config,
         paused=paused,
+        overlap=overlap, catch_up_window_seconds=catch_up,
     )
     problems.run(lambda: check_handler_settings(settings), None)
     # Cloud Run: at most MAX_ENV_VARS per container; the component adds two beside handler_environment.

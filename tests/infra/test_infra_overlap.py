@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.infra.errors import DedupConfigError, DedupConfigErrors
-from scheduler_dedup.infra.job.settings import handler_environment, resolve_settings
+from scheduler_dedup.infra.job.environment import handler_environment
+from scheduler_dedup.infra.job.settings import resolve_settings
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 
