@@ -18,7 +18,8 @@ from scheduler_dedup.local.commands.rerun import previous_attempt_id
 from scheduler_dedup.local.servers.store_servers import StoreServer
 
 from .conftest import COLLECTION
-from .test_overlap import JOB, Handlers, deliver, fire_times, handlers, run_id  # noqa: F401  (fixture)
+from .test_overlap import (JOB, Handlers, _handler_processes_reach_it, deliver, fire_times,  # noqa: F401
+                           handlers, run_id)  # (fixtures)
 
 SCHEDULE = "* * * * *"
 pytestmark = pytest.mark.processes

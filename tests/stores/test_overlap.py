@@ -27,6 +27,7 @@ from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.servers.store_servers import StoreServer
 
 from .conftest import COLLECTION
+from .toy_store import TOY
 
 JOB = "slow-report"
 
@@ -62,6 +63,13 @@ class Handlers:
     def stop(self) -> None:
         for handler in self.started:
             handler.stop()
+
+
+@pytest.fixture(autouse=True)
+def _handler_processes_reach_it(server: StoreServer) -> None:
+    """The toy store lives in this process's memory: no handler process can reach it."""
+    if server.kind == TOY.id:
+        pytest.skip("the in-memory toy store has no server a handler process can reach")
 
 
 @pytest.fixture()
