@@ -117,7 +117,7 @@ def test_catch_up_runs_the_gap_once_beside_a_concurrent_delivery(handlers: Handl
     thread.start()
     answer = deliver(a.url, times[4]).json()
     thread.join()
-    assert answer["status"] == "processed" and other[0]["status"] in ("processed", "duplicate"), (answer, other)
+    assert answer["status"] == "processed" and other[0]["status"] in ("processed", "duplicate", "in_progress"), (answer, other)
     # Both deliveries came after a gap, so both catch up; between them the gap's fire times ran, each once.
     caught = {c["schedule_time"][:19] for body in (answer, other[0]) for c in body.get("caught_up", [])
               if c["status"] == "processed"}
