@@ -63,7 +63,7 @@ from typing import Any
 
 from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryableJobError, StoreError,
                                                  StoreRefusedError, StoreUnavailableError)
-from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease, held_lease_fields
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS,
                                                  SKIPPED_OVERLAP, TTL_FIELD, RunRecord, claim_landed_late)
@@ -297,14 +297,10 @@ class Idempotency:
 
     def _in_progress_fields(self, attempt_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         now = self.store.server_now()
+        held = held_lease_fields(now, attempt_id, self.lease_seconds)
         return {
             **fields,
-            "status": IN_PROGRESS,
-            "attempt_id": attempt_id,
-            "lease_seconds": self.lease_seconds,
-            "lease_expires": now + timedelta(seconds=self.lease_seconds),
-            "claimed_at": SERVER_TIME,
-            "heartbeat_at": SERVER_TIME,
+            **held,
             "finished_at": None,
             "result": None,
             "error": None,

@@ -9,7 +9,22 @@ import threading
 from datetime import datetime, timedelta
 
 from scheduler_dedup.handler.core.logs import LogField
+from scheduler_dedup.handler.core.record import IN_PROGRESS
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, RunStore
+
+
+def held_lease_fields(now: datetime, attempt_id: str, lease_seconds: float) -> dict[str, object]:
+    """The fields of a record that ``attempt_id`` holds under a lease of ``lease_seconds`` (seconds) from ``now``
+    (the store's clock, UTC): status ``in_progress``, the attempt id, the lease and its expiry, and claim and
+    heartbeat times the store sets on commit. A run claim and the overlap lease both write these."""
+    return {
+        "status": IN_PROGRESS,
+        "attempt_id": attempt_id,
+        "lease_seconds": lease_seconds,
+        "lease_expires": now + timedelta(seconds=lease_seconds),
+        "claimed_at": SERVER_TIME,
+        "heartbeat_at": SERVER_TIME,
+    }
 
 log = logging.getLogger("scheduler_dedup")
 

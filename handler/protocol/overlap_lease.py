@@ -39,9 +39,9 @@ from scheduler_dedup.handler.core.errors import StoreUnavailableError
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, IN_PROGRESS, TTL_FIELD, RunRecord,
                                                  claim_landed_late)
-from scheduler_dedup.handler.protocol.lease import LeaseKeeper
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper, held_lease_fields
 from scheduler_dedup.handler.schedule.overlap_policy import ALLOW, SKIP, overlap_policy_problem
-from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, RunStore
+from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -136,13 +136,9 @@ class OverlapGuard:
 
     def _fields(self, attempt_id: str, holder: dict[str, Any]) -> dict[str, Any]:
         now = self.store.server_now()
+        held = held_lease_fields(now, attempt_id, self.lease_seconds)
         return {
-            "status": IN_PROGRESS,
-            "attempt_id": attempt_id,
-            "lease_seconds": self.lease_seconds,
-            "lease_expires": now + timedelta(seconds=self.lease_seconds),
-            "claimed_at": SERVER_TIME,
-            "heartbeat_at": SERVER_TIME,
+            **held,
             HOLDER_FIELD: holder,
             # The TTL policy removes a lease whose holder vanished and that no run took over since.
             TTL_FIELD: now + timedelta(seconds=max(self.lease_seconds * 4, 86400)),
