@@ -122,3 +122,13 @@ def test_the_broken_link_check_works(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode != 0
     assert "nowhere" in done.stderr and "orphan.md" in done.stderr, done.stderr
+
+
+def test_every_docs_page_the_code_names_exists() -> None:
+    """A message or docstring that sends the reader to ``docs/<page>.md`` names a page that is there (a refusal of a
+    job's env var once pointed at docs/reference/settings.md, which never existed)."""
+    named = {(path, page) for top in ("handler", "infra", "policies", "local") for path in (ROOT / top).rglob("*.py")
+             for page in re.findall(r"docs/[\w./-]+\.md", path.read_text())}
+    assert named, "the scan found no page at all"
+    missing = sorted(f"{path.relative_to(ROOT)}: {page}" for path, page in named if not (ROOT / page).is_file())
+    assert not missing, "\n".join(missing)

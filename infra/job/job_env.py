@@ -60,7 +60,7 @@ def env_name_problem(name: Any) -> str | None:
         return f"{name!r} is set by Cloud Run itself ({', '.join(sorted(CLOUD_RUN_RESERVED_ENV))}): choose another name"
     if name.startswith(HANDLER_ENV_PREFIX) or name in HANDLER_ENV:
         return (f"{name!r} is the dedup handler's ({HANDLER_ENV_PREFIX}*, {', '.join(sorted(HANDLER_ENV))}): set the "
-                "component input instead (docs/reference/settings.md), or choose another name for your job's value")
+                "component input instead (docs/reference/stack-config.md), or choose another name for your job's value")
     return None
 
 
