@@ -11,7 +11,7 @@ import pytest
 from scheduler_dedup.local.servers.firestore_emulator import EmulatorNotFoundError, find_emulator_jar, find_java
 from tests.paths import ROOT
 
-pytestmark = pytest.mark.processes  # tests/costs.py
+pytestmark = pytest.mark.campaign  # tests/costs.py
 
 
 
