@@ -105,6 +105,8 @@ class SpannerEmulator(ProcessStoreServer):
         self.project = project
         self.instance = instance
         self.database = database
+        self._base_database = database
+        self._generation = 0
         self.abort_probability = abort_probability
         self._prepared: set[str] = set()
         self._admin_client: object | None = None
@@ -156,12 +158,35 @@ class SpannerEmulator(ProcessStoreServer):
                    client=self._admin(), emulator=True)
         self._prepared.add(collection)
 
-    def wipe(self) -> None:
-        """Delete every row of every table of the database (the tables stay)."""
+    def wipe(self, patience_seconds: float = 15.0) -> None:
+        """Delete every row of every table of the database (the tables stay).
+
+        A transaction a test left open (its client gone, or its answer lost on a fault proxy) makes the emulator
+        abort every other transaction on that database, for a while or for good
+        (https://github.com/GoogleCloudPlatform/cloud-spanner-emulator/issues/137). The wipe retries for
+        ``patience_seconds``, then moves to a fresh database with the same tables: :attr:`database` changes, and
+        what is read from :meth:`endpoint_env` after the wipe names the new one.
+        """
+        from google.api_core.exceptions import Aborted
+
         from scheduler_dedup.handler.stores.spanner.admin import delete_all_rows
 
-        if self._prepared:
-            delete_all_rows(self._admin(), self.instance, self.database)
+        if not self._prepared:
+            return
+        deadline = time.monotonic() + patience_seconds
+        while True:
+            try:
+                delete_all_rows(self._admin(), self.instance, self.database)
+                return
+            except Aborted:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.5)
+        self._generation += 1
+        self.database = f"{self._base_database}-{self._generation}"
+        collections, self._prepared = self._prepared, set()
+        for collection in sorted(collections):
+            self.prepare(collection)
 
 
 def _accepts(port: int) -> bool:

@@ -267,3 +267,36 @@ def test_timestamps_of_every_year_spanner_holds_are_written_and_queried(store: R
     assert record is not None and record.data["schedule_time"] == when
     since = datetime(1, 1, 1, tzinfo=timezone.utc)
     assert [r.run_id for p in store.job_run_pages("old", since=since, until=None, page_size=5) for r in p] == [run_id]
+
+
+def test_a_wipe_recovers_from_a_transaction_left_open_for_good() -> None:
+    """A read-write transaction whose session was deleted can never end, and the emulator then aborts every other
+    transaction on its database (cloud-spanner-emulator #30). The wipe moves to a fresh database with the same
+    tables, and a client opened after it writes there."""
+    from google.cloud.spanner_v1.keyset import KeySet
+
+    with SpannerEmulator(abort_probability=0) as emulator:
+        emulator.prepare(TABLE)
+        admin: Any = emulator._admin()
+        db = admin.instance(emulator.instance).database(emulator.database)
+        session = db.session()
+        session.create()
+        orphan = session.transaction()
+        orphan.begin()
+        list(orphan.execute_sql(f"SELECT COUNT(*) FROM {TABLE}"))
+        session.delete()
+        stuck = emulator.database
+        with pytest.raises(Exception, match="one transaction at a time"):
+            with db.batch() as batch:
+                batch.delete(TABLE, KeySet(all_=True))
+        emulator.wipe(patience_seconds=1.0)
+        assert emulator.database != stuck
+        assert emulator.endpoint_env()["DEDUP_SPANNER_DATABASE"] == emulator.database
+        client = emulator.connect(TABLE)
+        try:
+            run_id = uuid.uuid4().hex
+            assert client.create(run_id, {"status": "in_progress", "attempt_id": "a" * 32, "lease_seconds": 30.0,
+                                          "job_name": "r", "claimed_at": SERVER_TIME}) is not None
+            assert client.get(run_id) is not None
+        finally:
+            client.close()
