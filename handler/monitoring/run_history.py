@@ -10,7 +10,7 @@ the handler's own checks share them:
   equality on ``job_name``, range and descending order on ``schedule_time``; on Firestore the composite index
   of :data:`~scheduler_dedup.handler.stores.firestore.schema.RUN_HISTORY_INDEXES`); a status filter is
   applied here, client-side, so no second index is needed.
-* :func:`compare` lays the schedule's fire times (:func:`~scheduler_dedup.handler.schedule.cron.fire_times`,
+* :func:`compare` lays the schedule's fire times (:func:`~scheduler_dedup.handler.schedule.cron.fire_times.fire_times`,
   evaluated in the job's time zone as Cloud Scheduler does) over the records and reports what was
   **missed**, **late**, **failed**, **stuck**, **repeated** and **unexpected** (:class:`Finding`).
 """
@@ -27,7 +27,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import SCHEDULER_JOB_RE
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, FireTime, fire_times, is_fire_time
+from scheduler_dedup.handler.schedule.cron.fire_times import FireTime, fire_times, is_fire_time
+from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
 from scheduler_dedup.handler.stores.base import RunStore
 
@@ -490,10 +491,10 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
     Returns:
         A :class:`Report`. A fire time that did not exist on the wall clock (clocks went forward) is
         never missed; one that occurred twice (clocks went back) is satisfied by a run at either
-        instant (:class:`~scheduler_dedup.handler.schedule.cron.FireTime`), and run at both is ``dst_repeated``. A fire
+        instant (:class:`~scheduler_dedup.handler.schedule.cron.fire_times.FireTime`), and run at both is ``dst_repeated``. A fire
         time without a record while the previous run was still running or retried is ``skipped``, not missed.
         For a schedule whose form Cloud Scheduler's cron page does not settle (``0 0 */2 * 1``, ``0 22-2 * * *``:
-        :func:`~scheduler_dedup.handler.schedule.cron.unsettled_cron_forms`), either reading is accepted: a fire time of
+        :func:`~scheduler_dedup.handler.schedule.cron.readings.unsettled_cron_forms`), either reading is accepted: a fire time of
         every reading is expected, one of only some readings (``FireTime.ambiguous``) is neither missed when
         absent nor unexpected when run.
 

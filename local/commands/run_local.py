@@ -26,7 +26,9 @@ from rich.console import Console
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.errors import ConfigError
-from scheduler_dedup.handler.schedule.cron import fire_times, is_iana_time_zone, time_zone_suggestion, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
+from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED
 from scheduler_dedup.handler.monitoring.run_history import (FAILED_RUN, MISSED, Finding, HistoryRun, Report, RunHistory,
                                                             compare, rfc3339)

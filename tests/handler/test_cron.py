@@ -17,14 +17,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from scheduler_dedup.handler.schedule.cron import (
-    cron_readings,
-    fire_gaps,
-    fire_times,
-    oversized_step_forms,
-    unix_cron_problem,
-    unsettled_cron_forms,
-)
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
+from scheduler_dedup.handler.schedule.cron.gaps import fire_gaps
+from scheduler_dedup.handler.schedule.cron.oversized_steps import oversized_step_forms
+from scheduler_dedup.handler.schedule.cron.readings import cron_readings, unsettled_cron_forms
 from scheduler_dedup.handler.monitoring.run_history import MISSED, UNEXPECTED, HistoryRun, compare
 
 UTC = timezone.utc

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.schedule.cron import fire_times
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.monitoring.run_history import (
     DST_REPEATED,

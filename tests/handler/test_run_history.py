@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.schedule.cron import REPEATED, SKIPPED, fire_times
+from scheduler_dedup.handler.schedule.cron.fire_times import REPEATED, SKIPPED, fire_times
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import ScheduledRun
