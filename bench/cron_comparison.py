@@ -8,7 +8,7 @@ Cases:
 * :data:`DST_EXPRESSIONS` in each of :data:`ZONES`, over four days around each of the zone's 2026 clock changes.
 
 Each case is expanded three ways: cronsim (reference), croniter as main read the expression before it was
-expanded by Cloud Scheduler's cron page (``baseline``), and :func:`scheduler_dedup.handler.schedule.cron.fire_times`
+expanded by Cloud Scheduler's cron page (``baseline``), and :func:`scheduler_dedup.handler.schedule.cron.fire_times.fire_times`
 (``ours``). A case agrees when every cronsim instant is a candidate instant of one of our fire times and every
 fire time we require has a candidate cronsim gives: around a clock change we list every instant the docs allow,
 and for a form the cron page does not settle every reading it allows (:func:`unsettled_cron_forms`), so such
@@ -35,13 +35,9 @@ from pathlib import Path
 
 from croniter import croniter
 
-from scheduler_dedup.handler.schedule.cron import (
-    FireTime,
-    fire_time_at,
-    fire_times,
-    unix_cron_problem,
-    unsettled_cron_forms,
-)
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.fire_times import FireTime, fire_time_at, fire_times
+from scheduler_dedup.handler.schedule.cron.readings import unsettled_cron_forms
 
 UTC = timezone.utc
 ZONES = ("America/New_York", "Europe/Berlin", "Australia/Sydney", "Australia/Lord_Howe", "America/Santiago")

@@ -29,7 +29,7 @@ from rich.table import Table
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.schedule.run_key import RunKey
-from scheduler_dedup.handler.monitoring.run_history import rfc3339
+from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
 from scheduler_dedup.local.commands.console import make_console

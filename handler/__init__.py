@@ -35,7 +35,7 @@ _EXPORTS = {
     "ScheduledRun": "protocol.job",
     "RunKey": "schedule.run_key",
     "FirestoreRunStore": "stores.firestore.store", "RunStore": "stores.base", "open_store": "stores",
-    "TargetRetryableError": "targets.targets", "TargetSettings": "targets.targets", "build_target": "targets.targets",
+    "TargetRetryableError": "targets.call", "TargetSettings": "targets.settings", "build_target": "targets.build_target",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -65,7 +65,9 @@ if TYPE_CHECKING:
     from scheduler_dedup.handler.stores import open_store
     from scheduler_dedup.handler.stores.base import RunStore
     from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
-    from scheduler_dedup.handler.targets.targets import TargetRetryableError, TargetSettings, build_target
+    from scheduler_dedup.handler.targets.build_target import build_target
+    from scheduler_dedup.handler.targets.call import TargetRetryableError
+    from scheduler_dedup.handler.targets.settings import TargetSettings
 
 
 def __getattr__(name: str) -> Any:

@@ -10,15 +10,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from scheduler_dedup.local.campaigns.campaign import (
-    Answer,
-    CampaignConfig,
-    Scenario,
-    ScenarioResult,
-    check,
-    run_campaign,
-    tables,
-)
+from scheduler_dedup.local.campaigns.campaign import run_campaign
+from scheduler_dedup.local.campaigns.invariants import check
+from scheduler_dedup.local.campaigns.report import tables
+from scheduler_dedup.local.campaigns.results import Answer, ScenarioResult
+from scheduler_dedup.local.campaigns.scenarios import CampaignConfig, Scenario
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.servers.redis_server import RedisServer
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from scheduler_dedup.local.campaigns.campaign import CampaignConfig
+from scheduler_dedup.local.campaigns.scenarios import CampaignConfig
 from scheduler_dedup.local.campaigns.overlap import run_overlap_campaign
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
 

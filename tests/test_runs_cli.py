@@ -15,7 +15,7 @@ from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import NonRetryableJobError
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import ScheduledRun
-from scheduler_dedup.handler.monitoring.run_history import rfc3339
+from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator

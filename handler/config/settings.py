@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
 from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids

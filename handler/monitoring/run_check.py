@@ -8,7 +8,7 @@ each run of the window still in progress past its lease one ``stuck_run`` line; 
 policies turn them into notifications. From the records it also logs, once each, a ``failure_streak`` line when
 ``failure_threshold`` consecutive runs have failed, a ``run_recovered`` line when a run completes after such a
 streak, and a ``long_run`` line for a run still in progress ``max_runtime_seconds`` after its claim, even while its
-lease is renewed (:func:`~scheduler_dedup.handler.monitoring.run_history.run_alerts`; runs that finished, or passed
+lease is renewed (:func:`~scheduler_dedup.handler.monitoring.run_alerts.run_alerts`; runs that finished, or passed
 the limit, in ``[S - window, S)``). Every completed check logs one ``run_check`` line, the heartbeat that a
 metric-absence policy watches.
 
@@ -59,21 +59,18 @@ from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_PATH
 from scheduler_dedup.handler.monitoring.job_state import JobState
-from scheduler_dedup.handler.monitoring.run_history import (
+from scheduler_dedup.handler.monitoring.comparison import check
+from scheduler_dedup.handler.monitoring.findings import MISSED, PAUSED, STUCK_RUN
+from scheduler_dedup.handler.monitoring.run_alerts import (
     FAILING,
     LONG_RUN,
-    MISSED,
-    PAUSED,
     RECOVERED,
-    STUCK_RUN,
-    JobScope,
     RunAlert,
-    RunHistory,
-    check,
     recent_runs,
-    rfc3339,
     run_alerts,
 )
+from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
+from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.schedule.run_key import JOB_ID_RE, SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
 from scheduler_dedup.handler.core.statuses import RUN_CHECK, code
 from scheduler_dedup.handler.stores.base import STORE_ERRORS

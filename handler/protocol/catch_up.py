@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from scheduler_dedup.handler.schedule.cron import fire_times
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.handler.stores.base import RunStore
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_dedup.handler.schedule.cron import fire_gaps
+from scheduler_dedup.handler.schedule.cron.gaps import fire_gaps
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Overlap:
     Attributes:
         schedule: the unix-cron schedule.
         smallest_gap_seconds: the shortest time between two fire times
-            (:func:`~scheduler_dedup.handler.schedule.cron.fire_gaps`, in the job's time zone).
+            (:func:`~scheduler_dedup.handler.schedule.cron.gaps.fire_gaps`, in the job's time zone).
         attempt_deadline_seconds: how long one attempt may take before Scheduler gives up on it.
         retry_window_seconds: the longest time from a run's first attempt until its last retry can end
             (``scheduler_dedup.handler.schedule.retry_windows.retry_window_seconds``).
@@ -59,7 +59,7 @@ def schedule_overlap(schedule: str, time_zone: str, attempt_deadline_seconds: fl
 
     Raises:
         ValueError: the schedule or time zone is invalid, or the schedule does not fire twice within
-            :data:`~scheduler_dedup.handler.schedule.cron.GAP_HORIZON_DAYS`.
+            :data:`~scheduler_dedup.handler.schedule.cron.gaps.GAP_HORIZON_DAYS`.
     """
     gap = fire_gaps(schedule, time_zone).smallest_seconds
     return Overlap(schedule, gap, attempt_deadline_seconds, retry_window_seconds)

@@ -1,16 +1,10 @@
-"""Time-zone names that are aliases: which zone the tz database links each to, and which are fixed offsets.
+"""Time-zone names as Cloud Scheduler takes them (``Job.time_zone``, "a time zone name from the tz database"):
+which names are zones, the closest zone to a misspelt one, and which names are aliases or fixed offsets.
 
-Cloud Scheduler takes "a time zone name from the tz database" (``Job.time_zone``), and the tz database keeps
-old and abbreviated names as *links* to a canonical zone: ``UTC`` -> ``Etc/UTC``, ``US/Eastern`` ->
-``America/New_York``, ``EST`` -> ``America/Panama``. A link works, but consoles and providers that show the
-canonical name report a perpetual diff, and some refuse links. Worse, ``EST``, ``MST`` and ``HST`` are fixed
-offsets without daylight saving time: ``EST`` is UTC-5 all year, so a job meant for US Eastern time runs an
-hour off for half of it.
-
-The links are the tz database's own: the ``L TARGET LINK`` lines of ``tzdata.zi``, the compiled source that the
-``tzdata`` package (a dependency, whatever the machine has) ships beside its zone files; it holds every link of
-the database's ``backward`` file. A test checks each link against its target's offsets with :mod:`zoneinfo`
-(from 2020 on: a few, such as ``WET``, differed from their target decades ago).
+The tz database keeps old and abbreviated names as links to a canonical zone (``UTC`` -> ``Etc/UTC``,
+``US/Eastern`` -> ``America/New_York``): a link works, but consoles that show the canonical name report a perpetual
+diff, and ``EST``, ``MST`` and ``HST`` are fixed offsets without daylight saving time. Zones and links come from the
+``tzdata`` package (a dependency), whatever the machine has.
 """
 
 from __future__ import annotations
@@ -19,6 +13,9 @@ import zoneinfo
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
+
+#: Cloud Scheduler's default time zone (``Job.time_zone``).
+DEFAULT_TIME_ZONE = "Etc/UTC"
 
 #: What a fixed-offset abbreviation most often stands for: the zone of that name's region, with its daylight
 #: saving time (a test checks each has the abbreviation's offset in winter).
@@ -97,3 +94,38 @@ def time_zone_alias_advisory(name: str) -> str | None:
     return (f"{name!r} is an alias (a tz database link) of {target}: Cloud Scheduler accepts it, but consoles and "
             f"providers that show the canonical name report a change on every update, and some refuse links; write "
             f"{target!r}")
+
+
+#: tz database entries that are not places: ``Factory`` (a placeholder), ``localtime`` and
+#: ``posixrules`` (links to a system's local settings).
+_NOT_ZONES = frozenset({"Factory", "localtime", "posixrules"})
+
+
+@lru_cache(maxsize=1)
+def _zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones()) - _NOT_ZONES
+
+
+def time_zone_suggestion(name: str) -> str:
+    """How to fix a ``name`` that is not a tz database zone, for a message: the closest zone name (difflib, any case)
+    as ``did you mean 'America/Chicago'?``, else ``use e.g. 'Etc/UTC' or 'Europe/Berlin'`` (an offset such as ``UTC+2``
+    gets that too: the closest name would be a different time)."""
+    import difflib
+
+    if any(c.isdigit() or c in "+-" for c in str(name)):  # an offset ("UTC+2") is not a misspelt name
+        return "use a zone name, e.g. 'Etc/UTC' or 'Europe/Berlin', not an offset"
+    by_lower = {zone.lower(): zone for zone in _zones()}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.75)
+    if close:
+        return f"did you mean {by_lower[close[0]]!r}?"
+    return "use e.g. 'Etc/UTC' or 'Europe/Berlin'"
+
+
+def is_iana_time_zone(name: str) -> bool:
+    """True if ``name`` is a tz database zone name (``Job.time_zone``: "a time zone name from the tz
+    database", https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job).
+
+    The zone list comes from the ``tzdata`` package (a dependency), so the answer does not depend on
+    the machine's ``/usr/share/zoneinfo``.
+    """
+    return name in _zones()

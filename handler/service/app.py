@@ -26,7 +26,7 @@ from scheduler_dedup.handler.monitoring.run_history import RunHistory
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.service.startup import read_startup_settings
 from scheduler_dedup.handler.stores import open_store
-from scheduler_dedup.handler.targets.targets import build_target, google_api_session
+from scheduler_dedup.handler.targets.build_target import build_target, google_api_session
 from scheduler_dedup.handler.callers.trust_premise import ServicePremise
 from scheduler_dedup.handler.core.variables import declared
 from scheduler_dedup.handler.core.errors import store_config_error
@@ -41,7 +41,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
 
     The job is ``DEDUP_JOB`` (``DEDUP_TARGET_TYPE=python``, the default) or a proxy target
     (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``cloud_build_trigger`` | ``http`` with
-    ``DEDUP_TARGET``; see :mod:`scheduler_dedup.handler.targets.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
+    ``DEDUP_TARGET``; see :mod:`scheduler_dedup.handler.targets`). With ``DEDUP_OIDC_AUDIENCE`` and
     ``DEDUP_ALLOWED_CALLERS`` set, callers are verified before the store is touched
     (:mod:`scheduler_dedup.handler.callers.oidc`); in trust mode (``DEDUP_TRUST_CLOUD_RUN_IAM=true``) the service's
     own IAM policy is read first, at start-up and every few minutes (:mod:`scheduler_dedup.handler.callers.trust_premise`).

@@ -1,3 +1,5 @@
-"""Downstream targets: Workflows, a Cloud Run job, a Cloud Build trigger or an HTTP URL, each given the run id
-as its idempotency token, and what each downstream answer means for the run.
+"""Downstream targets, one module each (:mod:`.workflows`, :mod:`.cloud_run_job`, :mod:`.cloud_build_trigger`,
+:mod:`.http_url`), each given the run id as its idempotency token; the call they share (:mod:`.call`) and what each
+downstream answer means for the run (:mod:`.answers`); their settings (:mod:`.settings`) and the target a setting
+names (:mod:`.build_target`). Imports ``core``, ``callers`` and ``protocol.job``.
 """

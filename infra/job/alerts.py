@@ -53,7 +53,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumiverse_time
 
-from scheduler_dedup.handler.schedule.cron import GAP_HORIZON_DAYS, fire_gaps
+from scheduler_dedup.handler.schedule.cron.gaps import GAP_HORIZON_DAYS, fire_gaps
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 
@@ -230,7 +230,7 @@ def resolve_alerts(raw: Any, s: DedupSettings) -> AlertSettings | None:
 def max_fire_gap_seconds(schedule: str, time_zone: str, start: datetime | None = None,
                          horizon_days: int = GAP_HORIZON_DAYS) -> float:
     """The largest gap, in seconds, between consecutive fire times of ``schedule`` in ``time_zone``
-    (:func:`scheduler_dedup.handler.schedule.cron.fire_gaps`, the fire times every reading of the schedule has).
+    (:func:`scheduler_dedup.handler.schedule.cron.gaps.fire_gaps`, the fire times every reading of the schedule has).
 
     Raises:
         ValueError: ``schedule`` never fires within the horizon (e.g. ``0 0 30 2 *``).

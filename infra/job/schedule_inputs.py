@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler_dedup.handler.schedule.cron import is_iana_time_zone, time_zone_suggestion, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
 from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.inputs import required_str

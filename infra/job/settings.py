@@ -16,7 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import DEFAULT_LEASE_SECONDS
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, oversized_step_forms, unsettled_cron_forms
+from scheduler_dedup.handler.schedule.cron.oversized_steps import oversized_step_forms
+from scheduler_dedup.handler.schedule.cron.readings import unsettled_cron_forms
+from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
 from scheduler_dedup.handler.schedule.retry_windows import recovers_crash, retry_window_seconds
 from scheduler_dedup.handler.schedule.time_zones import time_zone_alias_advisory
@@ -193,9 +195,9 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     * the time zone is an alias of a canonical zone (:func:`~scheduler_dedup.handler.schedule.time_zones.time_zone_alias_advisory`;
       pack: ``scheduler-time-zone-canonical``);
     * the schedule uses a form Cloud Scheduler's cron page does not settle
-      (:func:`~scheduler_dedup.handler.schedule.cron.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
+      (:func:`~scheduler_dedup.handler.schedule.cron.readings.unsettled_cron_forms`; pack: ``scheduler-schedule-unsettled``);
     * a step selects one value of its range, so the job runs less often than it reads
-      (:func:`~scheduler_dedup.handler.schedule.cron.oversized_step_forms`; pack: ``scheduler-schedule-step``);
+      (:func:`~scheduler_dedup.handler.schedule.cron.oversized_steps.oversized_step_forms`; pack: ``scheduler-schedule-step``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.schedule.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in

@@ -38,8 +38,13 @@ from rich.table import Table
 
 from scheduler_dedup.handler.stores.redis.store import NO_REPLICA_CHECK_SECONDS, RedisRunStore
 from scheduler_dedup.handler.stores.redis.config import parse_redis_url
-from scheduler_dedup.local.campaigns.campaign import (COLLECTION, CampaignConfig, Scenario, ScenarioResult, _ExecutionsLog,
-                                            _FaultLog, _Fleet, check, play)
+from scheduler_dedup.local.campaigns.campaign import COLLECTION
+from scheduler_dedup.local.campaigns.delivery import play
+from scheduler_dedup.local.campaigns.fleet import Fleet
+from scheduler_dedup.local.campaigns.invariants import check
+from scheduler_dedup.local.campaigns.observers import ExecutionsLog, FaultLog
+from scheduler_dedup.local.campaigns.results import ScenarioResult
+from scheduler_dedup.local.campaigns.scenarios import CampaignConfig, Scenario
 from scheduler_dedup.local.servers.redis_server import RedisServer
 from scheduler_dedup.local.faults.resp_proxy import RespFaultProxy
 
@@ -215,9 +220,9 @@ def _play_mode(cfg: FailoverConfig, wait_ms: int, console: Console) -> ModeRepor
            "DEDUP_LEASE_SECONDS": str(campaign.lease_seconds),
            "DEDUP_STORE_TIMEOUT_SECONDS": str(campaign.store_timeout_seconds),
            "DEDUP_REDIS_WAIT_TIMEOUT_MS": str(wait_ms)}
-    fleet = _Fleet(env, cfg.instances)
-    log = _ExecutionsLog(executions)
-    faults = _FaultLog(front, slow_seconds=1e9)
+    fleet = Fleet(env, cfg.instances)
+    log = ExecutionsLog(executions)
+    faults = FaultLog(front, slow_seconds=1e9)
     records = RedisRunStore(parse_redis_url(f"redis://{front.host}/0"), COLLECTION, 5.0, password=password,
                             wait_timeout_ms=0)
     primary: RedisServer | None = first

@@ -32,8 +32,11 @@ from rich.console import Console
 from scheduler_dedup.handler.protocol.overlap_lease import lease_id
 from scheduler_dedup.handler.schedule.run_key import RunKey, parse_schedule_time
 from scheduler_dedup.handler.stores.base import RunStore
-from scheduler_dedup.local.campaigns.campaign import (CAMPAIGN_KINDS, Answer, CampaignConfig, _deliver, _ExecutionsLog,
-                                                   _FaultLog, _Fleet)
+from scheduler_dedup.local.campaigns.delivery import deliver
+from scheduler_dedup.local.campaigns.fleet import Fleet
+from scheduler_dedup.local.campaigns.observers import ExecutionsLog, FaultLog
+from scheduler_dedup.local.campaigns.results import Answer
+from scheduler_dedup.local.campaigns.scenarios import CAMPAIGN_KINDS, CampaignConfig
 from scheduler_dedup.local.faults.grpc_proxy import PROTOCOL_STEPS
 from scheduler_dedup.local.servers.store_servers import StoreServer
 
@@ -115,8 +118,8 @@ def check_overlap(result: OverlapResult, lease_seconds: float) -> list[str]:
     return violations
 
 
-def play_overlap(scenario: OverlapScenario, cfg: CampaignConfig, fleet: _Fleet, log: _ExecutionsLog,
-                 faults: _FaultLog, records: RunStore, project: str) -> OverlapResult:
+def play_overlap(scenario: OverlapScenario, cfg: CampaignConfig, fleet: Fleet, log: ExecutionsLog,
+                 faults: FaultLog, records: RunStore, project: str) -> OverlapResult:
     """Deliver each fire time at least once, from its offset on, as Scheduler would; gather what happened."""
     rng = random.Random(f"overlap-deliveries:{scenario.seed}")
     answers: dict[str, list[Answer]] = {t: [] for t in scenario.schedule_times}
@@ -133,7 +136,7 @@ def play_overlap(scenario: OverlapScenario, cfg: CampaignConfig, fleet: _Fleet, 
             with lock:
                 answer = Answer(instance=rng.randrange(cfg.instances))
             answers[t].append(answer)
-            thread = threading.Thread(target=_deliver, args=(fleet.url(answer.instance), headers, answer,
+            thread = threading.Thread(target=deliver, args=(fleet.url(answer.instance), headers, answer,
                                                              cfg.attempt_deadline), daemon=True)
             thread.start()
             threads.append(thread)
@@ -206,10 +209,10 @@ def run_overlap_campaign(cfg: CampaignConfig, server: StoreServer, console: Cons
                "DEDUP_STORE_TIMEOUT_SECONDS": str(cfg.store_timeout_seconds)}
         console.print(f"{server.display_name}: {cfg.scenarios} overlap scenarios (DEDUP_OVERLAP={policy}), fault rate "
                       f"{cfg.fault_rate:g}, {cfg.instances} handler processes")
-        fleet = _Fleet(env, cfg.instances)
-        log = _ExecutionsLog(executions)
+        fleet = Fleet(env, cfg.instances)
+        log = ExecutionsLog(executions)
         records = server.connect(COLLECTION)
-        fault_log = _FaultLog(proxy, slow_seconds=0.9 * cfg.store_timeout_seconds)
+        fault_log = FaultLog(proxy, slow_seconds=0.9 * cfg.store_timeout_seconds)
         proxy.observe(fault_log)
         proxy.set_random(rate=cfg.fault_rate, seed=cfg.seed, kinds=cfg.kinds or CAMPAIGN_KINDS, steps=PROTOCOL_STEPS,
                          delay_seconds=cfg.delay_seconds)

@@ -150,7 +150,8 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
 @_STORE_OPTION
 def campaign(scenarios: int, seed: int, fault_rate: float, instances: int, concurrency: int, store: str) -> None:
     """Play seeded fault scenarios against handler processes behind a fault proxy; exit 1 on a violation."""
-    from scheduler_dedup.local.campaigns.campaign import CampaignConfig, run_cli
+    from scheduler_dedup.local.campaigns.campaign import run_cli
+    from scheduler_dedup.local.campaigns.scenarios import CampaignConfig
 
     with _owned_lifetime():
         sys.exit(run_cli(CampaignConfig(scenarios=scenarios, seed=seed, fault_rate=fault_rate, instances=instances,

@@ -28,16 +28,10 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from scheduler_dedup.handler.monitoring.run_history import (
-    DEFAULT_GRACE_SECONDS,
-    FAILED_RUN,
-    MISSED,
-    STUCK_RUN,
-    Report,
-    RunHistory,
-    compare,
-    rfc3339,
-)
+from scheduler_dedup.handler.monitoring.comparison import DEFAULT_GRACE_SECONDS, compare
+from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, STUCK_RUN, Report
+from scheduler_dedup.handler.monitoring.run_history import RunHistory
+from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.local.commands.console import make_console, runs_command_line
 from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, running,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler_dedup.handler.core.record import FAILED, RunRecord
-from scheduler_dedup.handler.monitoring.run_history import rfc3339
+from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.stores.base import RunStore
 
 #: Most re-runs of one run kept (previous attempt records looked at by ``runs show``).

@@ -26,10 +26,14 @@ from rich.console import Console
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.errors import ConfigError
-from scheduler_dedup.handler.schedule.cron import fire_times, is_iana_time_zone, time_zone_suggestion, unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
+from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED
-from scheduler_dedup.handler.monitoring.run_history import (FAILED_RUN, MISSED, Finding, HistoryRun, Report, RunHistory,
-                                                            compare, rfc3339)
+from scheduler_dedup.handler.monitoring.comparison import compare
+from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Finding, Report
+from scheduler_dedup.handler.monitoring.run_history import RunHistory
+from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.local.commands.console import in_words, make_console, runs_command_line
 from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, running,

@@ -26,20 +26,12 @@ from rich.table import Table
 
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_DATABASE, DEFAULT_STORE, STORE_KINDS
 from scheduler_dedup.handler.core.errors import ConfigError, StoreCallError, StoreUnavailableError
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, is_iana_time_zone, time_zone_suggestion, unix_cron_problem
-from scheduler_dedup.handler.monitoring.run_history import (
-    DEFAULT_GRACE_SECONDS,
-    JobScope,
-    KINDS,
-    SINCE_SCHEDULE_CHANGE,
-    STATES,
-    Finding,
-    HistoryRun,
-    Report,
-    RunHistory,
-    compare,
-    rfc3339,
-)
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone, time_zone_suggestion
+from scheduler_dedup.handler.monitoring.comparison import DEFAULT_GRACE_SECONDS, compare
+from scheduler_dedup.handler.monitoring.findings import KINDS, SINCE_SCHEDULE_CHANGE, Finding, Report
+from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
+from scheduler_dedup.handler.monitoring.run_view import STATES, HistoryRun, rfc3339
 from scheduler_dedup.local.commands.console import make_console
 from scheduler_dedup.local.commands.rerun import previous_attempts
 

@@ -18,7 +18,8 @@ from urllib.parse import urlparse
 
 import requests
 
-from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, fire_times
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
+from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 
 FAULTS = ("clean", "deadline", "lost_response", "concurrent", "crash", "failure")
 FAULT_TITLES = {
@@ -36,7 +37,7 @@ def schedule_times(schedule: str, runs: int, now: datetime | None = None,
                    time_zone: str = DEFAULT_TIME_ZONE) -> list[datetime]:
     """The last ``runs`` fire times of a unix-cron ``schedule`` in ``time_zone`` before ``now``, oldest first (aware UTC).
 
-    Fire times come from :func:`scheduler_dedup.handler.schedule.cron.fire_times`, as run history expects them;
+    Fire times come from :func:`scheduler_dedup.handler.schedule.cron.fire_times.fire_times`, as run history expects them;
     a wall-clock time that occurs twice is delivered at its first instant, one that does not exist is
     not delivered.
 

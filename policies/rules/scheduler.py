@@ -17,13 +17,10 @@ from scheduler_dedup.handler.callers.audience import (
     target_audience,
 )
 from scheduler_dedup.handler.callers.allowed import parse_allowed_callers
-from scheduler_dedup.handler.schedule.cron import (
-    DEFAULT_TIME_ZONE,
-    is_iana_time_zone,
-    oversized_step_forms,
-    unix_cron_problem,
-    unsettled_cron_forms,
-)
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.oversized_steps import oversized_step_forms
+from scheduler_dedup.handler.schedule.cron.readings import unsettled_cron_forms
+from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
 from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
 from scheduler_dedup.infra.project.locations import region_problem
@@ -367,7 +364,7 @@ def scheduler_runs_overlap(resource: Resource, config: Mapping[str, Any]) -> lis
 def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A schedule form Cloud Scheduler's cron page does not settle, with the rewrite that settles it.
 
-    :func:`scheduler_dedup.handler.schedule.cron.unsettled_cron_forms` (the component's advisory too): a backwards range
+    :func:`scheduler_dedup.handler.schedule.cron.readings.unsettled_cron_forms` (the component's advisory too): a backwards range
     (``0 22-2 * * *``, read wrapped), a day-of-week ``a/n`` whose end changes its days, a ``*``-step in one day field
     while the other is restricted (``0 0 */2 * 1``). Run history accepts either reading of such a schedule.
     """
@@ -384,7 +381,7 @@ def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) 
 def scheduler_schedule_step(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A step at least as large as the range it skips through, with what the schedule really does.
 
-    :func:`scheduler_dedup.handler.schedule.cron.oversized_step_forms` (the component's advisory too):
+    :func:`scheduler_dedup.handler.schedule.cron.oversized_steps.oversized_step_forms` (the component's advisory too):
     ``*/61 * * * *`` and ``0/120 * * * *`` run hourly, ``0 */25 * * *`` daily, ``0 0 */45 * *`` monthly.
     """
     if resource.type != SCHEDULER_JOB:

@@ -17,15 +17,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from scheduler_dedup.handler.schedule.cron import (
-    cron_readings,
-    fire_gaps,
-    fire_times,
-    oversized_step_forms,
-    unix_cron_problem,
-    unsettled_cron_forms,
-)
-from scheduler_dedup.handler.monitoring.run_history import MISSED, UNEXPECTED, HistoryRun, compare
+from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
+from scheduler_dedup.handler.schedule.cron.gaps import fire_gaps
+from scheduler_dedup.handler.schedule.cron.oversized_steps import oversized_step_forms
+from scheduler_dedup.handler.schedule.cron.readings import cron_readings, unsettled_cron_forms
+from scheduler_dedup.handler.monitoring.comparison import compare
+from scheduler_dedup.handler.monitoring.findings import MISSED, UNEXPECTED
+from scheduler_dedup.handler.monitoring.run_view import HistoryRun
 
 UTC = timezone.utc
 _RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))

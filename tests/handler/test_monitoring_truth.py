@@ -18,20 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.schedule.cron import fire_times
+from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
-from scheduler_dedup.handler.monitoring.run_history import (
+from scheduler_dedup.handler.monitoring.comparison import check, compare
+from scheduler_dedup.handler.monitoring.findings import (
     DST_REPEATED,
     MISSED,
     SINCE_EARLIEST_RECORD,
     SINCE_SCHEDULE_CHANGE,
     SKIPPED_BUSY,
-    HistoryRun,
-    RunHistory,
-    check,
-    compare,
-    rfc3339,
 )
+from scheduler_dedup.handler.monitoring.run_history import RunHistory
+from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 

@@ -12,21 +12,21 @@ import pytest
 import requests
 
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.schedule.cron import REPEATED, SKIPPED, fire_times
+from scheduler_dedup.handler.schedule.cron.fire_times import REPEATED, SKIPPED, fire_times
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import ScheduledRun
-from scheduler_dedup.handler.monitoring.run_history import (
+from scheduler_dedup.handler.monitoring.comparison import check
+from scheduler_dedup.handler.monitoring.findings import (
     FAILED_RUN,
     LATE,
     MISSED,
     REPEATED as REPEATED_RUN,
     STUCK_RUN,
     UNEXPECTED,
-    RunHistory,
-    check,
-    rfc3339,
 )
+from scheduler_dedup.handler.monitoring.run_history import RunHistory
+from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator

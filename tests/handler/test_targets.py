@@ -252,7 +252,8 @@ def test_http_target_sends_the_id_token_and_a_minting_failure_is_retryable(fake:
     import requests
 
     from scheduler_dedup.handler import ScheduledRun
-    from scheduler_dedup.handler.targets.targets import HttpTarget, TargetRetryableError
+    from scheduler_dedup.handler.targets.call import TargetRetryableError
+    from scheduler_dedup.handler.targets.http_url import HttpTarget
 
     run = ScheduledRun(run_id="a" * 64, job_name="j", schedule_time=dt.datetime(2026, 10, 16, 12, tzinfo=dt.timezone.utc),
                        project="p1", location="", attempt_id="b" * 32)
@@ -315,7 +316,8 @@ def test_each_status_has_one_outcome_per_target_type() -> None:
 ])
 def test_http_target_mints_the_audience_its_host_kind_accepts(url: str, audience: str) -> None:
     """A Cloud Functions URL needs the full function URL as audience (the origin gets 401)."""
-    from scheduler_dedup.handler.targets.targets import HttpTarget, build_target
+    from scheduler_dedup.handler.targets.build_target import build_target
+    from scheduler_dedup.handler.targets.http_url import HttpTarget
 
     target = build_target(TargetSettings(type="http", target=url))
     assert isinstance(target, HttpTarget) and target.token is not None
@@ -373,7 +375,7 @@ def test_cloud_build_scan_pages_past_other_runs_builds_and_ignores_older_ones(fa
     id but created before the run's window (or by another trigger) is not this run's."""
     import requests
 
-    from scheduler_dedup.handler.targets.targets import CloudBuildTriggerTarget
+    from scheduler_dedup.handler.targets.cloud_build_trigger import CloudBuildTriggerTarget
 
     target = CloudBuildTriggerTarget(TRIGGER, requests.Session(), fake.url, 5)
     mine = target(_run("a" * 64))
@@ -398,7 +400,7 @@ def test_cloud_build_forced_run_looks_back_a_day_from_now() -> None:
     """A forced run's schedule time is not when it started, so its builds are looked for from a day before now."""
     import datetime as dt
 
-    from scheduler_dedup.handler.targets.targets import CloudBuildTriggerTarget
+    from scheduler_dedup.handler.targets.cloud_build_trigger import CloudBuildTriggerTarget
 
     now = dt.datetime(2026, 12, 1, 19, 0, tzinfo=dt.timezone.utc)
     target = CloudBuildTriggerTarget(TRIGGER, requests_session(), "https://cloudbuild.invalid", 5, clock=lambda: now)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zoneinfo
 from datetime import datetime, timedelta, timezone
 
-from scheduler_dedup.handler.schedule.cron import is_iana_time_zone
+from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone
 from scheduler_dedup.handler.schedule.time_zones import _MEANT, canonical_time_zone, fixed_offset, tz_links
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_dedup.handler.schedule.cron import fire_gaps
+from scheduler_dedup.handler.schedule.cron.gaps import fire_gaps
 from scheduler_dedup.handler.schedule.overlap import may_be_delayed_or_skipped, schedule_overlap
 from scheduler_dedup.infra.job.component import DedupScheduledJob
 from scheduler_dedup.infra.stack.mock_run import run_program

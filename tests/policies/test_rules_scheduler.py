@@ -9,7 +9,7 @@ import pytest
 
 from scheduler_dedup.policies.reading.model import UNKNOWN, Resource
 from scheduler_dedup.policies.rules import RULES_BY_NAME, evaluate
-from scheduler_dedup.handler.schedule.cron import groc_to_unix_cron
+from scheduler_dedup.handler.schedule.cron.accepted import groc_to_unix_cron
 
 from .conftest import JOB, RUN_URL, SERVICE, job, public_config_job, res, run, service
 

@@ -267,7 +267,9 @@ def test_a_store_fault_on_the_overlap_lease_never_lets_two_runs_execute_at_once(
 
 
 def test_run_history_never_reports_a_skipped_run_missed(handlers: Handlers, server: StoreServer, store: Any) -> None:
-    from scheduler_dedup.handler.monitoring.run_history import MISSED, RunHistory, compare
+    from scheduler_dedup.handler.monitoring.comparison import compare
+    from scheduler_dedup.handler.monitoring.findings import MISSED
+    from scheduler_dedup.handler.monitoring.run_history import RunHistory
 
     handlers.plan(sleep=2.0)
     a = handlers.start(DEDUP_OVERLAP="skip", DEDUP_SCHEDULE="* * * * *")

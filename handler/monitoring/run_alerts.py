@@ -1,0 +1,97 @@
+"""What the run check alerts on besides missed and stuck runs: a failure streak reaching its threshold, the
+recovery after it, and a run in progress past its maximum runtime (:func:`run_alerts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS
+from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
+from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
+
+#: :attr:`RunAlert.kind` values: what the run check finds in the records besides missed and stuck runs.
+FAILING, RECOVERED, LONG_RUN = "failing", "recovered", "long_run"
+
+
+@dataclass(frozen=True)
+class RunAlert:
+    """One alert-worthy change the records show, at the moment it happened.
+
+    Attributes:
+        kind: ``failing`` (this run's failure made ``streak`` consecutive failed runs, reaching the failure
+            threshold), ``recovered`` (this run completed after ``streak`` consecutive failures that reached it) or
+            ``long_run`` (this run is still in progress ``max_runtime_seconds`` after its claim, renewals or not).
+        run: the run concerned.
+        at: when it happened, aware UTC: the run's ``finished_at``, or its claim plus the maximum runtime.
+        streak: the consecutive failed runs (0 for ``long_run``).
+        detail: why, in words.
+    """
+
+    kind: str
+    run: HistoryRun
+    at: datetime
+    streak: int
+    detail: str
+
+
+def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, failure_threshold: int = 1,
+               max_runtime_seconds: float | None = None) -> list[RunAlert]:
+    """The :class:`RunAlert` values that happened in ``[since, until)``, oldest first.
+
+    A failure streak counts finished scheduled runs (``completed`` or ``failed``) in schedule-time order; a forced run
+    or one in progress neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
+    it to ``failure_threshold``; ``recovered`` by the first completed run after it. Consecutive checks whose windows
+    tile time report each once. The run check reads runs scheduled up to a day (plus the maximum runtime) before it,
+    so a run delivered more than a day after its schedule time (a backfill of old fire times) is not counted. ``runs`` must reach back past the window by at least ``failure_threshold`` finished
+    runs (:func:`recent_runs`), or a streak begun before them counts short.
+
+    Raises:
+        ValueError: ``failure_threshold`` below 1 or ``max_runtime_seconds`` not positive.
+    """
+    if failure_threshold < 1:
+        raise ValueError(f"failure_threshold={failure_threshold} must be at least 1")
+    if max_runtime_seconds is not None and max_runtime_seconds <= 0:
+        raise ValueError(f"max_runtime_seconds={max_runtime_seconds} must be positive")
+    found: list[RunAlert] = []
+    streak = 0
+    for run in sorted((r for r in runs if not r.manual), key=lambda r: r.schedule_time):
+        if run.state == IN_PROGRESS and max_runtime_seconds is not None and run.claimed_at is not None:
+            limit = run.claimed_at + timedelta(seconds=max_runtime_seconds)
+            if since <= limit < until:
+                found.append(RunAlert(LONG_RUN, run, limit, 0, f"still in progress {max_runtime_seconds:g} s after "
+                                      f"its claim at {rfc3339(run.claimed_at)} (max_runtime_seconds), whether or not "
+                                      "its lease is renewed: the job may hang"))
+        if run.status not in (COMPLETED, FAILED) or run.finished_at is None:
+            continue
+        inside = since <= run.finished_at < until
+        if run.status == FAILED:
+            streak += 1
+            if streak == failure_threshold and inside:
+                found.append(RunAlert(FAILING, run, run.finished_at, streak,
+                                      f"{streak} consecutive run(s) failed, the last: {run.error or 'no error text'}"))
+        else:
+            if streak >= failure_threshold and inside:
+                found.append(RunAlert(RECOVERED, run, run.finished_at, streak,
+                                      f"completed after {streak} consecutive failed run(s)"))
+            streak = 0
+    found.sort(key=lambda a: a.at)
+    return found
+
+
+def recent_runs(history: RunHistory, scope: JobScope, *, since: datetime, until: datetime,
+                finished_before: int) -> list[HistoryRun]:
+    """The job's runs with ``since <= schedule_time < until``, plus the ``finished_before`` newest finished runs older
+    than ``since`` (what :func:`run_alerts` needs to count a streak begun before the window), newest first. Reads
+    page by page and stops as soon as it has them."""
+    found: list[HistoryRun] = []
+    older = 0
+    for run in scope.runs(history, until=until):
+        if run.schedule_time < since:
+            if older >= finished_before:
+                break
+            older += run.status in (COMPLETED, FAILED) and not run.manual
+        found.append(run)
+    return found
