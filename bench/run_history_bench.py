@@ -44,7 +44,7 @@ FLAT_MEMORY_MIB = 20
 def fill(emulator: FirestoreEmulator, job: str, count: int) -> None:
     """Record one real run through the handler, then write ``count - 1`` more with the same shape."""
     settings = Settings(project=emulator.project, schedule=SCHEDULE, time_zone="Europe/Berlin")
-    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    store = FirestoreRunStore.connect(settings.project, settings.store_config.database, settings.collection)
     handler = SchedulerHandler(settings, Idempotency(store), lambda run: {"rows": 42, "ok": True})
     body, status, _ = handler.handle({"X-CloudScheduler-JobName": job,
                                       "X-CloudScheduler-ScheduleTime": rfc3339(START) or ""})

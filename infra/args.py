@@ -14,9 +14,15 @@ other resources. Units are in the names: ``*_seconds`` are whole seconds.
 
 
 from collections.abc import Sequence
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
+
+
+def input_keys(inputs: Any) -> tuple[str, ...]:
+    """The keys of a ``TypedDict`` of inputs below, in the order they are declared: what the component checks a
+    given mapping's keys against (so an input added here is accepted without a second list)."""
+    return tuple(inputs.__annotations__)
 
 
 class RetryConfigArgs(TypedDict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from scheduler_dedup.handler.config import settings as handler_config
+from scheduler_dedup.handler.stores.firestore import config as firestore_config
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, ATTEMPT_DEADLINES, HTTP_TARGET
 from scheduler_dedup.handler.core.record import TTL_FIELD, TTL_OWNER_ENV
 
@@ -30,13 +31,14 @@ SCHEDULER_MAX_DOUBLINGS_DEFAULT: Final = 5
 CLOUD_RUN_TIMEOUT_DEFAULT_S: Final = 300.0
 CLOUD_RUN_TIMEOUT_MAX_S: Final = 3600.0
 
-# The handler's settings and their defaults (handler/config/settings.py, Settings.from_env).
+# The handler's settings and their defaults (handler/config/settings.py, Settings.from_env; the Firestore database
+# is the Firestore store's, handler/stores/firestore/config.py).
 ENV_COLLECTION: Final = "DEDUP_COLLECTION"
-ENV_DATABASE: Final = "DEDUP_DATABASE"
+ENV_DATABASE: Final = firestore_config.DATABASE_VARIABLE
 ENV_LEASE: Final = "DEDUP_LEASE_SECONDS"
 ENV_RETENTION: Final = "DEDUP_RETENTION_SECONDS"
 DEFAULT_COLLECTION: Final = handler_config.DEFAULT_COLLECTION
-DEFAULT_DATABASE: Final = handler_config.DEFAULT_DATABASE
+DEFAULT_DATABASE: Final = firestore_config.DEFAULT_DATABASE
 DEFAULT_LEASE_S: Final = float(handler_config.DEFAULT_LEASE_SECONDS)
 DEFAULT_RETENTION_S: Final = float(handler_config.DEFAULT_RETENTION_SECONDS)
 EXPIRY_FIELD: Final = TTL_FIELD

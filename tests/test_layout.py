@@ -214,3 +214,21 @@ def test_the_layer_check_finds_an_upward_import() -> None:
     assert _layer("scheduler_dedup.handler.protocol.lease") > _layer("scheduler_dedup.handler.stores.base")
     assert _layer("scheduler_dedup.handler.stores.redis.store") == _layer("scheduler_dedup.handler.stores.base")
     assert _layer("scheduler_dedup.local.commands.cli") > _layer("scheduler_dedup.policies.offline.check")
+
+
+def test_only_the_config_reads_the_process_environment() -> None:
+    """One reader turns the environment into settings (``handler/config/environment.py``); every other module of the
+    handler takes settings, so a setting cannot be read, defaulted or checked twice."""
+    readers = []
+    for name, path in sorted(_modules().items()):
+        if not name.startswith("scheduler_dedup.handler.") or name == "scheduler_dedup.handler.config.environment":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            attribute = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id == "os" and node.attr in ("environ", "environb", "getenv", "putenv")
+            imported = isinstance(node, ast.ImportFrom) and node.module == "os" and \
+                any(alias.name in ("environ", "environb", "getenv") for alias in node.names)
+            if attribute or imported:
+                readers.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}")
+    assert not readers, "read the environment in handler/config (read_environment) and pass settings:\n" + \
+        "\n".join(readers)

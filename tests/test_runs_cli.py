@@ -38,7 +38,7 @@ def _job(run: ScheduledRun) -> dict[str, object]:
 def _fill(emulator: FirestoreEmulator, start: datetime, count: int, skip: set[int],
           schedule: str | None = SCHEDULE) -> list[datetime]:
     settings = Settings(project=emulator.project, schedule=schedule, time_zone=ZONE)
-    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    store = FirestoreRunStore.connect(settings.project, settings.store_config.database, settings.collection)
     handler = SchedulerHandler(settings, Idempotency(store), _job)
     times = [start + timedelta(minutes=15 * i) for i in range(count)]
     for i, t in enumerate(times):
@@ -257,7 +257,7 @@ def test_a_full_job_name_reads_only_that_projects_and_regions_runs_on_a_shared_s
     # failed), the US one only at 01:00. By its short id the US job would count the EU runs as its own, hiding
     # its three missed runs and reporting the EU job's failure.
     settings = Settings(project=emulator.project, schedule=SCHEDULE, time_zone=ZONE)
-    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    store = FirestoreRunStore.connect(settings.project, settings.store_config.database, settings.collection)
     handler = SchedulerHandler(settings, Idempotency(store), _job)
     start = datetime(2026, 11, 2, 1, 0, tzinfo=UTC)
     for i in range(4):
@@ -287,7 +287,7 @@ def test_runs_reads_a_backwards_range_wrapped_and_reports_its_missed_hour(emulat
     counted too), so a lost 23:00 run passed unnoticed; a job Scheduler accepted fires wrapped, and 23:00 is missed."""
     schedule = "0 22-2 * * *"
     settings = Settings(project=emulator.project, schedule=schedule, time_zone="Etc/UTC")
-    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    store = FirestoreRunStore.connect(settings.project, settings.store_config.database, settings.collection)
     handler = SchedulerHandler(settings, Idempotency(store), _job)
     for hour, day in ((22, 3), (0, 4), (1, 4), (2, 4)):  # 23:00 on 3 Nov never delivered
         handler.handle({"X-CloudScheduler-JobName": "wrapped",

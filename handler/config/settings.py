@@ -1,8 +1,8 @@
-"""The handler's settings: one immutable object, read from the environment in one place."""
+"""The handler's settings: one immutable object, read from the environment (:mod:`.environment`) by
+:meth:`Settings.from_env`; each store's own settings are its registered ``config`` class's."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,7 +14,7 @@ from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
 from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
-from scheduler_dedup.handler.core.variables import declared
+from scheduler_dedup.handler.config.environment import read_environment
 from scheduler_dedup.handler.schedule.overlap_policy import (DEFAULT_OVERLAP, catch_up_window_problem,
                                                           overlap_policy_problem)
 
@@ -22,7 +22,6 @@ from scheduler_dedup.handler.schedule.overlap_policy import (DEFAULT_OVERLAP, ca
 MAX_RETENTION_SECONDS = 10 * 365 * 86400
 
 # Defaults of the handler's settings; the component and the policy pack use these same names.
-DEFAULT_DATABASE = "(default)"
 DEFAULT_COLLECTION = "scheduler_runs"
 DEFAULT_LEASE_SECONDS = 300  # Cloud Run's default request timeout
 DEFAULT_RETENTION_SECONDS = 604_800  # 7 days
@@ -35,8 +34,6 @@ DEFAULT_STORE = _DEFAULT_STORE
 
 # Firestore limits: https://firebase.google.com/docs/firestore/quotas#collections_documents_and_fields
 _COLLECTION_RE = re.compile(r"^[^/\x00]{1,1500}$")
-# Database ids: https://cloud.google.com/firestore/docs/manage-databases#database_id
-_DATABASE_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
 # Full resource names (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services and
 # https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job.FIELDS.name).
 _SERVICE_RE = re.compile(r"^projects/(?P<project>[a-z](?:[a-z0-9.:-]{0,98}[a-z0-9])?)/locations/(?P<location>[a-z][a-z0-9-]*)/"
@@ -54,7 +51,6 @@ class Settings:
         store: the run store (``DEDUP_STORE``), a registered store's kind id
             (:data:`scheduler_dedup.handler.stores.registry.STORES`: ``firestore``, the default, ``redis`` or
             ``spanner``).
-        database: Firestore database id (``DEDUP_DATABASE``, default ``(default)``; Firestore only).
         collection: collection of run records (``DEDUP_COLLECTION``, default ``scheduler_runs``); on Spanner the
             table's name.
         lease_seconds: how long a claim stays live without renewal (``DEDUP_LEASE_SECONDS``,
@@ -100,7 +96,8 @@ class Settings:
             reads the service's IAM policy and ``invokerIamDisabled`` through the Cloud Run Admin API
             (``DEDUP_RUN_API``) to prove that Cloud Run IAM guards it (:mod:`scheduler_dedup.handler.callers.trust_premise`).
         store_config: the store's own settings, an instance of its registered ``config`` class
-            (:class:`~scheduler_dedup.handler.stores.redis.config.RedisConfig`,
+            (:class:`~scheduler_dedup.handler.stores.firestore.config.FirestoreConfig`: ``DEDUP_DATABASE``;
+            :class:`~scheduler_dedup.handler.stores.redis.config.RedisConfig`,
             :class:`~scheduler_dedup.handler.stores.spanner.config.SpannerConfig`), read from the store's own
             variables by that class; None for a store without one. Left None for a store with one, it is that
             class's empty settings (so the store's check names what is missing).
@@ -112,7 +109,6 @@ class Settings:
 
     project: str
     store: str = DEFAULT_STORE
-    database: str = DEFAULT_DATABASE
     collection: str = DEFAULT_COLLECTION
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     retention_seconds: float = DEFAULT_RETENTION_SECONDS
@@ -138,11 +134,6 @@ class Settings:
             raise ConfigError(
                 f"GOOGLE_CLOUD_PROJECT={self.project!r} is not a project id: use lower-case letters, digits and '-', "
                 "e.g. my-project-123"
-            )
-        if not _DATABASE_RE.match(self.database):
-            raise ConfigError(
-                f"DEDUP_DATABASE={self.database!r} is not a Firestore database id: use (default) or 4-63 "
-                "characters of lower-case letters, digits and '-', starting with a letter"
             )
         if not _COLLECTION_RE.match(self.collection) or self.collection.startswith("__"):
             raise ConfigError(
@@ -219,12 +210,12 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
-        """Read settings from ``environ`` (default ``os.environ``).
+        """Read settings from ``environ`` (default this process's environment, :func:`.environment.read_environment`).
 
         Raises:
             ConfigError: a variable is missing or invalid; the message names it and the fix.
         """
-        env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
+        env = read_environment(environ)
         project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT") or ""
         if not project:
             raise ConfigError(
@@ -243,7 +234,6 @@ class Settings:
         return cls(
             project=project,
             store=store,
-            database=env.get("DEDUP_DATABASE", DEFAULT_DATABASE),
             collection=env.get("DEDUP_COLLECTION", DEFAULT_COLLECTION),
             lease_seconds=_seconds(env, "DEDUP_LEASE_SECONDS", DEFAULT_LEASE_SECONDS),
             retention_seconds=_seconds(env, "DEDUP_RETENTION_SECONDS", DEFAULT_RETENTION_SECONDS),

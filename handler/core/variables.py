@@ -114,10 +114,6 @@ declare("DEDUP_STORE", "store", """
     `spanner`. See [Stores](../stores.md).""",
         default="firestore", component="`redis` for a job on a `DedupStore` of kind `memorystore`, `spanner` for a "
                                        "job on a Spanner store; unset otherwise")
-declare("DEDUP_DATABASE", "store", """
-    Firestore database id: `(default)`, or 4 to 63 characters of lower-case letters, digits and `-`, starting with a
-    letter ([database ids](https://cloud.google.com/firestore/docs/manage-databases#database_id)).""",
-        default="(default)", component="the job's database (`database_id`, default `<name>-dedup`)")
 declare("DEDUP_COLLECTION", "store", """
     Top-level collection of the run records (no `/`, not starting with `__`). Its TTL policy is on the
     `expire_at` field.""",
@@ -295,10 +291,6 @@ declare("THREADS", "passed on", """
 
 # ---------------------------------------------------------------- local development
 
-declare("FIRESTORE_EMULATOR_HOST", "local", """
-    `host:port` of a Firestore emulator: the Firestore client then talks to it instead of Firestore, without
-    credentials. `scheduler-dedup demo`, `run-local` and the tests set it for the emulator they start.""",
-        reader="the Firestore client")
 declare("FIRESTORE_EMULATOR_JAR", "local", """
     Path of `cloud-firestore-emulator.jar` for the local tools. Unset, they look in the Debian package's files, the
     Cloud SDK root `gcloud info` reports and the usual SDK folders.""",

@@ -6,7 +6,6 @@ import importlib
 import io
 import math
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.handler.core.safe_text import scrub_secrets, utf8_safe
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease
 from scheduler_dedup.handler.schedule.run_key import RunKey
@@ -70,7 +70,6 @@ class ScheduledRun:
 
 
 Job = Callable[[ScheduledRun], Any]
-_SPEC_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 def check_job_spec(spec: str | None, variable: str = "DEDUP_JOB") -> None:
@@ -81,8 +80,9 @@ def check_job_spec(spec: str | None, variable: str = "DEDUP_JOB") -> None:
     """
     if not spec:
         raise ConfigError(f"{variable} is not set: set it to the job callable as module:function, e.g. jobs:run")
-    if not _SPEC_RE.match(spec):
-        raise ConfigError(f"{variable}={spec!r} is not module:function: use e.g. {variable}=jobs:run")
+    problem = job_spec_problem(spec)
+    if problem:
+        raise ConfigError(f"{variable}={spec!r} is not module:function ({problem}): use e.g. {variable}=jobs:run")
 
 
 def load_job(spec: str | None, variable: str = "DEDUP_JOB") -> Job:

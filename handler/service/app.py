@@ -1,9 +1,8 @@
-"""Build the request handler from the environment (the one place environment variables are read)."""
+"""Build the request handler from its settings, read from the environment (:mod:`scheduler_dedup.handler.config`)."""
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ from scheduler_dedup.handler.service.startup import read_startup_settings
 from scheduler_dedup.handler.stores import open_store
 from scheduler_dedup.handler.targets.build_target import build_target, google_api_session
 from scheduler_dedup.handler.callers.trust_premise import ServicePremise
-from scheduler_dedup.handler.core.variables import declared
+from scheduler_dedup.handler.config.environment import read_environment
 from scheduler_dedup.handler.core.errors import store_config_error
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
 from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
@@ -57,7 +56,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     Raises:
         ConfigError: a ``DEDUP_*`` variable or ``GOOGLE_CLOUD_PROJECT`` is invalid.
     """
-    env = declared(os.environ if environ is None else environ)  # only declared variables (variables.py)
+    env = read_environment(environ)
     configure_logging()
     startup = read_startup_settings(env)  # the checks the component and the policy pack make too
     settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth

@@ -11,12 +11,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 class StoreConfig(Protocol):
     """What a store's ``config`` class provides: its own settings, read and checked by itself, so the core
     settings know no store. Its no-argument instance is the settings of an environment that sets none."""
+
+    #: Its variables that say where its records are, by what each names (``database``, ``instance``): a command
+    #: that reads records elsewhere (``scheduler-dedup runs --database/--instance``) sets them from its options.
+    where: ClassVar[Mapping[str, str]]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "StoreConfig":

@@ -57,6 +57,7 @@ from scheduler_dedup.handler.schedule.cron.gaps import GAP_HORIZON_DAYS, fire_ga
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 
+from scheduler_dedup.infra.args import AlertsArgs, input_keys
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.log_query import LogQuery, event, extract, field_is, handler_lines
 from scheduler_dedup.handler.schedule.retry_windows import RetryPolicy, retry_window_seconds
@@ -92,8 +93,7 @@ OUTCOME_FAILED = "failed"
 OUTCOME_FENCED = "fenced"
 OUTCOME_RELEASED = "released"
 
-_ALLOWED_KEYS = frozenset({"notification_channels", "grace_seconds", "released_threshold", "failure_threshold",
-                           "max_runtime_seconds", "renotify_seconds"})
+_ALLOWED_KEYS = frozenset(input_keys(AlertsArgs))
 DEFAULT_FAILURE_THRESHOLD = 1
 MAX_FAILURE_THRESHOLD = 1000
 MIN_MAX_RUNTIME_SECONDS = 60

@@ -32,6 +32,7 @@ import pulumi
 
 from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
 
+from scheduler_dedup.infra.args import AppEngineArgs, input_keys
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_AUTOMATIC_SCALING_DEADLINE_SECONDS
 
@@ -46,7 +47,7 @@ _RESERVED_VERSIONS = ("default", "latest")
 RELATIVE_URI_MAX = 2083
 #: The longest request deadline of an App Engine standard service, seconds (basic and manual scaling).
 APP_ENGINE_MAX_DEADLINE_SECONDS = 86400
-_KEYS = frozenset({"service", "version", "relative_uri", "deploy", "request_timeout_seconds", "location"})
+_KEYS = frozenset(input_keys(AppEngineArgs))
 #: App Engine location ids that are not the region's name: "Two locations, which are called europe-west and
 #: us-central in App Engine commands and in the Google Cloud console, are called europe-west1 and us-central1,
 #: respectively, elsewhere in Google documentation" (https://cloud.google.com/appengine/docs/standard/locations).

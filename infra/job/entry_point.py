@@ -3,10 +3,7 @@ the module), so a name the handler would refuse at start-up fails ``pulumi previ
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-
-JOB_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def entry_point_problem(module_file: Path, name: str) -> str | None:

@@ -15,7 +15,7 @@ from scheduler_dedup.handler.schedule.retry_windows import (
     retries_described,
 )
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.infra.args import RetryConfigArgs
+from scheduler_dedup.infra.args import RetryConfigArgs, input_keys
 from scheduler_dedup.infra.job.inputs import Problems, read_int
 
 RETRY_COUNT_MAX = 5
@@ -27,7 +27,7 @@ CRASH_RECOVERY_FACTOR = 1.5
 DEFAULT_MAX_BACKOFF_SECONDS = 3600
 DEFAULT_MAX_DOUBLINGS = 5
 #: The keys of ``retry``: those of :class:`~scheduler_dedup.infra.args.RetryConfigArgs`.
-RETRY_KEYS = frozenset(RetryConfigArgs.__required_keys__ | RetryConfigArgs.__optional_keys__)
+RETRY_KEYS = frozenset(input_keys(RetryConfigArgs))
 
 
 def crash_recovery_field(retry: Any) -> str:

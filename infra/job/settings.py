@@ -24,7 +24,7 @@ from scheduler_dedup.handler.schedule.retry_windows import recovers_crash, retry
 from scheduler_dedup.handler.schedule.time_zones import time_zone_alias_advisory
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
 from scheduler_dedup.infra.job.app_engine import resolve_app_engine
-from scheduler_dedup.infra.args import DedupScheduledJobArgs
+from scheduler_dedup.infra.args import DedupScheduledJobArgs, input_keys
 from scheduler_dedup.infra.job.overlap_inputs import resolve_catch_up_window, resolve_overlap
 from scheduler_dedup.infra.job.deadlines import (
     DEFAULT_ATTEMPT_DEADLINE_SECONDS,
@@ -56,7 +56,7 @@ __all__ = ["DEFAULT_ATTEMPT_DEADLINE_SECONDS", "DedupSettings", "advisories_of",
 
 AUDIENCE_HOST = "scheduler-dedup.invalid"
 #: The component's inputs: the keys of :class:`~scheduler_dedup.infra.args.DedupScheduledJobArgs`.
-ALLOWED_KEYS = frozenset(DedupScheduledJobArgs.__required_keys__ | DedupScheduledJobArgs.__optional_keys__)
+ALLOWED_KEYS = frozenset(input_keys(DedupScheduledJobArgs))
 
 
 def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str | None = None,

@@ -13,7 +13,8 @@ import pulumi
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.infra.job.entry_point import JOB_RE, entry_point_problem
+from scheduler_dedup.handler.core.job_spec import job_spec_problem
+from scheduler_dedup.infra.job.entry_point import entry_point_problem
 from scheduler_dedup.infra.job.inputs import read_str, service_account_email
 
 
@@ -89,8 +90,9 @@ def resolve_target(args: Mapping[str, Any]) -> Target:
         raise DedupConfigError("image", "give job_source or image, not both")
     if job is None:
         raise DedupConfigError("job", "is required with job_source or image: the entry point as 'module:function'")
-    if not JOB_RE.match(job):
-        raise DedupConfigError("job", f"{job!r} is not 'module:function' (e.g. 'jobs:run')")
+    spec_problem = job_spec_problem(job)
+    if spec_problem:
+        raise DedupConfigError("job", f"{job!r} is not 'module:function' ({spec_problem}): use e.g. 'jobs:run'")
     job_source: Path | None = None
     if job_source_str is not None:
         job_source = Path(job_source_str).expanduser().resolve()

@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_dedup.infra.args import VpcEgressArgs, input_keys
 from scheduler_dedup.infra.errors import DedupConfigError
 
 EGRESS_SETTINGS = ("PRIVATE_RANGES_ONLY", "ALL_TRAFFIC")
 DIRECT_VPC_API = "compute.googleapis.com"
 CONNECTOR_API = "vpcaccess.googleapis.com"
-_KEYS = ("network", "subnetwork", "connector", "egress")
+_KEYS = input_keys(VpcEgressArgs)
 _NETWORK_RE = re.compile(r"^(projects/[^/]+/global/networks/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SUBNETWORK_RE = re.compile(r"^(projects/[^/]+/regions/([^/]+)/subnetworks/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _CONNECTOR_RE = re.compile(r"^projects/[^/]+/locations/([^/]+)/connectors/[a-z][-a-z0-9]{0,23}$")

@@ -40,6 +40,7 @@ from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.record import TTL_FIELD
 from scheduler_dedup.handler.stores import registry
+from scheduler_dedup.handler.stores.firestore.config import FirestoreConfig
 from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
 
 from scheduler_dedup.infra.project.apis import STORE_APIS, for_store
@@ -165,7 +166,7 @@ def check_firestore_ids(project: str, database_id: Any, collection: Any) -> None
     if not isinstance(database_id, str) or not isinstance(collection, str):
         return
     try:
-        Settings(project=project, database=database_id, collection=collection)
+        Settings(project=project, collection=collection, store_config=FirestoreConfig(database=database_id))
     except ConfigError as exc:
         field = "database_id" if str(exc).startswith("DEDUP_DATABASE") else (
             "collection" if str(exc).startswith("DEDUP_COLLECTION") else "project")

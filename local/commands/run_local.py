@@ -26,6 +26,7 @@ from rich.console import Console
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
@@ -46,7 +47,6 @@ from scheduler_dedup.local.demo.simulator import FAULT_TITLES, Delivery, RetryCo
 DELIVERY_FAULTS = ("clean", "lost_response", "concurrent", "crash", "skipped")
 #: The run records' collection.
 COLLECTION = "scheduler_runs"
-_SPEC_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 class LocalRunError(Exception):
@@ -86,11 +86,12 @@ def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: 
 
     problems = []
     module = job.split(":")[0].replace(".", "/")
-    if not _SPEC_RE.match(job):
-        problems.append(f"--job {job!r} is not module:function: use e.g. --job jobs:run")
+    spec_problem = job_spec_problem(job)
+    if spec_problem:
+        problems.append(f"--job {job!r} is not module:function ({spec_problem}): use e.g. --job jobs:run")
     if not source.is_dir():
         problems.append(f"--source {source} is not a directory: give the folder that holds your job module")
-    elif _SPEC_RE.match(job) and not ((source / f"{module}.py").is_file()
+    elif not spec_problem and not ((source / f"{module}.py").is_file()
                                       or (source / module / "__init__.py").is_file()):
         problems.append(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
     problem = unix_cron_problem(schedule)

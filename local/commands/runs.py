@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_DATABASE, DEFAULT_STORE, STORE_KINDS
+from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_STORE, STORE_KINDS
 from scheduler_dedup.handler.core.errors import ConfigError, StoreCallError, StoreUnavailableError
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone, time_zone_suggestion
@@ -191,7 +191,8 @@ def _history(store: str, project: str | None, database: str | None, instance: st
              collection: str) -> RunHistory:
     """A reader on the run store; exits 2 with what to do when there is no project or no credentials.
 
-    ``database`` is the Firestore database id (default ``(default)``) or, with ``instance``, the Spanner database id.
+    ``database`` and ``instance`` set the store's variables of those names (:func:`_where_variables`: the Firestore
+    database id; the Spanner instance and database ids), else the environment's; the other stores' are left out.
     """
     import os
 
@@ -204,12 +205,12 @@ def _history(store: str, project: str | None, database: str | None, instance: st
                                "records apart, e.g. --project demo-scheduler-dedup")
     err = make_console(stderr=True)
     try:
-        spanner_database = database or os.environ.get("DEDUP_SPANNER_DATABASE", "")
-        where = ({"DEDUP_SPANNER_INSTANCE": instance or "", "DEDUP_SPANNER_DATABASE": spanner_database,
-                  "DEDUP_DATABASE": DEFAULT_DATABASE} if store == "spanner" else
-                 {"DEDUP_DATABASE": database or DEFAULT_DATABASE, "DEDUP_SPANNER_INSTANCE": "",
-                  "DEDUP_SPANNER_DATABASE": ""})
-        settings = Settings.from_env({**os.environ, "GOOGLE_CLOUD_PROJECT": project or _default_project(),
+        variables = _where_variables()
+        others = {name for kind, names in variables.items() if kind != store for name in names.values()}
+        given = {"database": database, "instance": instance}
+        where = {name: value for what, name in variables.get(store, {}).items() if (value := given.get(what))}
+        env = {name: value for name, value in os.environ.items() if name not in others}
+        settings = Settings.from_env({**env, "GOOGLE_CLOUD_PROJECT": project or _default_project(),
                                       "DEDUP_STORE": store, **where, "DEDUP_COLLECTION": collection})
         return RunHistory(open_store(settings))
     except ConfigError as exc:
@@ -220,15 +221,22 @@ def _history(store: str, project: str | None, database: str | None, instance: st
     sys.exit(_EXIT_ERROR)
 
 
-#: The variables the store settings name in their errors, and this command's options that set them.
-_OPTION_OF = {"GOOGLE_CLOUD_PROJECT": "--project", "DEDUP_SPANNER_INSTANCE": "--instance",
-              "DEDUP_SPANNER_DATABASE": "--database", "DEDUP_DATABASE": "--database", "DEDUP_COLLECTION": "--collection"}
+def _where_variables() -> dict[str, dict[str, str]]:
+    """Store id -> its variables that say where its records are, by the option that sets each here (``database``,
+    ``instance``): its registered config's :attr:`~scheduler_dedup.handler.stores.kind.StoreConfig.where`."""
+    from scheduler_dedup.handler.stores.kind import load
+    from scheduler_dedup.handler.stores.registry import STORES
+
+    return {kind.id: dict(load(kind.config).where) if kind.config else {} for kind in STORES}
 
 
 def _options_for(message: str) -> str:
     """`` (on this command: --instance sets DEDUP_SPANNER_INSTANCE, ...)`` for each variable ``message`` names
     that an option of ``runs`` sets, so the error's fix is one the reader can type here; else ""."""
-    named = [f"{option} sets {name}" for name, option in _OPTION_OF.items() if re.search(rf"\b{name}\b", message)]
+    option_of = {"GOOGLE_CLOUD_PROJECT": "--project",
+                 **{name: f"--{what}" for names in _where_variables().values() for what, name in names.items()},
+                 "DEDUP_COLLECTION": "--collection"}
+    named = [f"{option} sets {name}" for name, option in option_of.items() if re.search(rf"\b{name}\b", message)]
     return f" (on this command: {', '.join(named)})" if named else ""
 
 
@@ -270,8 +278,8 @@ _COMMON = [
     click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", default=None,
                  help="project id of the run store [env GOOGLE_CLOUD_PROJECT; else from ADC]."),
     click.option("--database", default=None,
-                 help="the store's database: the Firestore database id [default: (default)], or the Spanner "
-                      "database id [env DEDUP_SPANNER_DATABASE]."),
+                 help="the store's database: the Firestore database id [env DEDUP_DATABASE, default: (default)], "
+                      "or the Spanner database id [env DEDUP_SPANNER_DATABASE]."),
     click.option("--instance", envvar="DEDUP_SPANNER_INSTANCE", default=None,
                  help="the Spanner instance id, with --store spanner [env DEDUP_SPANNER_INSTANCE]."),
     click.option("--collection", default=DEFAULT_COLLECTION, show_default=True,

@@ -65,7 +65,8 @@ def init(kind: str, project: str, instance: str | None, database: str | None, co
     console.print(f"Setting up table {collection} in projects/{project}/instances/{instance}/databases/{database} "
                   f"on {where}")
     try:
-        init_table(project, instance, database, collection, say=console.print)
+        init_table(project, instance, database, collection, say=console.print,
+                   emulator=bool(os.environ.get("SPANNER_EMULATOR_HOST")))
     except StoreRefusedError as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(_EXIT_ERROR)

@@ -44,7 +44,7 @@ def _utc(*args: int) -> datetime:
 def _handler(emulator: FirestoreEmulator, schedule: str, time_zone: str,
              job: Callable[[ScheduledRun], Any] = lambda run: {"ok": True}) -> SchedulerHandler:
     settings = Settings(project=emulator.project, schedule=schedule, time_zone=time_zone)
-    store = FirestoreRunStore.connect(settings.project, settings.database, settings.collection)
+    store = FirestoreRunStore.connect(settings.project, settings.store_config.database, settings.collection)
     return SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
 
 

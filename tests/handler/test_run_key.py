@@ -54,7 +54,7 @@ def test_malformed_schedule_times_are_refused(bad: str) -> None:
 
 def test_settings_from_env_defaults_and_errors() -> None:
     settings = Settings.from_env({"GOOGLE_CLOUD_PROJECT": "p"})
-    assert (settings.collection, settings.database, settings.lease_seconds, settings.retention_seconds,
+    assert (settings.collection, settings.store_config.database, settings.lease_seconds, settings.retention_seconds,
             settings.manual_tolerance_seconds) == ("scheduler_runs", "(default)", 300.0, 604800.0, 5.0)
     with pytest.raises(ConfigError, match="GOOGLE_CLOUD_PROJECT"):
         Settings.from_env({})

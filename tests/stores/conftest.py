@@ -13,14 +13,21 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler_dedup.handler.stores.base import RunStore
+from scheduler_dedup.handler.stores import registry
 from scheduler_dedup.handler.stores.registry import registered
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
 
 from .toy_store import TOY
 
 COLLECTION = "contract_runs"
-#: Store kinds whose server the whole test session shares (tests/conftest.py), and its fixture.
-_SESSION_SERVERS = {"firestore": "firestore_emulator", "redis": "redis_server"}
+
+
+def _session_fixture(kind: str) -> str:
+    """The name of the session fixture that shares a store's server with the whole test session, where
+    tests/conftest.py has one: its registered local server's module name (``firestore_emulator``, ``redis_server``)."""
+    store = registry.find(kind)
+    assert store is not None, kind
+    return store.local_server.partition(":")[0].rpartition(".")[2]
 
 
 @pytest.fixture(scope="session", params=(*SERVER_KINDS, TOY.id))
@@ -32,8 +39,11 @@ def store_server_session(request: pytest.FixtureRequest) -> Iterator[StoreServer
         with toy:
             yield toy
         return
-    if request.param in _SESSION_SERVERS:
-        shared: StoreServer = request.getfixturevalue(_SESSION_SERVERS[request.param])
+    try:
+        shared: StoreServer = request.getfixturevalue(_session_fixture(request.param))
+    except pytest.FixtureLookupError:  # no session server of this store: a server of its own
+        pass
+    else:
         shared.prepare(COLLECTION)
         yield shared
         return

@@ -1,5 +1,5 @@
-"""The Firestore run store (the default): its client (:mod:`.store`), record layout (:mod:`.schema`), values and
-limits (:mod:`.values`) and wire classifier (:mod:`.wire`), registered by :data:`STORE`."""
+"""The Firestore run store (the default): its settings (:mod:`.config`), client (:mod:`.store`), record layout
+(:mod:`.schema`), values and limits (:mod:`.values`) and wire classifier (:mod:`.wire`), registered by :data:`STORE`."""
 
 from scheduler_dedup.handler.stores.kind import StoreKind
 
@@ -7,6 +7,7 @@ _HERE = "scheduler_dedup.handler.stores.firestore"
 
 STORE = StoreKind(
     id="firestore", display_name="Firestore",
+    config=f"{_HERE}.config:FirestoreConfig",
     factory=f"{_HERE}.store:from_settings", schema=f"{_HERE}.schema", values=f"{_HERE}.values",
     wire=f"{_HERE}.wire:FIRESTORE_WIRE", emulator_variable="FIRESTORE_EMULATOR_HOST",
     requirements=("google-cloud-firestore==2.27.0",),

@@ -25,7 +25,6 @@ instance that ran it (its cache of finished runs).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -37,6 +36,7 @@ from google.api_core import retry as gretry
 from google.cloud import firestore
 from google.cloud.firestore_v1.base_query import FieldFilter
 
+from scheduler_dedup.handler.stores.firestore.config import EMULATOR_VARIABLE
 from scheduler_dedup.handler.core.errors import (InvalidWriteError, StoreConfigError, StoreRefusedError,
                                                  StoreUnavailableError)
 from scheduler_dedup.handler.core.record import RunRecord
@@ -44,7 +44,7 @@ from scheduler_dedup.handler.stores.firestore import values as firestore_values
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
 
 #: Emulator variable the Firestore client honours (``host:port``, no TLS, no credentials).
-EMULATOR_ENV = "FIRESTORE_EMULATOR_HOST"
+EMULATOR_ENV = EMULATOR_VARIABLE
 
 #: Answers after which a call certainly did not write: Firestore refused it.
 _REFUSED = (gexc.PermissionDenied, gexc.Unauthenticated, gexc.NotFound, gexc.FailedPrecondition,
@@ -67,8 +67,10 @@ class FirestoreRunStore(RunStore):
     kind: ClassVar[str] = "firestore"
     display_name: ClassVar[str] = "Firestore"
 
-    def __init__(self, client: firestore.Client, collection: str, timeout_seconds: float = 20.0):
+    def __init__(self, client: firestore.Client, collection: str, timeout_seconds: float = 20.0,
+                 emulator_host: str | None = None):
         self.client = client
+        self.emulator_host = emulator_host
         self.collection = collection
         self.timeout_seconds = timeout_seconds
         self._retry = gretry.Retry(predicate=gretry.if_transient_error, initial=0.1, maximum=2.0, multiplier=2.0,
@@ -78,8 +80,10 @@ class FirestoreRunStore(RunStore):
         self._clock_offset: float = 0.0  # Firestore's clock minus ours, in seconds
 
     @classmethod
-    def connect(cls, project: str, database: str, collection: str, timeout_seconds: float = 20.0) -> "FirestoreRunStore":
-        """Create a client for ``project``/``database`` (honours ``FIRESTORE_EMULATOR_HOST``).
+    def connect(cls, project: str, database: str, collection: str, timeout_seconds: float = 20.0,
+                emulator_host: str | None = None) -> "FirestoreRunStore":
+        """Create a client for ``project``/``database`` (the client honours ``FIRESTORE_EMULATOR_HOST``;
+        ``emulator_host``, its value, is what the store's hints name).
 
         Raises:
             StoreRefusedError: there are no credentials (Application Default Credentials not set up).
@@ -88,8 +92,8 @@ class FirestoreRunStore(RunStore):
             client = firestore.Client(project=project, database=database)
         except Exception as exc:  # google.auth's DefaultCredentialsError, a bad project
             raise StoreRefusedError(f"cannot create a Firestore client: {exc}", store=cls.display_name,
-                                    hint=_hint(exc)) from exc
-        return cls(client, collection, timeout_seconds)
+                                    hint=_hint(exc, emulator_host)) from exc
+        return cls(client, collection, timeout_seconds, emulator_host)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -120,8 +124,8 @@ class FirestoreRunStore(RunStore):
         if fix is not None:
             return StoreConfigError(text, store=self.display_name, fix=fix)
         if isinstance(exc, _REFUSED):
-            return StoreRefusedError(text, store=self.display_name, hint=_hint(exc))
-        return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc))
+            return StoreRefusedError(text, store=self.display_name, hint=_hint(exc, self.emulator_host))
+        return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc, self.emulator_host))
 
     @staticmethod
     def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,8 +312,9 @@ def config_fix(exc: BaseException, project: str, database: str) -> str | None:
     return None
 
 
-def _hint(exc: BaseException) -> str:
-    """What to check when Firestore did not answer or refused: the emulator, credentials, the index."""
+def _hint(exc: BaseException, host: str | None) -> str:
+    """What to check when Firestore did not answer or refused: the emulator (at ``host``, when one is used),
+    credentials, the index."""
     from google.auth.exceptions import DefaultCredentialsError
 
     if isinstance(exc, DefaultCredentialsError):
@@ -318,7 +323,6 @@ def _hint(exc: BaseException) -> str:
     if "index" in str(exc).lower():
         return ("the query needs the composite index job_name ASC + schedule_time DESC (the component creates it; "
                 "the message has a link that creates it by hand)")
-    host = os.environ.get(EMULATOR_ENV)
     if isinstance(exc, (gexc.PermissionDenied, gexc.Unauthenticated)):
         return ("the credentials may not read or write this database: reading run history needs "
                 "roles/datastore.viewer, the handler roles/datastore.user")
@@ -329,6 +333,9 @@ def _hint(exc: BaseException) -> str:
 
 
 def from_settings(settings: Any, collection: str) -> FirestoreRunStore:
-    """The store of the handler's settings (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_DATABASE``,
-    ``DEDUP_STORE_TIMEOUT_SECONDS``) on ``collection``."""
-    return FirestoreRunStore.connect(settings.project, settings.database, collection, settings.store_timeout_seconds)
+    """The store of the handler's settings (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_STORE_TIMEOUT_SECONDS``, its
+    :class:`~scheduler_dedup.handler.stores.firestore.config.FirestoreConfig`: ``DEDUP_DATABASE``,
+    ``FIRESTORE_EMULATOR_HOST``) on ``collection``."""
+    config = settings.store_config
+    return FirestoreRunStore.connect(settings.project, config.database, collection, settings.store_timeout_seconds,
+                                     config.emulator_host)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from scheduler_dedup.handler.core.errors import ConfigError
@@ -133,6 +133,8 @@ class RedisConfig:
     auth_file: str | None = None
     ca_file: str | None = None
     wait_timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS
+    #: None that a command's options set: the instance is its URL, with its secrets, from the environment.
+    where: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "RedisConfig":

@@ -11,7 +11,6 @@ database; on Spanner those must exist (the component creates them, or `gcloud sp
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,6 @@ from typing import Any
 
 from scheduler_dedup.handler.core.errors import StoreRefusedError
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
-from scheduler_dedup.handler.stores.spanner.store import EMULATOR_ENV
 
 #: The instance config of instances the emulator creates.
 EMULATOR_CONFIG = "emulator-config"
@@ -38,7 +36,7 @@ def admin_client(project: str) -> Any:
 
 
 def init_table(project: str, instance: str, database: str, table: str, *, say: Callable[[str], None] = print,
-               client: Any = None, emulator: bool | None = None) -> list[str]:
+               client: Any = None, emulator: bool = False) -> list[str]:
     """Make ``table`` in ``projects/project/instances/instance/databases/database`` hold run records.
 
     Args:
@@ -46,7 +44,7 @@ def init_table(project: str, instance: str, database: str, table: str, *, say: C
         table: the run records' table (``DEDUP_COLLECTION``).
         say: called with one line per thing done or found.
         client: a ``google.cloud.spanner.Client`` (default: :func:`admin_client`).
-        emulator: whether ``client`` talks to the emulator (default: whether ``SPANNER_EMULATOR_HOST`` is set).
+        emulator: whether ``client`` talks to the emulator (whose caller knows: it set ``SPANNER_EMULATOR_HOST``).
 
     Returns:
         The DDL statements sent (empty when everything was in place).
@@ -64,8 +62,6 @@ def init_table(project: str, instance: str, database: str, table: str, *, say: C
     if problem:
         raise ValueError(problem)
     client = client or admin_client(project)
-    if emulator is None:
-        emulator = bool(os.environ.get(EMULATOR_ENV))
     where = f"projects/{project}/instances/{instance}"
     try:
         inst = client.instance(instance, configuration_name=f"projects/{project}/instanceConfigs/{EMULATOR_CONFIG}",

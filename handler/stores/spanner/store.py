@@ -43,7 +43,6 @@ no such database or table) are :class:`StoreRefusedError`; a value the table can
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
@@ -61,12 +60,13 @@ from scheduler_dedup.handler.core.errors import (InvalidWriteError, StoreConfigE
                                                  StoreUnavailableError)
 from scheduler_dedup.handler.core.record import RunRecord
 from scheduler_dedup.handler.stores.spanner import values as spanner_values
+from scheduler_dedup.handler.stores.spanner.config import EMULATOR_VARIABLE
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
 from scheduler_dedup.handler.stores.spanner.schema import (COLUMNS_BY_NAME, CREATE_TIME_COLUMN, KEY_COLUMN,
                                                            READ_COLUMNS, VERSION_COLUMN, index_name)
 
 #: Emulator variable the Spanner client honours (``host:port``, no TLS, no credentials).
-EMULATOR_ENV = "SPANNER_EMULATOR_HOST"
+EMULATOR_ENV = EMULATOR_VARIABLE
 #: The value a commit timestamp column is given to hold the write's commit timestamp.
 COMMIT_TIMESTAMP = "spanner.commit_timestamp()"
 
@@ -193,8 +193,10 @@ class SpannerRunStore(RunStore):
     kind: ClassVar[str] = "spanner"
     display_name: ClassVar[str] = "Spanner"
 
-    def __init__(self, api: Any, database: str, table: str, timeout_seconds: float = 20.0):
+    def __init__(self, api: Any, database: str, table: str, timeout_seconds: float = 20.0,
+                 emulator_host: str | None = None):
         self.api = api
+        self.emulator_host = emulator_host
         self.database = database
         self.collection = table
         self.timeout_seconds = timeout_seconds
@@ -208,19 +210,20 @@ class SpannerRunStore(RunStore):
 
     @classmethod
     def connect(cls, project: str, instance: str, database: str, table: str,
-                timeout_seconds: float = 20.0) -> "SpannerRunStore":
-        """A client of ``projects/project/instances/instance/databases/database`` (honours
-        ``SPANNER_EMULATOR_HOST``: plain gRPC, anonymous credentials).
+                timeout_seconds: float = 20.0, emulator_host: str | None = None) -> "SpannerRunStore":
+        """A client of ``projects/project/instances/instance/databases/database``, or of the emulator at
+        ``emulator_host`` (``SPANNER_EMULATOR_HOST``: plain gRPC, anonymous credentials).
 
         Raises:
             StoreRefusedError: there are no credentials (Application Default Credentials not set up).
         """
         try:
-            api = make_api()
+            api = make_api(emulator_host)
         except Exception as exc:  # google.auth's DefaultCredentialsError
             raise StoreRefusedError(f"cannot create a Spanner client: {exc}", store=cls.display_name,
-                                    hint=_hint(exc)) from exc
-        return cls(api, f"projects/{project}/instances/{instance}/databases/{database}", table, timeout_seconds)
+                                    hint=_hint(exc, emulator_host)) from exc
+        return cls(api, f"projects/{project}/instances/{instance}/databases/{database}", table, timeout_seconds,
+                   emulator_host)
 
     # -- running one operation -----------------------------------------------------------------------
 
@@ -257,15 +260,16 @@ class SpannerRunStore(RunStore):
         text = f"Spanner failed to {action}: {type(exc).__name__}: {exc}"
         if timed_out is not None:
             text += f" (retried for the store timeout, {timed_out:g} s)"
-            return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc))
+            return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc, self.emulator_host))
         fix = config_fix(exc, self.database)
         if fix is not None:
             return StoreConfigError(text, store=self.display_name, fix=fix)
         if write and isinstance(exc, _INVALID):
-            return InvalidWriteError(text, store=self.display_name, hint=_hint(exc, self.collection))
+            return InvalidWriteError(text, store=self.display_name,
+                                     hint=_hint(exc, self.emulator_host, self.collection))
         if isinstance(exc, (*_REFUSED, *_INVALID)):
-            return StoreRefusedError(text, store=self.display_name, hint=_hint(exc, self.collection))
-        return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc))
+            return StoreRefusedError(text, store=self.display_name, hint=_hint(exc, self.emulator_host, self.collection))
+        return StoreUnavailableError(text, store=self.display_name, hint=_hint(exc, self.emulator_host))
 
     def _observe(self, server_time: datetime | None) -> None:
         if server_time is not None:
@@ -627,8 +631,9 @@ def config_fix(exc: BaseException, database: str) -> str | None:
     return None
 
 
-def _hint(exc: BaseException, table: str = "") -> str:
-    """What to check when Spanner did not answer or refused: the emulator, credentials, the table."""
+def _hint(exc: BaseException, host: str | None, table: str = "") -> str:
+    """What to check when Spanner did not answer or refused: the emulator (at ``host``, when one is used),
+    credentials, the table."""
     from google.auth.exceptions import DefaultCredentialsError
 
     if isinstance(exc, DefaultCredentialsError):
@@ -645,15 +650,14 @@ def _hint(exc: BaseException, table: str = "") -> str:
     if isinstance(exc, (gexc.PermissionDenied, gexc.Unauthenticated)):
         return ("the credentials may not read or write this database: reading run history needs "
                 "roles/spanner.databaseReader, the handler roles/spanner.databaseUser on the database")
-    host = os.environ.get(EMULATOR_ENV)
     if host:
         return f"is the emulator running at {EMULATOR_ENV}={host}?"
     return ("check the network and your credentials (`gcloud auth application-default login`), or set "
             f"{EMULATOR_ENV} to use an emulator")
 
 
-def make_api() -> Any:
-    """A ``SpannerClient`` for Spanner, or for the emulator at ``SPANNER_EMULATOR_HOST`` (plain gRPC, anonymous
+def make_api(emulator_host: str | None = None) -> Any:
+    """A ``SpannerClient`` for Spanner, or for the emulator at ``emulator_host`` (plain gRPC, anonymous
     credentials). Messages of any size both ways: a result may be 10 MB.
 
     Raises:
@@ -665,9 +669,8 @@ def make_api() -> Any:
     from google.cloud.spanner_v1.services.spanner.transports.grpc import SpannerGrpcTransport
 
     info = ClientInfo(user_agent="scheduler-dedup")
-    host = os.environ.get(EMULATOR_ENV)
-    if host:
-        channel = grpc.insecure_channel(host, options=[("grpc.max_send_message_length", -1),
+    if emulator_host:
+        channel = grpc.insecure_channel(emulator_host, options=[("grpc.max_send_message_length", -1),
                                                       ("grpc.max_receive_message_length", -1)])
         return SpannerClient(transport=SpannerGrpcTransport(channel=channel), client_info=info)
     return SpannerClient(client_info=info)
@@ -676,6 +679,7 @@ def make_api() -> Any:
 def from_settings(settings: Any, collection: str) -> SpannerRunStore:
     """The store of the handler's settings (``GOOGLE_CLOUD_PROJECT``, its
     :class:`~scheduler_dedup.handler.stores.spanner.config.SpannerConfig`: ``DEDUP_SPANNER_INSTANCE``,
-    ``DEDUP_SPANNER_DATABASE``; ``DEDUP_STORE_TIMEOUT_SECONDS``) on table ``collection``."""
-    return SpannerRunStore.connect(settings.project, settings.store_config.instance, settings.store_config.database,
-                                   collection, settings.store_timeout_seconds)
+    ``DEDUP_SPANNER_DATABASE``, ``SPANNER_EMULATOR_HOST``; ``DEDUP_STORE_TIMEOUT_SECONDS``) on table ``collection``."""
+    config = settings.store_config
+    return SpannerRunStore.connect(settings.project, config.instance, config.database, collection,
+                                   settings.store_timeout_seconds, config.emulator_host)
