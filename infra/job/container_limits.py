@@ -4,7 +4,8 @@
   and the handler serves :data:`~scheduler_dedup.handler.service.server.SERVER_THREADS` requests at once.
 * Memory per CPU (same page): 1 CPU up to 4 GiB, 2 up to 8 GiB, 4 from 2 to 16 GiB, 6 from 4 to 24 GiB, 8 from 4 to
   32 GiB; at least 512 MiB (second generation) and at most 32 GiB
-  (https://cloud.google.com/run/docs/configuring/services/memory-limits).
+  (https://cloud.google.com/run/docs/configuring/services/memory-limits, "Required minimum CPUs": "More than 4 GiB: 2,
+  More than 8 GiB: 4, More than 16 GiB: 6, More than 24 GiB: 8"; "Maximum amount of memory": 32 Gi).
 """
 
 from __future__ import annotations
@@ -14,12 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler_dedup.infra.errors import DedupConfigError
+from scheduler_dedup.infra.job.inputs import Problems
 
 DEFAULT_CPU = "1"
 DEFAULT_MEMORY = "512Mi"
 MIB = 1024 * 1024
 #: CPU -> (least, most) memory in MiB.
 MEMORY_RANGE_MIB = {1: (512, 4096), 2: (512, 8192), 4: (2048, 16384), 6: (4096, 24576), 8: (4096, 32768)}
+MIN_MEMORY_MIB, MAX_MEMORY_MIB = 512, 32768
+MEMORY_PAGE = "https://cloud.google.com/run/docs/configuring/services/memory-limits"
+CPU_PAGE = "https://cloud.google.com/run/docs/configuring/services/cpu"
+#: The memory-limits page's "Required minimum CPUs" table, as a message says it.
+_CPU_TABLE = "more than 4Gi needs cpu 2, more than 8Gi 4, more than 16Gi 6, more than 24Gi 8"
 _UNITS = {"Mi": MIB, "Gi": 1024 * MIB, "M": 10**6, "G": 10**9}
 _MEMORY_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Mi|Gi|M|G)$")
 
@@ -53,31 +60,53 @@ def memory_bytes(memory: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
+def minimum_cpu_for(size_mib: float) -> int | None:
+    """The fewest CPUs Cloud Run runs an instance of ``size_mib`` MiB of memory with (the memory-limits page's
+    "Required minimum CPUs": more than 4 GiB needs 2, more than 8 GiB 4, more than 16 GiB 6, more than 24 GiB 8);
+    None above the 32 GiB maximum."""
+    return next((c for c, (_, high) in MEMORY_RANGE_MIB.items() if size_mib <= high), None)
+
+
 def resolve_limits(cpu: Any, memory: Any) -> ContainerLimits:
-    """``cpu`` and ``memory`` checked against Cloud Run's limits (module docstring).
+    """``cpu`` and ``memory`` checked against Cloud Run's limits (module docstring), every problem at once.
 
     Raises:
-        DedupConfigError: a CPU Cloud Run does not offer with concurrency above 1, a memory size it cannot read, or a
-            combination outside the CPU's memory range (naming the field to change and a value that works).
+        DedupConfigError: a CPU Cloud Run does not offer with concurrency above 1, a memory size it cannot read or
+            outside 512Mi to 32Gi, or a combination outside the CPU's memory range; each names the field to change
+            and a value that works (the CPU a memory size needs). :class:`DedupConfigErrors` for both fields.
     """
-    if cpu is not None:
-        cpu = str(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else cpu
-        if not isinstance(cpu, str) or cpu.removesuffix(".0") not in {str(c) for c in MEMORY_RANGE_MIB}:
-            raise DedupConfigError("cpu", f"{cpu!r} is not a Cloud Run CPU for this handler: use 1, 2, 4, 6 or 8 (less "
-                                          "than 1 needs concurrency 1, and the handler serves several requests at "
-                                          "once; https://cloud.google.com/run/docs/configuring/services/cpu)")
-        cpu = cpu.removesuffix(".0")
+    problems = Problems()
+    size_mib: float | None = None
     if memory is not None:
         try:
             size = memory_bytes(memory) if isinstance(memory, str) else -1
         except ValueError:
             size = -1
         if size < 0:
-            raise DedupConfigError("memory", f"{memory!r} is not a memory size: use e.g. 512Mi, 2Gi "
-                                             "(https://cloud.google.com/run/docs/configuring/services/memory-limits)")
-        if not 512 * MIB <= size <= 32 * 1024 * MIB:
-            raise DedupConfigError("memory", f"{memory} is outside Cloud Run's 512Mi to 32Gi "
-                                             "(https://cloud.google.com/run/docs/configuring/services/memory-limits)")
+            problems.add(DedupConfigError("memory", f"{memory!r} is not a memory size: use e.g. 512Mi, 2Gi "
+                                                    f"({MEMORY_PAGE})"))
+        elif size > MAX_MEMORY_MIB * MIB:
+            problems.add(DedupConfigError(
+                "memory", f"{memory} is more than Cloud Run gives an instance: at most {_mib(MAX_MEMORY_MIB)}, with "
+                          f"{minimum_cpu_for(MAX_MEMORY_MIB)} CPU; set memory to {_mib(MAX_MEMORY_MIB)} or less, "
+                          f"with the CPU its size needs ({_CPU_TABLE}; {MEMORY_PAGE})"))
+        elif size < MIN_MEMORY_MIB * MIB:
+            problems.add(DedupConfigError("memory", f"{memory} is less than Cloud Run's least memory, "
+                                                    f"{_mib(MIN_MEMORY_MIB)} (second generation): set memory to at "
+                                                    f"least {_mib(MIN_MEMORY_MIB)} ({MEMORY_PAGE})"))
+        else:
+            size_mib = size / MIB
+    if cpu is not None:
+        cpu = str(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) else cpu
+        if not isinstance(cpu, str) or cpu.removesuffix(".0") not in {str(c) for c in MEMORY_RANGE_MIB}:
+            needs = minimum_cpu_for(size_mib) if size_mib is not None else None
+            hint = f", at least {needs} for {memory} of memory" if needs and needs > 1 else ""
+            problems.add(DedupConfigError("cpu", f"{cpu!r} is not a Cloud Run CPU for this handler: use 1, 2, 4, 6 or "
+                                                 f"8{hint} (less than 1 needs concurrency 1, and the handler serves "
+                                                 f"several requests at once; {CPU_PAGE})"))
+        else:
+            cpu = cpu.removesuffix(".0")
+    problems.raise_any()
     cpus = int(cpu or DEFAULT_CPU)
     low, high = MEMORY_RANGE_MIB[cpus]
     size_mib = memory_bytes(memory or DEFAULT_MEMORY) / MIB
@@ -88,5 +117,5 @@ def resolve_limits(cpu: Any, memory: Any) -> ContainerLimits:
             f"{memory or DEFAULT_MEMORY} of memory with {cpus} CPU is outside Cloud Run's limits ({cpus} CPU takes "
             f"{_mib(low)} to {_mib(high)}): "
             + (f"set cpu to {fit}" if size_mib > high else f"set memory to at least {_mib(low)}, or cpu to {fit}")
-            + " (https://cloud.google.com/run/docs/configuring/services/memory-limits)")
+            + f" ({MEMORY_PAGE})")
     return ContainerLimits(cpu, memory)

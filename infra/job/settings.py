@@ -200,7 +200,7 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
       (:func:`~scheduler_dedup.handler.schedule.cron.oversized_steps.oversized_step_forms`; pack: ``scheduler-schedule-step``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.schedule.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
-    * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in
+    * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in (not on App Engine)
       (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``);
     * a plain environment variable looks like a credential
       (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`).
@@ -212,7 +212,9 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     overlap = overlap_advisory(s.schedule, s.time_zone, s.attempt_deadline_seconds, s.retry_window_seconds)
     if overlap:
         found.append(overlap)
-    scale_in = scale_in_advisory(s.target_type == "python", s.min_instance_count, s.attempt_deadline_seconds)
+    # on App Engine the handler runs in no Cloud Run service, which the advisory is about
+    scale_in = scale_in_advisory(s.target_type == "python" and s.app_engine is None, s.min_instance_count,
+                                 s.attempt_deadline_seconds)
     if scale_in:
         found.append(scale_in)
     found.extend(s.job_config.advisories())

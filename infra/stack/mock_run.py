@@ -16,6 +16,7 @@ those another stack program exported (:attr:`MockRun.exports`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -259,14 +260,42 @@ STACK_REFERENCE = "pulumi:pulumi:StackReference"
 
 
 class MockRun(list[RegisteredResource]):
-    """What a program registered, in order (a list), and its stack outputs (:attr:`exports`)."""
+    """What a program registered, in order (a list), its stack outputs (:attr:`exports`) and the config keys it read
+    (:attr:`read_keys`)."""
 
     exports: dict[str, Any]
+    read_keys: set[str]
+
+
+class _ReadRecordingConfig(dict[str, Any]):
+    """The runtime's config map (``pulumi.runtime.config.CONFIG``) that records each full key looked up in it.
+
+    Every read of a program goes through ``pulumi.runtime.config.get_config`` (``pulumi.Config.get``,
+    ``require_int``, ``get_object``...), which asks ``key in CONFIG`` first, set or not; listing the map (as
+    :func:`~scheduler_dedup.infra.stack.program._unknown_keys` does) is not a read.
+    """
+
+    def __init__(self, values: Mapping[str, Any], reads: set[str]) -> None:
+        super().__init__(values)
+        self.reads = reads
+
+    def __contains__(self, key: object) -> bool:
+        self.reads.add(str(key))
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> Any:
+        self.reads.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.reads.add(key)
+        return super().get(key, default)
 
 
 def run_program(
     program: Callable[[], Any], config: Mapping[str, str], *, project: str = PROJECT_NAME, stack: str = "mock",
-    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
+    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None, read_keys: set[str] | None = None,
+    logger: logging.Logger | None = None,
 ) -> MockRun:
     """Run ``program`` under mocks with ``config`` and return every registered resource, in order.
 
@@ -275,17 +304,24 @@ def run_program(
         config: stack config, ``{"ns:key": "value"}``.
         project, stack: the project and stack names the program sees.
         stack_outputs: per stack name (``org/project/stack``), the outputs a ``StackReference`` to it returns.
+        read_keys: filled with every full config key the program looked up (set or not), also when it raises.
+        logger: where ``pulumi.log`` messages go (default: the root logger, so warnings reach stderr).
 
     Returns:
-        The registered resources; ``.exports`` holds the program's stack outputs.
+        The registered resources; ``.exports`` holds the program's stack outputs, ``.read_keys`` the config keys
+        it looked up.
 
     Raises:
         Whatever ``program`` raises (e.g. :class:`~scheduler_dedup.infra.errors.DedupConfigError`).
         KeyError: a ``StackReference`` names a stack without mocked outputs.
     """
     monitor = _RecordingMonitor(stack_outputs)
-    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
-    pulumi.runtime.set_all_config(dict(config))
+    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor,
+                             logger=logger)
+    reads: set[str] = read_keys if read_keys is not None else set()
+    from pulumi.runtime.config import CONFIG
+
+    CONFIG.set(_ReadRecordingConfig(config, reads))  # what set_all_config does, recording the reads
     # set_mocks keeps the root stack resource of an earlier run in this process: start its exports afresh
     root = pulumi.runtime.get_root_resource()
     if root is not None and isinstance(getattr(root, "outputs", None), dict):
@@ -307,12 +343,14 @@ def run_program(
         pulumi.runtime.set_all_config({})
     run = MockRun(monitor.registered)
     run.exports = exports
+    run.read_keys = reads
     return run
 
 
 def run_stack_config(
     config_file: str | Path, *, project_file: str | Path | None = None, stack: str | None = None,
-    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
+    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None, read_keys: set[str] | None = None,
+    logger: logging.Logger | None = None,
 ) -> MockRun:
     """Run the root program (:func:`scheduler_dedup.infra.stack.program.main`) for a stack config file.
 
@@ -322,6 +360,7 @@ def run_stack_config(
             ``config_file`` if it exists. A relative ``jobSource`` is relative to its folder.
         stack: stack name; default: taken from ``Pulumi.<stack>.yaml``'s file name.
         stack_outputs: outputs of the stacks the config refers to (``storeStack``), per stack name.
+        read_keys, logger: as for :func:`run_program`.
 
     Returns:
         The registered resources (type, name, inputs, parent, urn, custom, state), components included.
@@ -334,4 +373,5 @@ def run_stack_config(
     stack_name = stack or (config_path.name.split(".")[1] if config_path.name.count(".") >= 2 else "mock")
     config = stack_config_from_file(config_path, project_path)
     base_dir = project_path.parent
-    return run_program(lambda: main(base_dir=base_dir), config, stack=stack_name, stack_outputs=stack_outputs)
+    return run_program(lambda: main(base_dir=base_dir), config, stack=stack_name, stack_outputs=stack_outputs,
+                       read_keys=read_keys, logger=logger)

@@ -11,12 +11,15 @@ Differences from ``pulumi preview --policy-pack policies``: properties are the m
 component's inputs plus plausible outputs such as the service URL), never unknown; a config the component
 refuses at construction time (``DedupConfigError``) is reported as mandatory rows of the pseudo-rule
 ``component-config``, one per problem, each naming the field and the fix, exactly what ``pulumi preview`` would
-fail with.
+fail with. A ``scheduler-dedup:*`` (or program-namespace) key of the stack file that the program never reads is a
+mandatory row of ``unread-config`` naming the key and the keys the program does read; a ``pulumi.log`` warning the
+program gives shows once: as the rule's row that says the same, else as a ``program-warning`` row.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import runpy
 import sys
@@ -40,6 +43,12 @@ COMPONENT_CONFIG_RULE = "component-config"
 
 PROGRAM_ERROR_RULE = "program-error"
 """Pseudo-rule of the row reported when the program fails for another reason."""
+
+UNREAD_CONFIG_RULE = "unread-config"
+"""Pseudo-rule of the row reported for a stack config key the program never reads (it would have no effect)."""
+
+PROGRAM_WARNING_RULE = "program-warning"
+"""Pseudo-rule of the row of a ``pulumi.log.warn`` message of the program that no rule's row already gives."""
 
 
 #: This source checkout's root ``Pulumi.yaml`` (editable install), the program checked when none is named.
@@ -136,7 +145,81 @@ def check_program(program: Callable[[], Any], config: Mapping[str, str] | None =
     """
     from scheduler_dedup.infra.stack.mock_run import run_program
 
-    return evaluate(resources_from_registered(run_program(program, dict(config or {}))), policy_config)
+    warnings = _WarningLog()
+    registered = run_program(program, dict(config or {}), logger=warnings.logger)
+    return with_program_warnings(evaluate(resources_from_registered(registered), policy_config), warnings.messages)
+
+
+class _WarningLog(logging.Handler):
+    """The program's ``pulumi.log`` warnings and errors under mocks, kept for the table instead of printed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.logger = logging.getLogger(f"{__name__}.program.{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.WARNING)
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def with_program_warnings(findings: list[Finding], warnings: Sequence[str], *,
+                          wording: Callable[[str], str] = str) -> list[Finding]:
+    """``findings`` plus one advisory ``program-warning`` row per warning that no finding already says, so each is
+    printed once. The component warns each advisory that the pack's rule of the same concern reports, in the same
+    words after the field it names first (``time_zone 'UTC' is an alias...``, the rule: ``timeZone 'UTC' is...``).
+    ``wording`` rewrites a row's message (the root stack's: in stack config keys)."""
+    said = [" ".join(f.message.split()) for f in findings]
+    extra = []
+    for warning in dict.fromkeys(" ".join(w.split()) for w in warnings):
+        after_field = warning.split(" ", 1)[-1]
+        if warning and not any(warning in message or after_field in message for message in said):
+            extra.append(Finding(PROGRAM_WARNING_RULE, "advisory", None, wording(f"the program warns: {warning}")))
+    return [*findings, *extra]
+
+
+def unread_config_findings(config_file: Path, project: str, read_keys: set[str], *, stopped: bool,
+                           already_named: Sequence[str] = ()) -> list[Finding]:
+    """One mandatory ``unread-config`` finding per key of ``config_file`` in the ``scheduler-dedup`` or ``project``
+    namespace that the program never looked up: Pulumi passes it without a word and it has no effect (a typo, or a
+    root-stack key in a program that builds its own arguments).
+
+    Each names the key and, of the keys the program reads, the same name in another namespace or the closest one,
+    else all of them. Keys another row already names (``already_named``: its messages) are left out. ``stopped``:
+    the program raised, so it may read a key after the point it stopped at; the message says so.
+    """
+    import difflib
+
+    from scheduler_dedup.infra.stack.mock_run import PROJECT_NAME, _read_yaml_mapping
+
+    namespaces = {PROJECT_NAME, project}
+    written = [key if ":" in key else f"{PROJECT_NAME}:{key}"
+               for key in (_read_yaml_mapping(config_file, "config").get("config") or {})]
+    read = sorted(k for k in read_keys if k.partition(":")[0] in namespaces)
+    findings = []
+    for full_key in written:
+        namespace, _, key = full_key.partition(":")
+        if namespace not in namespaces or full_key in read_keys or any(full_key in m for m in already_named):
+            continue
+        same_name = [k for k in read if k.partition(":")[2] == key]
+        close = difflib.get_close_matches(key, [k.partition(":")[2] for k in read], n=1, cutoff=0.6)
+        if same_name:
+            hint = f"it reads {same_name[0]}: rename the key"
+        elif close:
+            hint = f"did you mean {next(k for k in read if k.partition(':')[2] == close[0])}?"
+        elif read:
+            hint = f"the keys it reads: {', '.join(read)}"
+        else:
+            hint = (f"it reads no {' or '.join(f'{n}:*' for n in sorted(namespaces))} key: its settings are in its "
+                    f"code, so set this one there")
+        when = " before it stopped (a key it reads later shows here too)" if stopped else ""
+        findings.append(Finding(UNREAD_CONFIG_RULE, "mandatory", None,
+                                f"stack config {full_key} is set in {config_file.name}, but the program never reads "
+                                f"it{when}, so it has no effect; {hint}; or remove it, or have the program read it "
+                                f"(pulumi.Config({namespace!r}).get({key!r}))"))
+    return findings
 
 
 def check_stack_config(config_file: Path, project_file: Path | None,
@@ -152,33 +235,56 @@ def check_stack_config(config_file: Path, project_file: Path | None,
     mandatory ``program-error`` finding.
     """
     from scheduler_dedup.infra.errors import DedupConfigErrors
-    from scheduler_dedup.infra.stack.mock_run import run_stack_config
 
+    read_keys: set[str] = set()
+    warnings = _WarningLog()
     try:
-        registered = _run_config(config_file, project_file, stack_outputs)
+        registered = _run_config(config_file, project_file, stack_outputs, read_keys=read_keys, logger=warnings.logger)
     except Exception as error:  # noqa: BLE001 - reported as rows, never a traceback
         cause = _config_error_in(error)
         if cause is not None:
-            return [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
-                            f"the DedupScheduledJob component refuses this config: {each}")
-                    for each in (cause.errors if isinstance(cause, DedupConfigErrors) else (cause,))]
-        return [Finding(PROGRAM_ERROR_RULE, "mandatory", None,
-                        f"the stack program failed under mocks: {type(error).__name__}: {error}")]
+            refused = [Finding(COMPONENT_CONFIG_RULE, "mandatory", None,
+                               f"the DedupScheduledJob component refuses this config: {each}")
+                       for each in (cause.errors if isinstance(cause, DedupConfigErrors) else (cause,))]
+        else:
+            refused = [Finding(PROGRAM_ERROR_RULE, "mandatory", None,
+                               f"the stack program failed under mocks: {type(error).__name__}: {error}")]
+        # the root program refuses an unknown key before it stops (program._unknown_keys); another program may
+        # still read a key after the point it stopped at, which the row says
+        unread = [] if is_root_project(project_file) else unread_config_findings(
+            config_file, _project_name(project_file), read_keys, stopped=True, already_named=[f.message for f in refused])
+        return with_program_warnings([*refused, *unread], warnings.messages)
     findings = evaluate(resources_from_registered(registered), policy_config)
-    return [_in_stack_config_terms(finding) for finding in findings] if is_root_project(project_file) else findings
+    wording: Callable[[str], str] = str
+    if is_root_project(project_file):
+        from scheduler_dedup.infra.stack.program import in_stack_config_terms
+
+        findings, wording = [_in_stack_config_terms(finding) for finding in findings], in_stack_config_terms
+    unread = unread_config_findings(config_file, _project_name(project_file), read_keys, stopped=False)
+    return with_program_warnings([*unread, *findings], warnings.messages, wording=wording)
+
+
+def _project_name(project_file: Path | None) -> str:
+    """The ``name:`` of ``project_file`` (its program's own config namespace); this project's for the root."""
+    from scheduler_dedup.infra.stack.mock_run import PROJECT_NAME, _read_yaml_mapping
+
+    if project_file is None or is_root_project(project_file):
+        return PROJECT_NAME
+    return str(_read_yaml_mapping(project_file, "config").get("name") or "project")
 
 
 def _run_config(config_file: Path, project_file: Path | None,
-                stack_outputs: Mapping[str, Mapping[str, Any]] | None) -> Any:
-    from scheduler_dedup.infra.stack.mock_run import _read_yaml_mapping, run_program, run_stack_config, stack_config_from_file
+                stack_outputs: Mapping[str, Mapping[str, Any]] | None, *, read_keys: set[str] | None = None,
+                logger: logging.Logger | None = None) -> Any:
+    from scheduler_dedup.infra.stack.mock_run import run_program, run_stack_config, stack_config_from_file
 
     if project_file is None or is_root_project(project_file):
-        return run_stack_config(config_file, project_file=project_file, stack_outputs=stack_outputs)
+        return run_stack_config(config_file, project_file=project_file, stack_outputs=stack_outputs,
+                                read_keys=read_keys, logger=logger)
     program = project_program(project_file)
-    name = str(_read_yaml_mapping(project_file, "config").get("name") or "project")
     stack = config_file.name.split(".")[1] if config_file.name.count(".") >= 2 else "mock"
-    return run_program(program, stack_config_from_file(config_file, project_file), project=name, stack=stack,
-                       stack_outputs=stack_outputs)
+    return run_program(program, stack_config_from_file(config_file, project_file), project=_project_name(project_file),
+                       stack=stack, stack_outputs=stack_outputs, read_keys=read_keys, logger=logger)
 
 
 #: Resource properties (as rule messages name them) that the root stack sets, and the component input behind
@@ -323,7 +429,9 @@ def run_check(stack: str | None, config_file: Path | None, *, policy_config: Pat
         except (ProgramNotFoundError, StackConfigFileError) as error:
             out.print(f"[red]{error}[/red]", highlight=False)
             return 2
-    outputs = {name: _run_config(Path(file).resolve(), project_file, None).exports for name, file in stack_refs}
+    quiet = _WarningLog().logger  # a referenced stack's own warnings belong to its own check
+    outputs = {name: _run_config(Path(file).resolve(), project_file, None, logger=quiet).exports
+               for name, file in stack_refs}
     findings = check_stack_config(path.resolve(), project_file, levels, outputs)
     which = "" if is_root_project(project_file) else f" (program {project_file.parent if project_file else ''})"
     render(findings, out, f"policy check of {path}{which}")

@@ -156,9 +156,12 @@ def test_every_mistake_of_the_job_config_is_refused_at_once_naming_field_and_fix
     ("4", "1Gi", "memory", "at least 2Gi"),
     ("8", "2Gi", "memory", "at least 4Gi"),
     (None, "5Gi", "cpu", "set cpu to 2"),
-    ("1", "64Mi", "memory", "512Mi to 32Gi"),
-    ("8", "40Gi", "memory", "512Mi to 32Gi"),
+    ("1", "64Mi", "memory", "set memory to at least 512Mi"),
+    ("8", "40Gi", "memory", "at most 32Gi, with 8 CPU"),
+    (None, "64Gi", "memory", "at most 32Gi, with 8 CPU; set memory to 32Gi or less"),  # the reported input
+    (None, "20Gi", "cpu", "set cpu to 6"),
     ("3", None, "cpu", "1, 2, 4, 6 or 8"),
+    ("3", "20Gi", "cpu", "1, 2, 4, 6 or 8, at least 6 for 20Gi of memory"),
     (None, "2GB", "memory", "not a memory size"),
 ])
 def test_cpu_and_memory_outside_cloud_run_limits_are_refused(cpu: str | None, memory: str | None, field: str,
@@ -166,6 +169,12 @@ def test_cpu_and_memory_outside_cloud_run_limits_are_refused(cpu: str | None, me
     found = _errors(**{k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None})
     assert list(found) == [field] and fix in found[field], found
     assert "cloud.google.com/run/docs/configuring/services/" in found[field]
+
+
+def test_memory_past_the_maximum_names_the_cpu_each_size_needs_and_a_bad_cpu_is_refused_with_it() -> None:
+    found = _errors(cpu="3", memory="64Gi")
+    assert set(found) == {"cpu", "memory"}, found
+    assert "more than 4Gi needs cpu 2, more than 8Gi 4, more than 16Gi 6, more than 24Gi 8" in found["memory"]
 
 
 @pytest.mark.parametrize(("cpu", "memory"), [("1", "4Gi"), ("2", "8Gi"), ("4", "16Gi"), ("6", "24Gi"), ("8", "32Gi"),
