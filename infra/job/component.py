@@ -49,13 +49,14 @@ import pulumiverse_time
 
 
 from scheduler_dedup.infra.job.alerts import resolve_alerts, provision_alerts
-from scheduler_dedup.infra.project.apis import API_PROPAGATION_SECONDS, ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
+from scheduler_dedup.infra.project.apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
 from scheduler_dedup.infra.job.app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
 from scheduler_dedup.infra.job.archive import DeployArchive, build_deploy_archive
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
 
+from scheduler_dedup.infra.project.enable import enable_apis
 from scheduler_dedup.infra.project.providers import project_source
 from scheduler_dedup.infra.job.environment import handler_environment
 from scheduler_dedup.infra.job.job_roles import grant_job_roles
@@ -209,22 +210,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
                                    *TARGET_APIS.get(s.target_type, ()), *(SOURCE_DEPLOY_APIS if archive is not None else ())]
         apis += list(ALERT_APIS) if alerts is not None and not s.store else []
         apis += list(s.job_config.apis)  # the job's own secrets and VPC egress: a store enables none of these
-        services = [
-            gcp.projects.Service(
-                f"{name}-api-{api.split('.')[0]}",
-                gcp.projects.ServiceArgs(service=api, project=s.project, disable_on_destroy=False),
-                opts=child,
-            )
-            for api in dict.fromkeys(apis)
-        ]
-        # Enabled is not yet usable: resources wait API_PROPAGATION_SECONDS after the APIs this component enables
-        # (again when one is added); APIs a store enabled in another stack were enabled long before.
-        enabled: list[pulumi.Resource] = [pulumiverse_time.Sleep(
-            f"{name}-apis-usable",
-            pulumiverse_time.SleepArgs(create_duration=f"{API_PROPAGATION_SECONDS}s",
-                                       triggers={"apis": ",".join(sorted(dict.fromkeys(apis)))}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(services)),
-        )] if services else []
+        # Enabled is not yet usable: resources wait until the APIs this component enables are (enable_apis); APIs a
+        # store enabled in another stack were enabled long before.
+        enabled = enable_apis(name, s.project, apis, self)
         if s.store is not None and s.store.component is not None:
             enabled.append(s.store.component)
         after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(enabled))

@@ -9,7 +9,8 @@ their own, the store's registered ``component`` (Firestore here, Spanner in :mod
 Type token ``scheduler-dedup:index:DedupStore``. Children (all ``parent=self``, logical names ``<name>-<part>``):
 
 * ``gcp:projects:Service`` for every API the jobs need (``disable_on_destroy=False``), so jobs that use the
-  store enable none themselves;
+  store enable none themselves, and a ``time:Sleep`` after them that the store's own children wait for (an API
+  enabled moments ago is not yet usable: :func:`~scheduler_dedup.infra.project.enable.enable_apis`);
 * the Firestore database (native mode) unless an existing one is adopted (``create_database=False``);
 * per owned collection, the one ``gcp:firestore:Field`` with the TTL policy on ``expire_at`` and the
   composite indexes run history needs (:data:`~scheduler_dedup.handler.stores.firestore.schema.RUN_HISTORY_INDEXES`).
@@ -47,6 +48,7 @@ from scheduler_dedup.infra.project.apis import STORE_APIS, for_store
 from scheduler_dedup.infra.args import DedupStoreArgs, DedupStoreRefArgs
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
 from scheduler_dedup.infra.project.locations import region_problem
+from scheduler_dedup.infra.project.enable import enable_apis
 from scheduler_dedup.infra.project.providers import ProjectSource, child_project, project_source
 from scheduler_dedup.infra.stores.spanner import SPANNER_KEYS, resolve_spanner_settings, spanner_children
 from scheduler_dedup.infra.stores.ttl_policy import second_ttl_owner, ttl_policy_key
@@ -364,16 +366,10 @@ class DedupStore(pulumi.ComponentResource):
                      resource_prefix=pulumi.Output.concat("projects/", s.project, "/databases/"),
                      location=s.location, collections=s.collections)
 
-    def _apis(self, name: str, project: str) -> list[gcp.projects.Service]:
-        """The APIs the store's jobs need (:func:`store_apis` of its kind), enabled once here."""
-        return [
-            gcp.projects.Service(
-                f"{name}-api-{api.split('.')[0]}",
-                gcp.projects.ServiceArgs(service=api, project=project, disable_on_destroy=False),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            for api in store_apis(self.kind)
-        ]
+    def _apis(self, name: str, project: str) -> list[pulumi.Resource]:
+        """Enable the APIs the store's jobs need (:func:`store_apis` of its kind) once here; returns what the store's
+        own children wait for: those APIs usable, not merely enabled (:func:`~scheduler_dedup.infra.project.enable.enable_apis`)."""
+        return enable_apis(name, project, store_apis(self.kind), self)
 
     def _spanner(self, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
                  source: ProjectSource) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scheduler_dedup.infra import DedupScheduledJob
 from scheduler_dedup.infra.job.alerts import METRICS_READY_SECONDS
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
@@ -75,6 +77,16 @@ def test_alert_policies_on_log_based_metrics_wait_until_the_metrics_exist() -> N
         assert ready.urn in policies[name].dependencies, name
     for name in set(policies) - on_metrics:  # log-match policies read logs, not metrics: no wait added
         assert ready.urn not in policies[name].dependencies, name
+
+
+@pytest.mark.parametrize("config", ["Pulumi.example-store.yaml", "Pulumi.example-spanner-store.yaml",
+                                    "Pulumi.example-memorystore-store.yaml"])
+def test_every_resource_of_a_store_stack_waits_until_its_apis_are_usable(config: str) -> None:
+    """The DedupStore's own children (its database, instance, secrets, TTL fields, indexes) waited only for
+    "enabled": a fresh project answered the first of them with 403."""
+    resources = run_stack_config(ROOT / config)
+    assert any(r.type == "scheduler-dedup:index:DedupStore" for r in resources)
+    _check_apis_usable(resources)
 
 
 def test_a_job_on_a_store_stack_enables_nothing_and_adds_no_wait() -> None:
