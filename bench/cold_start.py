@@ -1,104 +1,254 @@
 """Benchmark: cold start of the handler against bare functions-framework, side by side in one run.
 
-Each round starts two processes the way Cloud Run starts the handler (functions-framework's gunicorn, through
-:class:`~scheduler_dedup.local.servers.handlers.HandlerServer`) and times process start to first answer:
+Everything runs in the deploy archive's own environment, as Cloud Run installs it: a venv of the runtime's Python
+(python312 by default) holding only the archive's pinned ``requirements.txt`` (:mod:`scheduler_dedup.infra.job.archive`),
+made once and kept under ``~/.cache/scheduler-dedup/deploy-venvs/``. Each round starts, with that venv's
+``functions-framework`` command as Cloud Run does (``THREADS`` as the component sets it):
 
 - **bare**: functions-framework serving a function that answers ``ok`` (the floor of any Python service);
-- **handler**: ``scheduler_dedup.handler.main`` on the Firestore emulator, answering its first Scheduler delivery
-  (claim, job, completion: ``200 processed``).
+- **handler**: the unpacked deploy archive of ``examples/hello_job`` on the Firestore emulator, answering its
+  first Scheduler delivery (claim, job, completion: ``200``);
+- **before** (with ``--compare REF``): the same archive built from the ``handler/`` of git revision ``REF``.
 
-The rounds alternate the two, so load on the machine falls on both alike; the table gives each one's median and
-the ratio of the medians. Run: ``python bench/cold_start.py [--rounds 9]`` (starts the emulator itself). Prints the
-table and the import time of ``scheduler_dedup.handler.main`` measured with ``-X importtime`` (the modules a first
-delivery pays for). Our target, from docs/proof.md: a ratio of at most 1.5.
+and times, from process start, **listening** (the port accepts a TCP connection: what Cloud Run's default start-up
+probe waits for) and **first answer** (the first request's 200). The rounds rotate the order, so load on the
+machine falls on all alike; the table gives medians and the ratio of medians to bare. It then prints each
+handler's ``-X importtime`` of ``main`` (start-up included: the store's client is opened and probed there) and the
+costliest packages of the current one by their own import time.
+
+Run: ``python bench/cold_start.py [--rounds 9] [--python PYTHON] [--compare REF]`` (starts the emulator itself; the
+first run installs the venv). Our target, from docs/proof.md: a first-answer ratio of at most 1.5.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import hashlib
+import http.client
+import io
 import os
+import re
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
 from rich.console import Console
 from rich.table import Table
 
+from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
+from scheduler_dedup.infra.job.archive import APP_ENGINE_RUNTIME, build_deploy_archive, requirements_for
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.local.servers.handlers import HandlerServer
+from scheduler_dedup.local.servers.store_servers import reserve_port
 
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = ROOT / "examples" / "hello_job"
 BARE = '''def bare(request):\n    return "ok"\n'''
+#: The runtime's Python, from the archive's App Engine runtime (``python312`` -> ``python3.12``), which is also
+#: the Cloud Run functions base image's.
+_RUNTIME_DIGITS = APP_ENGINE_RUNTIME.removeprefix("python")
+RUNTIME_PYTHON = f"python{_RUNTIME_DIGITS[0]}.{_RUNTIME_DIGITS[1:]}"
 
 
-def _first_answer(server: HandlerServer, headers: dict[str, str] | None) -> float:
-    """Seconds from starting ``server`` to its first 200 answer."""
-    started = time.perf_counter()
-    server.start()
-    method = requests.post if headers is not None else requests.get
-    while True:
+def deploy_venv(python: str, requirements: str) -> Path:
+    """The venv of ``python`` with exactly ``requirements`` installed (pip), made once per (Python, requirements).
+
+    Raises:
+        SystemExit: ``python`` does not run, or pip fails (its output is shown).
+    """
+    try:
+        version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                                 text=True, check=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(f"{python} does not run ({exc}): pass --python with a Python of the runtime's version "
+                         f"({RUNTIME_PYTHON}), e.g. --python ~/.pyenv/versions/3.12.1/bin/python") from exc
+    key = hashlib.sha256(f"{version}\n{requirements}".encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scheduler-dedup" / "deploy-venvs"
+    venv = cache / f"py{version}-{key}"
+    if (venv / "ready").exists():
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+    req = venv / "requirements.txt"
+    req.write_text(requirements)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-r", str(req)],
+                          capture_output=True, text=True, timeout=1200)
+    if done.returncode:
+        raise SystemExit(f"pip could not install the deploy requirements into {venv}:\n{done.stderr[-3000:]}")
+    (venv / "ready").write_text(version + "\n")
+    return venv
+
+
+def unpack_archive(directory: Path, handler_dir: Path | None = None) -> str:
+    """Unpack the deploy archive of ``examples/hello_job`` (of ``handler_dir``, default this checkout's handler)
+    into ``directory`` and compile its ``.py`` files, as every round after a container's first finds them.
+    Returns its ``requirements.txt``."""
+    archive = build_deploy_archive(HELLO, store="firestore", handler_dir=handler_dir)
+    zipfile.ZipFile(io.BytesIO(archive.content)).extractall(directory)
+    return (directory / "requirements.txt").read_text()
+
+
+def handler_of_revision(revision: str, directory: Path) -> Path:
+    """``handler/`` of git revision ``revision``, extracted into ``directory``; returns its folder."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tar = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "handler"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(directory)], input=tar.stdout, check=True)
+    return directory / "handler"
+
+
+@dataclass
+class Variant:
+    """One process to start each round: its app folder, target, environment and the request that it answers."""
+
+    name: str
+    app_dir: Path
+    target: str
+    env: dict[str, str]
+    delivery: bool
+    listening: list[float] = field(default_factory=list)
+    answered: list[float] = field(default_factory=list)
+
+
+def start_and_answer(venv: Path, variant: Variant, round_no: int) -> tuple[float, float]:
+    """Start ``variant`` with the venv's ``functions-framework``; seconds from start to listening, to first 200."""
+    reservation = reserve_port()
+    port = int(reservation.getsockname()[1])
+    command = [str(venv / "bin" / "functions-framework"), "--source", str(variant.app_dir / "main.py"),
+               "--target", variant.target, "--host", "127.0.0.1", "--port", str(port)]
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
+           "THREADS": str(SERVER_THREADS), "PYTHONUNBUFFERED": "1", **variant.env}
+    with tempfile.TemporaryFile() as log:
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, cwd=variant.app_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            answer = method(server.url, headers=headers or {}, data=b"", timeout=30)
-        except requests.ConnectionError:
+            reservation.close()
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"{variant.name} exited with {proc.returncode}:\n"
+                                       f"{log.read().decode(errors='replace')[-3000:]}")
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.002)
+            listening = time.perf_counter() - started
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            if variant.delivery:
+                conn.request("POST", "/", body=b"", headers={
+                    "X-CloudScheduler-JobName": "cold-start",
+                    "X-CloudScheduler-ScheduleTime": f"2026-01-01T{round_no // 60:02d}:{round_no % 60:02d}:00Z"})
+            else:
+                conn.request("GET", "/")
+            answer = conn.getresponse()
+            body = answer.read()
+            answered = time.perf_counter() - started
+            conn.close()
+            if answer.status != 200:
+                raise RuntimeError(f"{variant.name} answered {answer.status}: {body[:300]!r}")
+            return listening, answered
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 15)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait(timeout=10)
+
+
+_IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)")
+
+
+def import_profile(venv: Path, variant: Variant) -> tuple[float, list[tuple[str, float]]]:
+    """``-X importtime`` of ``import main`` in the variant's venv and folder: (cumulative seconds, the costliest
+    packages by their modules' own time, seconds)."""
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), **variant.env}
+    done = subprocess.run([str(venv / "bin" / "python"), "-X", "importtime", "-c", "import main"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=variant.app_dir)
+    total = 0.0
+    groups: collections.Counter[str] = collections.Counter()
+    for line in done.stderr.splitlines():
+        match = _IMPORT_LINE.match(line)
+        if not match:
             continue
-        if answer.status_code == 200:
-            return time.perf_counter() - started
-        raise RuntimeError(f"{server.url} answered {answer.status_code}: {answer.text[:300]}")
-
-
-def _handler_env(emulator: FirestoreEmulator) -> dict[str, str]:
-    return {"FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
-            "DEDUP_JOB": "jobs:run", "PYTHONPATH": str(HELLO), "DEDUP_COLLECTION": f"cold-{uuid.uuid4().hex[:8]}"}
-
-
-def import_seconds(env: dict[str, str]) -> float:
-    """Cumulative import time of ``scheduler_dedup.handler.main`` (``-X importtime``), in seconds."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import scheduler_dedup.handler.main"],
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=HELLO)
-    line = next(ln for ln in done.stderr.splitlines() if ln.rstrip().endswith("| scheduler_dedup.handler.main"))
-    return int(line.split("|")[1]) / 1e6
+        own, cumulative, name = int(match[1]) / 1e6, int(match[2]) / 1e6, match[4]
+        if name == "main" and not match[3]:
+            total = cumulative
+            continue
+        parts = name.split(".")
+        depth = 3 if parts[:2] in (["google", "cloud"], ["scheduler_dedup", "handler"]) else 2 if parts[0] == "google" else 1
+        groups[".".join(parts[:depth])] += own
+    if not total:
+        raise RuntimeError(f"no import time for main in {variant.app_dir}:\n{done.stderr[-3000:]}")
+    return total, groups.most_common(12)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=9, help="rounds of both processes (default 9)")
-    rounds = parser.parse_args().rounds
-    console = Console()
-    with tempfile.TemporaryDirectory() as tmp, FirestoreEmulator(project="demo-cold-start") as emulator:
-        bare_file = Path(tmp) / "bare.py"
-        bare_file.write_text(BARE)
-        env = _handler_env(emulator)
-        times: dict[str, list[float]] = {"bare": [], "handler": []}
-        for i in range(rounds):
-            for name in (("bare", "handler") if i % 2 == 0 else ("handler", "bare")):
-                if name == "bare":
-                    server = HandlerServer({}, target=(str(bare_file), "bare"))
-                    headers = None
-                else:
-                    server = HandlerServer(env)
-                    when = f"2026-01-01T00:{i:02d}:00Z"
-                    headers = {"X-CloudScheduler-JobName": "cold-start", "X-CloudScheduler-ScheduleTime": when}
-                try:
-                    times[name].append(_first_answer(server, headers))
-                finally:
-                    server.stop()
-                    server.remove_log()
-        imported = import_seconds(env)
-    bare, ours = statistics.median(times["bare"]), statistics.median(times["handler"])
-    table = Table(title=f"Process start to first answer, median of {rounds} alternating rounds")
-    for column in ("process", "median s", "min s", "max s"):
-        table.add_column(column, justify="right" if column != "process" else "left")
-    for name, values in times.items():
-        table.add_row(name, f"{statistics.median(values):.3f}", f"{min(values):.3f}", f"{max(values):.3f}")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of every process (default 9)")
+    parser.add_argument("--python", default=RUNTIME_PYTHON,
+                        help=f"Python of the deploy venv (default {RUNTIME_PYTHON}, the runtime's)")
+    parser.add_argument("--compare", metavar="REF", help="also time the handler of git revision REF ('before')")
+    args = parser.parse_args()
+    console = Console(width=120)
+    with tempfile.TemporaryDirectory() as tmp_name, FirestoreEmulator(project="demo-cold-start") as emulator:
+        tmp = Path(tmp_name)
+        requirements = unpack_archive(tmp / "handler")
+        if requirements.splitlines()[1:] != list(requirements_for("firestore")):
+            raise RuntimeError("the archive's requirements.txt is not the Firestore handler's pins")
+        venv = deploy_venv(args.python, requirements)
+        (tmp / "bare").mkdir()
+        (tmp / "bare" / "main.py").write_text(BARE)
+        store_env = {"FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
+                     "DEDUP_JOB": "jobs:run"}
+        variants = [Variant("bare", tmp / "bare", "bare", {}, delivery=False),
+                    Variant("handler", tmp / "handler", FUNCTION_TARGET,
+                            {**store_env, "DEDUP_COLLECTION": f"cold-{uuid.uuid4().hex[:8]}"}, delivery=True)]
+        if args.compare:
+            (tmp / "before").mkdir()
+            before_requirements = unpack_archive(tmp / "before", handler_of_revision(args.compare, tmp / "src"))
+            if before_requirements != requirements:
+                console.print(f"[yellow]{args.compare}'s archive pins other requirements; timed in this venv[/]")
+            variants.insert(1, Variant(f"before ({args.compare})", tmp / "before", FUNCTION_TARGET,
+                                       {**store_env, "DEDUP_COLLECTION": f"cold-{uuid.uuid4().hex[:8]}"},
+                                       delivery=True))
+        for variant in variants:
+            subprocess.run([str(venv / "bin" / "python"), "-m", "compileall", "-q", str(variant.app_dir)], check=True)
+            start_and_answer(venv, variant, 0)  # warm-up, not counted: the page cache, the emulator's first request
+        for i in range(1, args.rounds + 1):
+            shift = i % len(variants)
+            for variant in variants[shift:] + variants[:shift]:
+                listening, answered = start_and_answer(venv, variant, i)
+                variant.listening.append(listening)
+                variant.answered.append(answered)
+        profiles = {variant.name: import_profile(venv, variant) for variant in variants if variant.delivery}
+    bare = variants[0]
+    table = Table(title=f"Process start to listening and to first answer (s), {args.rounds} rotating rounds, "
+                        f"deploy venv {venv.name}")
+    for column in ("process", "listening median", "first answer median", "min", "max", "ratio to bare"):
+        table.add_column(column, justify="left" if column == "process" else "right")
+    for variant in variants:
+        ratio = statistics.median(variant.answered) / statistics.median(bare.answered)
+        table.add_row(variant.name, f"{statistics.median(variant.listening):.3f}",
+                      f"{statistics.median(variant.answered):.3f}", f"{min(variant.answered):.3f}",
+                      f"{max(variant.answered):.3f}", f"{ratio:.2f}")
     console.print(table)
-    console.print(f"ratio handler / bare: {ours / bare:.2f} (target <= 1.5); "
-                  f"import of scheduler_dedup.handler.main: {imported:.3f} s")
+    for name, (total, groups) in profiles.items():
+        console.print(f"{name}: import of main (start-up included) {total:.3f} s")
+    console.print("costliest packages of handler's start-up, own import time: "
+                  + ", ".join(f"{group} {seconds * 1000:.0f} ms" for group, seconds in profiles["handler"][1]))
+    console.print(f"ratio handler / bare, first answer: "
+                  f"{statistics.median(variants[-1].answered) / statistics.median(bare.answered):.2f} (target <= 1.5)")
     return 0
 
 
