@@ -167,21 +167,10 @@ class SpannerEmulator(ProcessStoreServer):
         ``patience_seconds``, then moves to a fresh database with the same tables: :attr:`database` changes, and
         what is read from :meth:`endpoint_env` after the wipe names the new one.
         """
-        from google.api_core.exceptions import Aborted
-
         from scheduler_dedup.handler.stores.spanner.admin import delete_all_rows
 
-        if not self._prepared:
+        if not self._prepared or delete_all_rows(self._admin(), self.instance, self.database, patience_seconds):
             return
-        deadline = time.monotonic() + patience_seconds
-        while True:
-            try:
-                delete_all_rows(self._admin(), self.instance, self.database)
-                return
-            except Aborted:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.5)
         self._generation += 1
         self.database = f"{self._base_database}-{self._generation}"
         collections, self._prepared = self._prepared, set()

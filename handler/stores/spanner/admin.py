@@ -226,15 +226,33 @@ def _string_type() -> Any:
     return param_types.STRING
 
 
-def delete_all_rows(client: Any, instance: str, database: str) -> None:
-    """Delete every row of every table of a database in one Commit (the emulator's wipe between tests)."""
+def delete_all_rows(client: Any, instance: str, database: str, patience_seconds: float = 15.0) -> bool:
+    """Delete every row of every table of a database in one Commit (the emulator's wipe between tests).
+
+    Returns:
+        True once deleted; False if the emulator kept aborting the Commit for ``patience_seconds`` because another
+        transaction is open on the database (one a client left behind can stay open for good:
+        https://github.com/GoogleCloudPlatform/cloud-spanner-emulator/issues/137).
+    """
+    import time
+
+    from google.api_core.exceptions import Aborted
     from google.cloud.spanner_v1.keyset import KeySet
 
     db = client.instance(instance).database(database)
     with db.snapshot() as snap:
         tables = [row[0] for row in snap.execute_sql(
             "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = ''")]
-    if tables:
-        with db.batch() as batch:
-            for table in tables:
-                batch.delete(table, KeySet(all_=True))
+    if not tables:
+        return True
+    deadline = time.monotonic() + patience_seconds
+    while True:
+        try:
+            with db.batch() as batch:
+                for table in tables:
+                    batch.delete(table, KeySet(all_=True))
+            return True
+        except Aborted:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
