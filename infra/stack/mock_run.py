@@ -360,7 +360,8 @@ def run_stack_config(
             ``config_file`` if it exists. A relative ``jobSource`` is relative to its folder.
         stack: stack name; default: taken from ``Pulumi.<stack>.yaml``'s file name.
         stack_outputs: outputs of the stacks the config refers to (``storeStack``), per stack name.
-        read_keys, logger: as for :func:`run_program`.
+        read_keys: as for :func:`run_program`.
+        logger: as for :func:`run_program`.
 
     Returns:
         The registered resources (type, name, inputs, parent, urn, custom, state), components included.
