@@ -1,11 +1,10 @@
 """The job's own environment: plain variables (``env``) and Secret Manager secrets as variables (``secret_env``) or
 files (``secret_files``).
 
-Name rules are Cloud Run's (https://cloud.google.com/run/docs/configuring/services/overview-environment-variables:
-not empty, no ``=``, no ``X_GOOGLE_`` prefix, at most 1000 per container; the container runtime contract's names and
-those Cloud Run sets for functions are reserved, https://cloud.google.com/run/docs/container-contract), plus the
-handler's own: ``DEDUP_*``, ``GOOGLE_CLOUD_PROJECT`` and ``THREADS``. :func:`env_name_problem` and
-:func:`credential_advisory` are the one place of each rule (the policy pack may call them too).
+Name rules are :func:`scheduler_dedup.handler.core.env_names.env_name_problem`'s (Cloud Run's, with their sources,
+plus the handler's own names), the one check of a name that ``run-local`` and the policy pack apply too; at most
+1000 variables per container (https://cloud.google.com/run/docs/configuring/services/overview-environment-variables).
+:func:`credential_advisory` is the one place of its rule (the policy pack may call it too).
 """
 
 from __future__ import annotations
@@ -15,15 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.inputs import Problems
 
-#: Names Cloud Run sets in the container (container runtime contract, and functions deployed from source).
-CLOUD_RUN_RESERVED_ENV = frozenset({"PORT", "K_SERVICE", "K_REVISION", "K_CONFIGURATION", "FUNCTION_TARGET",
-                                    "FUNCTION_SIGNATURE_TYPE"})
-#: Names the handler reads or the component sets for it (besides every ``DEDUP_*``).
-HANDLER_ENV = frozenset({"GOOGLE_CLOUD_PROJECT", "THREADS"})
-HANDLER_ENV_PREFIX = "DEDUP_"
 #: Cloud Run: "a maximum of 1000 environment variables per container".
 MAX_ENV_VARS = 1000
 #: Cloud Run: a variable's maximum length is 32 KB.
@@ -46,22 +40,6 @@ _CREDENTIAL_VALUE_RES = (
     re.compile(r"\"private_key\"\s*:"),  # a service account key file
     re.compile(r"://[^/\s:@]+:[^/\s@]+@"),  # a URL with a password
 )
-
-
-def env_name_problem(name: Any) -> str | None:
-    """Why ``name`` cannot be one of the job's environment variables, with the fix, or None when it can."""
-    if not isinstance(name, str) or not name:
-        return f"{name!r} is not a variable name: Cloud Run refuses empty names; use e.g. REPORT_BUCKET"
-    if "=" in name:
-        return f"{name!r} holds '=', which Cloud Run refuses in a name: use e.g. {name.split('=')[0] or 'REPORT_BUCKET'}"
-    if name.upper().startswith("X_GOOGLE_"):
-        return f"{name!r} starts with X_GOOGLE_, which Cloud Run reserves: choose another prefix"
-    if name in CLOUD_RUN_RESERVED_ENV:
-        return f"{name!r} is set by Cloud Run itself ({', '.join(sorted(CLOUD_RUN_RESERVED_ENV))}): choose another name"
-    if name.startswith(HANDLER_ENV_PREFIX) or name in HANDLER_ENV:
-        return (f"{name!r} is the dedup handler's ({HANDLER_ENV_PREFIX}*, {', '.join(sorted(HANDLER_ENV))}): set the "
-                "component input instead (docs/reference/stack-config.md), or choose another name for your job's value")
-    return None
 
 
 def credential_advisory(name: str, value: Any) -> str | None:

@@ -116,14 +116,12 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
       scheduler-dedup run-local --source examples/hello_job --job jobs:run \\
           --schedule '*/5 * * * *' --time-zone Europe/Berlin --speed 300 --runs 6
     """
-    from scheduler_dedup.local.commands.run_local import LocalRunError, run_local, secret_file_env
+    from scheduler_dedup.local.commands.run_local import LocalRunError, env_pairs_env, run_local, secret_file_env
 
-    extra_env = {}
-    for pair in env_pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--env")
-        extra_env[key] = value
+    try:
+        extra_env = env_pairs_env(env_pairs)
+    except LocalRunError as exc:
+        raise click.BadParameter(str(exc), param_hint="--env") from None
     faults = [f.strip() for f in delivery_faults.split(",") if f.strip()]
     try:
         extra_env.update(secret_file_env(secret_files))

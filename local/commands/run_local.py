@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
+from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
@@ -53,18 +54,46 @@ class LocalRunError(Exception):
     """Bad input or a handler that does not start; the message says what to change."""
 
 
+def env_pairs_env(pairs: Sequence[str]) -> dict[str, str]:
+    """``--env KEY=VALUE`` as environment, each KEY a name the job's own variable may have on Cloud Run
+    (:func:`~scheduler_dedup.handler.core.env_names.env_name_problem`, the component's check of ``env``).
+
+    Raises:
+        LocalRunError: one line per pair that is not KEY=VALUE or whose KEY Cloud Run or the handler would refuse.
+    """
+    env, problems = {}, []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            problems.append(f"{pair!r} is not KEY=VALUE: use e.g. --env REPORT_BUCKET=acme-reports")
+            continue
+        problem = env_name_problem(key)
+        if problem:
+            problems.append(f"--env {key}: {problem}")
+            continue
+        env[key] = value
+    if problems:
+        raise LocalRunError("\n".join(problems))
+    return env
+
+
 def secret_file_env(pairs: Sequence[str]) -> dict[str, str]:
     """``--secret-file NAME=path`` as environment: NAME holds the file's text, as Cloud Run's ``secret_env`` puts a
     Secret Manager version's value in NAME, so a local file stands in for Secret Manager.
 
     Raises:
-        LocalRunError: one line per pair that is not NAME=path of a readable UTF-8 file, naming it.
+        LocalRunError: one line per pair that is not NAME=path of a readable UTF-8 file, or whose NAME Cloud Run or
+            the handler would refuse (:func:`~scheduler_dedup.handler.core.env_names.env_name_problem`), naming it.
     """
     env, problems = {}, []
     for pair in pairs:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
             problems.append(f"--secret-file {pair!r} is not NAME=path: use e.g. --secret-file DB_PASSWORD=./db-password.txt")
+            continue
+        problem = env_name_problem(name)
+        if problem:
+            problems.append(f"--secret-file {name}: {problem}")
             continue
         try:
             env[name] = Path(path).expanduser().read_text(encoding="utf-8")

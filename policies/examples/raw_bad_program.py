@@ -43,8 +43,8 @@ def _service(name: str, *, env: dict[str, Any], timeout: str, public: bool = Fal
 def program() -> None:
     """Every mistake: groc schedule, bad time zone, 10 s deadline, 9 retries, wrong audience, a direct Google
     API target, public invoker, a basic role, broad grants to the dedup identities, no TTL policy, lease < timeout,
-    retention < retry window."""
-    service = _service("handler", env={"DEDUP_LEASE_SECONDS": "60", "DEDUP_RETENTION_SECONDS": "600"},
+    retention < retry window, a variable name Cloud Run refuses."""
+    service = _service("handler", env={"DEDUP_LEASE_SECONDS": "60", "DEDUP_RETENTION_SECONDS": "600", "1BAD": "x"},
                        timeout="300s", public=True)
     gcp.cloudscheduler.Job(
         "job", region=REGION, schedule="every 5 minutes", time_zone="Mars/Olympus", attempt_deadline="10s",

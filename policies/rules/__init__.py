@@ -3,7 +3,7 @@
 - :mod:`.scheduler`: the Cloud Scheduler job (schedule, OIDC token, attempt deadline, retry config, direct
   Google API targets);
 - :mod:`.handler_service`: the service running the dedup handler (its settings, proxy audience, lease, crash
-  recovery, CPU allocation);
+  recovery, CPU allocation), and any Cloud Run service's location and variable names;
 - :mod:`.iam`: IAM grants (public invoker, basic roles);
 - :mod:`.store`: the run-record store (Firestore: TTL policy and its owner, run-check index, location; Memorystore:
   tier, eviction, AUTH, transit encryption, persistence, replica; every store: record retention);
@@ -38,6 +38,7 @@ from scheduler_dedup.policies.reading.model import Resource
 from scheduler_dedup.policies.rules.alerting import dedup_job_alerting
 from scheduler_dedup.policies.rules.base import Check, Level, ResourceCheck, Rule, StackCheck  # re-exported
 from scheduler_dedup.policies.rules.handler_service import (
+    cloud_run_env_names,
     cloud_run_service_location,
     dedup_cpu_always_allocated,
     dedup_handler_settings,
@@ -297,6 +298,10 @@ RULES: list[Rule] = [
     Rule("cloud-run-service-location",
          "A Cloud Run service's location is one Cloud Run is offered in.",
          "mandatory", cloud_run_service_location, "resource"),
+    Rule("cloud-run-env-names",
+         "Every environment variable of a Cloud Run service or job has a name Cloud Run takes: a letter or '_' first, "
+         "then letters, digits and '_'; no X_GOOGLE_ prefix; not a name Cloud Run sets itself (PORT, K_SERVICE...).",
+         "mandatory", cloud_run_env_names, "resource"),
     Rule("dedup-cpu-always-allocated",
          "A Cloud Run service running the dedup handler has CPU always allocated (cpuIdle: false), so lease renewals "
          "keep running after Scheduler hangs up.",

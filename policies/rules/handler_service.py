@@ -1,7 +1,8 @@
 """Rules on the service that runs the dedup handler (a Cloud Run v2 or v1 service, or a gen2 function): its
 ``DEDUP_*`` settings and the handler's start-up checks, the audience it sends its proxy target, a lease that
 covers the request timeout and attempt deadline, retries that outlast a crashed attempt's lease, CPU always
-allocated, an instance kept for jobs that outlive the attempt deadline, and a location Cloud Run is offered in."""
+allocated, an instance kept for jobs that outlive the attempt deadline, a location Cloud Run is offered in, and
+environment variable names Cloud Run takes (on any Cloud Run service or job)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
+from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.job.scale_in import scale_in_advisory
@@ -352,3 +354,28 @@ def cloud_run_service_location(resource: Resource, config: Mapping[str, Any]) ->
         return []
     problem = region_problem(location, ("Cloud Run",))
     return [f"location {problem}"] if problem else []
+
+
+# ---------------------------------------------------------------- cloud-run-env-names
+
+CLOUD_RUN_JOB = "gcp:cloudrunv2/job:Job"
+#: Where each Cloud Run resource type keeps its containers.
+_CONTAINERS = {CLOUD_RUN_SERVICE: "template.containers", CLOUD_RUN_SERVICE_V1: "template.spec.containers",
+               CLOUD_RUN_JOB: "template.template.containers"}
+
+
+def cloud_run_env_names(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """Every environment variable of a Cloud Run service (v2 or v1) or Cloud Run job has a name Cloud Run takes
+    (:func:`scheduler_dedup.handler.core.env_names.env_name_problem`, the component's check of a job's ``env`` too,
+    without the handler's own names, which the component sets itself). Unknown names pass."""
+    path = _CONTAINERS.get(resource.type)
+    containers = get(resource.props, path) if path else None
+    found = []
+    for index, container in enumerate(containers if isinstance(containers, list) else []):
+        envs = get(container, "envs")
+        for item in envs if isinstance(envs, list) else []:
+            name = get(item, "name")
+            problem = None if is_unknown(name) else env_name_problem(name, jobs_own=False)
+            if problem:
+                found.append(f"{path}[{index}].envs: {problem}")
+    return found

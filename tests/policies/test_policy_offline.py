@@ -237,6 +237,7 @@ def test_raw_resources_program_is_caught_by_every_rule(raw_program: ModuleType) 
                 "no-primitive-roles": ["roles/editor", "roles/owner"], "dedup-firestore-ttl": ["expire_at"],
                 "dedup-lease-covers-deadline": ["DEDUP_LEASE_SECONDS=60"], "dedup-retention-covers-retries": ["DEDUP_RETENTION_SECONDS=600"],
                 "dedup-cpu-always-allocated": ["cpuIdle", "cpuAlwaysAllocated"],
+                "cloud-run-env-names": ["'1BAD' is not a name Cloud Run takes", "use e.g. _1BAD"],
                 "dedup-identity-powers": ["roles/iam.serviceAccountUser on the whole project",
                                           "group:ops@example.com is granted roles/iam.serviceAccountOpenIdTokenCreator"],
                 "dedup-identity-expected-grants": ["sets no runtime service account"]}
