@@ -275,7 +275,7 @@ class DedupScheduledJobArgs(TypedDict):
     memory: NotRequired[str]
     """Memory of each Cloud Run instance, ``512Mi`` to ``32Gi`` (``Mi``/``Gi``; ``M``/``G`` are powers of ten), within the CPU's range: 1 CPU up to 4 GiB, 2 up to 8 GiB, 4 from 2 to 16 GiB, 6 from 4 to 24 GiB, 8 from 4 to 32 GiB (https://cloud.google.com/run/docs/configuring/services/memory-limits). Default ``512Mi`` (Cloud Run's)."""
     labels: NotRequired[dict[str, str]]
-    """Labels on every child that takes labels (the Cloud Run service and its revisions, the source bucket, the image repository): keys 1-63 lower-case letters, digits, ``_`` or ``-`` starting with a letter, values 0-63 of the same, at most 64 (https://cloud.google.com/resource-manager/docs/labels-overview). The component adds ``managed-by: scheduler-dedup``. Default: none."""
+    """Labels on every child that takes labels (the Cloud Run service and its revisions, the source bucket, the image repository, a Spanner instance of its own, the alert policies' user labels): keys 1-63 lower-case letters, digits, ``_`` or ``-`` starting with a letter, values 0-63 of the same, at most 64 (https://cloud.google.com/resource-manager/docs/labels-overview). The component adds ``managed-by: scheduler-dedup``. Default: none."""
     vpc: NotRequired[VpcEgressArgs]
     """VPC egress of the job (see VpcEgressArgs). Cloud Run only; with a Memorystore store only ``egress`` (the store's network is the job's). Default: none (no private addresses)."""
     job_roles: NotRequired[list[JobRoleArgs]]

@@ -397,6 +397,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
     )
     metric_opts = pulumi.ResourceOptions(parent=parent, depends_on=[*depends_on, metrics_ready])
     channels = list(a.notification_channels)
+    user_labels = dict(s.job_config.labels)  # the user's labels (checked by .labels), as every labelled child has
 
     # Metric-based policies notify when an incident opens and when it closes (the recovery notice), and remind of an
     # open one every renotify_seconds. Log-match policies cannot: "For log-based alert policies, the notification
@@ -413,7 +414,8 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         return gcp.monitoring.AlertPolicy(
             f"{name}-alert-{part}",
             gcp.monitoring.AlertPolicyArgs(
-                project=s.project, display_name=f"scheduler-dedup {name}: {title}", combiner="OR",
+                project=s.project, user_labels=user_labels, display_name=f"scheduler-dedup {name}: {title}",
+                combiner="OR",
                 severity=severity, notification_channels=channels,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
                     display_name=title,
@@ -435,7 +437,8 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         return gcp.monitoring.AlertPolicy(
             f"{name}-alert-{part}",
             gcp.monitoring.AlertPolicyArgs(
-                project=s.project, display_name=f"scheduler-dedup {name}: {title}", combiner="OR",
+                project=s.project, user_labels=user_labels, display_name=f"scheduler-dedup {name}: {title}",
+                combiner="OR",
                 severity="CRITICAL", notification_channels=channels, enabled=enabled, alert_strategy=metric_strategy,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
                     display_name=title,
@@ -489,7 +492,8 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         "released": gcp.monitoring.AlertPolicy(
             f"{name}-alert-released",
             gcp.monitoring.AlertPolicyArgs(
-                project=s.project, display_name=f"scheduler-dedup {name}: runs released repeatedly", combiner="OR",
+                project=s.project, user_labels=user_labels, combiner="OR",
+                display_name=f"scheduler-dedup {name}: runs released repeatedly",
                 severity="WARNING", notification_channels=channels, alert_strategy=metric_strategy,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
                     display_name=f"more than {a.released_threshold} releases in {a.released_window_seconds} s",

@@ -532,7 +532,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         database: Optional[gcp.spanner.Database] = None
         if s.spanner is not None:
             children = spanner_children(s.spanner, opts=after_apis, instance_name=f"{name}-spanner",
-                                                      database_name=f"{name}-db")
+                                        database_name=f"{name}-db", labels=s.job_config.labels)
             database = children.database
             database_id: pulumi.Input[str] = children.database.name
             instance: pulumi.Input[str] = children.instance.name if children.instance else s.spanner.instance_id

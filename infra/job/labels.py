@@ -1,6 +1,8 @@
-"""Labels on the children that take them (``labels``): Google's label rules
+"""Labels on the children that take them (``labels``; an alert policy's ``user_labels``): Google's label rules
 (https://cloud.google.com/resource-manager/docs/labels-overview#requirements): at most 64, keys 1-63 lower-case
-letters, digits, ``_`` or ``-`` starting with a lower-case letter, values 0-63 of the same characters."""
+letters, digits, ``_`` or ``-`` starting with a lower-case letter, values 0-63 of the same characters. Cloud
+Monitoring's rules for an alert policy's ``userLabels`` (AlertPolicy, Monitoring API v3) and Spanner's for an
+instance's ``labels`` are the same, so one check serves every labelled child."""
 
 from __future__ import annotations
 

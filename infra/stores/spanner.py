@@ -161,13 +161,14 @@ class SpannerChildren:
 
 
 def spanner_children(s: SpannerStoreSettings, *, opts: pulumi.ResourceOptions, instance_name: str,
-                     database_name: str) -> SpannerChildren:
+                     database_name: str, labels: Optional[Mapping[str, str]] = None) -> SpannerChildren:
     """Create the instance (unless adopted) and the database with every table's DDL.
 
     Args:
         s: the store's settings.
         opts: options of every child (parent, API dependencies).
         instance_name, database_name: logical names of the two resources.
+        labels: the created instance's labels (a job's checked ``labels``); a database takes none.
     """
     instance: Optional[gcp.spanner.Instance] = None
     if s.create_instance:
@@ -177,7 +178,7 @@ def spanner_children(s: SpannerStoreSettings, *, opts: pulumi.ResourceOptions, i
                 name=s.instance_id, project=s.project, config=s.instance_config,
                 display_name=s.instance_id[:30] if len(s.instance_id) >= 4 else f"dedup {s.instance_id}",
                 processing_units=s.processing_units,
-                edition="STANDARD",
+                edition="STANDARD", labels=dict(labels) if labels else None,
             ),
             opts=opts,
         )
