@@ -2,8 +2,8 @@
 
 Every piece is a string (``module`` or ``module:attribute``) imported only when used (:func:`load`), so naming a
 store costs nothing: a handler on Firestore never imports the Redis or Spanner client, and the handler never imports
-pulumi (the store's component piece and pack rules live in ``infra/`` and ``policies/``). The records are listed in
-:mod:`.registry`. This module imports nothing of ours, so each store's package can declare its record here.
+pulumi (the store's component piece and pack rules live in ``infra/stores/`` and ``policies/rules/stores/``, and come
+in through the paths its record names). The records are listed in :mod:`.registry`. This module imports nothing of ours, so each store's package can declare its record here.
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ class StoreKind:
             (:class:`~scheduler_dedup.local.servers.store_servers.StoreServer`).
         requirements: its client library, pinned, for the deploy archive of a handler on this store only.
         component: module of its ``DedupStore`` children (imports pulumi; never the handler's).
-        pack_rules: the names of its policy pack rules (:data:`scheduler_dedup.policies.rules.RULES_BY_NAME`).
+        pack_rules: module of its policy pack rules, each declared with
+            :func:`scheduler_dedup.policies.rules.base.rule` (the pack's :data:`~scheduler_dedup.policies.rules.RULES`
+            adds them).
         config: ``module:class`` of its own settings (:class:`StoreConfig`), or None when it has none beyond the
             core settings.
         emulator_variable: the environment variable that points its client at a local emulator, or None
@@ -75,7 +77,7 @@ class StoreKind:
     local_server: str
     requirements: tuple[str, ...]
     component: str
-    pack_rules: tuple[str, ...]
+    pack_rules: str
     config: str | None = None
     emulator_variable: str | None = None
     extra: str | None = None
@@ -96,10 +98,10 @@ REQUIRED_PIECES: dict[str, str] = {
     "local_server": "module:class of its real local server, for the contract suite",
     "requirements": "its pinned client library, for the deploy archive",
     "component": "module of its DedupStore children (infra/stores/)",
-    "pack_rules": "the names of its policy pack rules",
+    "pack_rules": "module of its policy pack rules (policies/rules/stores/)",
 }
 #: The pieces named by a dotted path, resolved by the registry's check.
-DOTTED_PIECES = ("factory", "schema", "values", "wire", "local_server", "component", "config")
+DOTTED_PIECES = ("factory", "schema", "values", "wire", "local_server", "component", "pack_rules", "config")
 
 assert set(REQUIRED_PIECES) | {"config", "emulator_variable", "extra", "component_kind", "id"} == {
     f.name for f in fields(StoreKind)}

@@ -40,7 +40,7 @@ REDIS_VERSION = "REDIS_7_2"
 #: The instance's Redis configuration: never evict a run record.
 REDIS_CONFIGS = {"maxmemory-policy": "noeviction"}
 TRANSIT_ENCRYPTION = "SERVER_AUTHENTICATION"
-#: The label that tells the policy pack this instance holds run records (policies/rules/store.py reads it).
+#: The label that tells the policy pack this instance holds run records (policies/rules/stores/memorystore.py reads it).
 RUN_STORE_LABEL = ("scheduler-dedup", "run-store")
 #: Where a job's container finds the AUTH string and the server CA (each a secret volume of its own).
 AUTH_MOUNT, AUTH_FILE_NAME = "/secrets/redis-auth", "auth"

@@ -10,7 +10,7 @@ from scheduler_dedup.handler.core.paths import CHECK_PATH
 from scheduler_dedup.infra.job.log_query import missed_run_clause
 
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
-from scheduler_dedup.policies.rules.base import _calls_run_check
+from scheduler_dedup.policies.rules.base import _calls_run_check, rule
 from scheduler_dedup.policies.reading.topology import APP_ENGINE_VERSION, Topology
 
 
@@ -37,6 +37,9 @@ def _alerts_on_missed_runs(policy: Resource, service_name: Any) -> bool:
     return False
 
 
+@rule(name="dedup-job-alerting", enforcement="advisory",
+      description="A job calling the dedup handler has a watchdog job calling the handler's run check and an alert "
+                  "policy on its missed_run log lines, so a paused job or a broken handler does not go unnoticed.")
 def dedup_job_alerting(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A job calling the dedup handler has a missed-run watchdog and an alert on it.
 

@@ -1,12 +1,15 @@
-"""What every domain module of the rules shares: the :class:`Rule` record and its types, the config and message
-helpers, and the readings that rules of several domains compare (a service's request timeout, a job's attempt
-deadline, a handler's env seconds, whether a job is the handler's watchdog)."""
+"""What every domain module of the rules shares: the :class:`Rule` record, the :func:`rule` decorator that declares
+one on its function, the config and message helpers, and the readings that rules of several domains compare (a
+service's request timeout, a job's attempt deadline, a handler's env seconds, whether a job is the handler's
+watchdog)."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import ModuleType
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from scheduler_dedup.handler.core.paths import CHECK_PATH
@@ -59,6 +62,45 @@ class Rule:
             if key in self.config_schema:
                 config[key] = value
         return config
+
+
+#: Every rule declared with :func:`rule`, in the order declared.
+_DECLARED: list[Rule] = []
+_C = TypeVar("_C", bound=Callable[..., Any])
+
+
+def rule(*, name: str, description: str, enforcement: Level,
+         config_schema: Mapping[str, Mapping[str, Any]] | None = None,
+         ordered_settings: tuple[tuple[str, str], ...] = ()) -> Callable[[_C], _C]:
+    """Declare the decorated function a rule of the pack, with its name, description and default level beside it.
+
+    Its scope follows from its first parameter: ``resource: Resource`` (called per resource) or
+    ``resources: Sequence[Resource]`` (called once with the stack). The other arguments are :class:`Rule`'s.
+    :func:`rules_of` lists a module's rules; the function itself is returned unchanged.
+
+    Raises:
+        TypeError: the first parameter is neither, or another rule has the name already.
+    """
+    def declare(check: _C) -> _C:
+        parameters = list(inspect.signature(check).parameters.values())
+        annotation = parameters[0].annotation if parameters else None
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+        scope: Literal["resource", "stack"] | None = (
+            "resource" if text == "Resource" else "stack" if text == "Sequence[Resource]" else None)
+        if scope is None:
+            raise TypeError(f"rule {name}: {check.__qualname__}'s first parameter is {text!r}: take "
+                            "resource: Resource (one resource) or resources: Sequence[Resource] (the stack)")
+        if any(other.name == name for other in _DECLARED):
+            raise TypeError(f"rule {name} is declared twice: give {check.__qualname__} a name of its own")
+        _DECLARED.append(Rule(name, description, enforcement, check, scope, dict(config_schema or {}),
+                              ordered_settings))
+        return check
+    return declare
+
+
+def rules_of(module: ModuleType) -> list[Rule]:
+    """The rules ``module`` declares with :func:`rule`, in the order it declares them."""
+    return [declared for declared in _DECLARED if declared.check.__module__ == module.__name__]
 
 
 def _seconds_cfg(config: Mapping[str, Any], key: str) -> float:

@@ -28,6 +28,7 @@ from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.readings import read_retry
 from scheduler_dedup.policies.reading.model import UNKNOWN, Resource, get, is_unknown, number
 from scheduler_dedup.policies.rules.base import (
+    rule,
     _calls_run_check,
     _deadline_and_timeout,
     _env_seconds,
@@ -50,6 +51,9 @@ from scheduler_dedup.policies.reading.topology import (
 
 # ---------------------------------------------------------------- dedup-target-audience
 
+@rule(name="dedup-target-audience", enforcement="mandatory",
+      description="The ID-token audience the handler sends to its HTTP proxy target (DEDUP_TARGET_AUDIENCE or its "
+                  "default) is one the target's host accepts (the full function URL on *.cloudfunctions.net).")
 def dedup_target_audience(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """The ID-token audience the handler sends to its HTTP proxy target is one the target's host accepts.
 
@@ -79,6 +83,11 @@ def dedup_target_audience(resources: Sequence[Resource], config: Mapping[str, An
 
 
 # ---------------------------------------------------------------- dedup-lease-covers-deadline
+@rule(name="dedup-lease-covers-deadline", enforcement="mandatory",
+      description="The handler's lease (DEDUP_LEASE_SECONDS) is at least the service request timeout, which is at "
+                  "least the job's attempt deadline.",
+      config_schema={"leaseMarginSeconds": {"type": "number", "default": 0, "minimum": 0,
+                                            "description": "extra seconds the lease must exceed the request timeout by"}})
 def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """``DEDUP_LEASE_SECONDS`` >= the service's request timeout (``template.timeout``) >= each calling job's ``attemptDeadline``.
 
@@ -130,6 +139,9 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
 
 # ---------------------------------------------------------------- dedup-retries-outlast-lease
 
+@rule(name="dedup-retries-outlast-lease", enforcement="mandatory",
+      description="A crashed attempt's run is retried after its lease expires: the waits before the job's retries "
+                  "add up to at least DEDUP_LEASE_SECONDS.")
 def dedup_retries_outlast_lease(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A crashed attempt's run is retried after its lease expires: the job's retries span ``DEDUP_LEASE_SECONDS``.
 
@@ -196,6 +208,9 @@ def _cpu_throttled(service: Resource) -> bool | None:
     return not any(v is False for v in values)
 
 
+@rule(name="dedup-cpu-always-allocated", enforcement="advisory",
+      description="A Cloud Run service running the dedup handler has CPU always allocated (cpuIdle: false), so lease "
+                  "renewals keep running after Scheduler hangs up.")
 def dedup_cpu_always_allocated(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A Cloud Run (v2) service running the dedup handler has CPU always allocated (``cpuIdle: false``).
 
@@ -222,6 +237,10 @@ def dedup_cpu_always_allocated(resources: Sequence[Resource], config: Mapping[st
 
 # ---------------------------------------------------------------- dedup-handler-settings
 
+@rule(name="dedup-handler-settings", enforcement="mandatory",
+      description="A service running the dedup handler sets a DEDUP_* / GOOGLE_CLOUD_PROJECT environment that passes "
+                  "the handler's own start-up checks (the ones the DedupScheduledJob component runs), so it does not "
+                  "refuse to start.")
 def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """The environment of a service running the dedup handler passes the handler's own start-up checks.
 
@@ -263,6 +282,9 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
 
 # ---------------------------------------------------------------- dedup-shared-collection-job-bound
 
+@rule(name="dedup-shared-collection-job-bound", enforcement="mandatory",
+      description="Handlers sharing one run-record collection each name the one Scheduler job they serve "
+                  "(DEDUP_SCHEDULER_JOB), so a delivery to one cannot claim a run of another's job.")
 def dedup_shared_collection_job_bound(resources: Sequence[Resource],
                                       config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Two or more handler services on one run-record collection (same store, database and collection) each name
@@ -314,6 +336,9 @@ def _min_instances(service: Resource) -> Any:
     return max([int(v) for v in numbers if isinstance(v, float)], default=0)
 
 
+@rule(name="dedup-scale-in", enforcement="advisory",
+      description="A service whose handler runs a Python job keeps an instance (minimum instances 1), so a job "
+                  "outliving its attempt deadline is not scaled in mid-run; or run long jobs as a Cloud Run job.")
 def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A service whose handler runs the job itself (a Python ``DEDUP_JOB``) keeps an instance, so a job that outlives
     its attempt deadline is not scaled in mid-run.
@@ -345,6 +370,8 @@ def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> 
 
 # ---------------------------------------------------------------- cloud-run-service-location
 
+@rule(name="cloud-run-service-location", enforcement="mandatory",
+      description="A Cloud Run service's location is one Cloud Run is offered in.")
 def cloud_run_service_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A Cloud Run (v2) service's ``location`` is one Cloud Run is offered in
     (:func:`scheduler_dedup.infra.project.locations.region_problem`, the component's check of ``region`` too). Unknown
@@ -364,6 +391,10 @@ _CONTAINERS = {CLOUD_RUN_SERVICE: "template.containers", CLOUD_RUN_SERVICE_V1: "
                CLOUD_RUN_JOB: "template.template.containers"}
 
 
+@rule(name="cloud-run-env-names", enforcement="mandatory",
+      description="Every environment variable of a Cloud Run service or job has a name Cloud Run takes: a letter or "
+                  "'_' first, then letters, digits and '_'; no X_GOOGLE_ prefix; not a name Cloud Run sets itself "
+                  "(PORT, K_SERVICE...).")
 def cloud_run_env_names(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """Every environment variable of a Cloud Run service (v2 or v1) or Cloud Run job has a name Cloud Run takes
     (:func:`scheduler_dedup.handler.core.env_names.env_name_problem`, the component's check of a job's ``env`` too,

@@ -9,6 +9,7 @@ from typing import Any
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown, policy_bindings
+from scheduler_dedup.policies.rules.base import rule
 from scheduler_dedup.policies.reading.conditions import ConditionScope, condition_scope
 from scheduler_dedup.policies.reading.permissions import RoleBook
 from scheduler_dedup.policies.reading.topology import (
@@ -68,6 +69,9 @@ def _members(props: Mapping[str, Any]) -> list[tuple[str | None, str]]:
     return pairs
 
 
+@rule(name="cloud-run-no-public-invoker", enforcement="mandatory",
+      description="No allUsers or allAuthenticatedUsers on a Cloud Run service or its IAM resources, and no disabled "
+                  "invoker check.")
 def cloud_run_no_public_invoker(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """No ``allUsers``/``allAuthenticatedUsers`` on a Cloud Run service (v1, v2, functions gen2) or its IAM resources, and no disabled invoker check.
 
@@ -107,6 +111,10 @@ def cloud_run_no_public_invoker(resource: Resource, config: Mapping[str, Any]) -
 
 # ---------------------------------------------------------------- no-primitive-roles
 
+@rule(name="no-primitive-roles", enforcement="mandatory",
+      description="No roles/owner, roles/editor or roles/viewer granted to any member by the stack.",
+      config_schema={"forbiddenRoles": {"type": "array", "items": {"type": "string"}, "default": list(limits.PRIMITIVE_ROLES),
+                                        "description": "roles no IAM resource of the stack may grant"}})
 def no_primitive_roles(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """No basic role (``roles/owner``, ``roles/editor``, ``roles/viewer``) is granted by any IAM member, binding or policy resource.
 
@@ -239,6 +247,12 @@ def _accounts_reached(grant: Grant, identities: Identities, keyed: Sequence[Reso
     return []
 
 
+@rule(name="dedup-identity-powers", enforcement="mandatory",
+      description="Judged by the permissions a role carries (a dated table of predefined roles, the stack's custom "
+                  "roles), at every level: nobody may act as or mint tokens for a dedup job's runtime, build or "
+                  "Scheduler account (only Cloud Scheduler's service agent, the Scheduler account's OIDC tokens), "
+                  "and no dedup identity may change IAM, administer the store or the service, or do anything ('*', a "
+                  "basic role).")
 def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Judge each grant of the stack by the permissions its role carries (:mod:`~..reading.permissions`: the dated
     table of predefined roles and the stack's own custom roles), at every level (resource, service account, project,
@@ -345,6 +359,14 @@ def _where(grant: Grant) -> str:
     return grant.level
 
 
+@rule(name="dedup-identity-expected-grants", enforcement="mandatory",
+      description="Each dedup identity holds exactly the grants the component makes plus the roles declared for the "
+                  "job's own work; any other grant to one is named. A dedup service without a runtime account (the "
+                  "default compute account, Editor by default) is refused.",
+      config_schema={"declaredRoles": {"type": "array", "items": {"type": "string"}, "default": [],
+                                       "description": "roles a stack written without the component grants its runtime "
+                                                      "account for the job's own work (still refused when dedup-identity-powers "
+                                                      "finds them dangerous)"}})
 def dedup_identity_expected_grants(resources: Sequence[Resource],
                                    config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Each dedup identity holds exactly the grants the component makes plus those declared for the job's own work;
@@ -400,6 +422,10 @@ _RUNTIME_ACCOUNT_PATHS = {CLOUD_RUN_SERVICE: "template.serviceAccount", APP_ENGI
                           CLOUD_FUNCTION_V2: "serviceConfig.serviceAccountEmail"}
 
 
+@rule(name="dedup-cloud-build-trigger-grant", enforcement="advisory",
+      description="A handler whose proxy target is a Cloud Build trigger has a grant in the stack that lets its "
+                  "runtime service account run the trigger and list its builds (roles/cloudbuild.builds.editor on "
+                  "the trigger's project, without an IAM condition).")
 def dedup_cloud_build_trigger_grant(resources: Sequence[Resource],
                                     config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A handler whose proxy target is a Cloud Build trigger has, in this stack, a grant that lets its runtime service

@@ -29,7 +29,7 @@ from scheduler_dedup.handler.core.errors import ConfigError
 
 from scheduler_dedup.policies import limits
 from scheduler_dedup.handler.schedule.run_key import job_id_problem
-from scheduler_dedup.handler.schedule.retry_windows import ATTEMPT_DEADLINES, HTTP_TARGET
+from scheduler_dedup.handler.schedule.retry_windows import ATTEMPT_DEADLINES, HTTP_TARGET, REQUEST_TIMEOUT_MARGIN_SECONDS
 from scheduler_dedup.policies.reading.readings import read_retry, read_seconds, target_kind
 from scheduler_dedup.policies.reading.model import (
     InvalidDuration,
@@ -40,7 +40,7 @@ from scheduler_dedup.policies.reading.model import (
     is_unknown,
     number,
 )
-from scheduler_dedup.policies.rules.base import _deadline_and_timeout, _fmt, _seconds_cfg
+from scheduler_dedup.policies.rules.base import _deadline_and_timeout, _fmt, _seconds_cfg, rule
 from scheduler_dedup.policies.reading.topology import (
     SCHEDULER_JOB,
     Pairing,
@@ -53,6 +53,9 @@ from scheduler_dedup.policies.reading.topology import (
 
 # ---------------------------------------------------------------- scheduler-job-unix-cron
 
+@rule(name="scheduler-job-unix-cron", enforcement="mandatory",
+      description="A Cloud Scheduler job's schedule is a 5-field unix-cron expression (not groc) and its timeZone an "
+                  "IANA name.")
 def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A Scheduler job's ``schedule`` is a five-field unix-cron expression and its ``timeZone`` an IANA name.
 
@@ -88,6 +91,12 @@ def _custom_audiences(service: Resource) -> list[str]:
     return [v for v in values if isinstance(v, str) and not is_unknown(v)] if isinstance(values, list) else []
 
 
+@rule(name="scheduler-job-oidc-auth", enforcement="mandatory",
+      description="An HTTP target that is not a *.googleapis.com API carries an OIDC token with a service account "
+                  "email, and its audience (or the URI it defaults to) passes Google's gate in front of the target "
+                  "and the handler's exact DEDUP_OIDC_AUDIENCE / DEDUP_ALLOWED_CALLERS check.",
+      config_schema={"allowedAudiences": {"type": "array", "items": {"type": "string"}, "default": [],
+                                          "description": "extra audiences to accept (e.g. for a non-Cloud-Run receiver)"}})
 def scheduler_job_oidc_auth(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """An HTTP target that is not a ``*.googleapis.com`` API carries an OIDC token whose audience passes every gate.
 
@@ -208,6 +217,21 @@ def _caller_check_mismatch(service: Resource, audience: Any, named: str, email: 
 
 # ---------------------------------------------------------------- scheduler-attempt-deadline
 
+@rule(name="scheduler-attempt-deadline", enforcement="mandatory",
+      description="A job with an HTTP target has an attemptDeadline within 15 s to 30 min, one with an App Engine "
+                  "target within 15 s to 24 h (Cloud Scheduler's limits).",
+      config_schema={"minSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MIN_S, "minimum": 0,
+                                    "maximum": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
+                                    "description": "lowest accepted attempt deadline in seconds (not below 15)"},
+                     "maxSeconds": {"type": "number", "default": limits.SCHEDULER_HTTP_DEADLINE_MAX_S,
+                                    "minimum": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
+                                    "description": "highest accepted attempt deadline in seconds (not above 1800)"},
+                     "appEngineMaxSeconds": {"type": "number", "default": limits.SCHEDULER_APP_ENGINE_DEADLINE_MAX_S,
+                                             "minimum": limits.SCHEDULER_HTTP_DEADLINE_MIN_S,
+                                             "maximum": limits.SCHEDULER_APP_ENGINE_DEADLINE_MAX_S,
+                                             "description": "highest accepted attempt deadline of an App Engine target in seconds "
+                                                            "(not above 86400)"}},
+      ordered_settings=(("minSeconds", "maxSeconds"), ("minSeconds", "appEngineMaxSeconds")))
 def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """``attemptDeadline`` of a job with an HTTP target is a duration within 15 s to 30 min (1800 s); of a job with an
     App Engine target within 15 s to 24 h (86400 s), where ``0s`` means the service's default.
@@ -244,6 +268,11 @@ def scheduler_attempt_deadline(resource: Resource, config: Mapping[str, Any]) ->
             f"(and the {platform} and DEDUP_LEASE_SECONDS at least as long)"]
 
 
+@rule(name="scheduler-attempt-deadline-margin", enforcement="advisory",
+      description="Advisory part of scheduler-attempt-deadline: the attempt deadline is not within a margin of the "
+                  "Cloud Run request timeout of the service the job calls.",
+      config_schema={"minMarginSeconds": {"type": "number", "default": REQUEST_TIMEOUT_MARGIN_SECONDS, "minimum": 0,
+                                          "description": "least seconds between attempt deadline and request timeout"}})
 def scheduler_attempt_deadline_margin(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Advisory half of ``scheduler-attempt-deadline``: the attempt deadline is not close to the service's request timeout.
 
@@ -274,6 +303,10 @@ def scheduler_attempt_deadline_margin(resources: Sequence[Resource], config: Map
 _RETRY_DURATIONS = ("minBackoffDuration", "maxBackoffDuration", "maxRetryDuration")
 
 
+@rule(name="scheduler-retry-config", enforcement="advisory",
+      description="A job's retryConfig has retryCount within 0 to 5 and consistent backoff values.",
+      config_schema={"maxRetryCount": {"type": "integer", "default": limits.SCHEDULER_RETRY_COUNT_MAX, "minimum": 0,
+                                       "description": "highest accepted retryCount (not above 5)"}})
 def scheduler_retry_config(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """``retryConfig``: retry count within 0 to 5, durations parse and are non-negative, min backoff <= max backoff, max doublings >= 0.
 
@@ -315,6 +348,11 @@ def scheduler_retry_config(resource: Resource, config: Mapping[str, Any]) -> lis
 
 # ---------------------------------------------------------------- scheduler-target-not-google-api
 
+@rule(name="scheduler-target-not-google-api", enforcement="advisory",
+      description="A job that calls a *.googleapis.com endpoint directly is not deduplicated; route it through the "
+                  "handler's proxy.",
+      config_schema={"allowedHosts": {"type": "array", "items": {"type": "string"}, "default": [],
+                                      "description": "googleapis.com hosts a job may call directly"}})
 def scheduler_target_not_google_api(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job whose HTTP target is a ``*.googleapis.com`` endpoint calls Google directly, so it is not deduplicated.
 
@@ -336,6 +374,9 @@ def scheduler_target_not_google_api(resource: Resource, config: Mapping[str, Any
 
 # ---------------------------------------------------------------- scheduler-runs-overlap
 
+@rule(name="scheduler-runs-overlap", enforcement="advisory",
+      description="A job's retry window (and one slow attempt) ends before its next fire time: Scheduler never runs "
+                  "two executions of a job at once, so it delays or skips the fire times a run still occupies.")
 def scheduler_runs_overlap(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job whose retry window (or one slow attempt) reaches its next fire time: Scheduler delays or skips it.
 
@@ -361,6 +402,9 @@ def scheduler_runs_overlap(resource: Resource, config: Mapping[str, Any]) -> lis
 
 # ---------------------------------------------------------------- scheduler-schedule-unsettled
 
+@rule(name="scheduler-schedule-unsettled", enforcement="advisory",
+      description="A job's schedule uses no form Cloud Scheduler's cron page leaves open (a backwards range, a "
+                  "day-of-week a/n, a '*'-step in one day field while the other is restricted).")
 def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A schedule form Cloud Scheduler's cron page does not settle, with the rewrite that settles it.
 
@@ -378,6 +422,9 @@ def scheduler_schedule_unsettled(resource: Resource, config: Mapping[str, Any]) 
 
 # ---------------------------------------------------------------- scheduler-schedule-step
 
+@rule(name="scheduler-schedule-step", enforcement="advisory",
+      description="A job's schedule has no step at least as large as the range it skips through (*/61 minutes runs "
+                  "hourly, */25 hours daily, */45 days monthly): the message says what the schedule really does.")
 def scheduler_schedule_step(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A step at least as large as the range it skips through, with what the schedule really does.
 
@@ -401,6 +448,9 @@ def _time_zone(resource: Resource) -> str | None:
     return time_zone if is_iana_time_zone(time_zone) else None
 
 
+@rule(name="scheduler-time-zone-canonical", enforcement="advisory",
+      description="A job's timeZone is the canonical tz database name, not an alias of it (UTC -> Etc/UTC, "
+                  "US/Eastern -> America/New_York).")
 def scheduler_time_zone_canonical(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job's ``timeZone`` is the canonical tz database name, not an alias of it (``UTC`` -> ``Etc/UTC``).
 
@@ -412,6 +462,9 @@ def scheduler_time_zone_canonical(resource: Resource, config: Mapping[str, Any])
     return [f"timeZone {advisory}"] if advisory else []
 
 
+@rule(name="scheduler-time-zone-fixed-offset", enforcement="mandatory",
+      description="A job's timeZone is not a fixed-offset abbreviation such as EST (UTC-5 all year, no daylight "
+                  "saving time); name the place's zone (America/New_York) or the offset (Etc/GMT+5).")
 def scheduler_time_zone_fixed_offset(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job's ``timeZone`` is not a fixed-offset abbreviation (``EST``, ``MST``, ``HST``: no daylight saving time).
 
@@ -424,6 +477,8 @@ def scheduler_time_zone_fixed_offset(resource: Resource, config: Mapping[str, An
 
 # ---------------------------------------------------------------- scheduler-oidc-account-project
 
+@rule(name="scheduler-oidc-account-project", enforcement="mandatory",
+      description="The service account of a job's OIDC token is in the job's project (OidcToken).")
 def scheduler_oidc_account_project(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """The service account of a job's OIDC token is in the job's project (``OidcToken``: "The service account must
     be within the same project as the job"; :func:`scheduler_dedup.infra.job.oidc_account.oidc_account_problem`, which
@@ -439,6 +494,8 @@ def scheduler_oidc_account_project(resource: Resource, config: Mapping[str, Any]
 
 # ---------------------------------------------------------------- scheduler-job-name
 
+@rule(name="scheduler-job-name", enforcement="mandatory",
+      description="A job's name is a Scheduler job id: letters, digits, '-' or '_', at most 500 characters.")
 def scheduler_job_name(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job's ``name`` is a Scheduler job id: letters, digits, '-' or '_', at most 500 characters
     (:func:`scheduler_dedup.handler.schedule.run_key.job_id_problem`; Job.name on the REST reference). Scheduler refuses any
@@ -452,6 +509,8 @@ def scheduler_job_name(resource: Resource, config: Mapping[str, Any]) -> list[st
 
 # ---------------------------------------------------------------- scheduler-job-location
 
+@rule(name="scheduler-job-location", enforcement="mandatory",
+      description="A job's region is one Cloud Scheduler is offered in.")
 def scheduler_job_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
     """A job's ``region`` is one Cloud Scheduler is offered in (:func:`scheduler_dedup.infra.project.locations.region_problem`,
     the component's check of ``region`` too). A job without ``region`` (the provider's) or an unknown one passes."""

@@ -1,4 +1,4 @@
-"""The Spanner store's rules (policies/rules/spanner.py) on engine-shaped (camelCase) properties: the row deletion
+"""The Spanner store's rules (policies/rules/stores/spanner.py) on engine-shaped (camelCase) properties: the row deletion
 policy exists, its retention (read from the DDL) outlasts the retry window, the data role is database-scoped, and
 the advisory on drop protection; and the Firestore TTL rules leave Spanner services alone."""
 

@@ -1,5 +1,6 @@
-"""The Firestore store's rules (policies/rules/store.py) on engine-shaped (camelCase) properties: compliant,
-violating, missing/unknown, and config override."""
+"""The Firestore and Memorystore stores' rules (policies/rules/stores/firestore.py, memorystore.py) and every store's
+(policies/rules/store.py) on engine-shaped (camelCase) properties: compliant, violating, missing/unknown, and config
+override."""
 
 from __future__ import annotations
 

@@ -27,7 +27,9 @@ def test_every_list_of_stores_derives_from_the_registry() -> None:
     from scheduler_dedup.infra.job.archive import STORE_REQUIREMENTS
     from scheduler_dedup.infra.stores.store import HANDLER_STORE, STORE_KINDS as COMPONENT_KINDS
     from scheduler_dedup.local.servers.store_servers import SERVER_KINDS
-    from scheduler_dedup.policies.rules import RULES_BY_NAME
+    from scheduler_dedup.handler.stores.kind import load
+    from scheduler_dedup.policies.rules import RULES
+    from scheduler_dedup.policies.rules.base import rules_of
 
     ids = tuple(kind.id for kind in STORES)
     assert STORE_KINDS == SERVER_KINDS == tuple(STORE_REQUIREMENTS) == ids == ("firestore", "redis", "spanner")
@@ -36,8 +38,9 @@ def test_every_list_of_stores_derives_from_the_registry() -> None:
     assert HANDLER_STORE == {"firestore": "firestore", "memorystore": "redis", "spanner": "spanner"}
     assert registry.by_component_kind("memorystore") is registry.REDIS
     assert EMULATOR_VARIABLES == {"firestore": "FIRESTORE_EMULATOR_HOST", "spanner": "SPANNER_EMULATOR_HOST"}
-    for kind in STORES:
-        assert kind.pack_rules and all(name in RULES_BY_NAME for name in kind.pack_rules), kind.id
+    for kind in STORES:  # each store's rules come into the pack through its registration
+        own = rules_of(load(kind.pack_rules))
+        assert own and all(rule in RULES for rule in own), kind.id
 
 
 def test_a_toy_store_is_one_registration_line() -> None:
@@ -69,8 +72,8 @@ def test_a_store_missing_a_piece_fails_the_registry_check_naming_it() -> None:
         "in its StoreKind (handler/stores/toy/__init__.py)",
         "store 'toy' brings no component (module of its DedupStore children (infra/stores/)): set component= in its "
         "StoreKind (handler/stores/toy/__init__.py)",
-        "store 'toy' brings no pack_rules (the names of its policy pack rules): set pack_rules= in its StoreKind "
-        "(handler/stores/toy/__init__.py)",
+        "store 'toy' brings no pack_rules (module of its policy pack rules (policies/rules/stores/)): set pack_rules= "
+        "in its StoreKind (handler/stores/toy/__init__.py)",
     ]
     broken = dataclasses.replace(registry.SPANNER, id="spanner2", component_kind="",
                                  factory="scheduler_dedup.handler.stores.spanner.store:no_such_factory",

@@ -39,7 +39,7 @@ MAX_RESULT_BYTES = 1_048_576
 TOY = StoreKind(
     id="toy", display_name="Toy", factory=f"{_HERE}:from_settings", schema=_HERE, values=_HERE,
     wire=f"{_HERE}:classify", local_server=f"{_HERE}:ToyServer", emulator_variable=HOST_VARIABLE,
-    requirements=(), component="", pack_rules=(),
+    requirements=(), component="", pack_rules="",
 )
 
 _NETWORK: dict[str, "_Endpoint"] = {}

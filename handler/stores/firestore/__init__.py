@@ -13,6 +13,5 @@ STORE = StoreKind(
     requirements=("google-cloud-firestore==2.27.0",),
     local_server="scheduler_dedup.local.servers.firestore_emulator:FirestoreEmulator",
     component="scheduler_dedup.infra.stores.store",
-    pack_rules=("dedup-firestore-ttl", "firestore-ttl-single-owner", "dedup-run-check-index",
-                "firestore-database-location", "dedup-ttl-owner-declared"),
+    pack_rules="scheduler_dedup.policies.rules.stores.firestore",
 )

@@ -17,6 +17,5 @@ STORE = StoreKind(
     requirements=("redis==8.1.0",),
     local_server="scheduler_dedup.local.servers.redis_server:RedisServer",
     component="scheduler_dedup.infra.stores.memorystore",
-    pack_rules=("memorystore-dedup-standard-tier", "memorystore-dedup-noeviction", "memorystore-dedup-auth",
-                "memorystore-dedup-transit-encryption", "memorystore-dedup-persistence", "memorystore-dedup-replica"),
+    pack_rules="scheduler_dedup.policies.rules.stores.memorystore",
 )

@@ -13,6 +13,5 @@ STORE = StoreKind(
     requirements=("google-cloud-spanner==3.68.0",),
     local_server="scheduler_dedup.local.servers.spanner_emulator:SpannerEmulator",
     component="scheduler_dedup.infra.stores.spanner",
-    pack_rules=("spanner-row-deletion-policy", "spanner-retention-covers-retries",
-                "spanner-data-role-database-scoped", "spanner-store-drop-protection"),
+    pack_rules="scheduler_dedup.policies.rules.stores.spanner",
 )

@@ -12,8 +12,8 @@ from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
 from scheduler_dedup.policies.reading.readings import read_retry
 from scheduler_dedup.policies.reading.conditions import condition_scope
-from scheduler_dedup.policies.rules.base import _env_seconds, _fmt, _seconds_cfg
-from scheduler_dedup.policies.rules.store import _same, store_of
+from scheduler_dedup.policies.rules.base import _env_seconds, _fmt, _seconds_cfg, rule
+from scheduler_dedup.policies.rules.store import same as _same, store_of
 from scheduler_dedup.policies.reading.topology import Identities, Topology, env_value, service_env
 
 SPANNER_DATABASE = "gcp:spanner/database:Database"
@@ -73,6 +73,9 @@ _POLICY_FIX = f"{spanner_schema.row_deletion_policy()}"
 
 # ---------------------------------------------------------------- spanner-row-deletion-policy
 
+@rule(name="spanner-row-deletion-policy", enforcement="mandatory",
+      description="Every Spanner table of run records (in a Spanner database of the stack, or named by a dedup "
+                  "service with DEDUP_STORE=spanner) has a ROW DELETION POLICY, so records are deleted.")
 def spanner_row_deletion_policy(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Every Spanner run records' table has a row deletion policy (https://cloud.google.com/spanner/docs/ttl).
 
@@ -111,6 +114,11 @@ def spanner_row_deletion_policy(resources: Sequence[Resource], config: Mapping[s
 
 # ---------------------------------------------------------------- spanner-retention-covers-retries
 
+@rule(name="spanner-retention-covers-retries", enforcement="mandatory",
+      description="A Spanner run records' table keeps records, by its row deletion policy's column and interval "
+                  "(read from the DDL), for longer than the job's retry window.",
+      config_schema={"marginSeconds": {"type": "number", "default": 0, "minimum": 0,
+                                       "description": "extra seconds retention must exceed the retry window by"}})
 def spanner_retention_covers_retries(resources: Sequence[Resource],
                                      config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A Spanner run records' table keeps each record for longer than the job's retry window, by its DDL.
@@ -155,6 +163,9 @@ _INSTANCE_IAM = ("gcp:spanner/instanceIAMMember:InstanceIAMMember", "gcp:spanner
                  "gcp:spanner/instanceIAMPolicy:InstanceIAMPolicy")
 
 
+@rule(name="spanner-data-role-database-scoped", enforcement="mandatory",
+      description="A dedup job's accounts hold Spanner roles on the store's database only, never on an instance or a "
+                  "whole project without a condition.")
 def spanner_data_role_database_scoped(resources: Sequence[Resource],
                                       config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A dedup identity's Spanner roles are granted on its database only (``gcp:spanner/databaseIAMMember``), never
@@ -193,6 +204,8 @@ def spanner_data_role_database_scoped(resources: Sequence[Resource],
 
 # ---------------------------------------------------------------- spanner-store-drop-protection
 
+@rule(name="spanner-store-drop-protection", enforcement="advisory",
+      description="A Spanner database holding run records has drop protection (enableDropProtection).")
 def spanner_store_drop_protection(resources: Sequence[Resource],
                                   config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A Spanner database holding run records has drop protection (``enableDropProtection: true``,
