@@ -152,7 +152,6 @@ def check_stack_config(config_file: Path, project_file: Path | None,
     mandatory ``program-error`` finding.
     """
     from scheduler_dedup.infra.errors import DedupConfigErrors
-    from scheduler_dedup.infra.stack.mock_run import run_stack_config
 
     try:
         registered = _run_config(config_file, project_file, stack_outputs)

@@ -108,7 +108,6 @@ class _Sessions:
         self._metadata = list(metadata)
         self._lock = threading.Lock()
         self._multiplexed: str | None = None
-        self._pooled: bool | None = None  # None until the first session is created
         self._free: list[str] = []
         self._all: set[str] = set()
 
@@ -132,10 +131,8 @@ class _Sessions:
                 if created.multiplexed:
                     if self._multiplexed is None:
                         self._multiplexed = created.name
-                    self._pooled = False
                     name = self._multiplexed
                 else:
-                    self._pooled = True
                     name = created.name
                     self._all.add(name)
         assert name is not None
