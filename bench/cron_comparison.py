@@ -7,8 +7,8 @@ Cases:
   accepts, in UTC over the first quarter of 2020;
 * :data:`DST_EXPRESSIONS` in each of :data:`ZONES`, over four days around each of the zone's 2026 clock changes.
 
-Each case is expanded three ways: cronsim (reference), croniter as main read the expression before it was
-expanded by Cloud Scheduler's cron page (``baseline``), and :func:`scheduler_dedup.handler.schedule.cron.fire_times.fire_times`
+Each case is expanded three ways: cronsim (reference), croniter reading the expression itself, without
+Cloud Scheduler's cron page's expansion (``baseline``), and :func:`scheduler_dedup.handler.schedule.cron.fire_times.fire_times`
 (``ours``). A case agrees when every cronsim instant is a candidate instant of one of our fire times and every
 fire time we require has a candidate cronsim gives: around a clock change we list every instant the docs allow,
 and for a form the cron page does not settle every reading it allows (:func:`unsettled_cron_forms`), so such

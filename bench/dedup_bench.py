@@ -39,7 +39,6 @@ from typing import Any
 import flask
 import grpc
 import requests
-from google.api_core import exceptions as gexc
 from google.cloud import firestore
 from rich.console import Console
 from rich.table import Table

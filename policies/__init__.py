@@ -5,5 +5,6 @@
   Scheduler job calls which handler service.
 - ``limits.py``: the Google Cloud limits the rules enforce, each with its source.
 - ``pack.py``: the CrossGuard adapters ``__main__.py`` serves (``pulumi preview --policy-pack policies``).
+- ``examples/``: stack configs and a program each rule must flag (and one it must pass), for the tests and the docs.
 - ``offline/``: ``scheduler-dedup check``, the same rules on the program run under Pulumi mocks.
 """

@@ -29,7 +29,6 @@ SCHEDULER_MAX_DOUBLINGS_DEFAULT: Final = 5
 # Cloud Run request timeout: default 300 s (5 min), at most 3600 s (60 min).
 # https://cloud.google.com/run/docs/configuring/request-timeout
 CLOUD_RUN_TIMEOUT_DEFAULT_S: Final = 300.0
-CLOUD_RUN_TIMEOUT_MAX_S: Final = 3600.0
 
 # The handler's settings and their defaults (handler/config/settings.py, Settings.from_env; the Firestore database
 # is the Firestore store's, handler/stores/firestore/config.py).

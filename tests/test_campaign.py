@@ -110,11 +110,10 @@ def test_check_reports_a_second_execution_that_no_kill_or_release_explains() -> 
 
 
 def test_check_excuses_a_takeover_only_after_two_failed_renewals_within_one_lease() -> None:
-    # Seed 20261143 on the Spanner emulator, in CI: a job of 7.9 s under a 4 s lease; its renewals at 5.42 s
-    # (unavailable) and 7.49 s (held past the store timeout) both failed, its lease lapsed while it ran, and a
-    # retry took the run over at 8.31 s and ran the job again. That is the lease's documented limit (one failed
-    # renewal per lease is survived, two are not), not a protocol violation; one failed renewal, or two a lease
-    # apart, excuse nothing.
+    # A job of 7.9 s under a 4 s lease whose renewals at 5.42 s (unavailable) and 7.49 s (held past the store
+    # timeout) both failed: its lease lapsed while it ran and a retry at 8.31 s ran the job again. That is the
+    # lease's documented limit (one failed renewal per lease is survived, two are not), not a violation; one failed
+    # renewal, two a lease apart, or faults on other steps excuse nothing.
     events = [("start", "a", None, 0.04), ("end", "a", "ok", 7.95), ("start", "b", None, 8.31), ("end", "b", "ok", 16.2)]
     answers = [(409, "fenced"), (200, "processed"), (200, "duplicate")]
 

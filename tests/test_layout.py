@@ -232,3 +232,93 @@ def test_only_the_config_reads_the_process_environment() -> None:
                 readers.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}")
     assert not readers, "read the environment in handler/config (read_environment) and pass settings:\n" + \
         "\n".join(readers)
+
+
+def _children(package: Path) -> set[str]:
+    """The modules and module folders directly in ``package`` (``examples/`` too when it holds Python)."""
+    found = {p.stem for p in package.glob("*.py") if p.name != "__init__.py"}
+    return found | {p.name for p in package.iterdir() if p.is_dir() and p.name != "__pycache__" and any(p.rglob("*.py"))}
+
+
+#: How a package's docstring names one of its modules: ``:mod:`.name```, ``name/`` or ``name.py``.
+_LISTED = re.compile(r":mod:`~?\.(\w+)|``(\w+)/``|``(\w+)\.py``")
+
+
+def test_a_package_that_lists_its_modules_lists_them_all() -> None:
+    """A folder's first lines say what lives there: naming some of its modules and not the others misleads."""
+    partial = []
+    for top in PACKAGES:
+        for init in (ROOT / top).rglob("__init__.py"):
+            doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+            listed = {next(g for g in m.groups() if g) for m in _LISTED.finditer(doc)}
+            missing = _children(init.parent) - listed
+            if listed and missing:
+                partial.append(f"{init.relative_to(ROOT)} names {sorted(listed)} but not {sorted(missing)}")
+    assert not partial, "\n".join(partial)
+
+
+#: A reference in a docstring or comment: ``:func:`~scheduler_dedup.x.y```, ``:mod:`.sibling```...
+_REFERENCE = re.compile(r":(?:func|class|meth|data|mod|attr|exc):`~?((?:scheduler_dedup)?\.[\w.]+|scheduler_dedup)`")
+
+
+def _top_level_names(path: Path) -> dict[str, ast.AST]:
+    names: dict[str, ast.AST] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update({n.id: node for n in ast.walk(target) if isinstance(n, ast.Name)})
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update({(a.asname or a.name).split(".")[0]: node for a in node.names})
+        elif isinstance(node, ast.If):  # names imported under TYPE_CHECKING
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    names.update({(a.asname or a.name).split(".")[0]: sub for a in sub.names})
+    return names
+
+
+def _resolves(dotted: str, modules: dict[str, Path]) -> bool:
+    """True if ``dotted`` is one of our modules, or a name a module defines (a class's member one level down)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if module in modules:
+            rest = parts[cut:]
+            if not rest:
+                return True
+            node = _top_level_names(modules[module]).get(rest[0])
+            if node is None or len(rest) == 1 or not isinstance(node, ast.ClassDef):
+                return node is not None and len(rest) <= 2
+            members = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            members |= {t.id for n in node.body if isinstance(n, ast.AnnAssign) for t in [n.target] if isinstance(t, ast.Name)}
+            members |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+            return rest[1] in members
+    return False
+
+
+def test_references_to_our_modules_name_what_exists() -> None:
+    """A docstring's ``:mod:``/``:func:``... reference to a module of ours (dotted, or relative to its package) names
+    a module or name that exists: a module renamed or split leaves none pointing at its old name."""
+    modules = _modules()
+    stale = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for match in _REFERENCE.finditer(line):
+                target = match.group(1)
+                if target.startswith("."):
+                    level = len(target) - len(target.lstrip("."))
+                    base = package.split(".")[: len(package.split(".")) - level + 1]
+                    target = ".".join([*base, target.lstrip(".")]).rstrip(".")
+                if not _resolves(target, modules):
+                    stale.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)}")
+    assert not stale, "\n".join(stale)
+
+
+def test_the_reference_check_finds_a_stale_one() -> None:
+    modules = _modules()
+    assert _resolves("scheduler_dedup.handler.schedule.cron.fire_times.FireTime.ambiguous", modules)
+    assert _resolves("scheduler_dedup.handler.targets", modules)
+    assert not _resolves("scheduler_dedup.handler.targets.targets", modules)
+    assert not _resolves("scheduler_dedup.handler.schedule.cron.fire_times.is_fire_times", modules)

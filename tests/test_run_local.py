@@ -121,7 +121,7 @@ def _start_run_local(tmp_path: Path, tmpdir: Path, *args: str) -> subprocess.Pop
 
 def test_ctrl_c_leaves_no_files_behind(tmp_path: Path) -> None:
     """Interrupted while it waits for the next fire time (real time): the handler's and the emulator's log
-    files go with it (before, every handler log stayed in the temp folder)."""
+    files go with it: nothing of the run stays in the temp folder."""
     import signal
     import time
 

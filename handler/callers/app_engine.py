@@ -1,40 +1,10 @@
 """Caller verification on App Engine: the request reached the handler from Cloud Scheduler's App Engine target.
 
-A Scheduler job with an App Engine target (``appEngineHttpTarget``) carries **no OIDC token**
-(https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#AppEngineHttpTarget has no
-``oidcToken``), so :mod:`scheduler_dedup.handler.callers.oidc` has nothing to verify there. What App Engine
-guarantees instead is who may set its own headers:
-
-- App Engine **removes** from every incoming request "headers with names that match App Engine-specific headers"
-  (exact, case-insensitive names) and ``X-Google-*``, if a client sends them
-  (https://cloud.google.com/appengine/docs/standard/reference/request-headers, "Headers removed from incoming
-  requests").
-- Cloud Scheduler's App Engine target sets ``X-AppEngine-*`` headers itself: "The headers below are output only.
-  They cannot be set or overridden: ... ``X-AppEngine-*``: For Google internal use only. In addition, some App
-  Engine headers, which contain job-specific information, are also sent to the job handler"
-  (``AppEngineHttpTarget.headers``, same Scheduler reference), so not even the job's own configuration can forge
-  them.
-- Requests of App Engine's Cron Service (cron.yaml jobs, which are Cloud Scheduler jobs with an App Engine
-  target) carry ``X-Appengine-Cron: true``; App Engine sets it internally and strips it from external requests
-  (https://cloud.google.com/appengine/docs/standard/scheduling-jobs-with-cron-yaml, "Validating cron requests").
-  App Engine's internal queue for cron is ``__cron``, sent as ``X-AppEngine-QueueName`` (google/nomulus,
-  ``AppEngineInternalAuthenticationMechanism``: "Cron requests set this header value to __cron"); it is the
-  task-queue header, stripped from external requests the same way
-  (https://cloud.google.com/appengine/docs/standard/services/taskqueue/push/creating-handlers#reading_request_headers).
-
-With ``DEDUP_APP_ENGINE_CALLER=true`` every request must carry one of those two proofs, ``X-Appengine-Cron:
-true`` or ``X-AppEngine-QueueName: __cron``, or it is refused **before Firestore is touched** with 403
-``forbidden`` (JSON). The ``X-CloudScheduler`` header alone proves nothing: it is not an App Engine header, so
-App Engine passes a client's copy through.
-
-Limits (say them, do not hide them): the proof holds only behind App Engine's front end (the handler served
-anywhere else can be sent any header); App Engine lets **signed-in administrators of the app** set these headers
-for testing (the same pages), so an app admin can forge a delivery; and Scheduler's reference does not name
-which ``X-AppEngine-*`` headers a job created through the Scheduler API (not cron.yaml) carries, which is why
-either proof is accepted. Not verified against a live project here.
-
-Never 503: App Engine treats 503 as a system error and Scheduler retries it "regardless of retry configuration
-and not counted against retry counts" (same Scheduler reference), so a refusal is 403, never 503.
+That target carries no OIDC token, so with ``DEDUP_APP_ENGINE_CALLER=true`` every request must carry a header App
+Engine sets itself and strips from external requests, ``X-Appengine-Cron: true`` or ``X-AppEngine-QueueName: __cron``,
+or it is refused with 403 before the store is touched (never 503: App Engine retries a 503 outside the retry count).
+``X-CloudScheduler`` alone proves nothing. The proof holds only behind App Engine's front end, and an app's
+administrators can set these headers; the sources and limits: docs/targets-and-auth.md#on-app-engine.
 """
 
 from __future__ import annotations

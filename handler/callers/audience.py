@@ -1,32 +1,11 @@
 """OIDC audiences: which ``aud`` a token must carry to pass each gate, decided in one place.
 
-Three gates check a Google-signed ID token's audience, and they do not agree on spelling:
-
-- **The handler's own caller check** (``DEDUP_OIDC_AUDIENCE``) uses google-auth's ``verify_token``,
-  which compares ``aud`` with each accepted value **exactly** (no normalisation), so
-  ``https://svc-abc-ew.a.run.app/`` and ``https://svc-abc-ew.a.run.app`` are different audiences.
-  https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
-  (``verify_token(..., audience=...)``; the claim check is ``google.auth.jwt.decode``'s ``aud`` test).
-  :func:`handler_accepts` is that comparison, and the handler, the component and the policy pack call it.
-- **Cloud Run IAM** (a private service, ``roles/run.invoker``) accepts a token whose ``aud`` is the
-  service's ``*.run.app`` URL or one of the service's custom audiences (each compared as written):
-  https://cloud.google.com/run/docs/configuring/custom-audiences ("an audience (``aud``) claim
-  matching the receiving service's ``*.run.app`` URL"; "The default Google-generated URL always
-  remains as an accepted audience value"). Google's own service-to-service sample writes that URL
-  with a trailing slash (``audience = 'https://my-cloud-run-service.run.app/'``,
-  GoogleCloudPlatform/python-docs-samples ``auth/service-to-service/auth.py``, the sample embedded in
-  https://cloud.google.com/run/docs/authenticating/service-to-service), so both spellings of the service
-  URL pass Cloud Run's gate: the **only** deviation from exact matching here. A URL with a path,
-  a query or a fragment is not documented as accepted and is treated as refused (query strings in a
-  default audience are a known cause of 401s: googleapis/python-tasks#137).
-- **Cloud Functions** (``https://REGION-PROJECT.cloudfunctions.net/FUNCTION``) needs the **full function
-  URL**, path included; the origin alone is refused with 401. Google's sample above ("Cloud Functions
-  uses your function's URL as the ``audience`` value", ``https://...cloudfunctions.net/myFunction``) and
-  googleapis/google-auth-library-nodejs#1208 (the origin gives 401, the full URL works).
-
-:func:`target_audience` gives the audience the handler mints for a downstream HTTP target when
-``DEDUP_TARGET_AUDIENCE`` is not set, by host kind (see :data:`HOST_KINDS`), and
-:func:`platform_accepts` says whether a value passes the gate in front of a URL.
+The gates disagree on spelling: the handler's own check compares ``aud`` exactly, as google-auth does
+(:func:`handler_accepts`, which the handler, the component and the policy pack call); Cloud Run IAM also accepts its
+``*.run.app`` URL with a trailing slash, or a custom audience; Cloud Functions needs the full function URL.
+:func:`target_audience` is the audience the handler mints for an HTTP target by host kind (:data:`HOST_KINDS`), and
+:func:`platform_accepts` says whether a value passes the gate in front of a URL. Sources:
+docs/targets-and-auth.md.
 """
 
 from __future__ import annotations

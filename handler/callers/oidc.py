@@ -1,53 +1,13 @@
-"""Caller verification: the handler's second gate after Cloud Run IAM.
+"""Caller verification: the handler's second gate after Cloud Run IAM, since anyone who reaches the service can set
+``X-CloudScheduler-*`` headers.
 
-The ``X-CloudScheduler-*`` headers can be set by anyone who can reach the service. When
-``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS`` are both set, every request must carry a Google-signed
-OIDC ID token (what Cloud Scheduler sends with an ``oidc_token`` on the job).
-
-**Which header carries the identity.** Cloud Run reads the token from ``X-Serverless-Authorization`` when a
-request has one, and then leaves ``Authorization`` unchecked and untouched for the container
-(https://cloud.google.com/run/docs/authenticating/service-to-service#acquire-token). The handler takes the
-identity from the same header Cloud Run checked: ``X-Serverless-Authorization`` where present,
-``Authorization`` otherwise (:func:`identity_token`); the other header is never read for identity.
-
-**What every accepted token passes** (:func:`token_problem`, one function for both paths below):
-
-- its header says ``alg: RS256`` (what Google signs ID tokens with) and names a ``kid``;
-- ``iat`` and ``exp`` are numbers, ``exp - iat`` is at most :data:`MAX_TOKEN_LIFETIME_SECONDS` (Google's ID
-  tokens are valid for one hour: https://cloud.google.com/docs/authentication/token-types#id-lifetime), ``iat`` is
-  not in the future and ``exp`` not in the past, each by more than :data:`CLOCK_SKEW_SECONDS`;
-- ``aud`` is one of the accepted audiences, compared exactly (:func:`~scheduler_dedup.handler.callers.audience.handler_accepts`);
-- ``iss`` is ``https://accounts.google.com`` or ``accounts.google.com``;
-- ``email`` is one of the allowed service accounts and ``email_verified`` is true.
-
-**Signed tokens** are verified with google-auth (``google.auth.jwt.decode`` against the certificates of
-``DEDUP_OIDC_CERTS_URL``, default https://www.googleapis.com/oauth2/v1/certs). The certificates are kept as long
-as the endpoint's ``Cache-Control: max-age`` says, and a token whose ``kid`` is not among them makes the handler
-fetch them again, at most once per :data:`KID_REFETCH_INTERVAL_SECONDS` (:class:`SigningKeys`), so a key Google
-has just published works on the first delivery signed with it. One fetch is in flight at a time and no caller
-queues behind another's: while it runs, a caller whose ``kid`` the cached set holds uses that, any other waits for
-that one fetch's result, and the fetch ends within its timeout in all.
-
-**Tokens Cloud Run already verified.** When Cloud Run IAM admits a request (the service is private), Cloud Run
-forwards the token with its signature replaced by ``SIGNATURE_REMOVED_BY_GOOGLE``
-(https://cloud.google.com/run/docs/troubleshooting#signature-removed), so no signature can be checked in the
-container. With ``DEDUP_TRUST_CLOUD_RUN_IAM=true`` (the component sets it) such a token passes on the checks
-above without its signature, but only while the handler has proven the premise: its own service
-(``DEDUP_SERVICE``) is private and enforces IAM (:mod:`scheduler_dedup.handler.callers.trust_premise`). Without the
-setting such tokens are refused (401) naming it.
-
-Anything refused is answered **before the store is touched**: 401 ``unauthorized`` (missing, malformed,
-unsigned, badly signed, expired, wrong audience or issuer; or trust mode whose premise does not hold), 403
-``forbidden`` (a valid token for an email that is not allowed). A refusal names the problem and the header,
-never the token (:func:`~scheduler_dedup.handler.core.safe_text.scrub_secrets` on every message). If the certificates
-cannot be fetched the answer is 500 ``auth_unavailable``, so Scheduler retries instead of dropping the run.
-
-**Verification modes.** :class:`CallerVerifier` is what the app calls (``check(headers)``); :class:`OidcVerifier`
-is the OIDC mode. Another mode (a platform's own caller headers) implements the same ``check`` and is chosen in
-:func:`build_caller_verifier`.
-
-Verification: https://googleapis.dev/python/google-auth/latest/reference/google.auth.jwt.html
-(``decode``, ``decode_header``); Cloud Scheduler's OIDC token: https://cloud.google.com/scheduler/docs/http-target-auth
+With ``DEDUP_OIDC_AUDIENCE`` and ``DEDUP_ALLOWED_CALLERS`` set, every request must carry a Google-signed OIDC ID
+token, read from the header Cloud Run checked (:func:`identity_token`) and held to :func:`token_problem`; its
+signature is checked against Google's certificates (:class:`SigningKeys`), or, for a token Cloud Run already verified
+(signature removed), trusted only while trust mode's premise holds (:mod:`.trust_premise`). A refusal (401, 403; 500
+``auth_unavailable`` when the certificates cannot be fetched) comes before the store is touched and never shows the
+token. :class:`CallerVerifier` is what the app calls; :func:`build_caller_verifier` picks the mode. The checks and
+their sources: docs/targets-and-auth.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,11 @@
 """Trust mode's premise, checked: this Cloud Run service is private and Cloud Run IAM guards it.
 
 ``DEDUP_TRUST_CLOUD_RUN_IAM=true`` accepts ID tokens whose signature Cloud Run removed, because Cloud Run verified
-them. That holds only while Cloud Run checks every request: the service must not grant an invoker role to
-``allUsers`` or ``allAuthenticatedUsers``, and its invoker IAM check must be on (``invokerIamDisabled`` false,
-https://cloud.google.com/run/docs/securing/security#invoker-iam-check-disabled). On a public service Cloud Run
-checks nothing, and anyone could send an unsigned token in that form.
-
-:class:`ServicePremise` reads both facts about its own service (``DEDUP_SERVICE``) through the Cloud Run Admin
-API v2, at start-up and again every :data:`RECHECK_SECONDS`:
-
-- ``GET {DEDUP_RUN_API}/v2/{service}``: the Service's ``invokerIamDisabled``
-  (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services#Service);
-- ``GET {DEDUP_RUN_API}/v2/{service}:getIamPolicy``: the bindings
-  (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.services/getIamPolicy).
-
-If the service is public, its invoker check is off, or either cannot be read (no permission, API down, an
-unexpected answer), :meth:`ServicePremise.refusal_reason` names the cause, every delivery is refused with 401
-(:mod:`scheduler_dedup.handler.callers.oidc`) and an ERROR line is logged once per check. The runtime identity needs
-``run.services.get`` and ``run.services.getIamPolicy`` on this one service: the component grants
-``roles/run.viewer`` on the service, the narrowest predefined role with both
-(https://cloud.google.com/run/docs/reference/iam/roles).
-
-Between two checks the last verdict stands: a service made public is refused from the next check on, at most
-:data:`RECHECK_SECONDS` later. A re-check of a passing verdict runs in a background thread started by the request
-that finds it stale; that request and the ones during the check get the previous verdict.
-
-A **refusing** verdict is read again after only :data:`REFUSED_RECHECK_SECONDS`, by the request that finds it stale
-(it waits for the check; requests meanwhile get the refusal): the runtime account's grant reaches IAM minutes after
-``pulumi up`` (https://cloud.google.com/iam/docs/access-change-propagation), a new instance may start before it, and
-an API hiccup at start-up must not refuse every delivery for :data:`RECHECK_SECONDS`, longer than a short retry
-config retries.
+them; that holds only while no invoker role goes to ``allUsers`` or ``allAuthenticatedUsers`` and the invoker IAM
+check is on. :class:`ServicePremise` reads both of its own service (``DEDUP_SERVICE``) through the Cloud Run Admin
+API at start-up and every :data:`RECHECK_SECONDS` (a refusing verdict again after :data:`REFUSED_RECHECK_SECONDS`,
+since grants propagate for minutes after a deploy). While it fails, every delivery is refused with 401 naming the
+cause. docs/targets-and-auth.md says what the runtime account needs.
 """
 
 from __future__ import annotations

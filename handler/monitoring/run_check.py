@@ -1,47 +1,11 @@
-"""The run check: compares a job's expected fire times with its run records and logs what was missed.
+"""The run check: the watchdog job's ``POST /dedup/run-check``, which compares the handler's own job's expected fire
+times with its run records and logs what was missed.
 
-A watchdog Cloud Scheduler job (the component creates it with ``alerts``) POSTs to
-:data:`CHECK_PATH` every hour. The check reads run records only: it never creates one and never
-runs the job. For each expected fire time without a record once its grace period has passed it logs
-one ``missed_run`` line (severity ERROR, :class:`~scheduler_dedup.handler.core.logs.LogEvent`), and for
-each run of the window still in progress past its lease one ``stuck_run`` line; log-match alert
-policies turn them into notifications. From the records it also logs, once each, a ``failure_streak`` line when
-``failure_threshold`` consecutive runs have failed, a ``run_recovered`` line when a run completes after such a
-streak, and a ``long_run`` line for a run still in progress ``max_runtime_seconds`` after its claim, even while its
-lease is renewed (:func:`~scheduler_dedup.handler.monitoring.run_alerts.run_alerts`; runs that finished, or passed
-the limit, in ``[S - window, S)``). Every completed check logs one ``run_check`` line, the heartbeat that a
-metric-absence policy watches.
-
-Request: ``POST /dedup/run-check`` with a JSON body ``{"job_name": "<Scheduler job id>",
-"grace_seconds": 300, "window_seconds": 3600}``, optionally with ``"failure_threshold": 3`` (default 1) and
-``"max_runtime_seconds": 1800`` (default: not checked). The check time ``S`` is the watchdog's
-``X-CloudScheduler-ScheduleTime`` (the store's clock when absent, and never later than it). The
-check covers the fire times ``t`` with ``S - window - grace <= t < S - grace``: consecutive checks
-one window apart tile time, so each missed run is reported once. The schedule and its time zone are
-the handler's ``DEDUP_SCHEDULE`` / ``DEDUP_TIME_ZONE``.
-
-Responses (JSON):
-
-* 200 ``{"status": "ok" | "missed" | "stuck" | "paused", "job_name", "since", "until", "now", "grace_seconds",
-  "expected", "recorded", "missed": [RFC 3339 fire times], "stuck": [RFC 3339 schedule times],
-  "active_since", "active_since_source", "paused_since", "failing", "recovered", "long_run": [RFC 3339 schedule
-  times], "findings": [...]}``; ``status`` is also ``failing`` or ``long_run`` when the check logged such lines. ``paused``: the job is paused (``DEDUP_PAUSED_SINCE``, set by the component while its
-  ``paused`` input is true) and its fire times since are one ``paused`` finding, not missed runs: no
-  ``missed_run`` line is logged for them, and the heartbeat goes on. ``stuck`` runs are in progress past their lease (the attempt died and no retry
-  took them over), each also logged as one ``stuck_run`` ERROR line. ``findings`` are the run history's
-  (missed, late, failed, stuck, repeated, unexpected, skipped, dst_repeated) for the window. No fire time before
-  ``active_since`` is expected: the handler's ``DEDUP_SCHEDULE_SINCE`` (when the job got its schedule; the
-  component sets it), else the job's earliest record (``active_since_source`` says which), so a fresh deploy
-  reports nothing missed. 200 even when runs were missed:
-  the alert comes from the log line, and a retry would only report them again.
-* 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
-* 403 ``{"status": "forbidden", "error", "field", "job"}``: ``job_name`` is not the handler's own job
-  (``DEDUP_SCHEDULER_JOB``, when set): a handler reports only on its own job's runs, and counts only records keyed
-  on that job's project and region (a job with the same id elsewhere may share the store).
-* 500 ``{"status": "not_configured", "error"}``: ``DEDUP_SCHEDULE`` is not set.
-* 500 ``{"status": "store_error", "error"}``: the run store failed (no heartbeat is logged).
-* 500 ``{"status": "store_misconfigured", "error", "fix"}``: the run store refuses every call as it is set up
-  (no heartbeat is logged; the cause is logged as ERROR once per process, WARNING after).
+It reads records only. Per expected fire time without a record past its grace it logs one ``missed_run`` line, per
+run in progress past its lease one ``stuck_run`` line, once each a ``failure_streak``, ``run_recovered`` or
+``long_run`` line (:mod:`.run_alerts`), and per completed check one ``run_check`` line, the heartbeat a
+metric-absence policy watches. Consecutive checks one window apart tile time, so each missed run is reported once.
+Request, answers and alerts: docs/monitoring.md#the-run-check and docs/reference/http-answers.md#run-check.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Run stores behind one contract (:mod:`.base`), one folder each (:mod:`.firestore`, :mod:`.redis`,
-:mod:`.spanner`), registered in :mod:`.registry`.
+:mod:`.spanner`), each described by a :class:`~.kind.StoreKind` (:mod:`.kind`) registered in :mod:`.registry`, and
+the wire vocabulary the fault proxy reads their calls with (:mod:`.wire`).
 
 :func:`open_store` builds the store that ``DEDUP_STORE`` names. Each store's modules are imported only when it
 is used, so a handler on one store never loads another store's client library.

@@ -1,44 +1,11 @@
-"""What each downstream answer means for the run: one table per target type, with the reason for each row.
+"""What each downstream answer means for the run: one table per target type (:data:`TABLE`), with the reason for
+each row, rendered on docs/reference/http-answers.md.
 
-A proxy target's answer decides the run's outcome: **completed** (recorded, never run again),
-**retry** (the claim is released and the handler answers 500, so Cloud Scheduler's retry config
-delivers the run again), or **failed** (recorded ``failed``; no delivery runs it again).
-
-The rule behind the table: only an answer that says *this request can never succeed as sent*
-records the run failed. Anything a grant, a deploy, a quota or time can fix is retried, so a
-target that stays misconfigured is reported by alerting on repeated 500s and ``failed`` runs, not
-by silently losing the runs that arrive while it is being fixed. In particular:
-
-- **401 and 403** are retried: IAM grants take minutes to apply after ``pulumi up``
-  (https://cloud.google.com/iam/docs/access-change-propagation), so the first runs after a deploy
-  meet exactly these answers; a revoked token is minted again on the next delivery.
-- **409** is retried: a downstream deduplicating on the run id with ``idempotent_endpoint`` answers 409
-  (+ ``Retry-After``) while an earlier call with the same key is still in progress; for the Google
-  APIs it is ``ABORTED``/``ALREADY_EXISTS`` of a concurrent request
-  (https://cloud.google.com/apis/design/errors#handling_errors: ABORTED "Retry at a higher level").
-- **408, 429 and 5xx** are retried: timeouts, quota and server errors
-  (same page: UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED).
-- **400, 404, 405, 410, 411, 413, 414, 415, 422** and any other 4xx record the run failed: the
-  request is malformed or its target does not exist, and repeating it changes nothing. A downstream
-  ``idempotent_endpoint`` service answers **422** ``{"status": "failed"}`` for a run that failed permanently.
-- **3xx** records the run failed: redirects are not followed (a POST would become a body-less GET
-  and the run be recorded done though the target never got it); point ``DEDUP_TARGET`` at the final URL.
-
-The existence check that Workflows, Cloud Run job and Cloud Build trigger targets make before starting (a
-``list`` call; for Cloud Build also the ``triggers.get`` that resolves the trigger's id) is a safety net, not
-the run: a refused check (any 4xx but 408/409/429) is logged and skipped, and the start call's own answer
-decides.
-
-**Cloud Build triggers** answer ``projects.locations.triggers.run`` with a long-running ``Operation`` whose
-metadata holds the new ``Build``
-(https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.triggers/run); the HTTP status
-of that call decides as for the other Google APIs. The build's own ``status``
-(https://cloud.google.com/build/docs/api/reference/rest/v1/projects.builds#Build.Status: ``PENDING``,
-``QUEUED``, ``WORKING``, ``SUCCESS``, ``FAILURE``, ``INTERNAL_ERROR``, ``TIMEOUT``, ``CANCELLED``,
-``EXPIRED``) is not an answer to the start: the handler starts the build and does not wait for it, so a build
-found by the existence check completes the run whatever its status (the result names it), exactly as a
-Workflows execution found in any state does. Whether the build succeeds is Cloud Build's to report (build
-notifications, or an alert on ``FAILURE``/``TIMEOUT`` builds of the trigger).
+An answer is **completed** (recorded, never run again), **retry** (the claim is released and the handler answers
+500, so Scheduler delivers again) or **failed** (recorded ``failed``). Only an answer that says this request can
+never succeed as sent records the run failed; anything a grant, a deploy, a quota or time can fix is retried, so a
+target that stays misconfigured shows as repeated 500s rather than lost runs. A refused pre-start existence check is
+logged and skipped (:func:`existence_check_refused`): the start call's answer decides.
 """
 
 from __future__ import annotations

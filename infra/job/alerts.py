@@ -1,40 +1,11 @@
-"""Alerts that :class:`~scheduler_dedup.infra.job.component.DedupScheduledJob` provisions when given ``alerts``.
+"""The alerts :class:`~scheduler_dedup.infra.job.component.DedupScheduledJob` provisions with ``alerts``: log-based
+metrics over the handler's structured lines (filters from :mod:`scheduler_dedup.infra.job.log_query`), the alert
+policies on them, and a watchdog Scheduler job that calls the handler's run check hourly.
 
-What it creates (children of the component, logical names ``<name>-<part>``):
-
-* Log-based metrics (``gcp.logging.Metric``) over the handler's structured stdout lines:
-  ``deliveries`` (a counter by ``job_name`` and ``outcome``), ``duration`` (milliseconds of the
-  deliveries that ran the job, a distribution by ``job_name`` and ``outcome``) and ``run-checks``
-  (the watchdog's heartbeat). Filters come from :mod:`scheduler_dedup.infra.job.log_query`, built from
-  the field names the handler logs (:class:`~scheduler_dedup.handler.core.logs.LogField`).
-* Alert policies (``gcp.monitoring.AlertPolicy``): a run **failed** (log match; with ``failure_threshold`` above
-  1, on the run check's ``failure_streak`` line once that many runs failed in a row), the job **recovered** (log
-  match on the run check's ``run_recovered`` line), a run **too long** (with ``max_runtime_seconds``: the run
-  check's ``long_run`` line), a run was
-  **fenced** (log match), runs were **released** more than N times within the job's retry window
-  (threshold on ``deliveries``), a **takeover** after a crashed attempt (log match), a **missed
-  run** and a **stuck run** (log match on the run check's ``missed_run`` / ``stuck_run`` lines),
-  the **watchdog went silent** (metric absence on ``run-checks``), and, for jobs that fire at least
-  every ~23 hours, **deliveries stopped** (metric absence on ``deliveries``).
-* A watchdog Cloud Scheduler job that calls the handler's run check every hour (see below).
-
-Why a watchdog: the failure that matters most is silent. When the job is paused or deleted, the
-handler crash-loops or an IAM grant is missing, nothing is logged. A metric-absence condition notices
-missing data, but its duration window is capped (24 h in the console, 24.5 h through the API) and it
-needs one data point after the policy is created or changed
-(https://cloud.google.com/monitoring/alerts/types-of-conditions#metric-absence); we keep absence
-windows at most :data:`MAX_ABSENCE_SECONDS` (23.5 h), so a daily or weekly job cannot rely on one.
-So a second Scheduler job calls ``POST <service>`` :data:`~scheduler_dedup.handler.monitoring.run_check.CHECK_PATH`
-hourly with the same OIDC identity. The handler compares the schedule's expected fire times with the
-run records and logs one ``missed_run`` ERROR line per expected run without a record once its grace
-period has passed, which a log-match policy turns into a notification; every completed check also logs
-a ``run_check`` line, the heartbeat. If the check cannot run at all (Scheduler stopped, handler
-down, IAM broken, Firestore unreachable) the heartbeat stops and the absence policy fires after
-:attr:`AlertSettings.heartbeat_absence_seconds`.
-
-Each check covers the expected fire times ``t`` with ``t + grace`` in ``(S - 1 h, S]``, where ``S``
-is the watchdog's own schedule time, so consecutive hourly checks tile time and each missed run is
-reported once.
+Why a watchdog: the failure that matters most is silent (the job paused or deleted, the handler down, a grant
+missing), and a metric-absence window is capped below a day (:data:`MAX_ABSENCE_SECONDS`), so a daily or weekly job
+cannot rely on one. The run check logs one ``missed_run`` line per expected run without a record, and its heartbeat
+stops when it cannot run at all. The metrics and policies, one by one: docs/monitoring.md#alerts.
 """
 
 from __future__ import annotations

@@ -1,42 +1,12 @@
-"""``DedupScheduledJob``: one Pulumi component that deploys a deduplicated Cloud Scheduler job.
+"""``DedupScheduledJob`` (type ``scheduler-dedup:index:DedupScheduledJob``): one Pulumi component that deploys a
+deduplicated Cloud Scheduler job, its handler (a Cloud Run service, or an App Engine version with ``app_engine``),
+their service accounts, the job's own store unless ``store`` is given, and non-authoritative grants only
+(:data:`GRANTS_DOC`). Children are ``parent=self`` and named ``<name>-<part>``; docs/deploying.md lists them.
 
-Type token ``scheduler-dedup:index:DedupScheduledJob``. Children (all ``parent=self``, logical names
-``<name>-<part>``):
-
-* ``gcp:projects:Service`` per needed API, ``disable_on_destroy=False`` (other stacks may use them).
-* Two (three for source deploys) dedicated service accounts:
-  ``<name>-sched`` (Scheduler's OIDC identity), ``<name>-runtime`` (the Cloud Run service identity),
-  ``<name>-build`` (Cloud Build identity of the source deploy).
-* Without ``store``: the job's own store (:func:`~scheduler_dedup.infra.stores.store.firestore_children`): the
-  Firestore database (native mode) unless an existing one is used, a ``gcp:firestore:Field`` with the TTL
-  policy on ``expire_at`` in the dedup collection (its single-field indexes off) and the run history
-  indexes. With ``store`` (a :class:`~scheduler_dedup.infra.stores.store.DedupStore` or its outputs): none of
-  these and no API, only the runtime identity's grant on the store's database.
-* ``scheduler_service_account_email`` / ``build_service_account_email`` replace the dedicated ``-sched`` /
-  ``-build`` accounts with shared ones; the runtime account is always the job's own.
-* Source deploy: private bucket (uniform bucket-level access, public access prevention enforced),
-  the deploy archive object named after its SHA-256, an Artifact Registry repository for the built
-  image; or a prebuilt ``image``.
-* Cloud Run v2 service (build config for Cloud Run functions, target ``handle_scheduled_job``).
-* Cloud Scheduler job: POST to the service URL with an OIDC token.
-* With ``app_engine`` instead (:mod:`scheduler_dedup.infra.job.app_engine`): no Cloud Run service, no ``-sched``
-  account, no image repository; an App Engine standard version built from the same archive (unless ``deploy``
-  is false) and a Scheduler job with an App Engine target (service, version, relative URI, ``X-Dedup-*``
-  headers, retry config), which carries no OIDC token; the handler checks App Engine's cron headers instead.
-* Non-authoritative ``*IamMember`` grants only; see :data:`GRANTS_DOC` and the deploying page of the docs.
-
-OIDC audience decision
-----------------------
-The natural audience is the service URL, but the handler's env (``DEDUP_OIDC_AUDIENCE``) is part of
-the service whose URL is an output: a cycle. We break it with a Cloud Run *custom audience*: a stable
-string derived from the inputs only, ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``
-(``.invalid`` is reserved by RFC 2606, so it can never be a real host). The component sets it
-(1) in the service's ``custom_audiences`` — Cloud Run's IAM gate accepts ID tokens whose ``aud`` is the
-run.app URL *or* a configured custom audience
-(https://cloud.google.com/run/docs/configuring/custom-audiences), (2) in the Scheduler job's
-``oidc_token.audience`` and (3) in ``DEDUP_OIDC_AUDIENCE``. All three are the same literal, known at
-preview, and it does not change when Google changes URL formats. The deterministic run.app URL would
-need the project *number* (an extra lookup) and ties the audience to a URL format.
+The OIDC audience is a custom audience derived from the inputs alone,
+``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``, set on the service, the Scheduler job's
+``oidc_token`` and ``DEDUP_OIDC_AUDIENCE``: the service URL would be an output of the service whose environment
+needs it (a cycle), and ``.invalid`` can never be a real host.
 """
 
 import hashlib

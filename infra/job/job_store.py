@@ -87,7 +87,7 @@ def _shared_store(args: Mapping[str, Any], store: StoreRef, kind: str, spanner_i
 
 def _own_spanner_store(args: Mapping[str, Any], prefix: str, project: str | None, region: str | None,
                        collection: str, instance: str | None) -> JobStore:
-    """A Spanner database of the job's own (:mod:`.spanner_store`), in ``spanner_instance`` or an instance of its own.
+    """A Spanner database of the job's own (:mod:`scheduler_dedup.infra.stores.spanner`), in ``spanner_instance`` or an instance of its own.
 
     Its table, database and instance ids are the handler's (``DEDUP_COLLECTION``, ``DEDUP_SPANNER_DATABASE``,
     ``DEDUP_SPANNER_INSTANCE``), checked again by :func:`check_handler_settings`.

@@ -48,7 +48,7 @@ def validate_time_zone(time_zone: str) -> str:
 
 
 def resolve_region(args: Mapping[str, Any]) -> str:
-    """The region of the Cloud Run service and the Scheduler job, offered by both (:mod:`.locations`)."""
+    """The region of the Cloud Run service and the Scheduler job, offered by both (:mod:`scheduler_dedup.infra.project.locations`)."""
     region = required_str(args, "region", "a Cloud Run and Cloud Scheduler region such as 'us-central1'")
     problem = region_problem(region, ("Cloud Scheduler", "Cloud Run"))
     if problem:

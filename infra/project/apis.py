@@ -1,8 +1,8 @@
 """The Google APIs the component and the store enable (``gcp.projects.Service``, ``disable_on_destroy=False``).
 
-A module of constants (and :func:`for_store`) with no imports, so that the job (:mod:`.component`), the stores
-(:mod:`.store`, :mod:`.spanner_store`, :mod:`.memorystore_store`) and the alerts (:mod:`.alerts`) read one list
-without importing each other.
+A module of constants (and :func:`for_store`) with no imports, so that the job
+(:mod:`scheduler_dedup.infra.job.component`), the stores (:mod:`scheduler_dedup.infra.stores`) and the alerts
+(:mod:`scheduler_dedup.infra.job.alerts`) read one list without importing each other.
 """
 
 #: The API of a Firestore store.

@@ -1,7 +1,7 @@
 """Where Cloud Scheduler, Cloud Run and Firestore are offered: one list per service, with its source and date.
 
-A region one of them lacks (or a misspelt one, ``europe-west99``) used to pass ``pulumi preview`` and fail only at
-``pulumi up``. :func:`region_problem` refuses it at preview, naming the service that lacks it and the nearest
+A region one of them lacks (or a misspelt one, ``europe-west99``) would fail only at ``pulumi up``:
+:func:`region_problem` refuses it at preview, naming the service that lacks it and the nearest
 spelling (:mod:`difflib`). One implementation for the component (``region``, ``database_location``, a store's
 ``location``) and the policy pack.
 

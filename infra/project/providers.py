@@ -32,11 +32,6 @@ class ProjectSource:
     project: Optional[str]
     provider_name: Optional[str] = None
 
-    @property
-    def described(self) -> str:
-        return f"the provider {self.provider_name!r} the component was given" if self.provider_name else \
-            "the stack config gcp:project"
-
 
 def explicit_gcp_provider(opts: Optional[pulumi.ResourceOptions]) -> Optional[pulumi.ProviderResource]:
     """The ``gcp`` provider a component's children will use, when it is not the default one: ``opts.provider``,

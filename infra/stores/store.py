@@ -373,7 +373,7 @@ class DedupStore(pulumi.ComponentResource):
 
     def _spanner(self, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
                  source: ProjectSource) -> None:
-        """``kind="spanner"``: an instance (created or adopted) and a database with the DDL (:mod:`.spanner_store`)."""
+        """``kind="spanner"``: an instance (created or adopted) and a database with the DDL (:mod:`.spanner`)."""
         unknown = sorted(set(args) - _ALLOWED_KEYS - SPANNER_KEYS)
         if unknown:
             raise DedupConfigError(unknown[0], "unknown input of a Spanner DedupStore; valid inputs are "
@@ -416,7 +416,7 @@ class DedupStore(pulumi.ComponentResource):
 
     def _memorystore(self, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
                      default_project: Optional[str]) -> None:
-        """``kind="memorystore"``: a Memorystore for Redis instance and its secrets (:mod:`.memorystore_store`)."""
+        """``kind="memorystore"``: a Memorystore for Redis instance and its secrets (:mod:`.memorystore`)."""
         from scheduler_dedup.infra.stores.memorystore import memorystore_children, resolve_memorystore_settings
 
         s = resolve_memorystore_settings(name, args, default_project=default_project)
@@ -475,7 +475,7 @@ class StoreRef:
     instance_id: Optional[pulumi.Input[str]] = None
     """Spanner: the instance of the database; None for other kinds."""
     redis: Optional[Any] = None
-    """Memorystore: the store's endpoint, secrets and network (:class:`.memorystore_store.RedisStoreRef`); None for
+    """Memorystore: the store's endpoint, secrets and network (:class:`.memorystore.RedisStoreRef`); None for
     other kinds."""
 
 

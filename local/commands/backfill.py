@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from scheduler_dedup.handler.core.errors import StoreCallError
-from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
+from scheduler_dedup.handler.monitoring.run_history import JobScope
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.local.commands.console import make_console

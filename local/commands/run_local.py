@@ -33,7 +33,7 @@ from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED
 from scheduler_dedup.handler.monitoring.comparison import compare
-from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Finding, Report
+from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Report
 from scheduler_dedup.handler.monitoring.run_history import RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.run_key import RunKey

@@ -20,7 +20,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 

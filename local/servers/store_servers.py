@@ -27,8 +27,6 @@ from scheduler_dedup.handler.stores import registry
 from scheduler_dedup.handler.stores.kind import load
 
 if TYPE_CHECKING:
-    import subprocess
-
     from scheduler_dedup.handler.config.settings import Settings
     from scheduler_dedup.handler.stores.base import RunStore
     from scheduler_dedup.handler.stores.wire import GrpcWire

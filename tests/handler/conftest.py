@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,6 +210,3 @@ def deliver(url: str, headers: dict[str, str], timeout: float = 60) -> requests.
     """POST one delivery, as Cloud Scheduler does (with the App Engine target's body when the headers are its)."""
     body = APP_ENGINE_BODY if headers.get("X-CloudScheduler") == "true" else b""
     return requests.post(url, headers=headers, data=body, timeout=timeout)
-
-
-Deliver = Callable[[str, dict[str, str]], requests.Response]

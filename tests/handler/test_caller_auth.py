@@ -188,7 +188,7 @@ def test_members_that_no_scheduler_token_can_carry_are_refused_at_start_up(entry
 
 def test_a_service_account_member_pasted_from_an_iam_binding_is_accepted(harness: Harness, fake: FakeGoogle,
                                                                          signer: LocalSigner) -> None:
-    """DEDUP_ALLOWED_CALLERS=serviceAccount:EMAIL used to pass start-up and then answer 403 to every delivery."""
+    """DEDUP_ALLOWED_CALLERS=serviceAccount:EMAIL (an IAM member, any case) allows EMAIL: its deliveries run."""
     env = {**auth_env(fake), "DEDUP_ALLOWED_CALLERS": f"serviceAccount:{CALLER.upper()}"}
     server = harness.server(**env)
     ok = deliver(server.url, bearer(signer.token(audience=AUDIENCE, email=CALLER)))

@@ -21,7 +21,7 @@ from scheduler_dedup.handler.callers.oidc import SigningKeys
 
 from .fake_google import LocalSigner
 
-#: Callers at once: as many as the review sent.
+#: Callers at once, each with a forged ``kid``: behind one lock the last would wait four fetch timeouts.
 CALLERS = 4
 #: The fetch timeout the tests give :class:`SigningKeys`, seconds.
 FETCH_TIMEOUT_SECONDS = 1.5

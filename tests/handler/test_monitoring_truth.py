@@ -49,7 +49,7 @@ def _check(server: Any, at: str, job: str) -> dict[str, Any]:
 
 def test_a_fresh_deploy_is_checked_from_the_time_the_job_got_its_schedule(harness: Harness) -> None:
     """A ``* * * * *`` job deployed at 17:58 and checked at 18:01 over the hour before: the fire times from
-    17:02 to 17:57 are not missed runs but times before the job existed (before: 60 expected, 57 missed)."""
+    17:02 to 17:57 are not missed runs but times before the job existed: 2 expected, 2 recorded, none missed."""
     server = harness.server(**EVERY_MINUTE, DEDUP_SCHEDULE_SINCE="2026-11-30T17:58:00Z")
     for minute in (58, 59):
         assert deliver(server.url, scheduler_headers("fresh", f"2026-11-30T17:{minute}:00Z")).status_code == 200
@@ -81,7 +81,8 @@ def test_the_bound_does_not_hide_a_run_missed_after_the_job_existed(harness: Har
 
 
 def test_runs_since_a_day_passes_on_the_first_day_of_a_job(harness: Harness) -> None:
-    """The docs' CI check, ``runs --job J --since 1d``, right after a deploy (before: it failed all day)."""
+    """The docs' CI check, ``runs --job J --since 1d``, passes right after a deploy: the day before the job existed
+    holds no missed run."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     since = now - timedelta(minutes=20)
     server = harness.server(DEDUP_SCHEDULE="*/5 * * * *", DEDUP_TIME_ZONE="Etc/UTC",
@@ -198,7 +199,7 @@ def test_a_fire_time_skipped_while_the_previous_run_was_still_being_retried_befo
 def test_fire_times_before_the_job_was_created_after_its_schedule_time_was_recorded_are_not_missed() -> None:
     """The component records DEDUP_SCHEDULE_SINCE before the Cloud Run service that carries it, and creates (or
     updates) the Scheduler job only after that service and its invoker grant: on a fresh deploy of ``* * * * *`` at
-    17:50 the job existed from 17:53, so 17:50 to 17:52 were never due (before: three missed-run pages). A fire time
+    17:50 the job existed from 17:53, so 17:50 to 17:52 were never due and page nobody. A fire time
     past the settling time that has no record is missed; one recorded within it counts, and the first record ends
     it (test_the_bound_does_not_hide_a_run_missed_after_the_job_existed)."""
     since = datetime(2026, 11, 30, 17, 50, tzinfo=UTC)

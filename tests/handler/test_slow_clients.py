@@ -1,7 +1,7 @@
 """Slow clients over real sockets: connections that trickle their headers must not block other requests.
 
-Under functions-framework's gunicorn defaults, 8 connections sending one header byte at a time held all 8 threads
-of the handler, and every other request waited as long as they went on (40 s in the review).
+Under functions-framework's gunicorn defaults, 8 connections sending one header byte at a time would hold all 8
+threads of the handler, and every other request would wait as long as they went on.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def forged(header: Any, **claims: Any) -> str:
 def test_identity_comes_from_x_serverless_authorization_not_from_authorization(
         harness: Harness, fake: FakeGoogle, signer: LocalSigner) -> None:
     """A principal with run.invoker sends its own valid token where Cloud Run checks it, and a forged token
-    claiming the Scheduler account in Authorization: it was answered 200 processed."""
+    claiming the Scheduler account in Authorization: the identity is the checked header's, so 403 and nothing runs."""
     fake.private_service(SERVICE)
     server = harness.server(**trust_env(fake))
     own = stripped(signer.token(audience=AUDIENCE, email=INTRUDER))

@@ -38,7 +38,8 @@ def test_the_database_is_protected_by_default() -> None:
 
 
 def test_a_renamed_component_with_its_old_prefix_and_an_alias_keeps_every_physical_id() -> None:
-    """Physical ids derived from the name used to change with it, replacing <name>-dedup and its run records."""
+    """Renamed with its old prefix and an alias, the component keeps every physical id: <name>-dedup and its run
+    records are not replaced."""
     before = run_program(lambda: DedupScheduledJob("nightly", JOB), {"gcp:project": "p1"})  # type: ignore[arg-type]
     renamed = run_program(lambda: DedupScheduledJob(
         "nightly-report", {**JOB, "resource_prefix": "nightly"},  # type: ignore[typeddict-item]

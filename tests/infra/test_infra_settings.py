@@ -234,7 +234,7 @@ def test_retry_count_0_with_a_max_retry_duration_retries_until_both_limits_are_r
 
 
 def test_a_job_entry_point_missing_from_job_source_fails_at_preview(tmp_path: Path) -> None:
-    """jobs:nonexistent used to pass preview, then every revision refused DEDUP_JOB at start-up."""
+    """jobs:nonexistent is refused at preview, naming what the module defines, not by every revision at start-up."""
     err = _fails("job", "defines no 'nonexistent'", job="jobs:nonexistent")
     assert "it defines" in str(err) and "run" in str(err)
     source = tmp_path / "src"
@@ -260,7 +260,7 @@ def test_rare_schedules_that_do_fire_pass(schedule: str) -> None:
 
 
 def test_every_mistake_of_a_config_is_reported_at_once() -> None:
-    """Four mistakes used to take four rounds of preview: each problem now comes in the first, naming its field."""
+    """Four mistakes are reported in one round of preview, each naming its field."""
     from scheduler_dedup.infra.errors import DedupConfigErrors
 
     with pytest.raises(DedupConfigErrors) as info:
@@ -294,7 +294,7 @@ def test_every_mistake_of_a_retry_config_is_reported_at_once_naming_its_field() 
 
 
 def test_a_scheduler_account_of_another_project_is_refused_at_preview() -> None:
-    """OidcToken: "The service account must be within the same project as the job"; it used to pass preview."""
+    """OidcToken: "The service account must be within the same project as the job": preview refuses another's."""
     err = _fails("scheduler_service_account_email", "within the same project as the job",
                  scheduler_service_account_email="dedup-scheduler@other-proj.iam.gserviceaccount.com")
     assert "'other-proj'" in str(err) and "'p1'" in str(err)

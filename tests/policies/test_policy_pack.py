@@ -26,10 +26,6 @@ JOB = "gcp:cloudscheduler/job:Job"
 SERVICE = "gcp:cloudrunv2/service:Service"
 
 
-class _StopServing(Exception):
-    pass
-
-
 @pytest.fixture(scope="module")
 def servicer() -> Any:
     """The analyzer servicer ``PolicyPack`` builds, captured instead of being served."""

@@ -46,7 +46,7 @@ def test_two_ttl_fields_for_one_collection_group_are_two_owners() -> None:
 
 def test_a_second_ttl_field_on_another_field_of_the_collection_group_is_a_second_owner() -> None:
     """Firestore allows one TTL field per collection group: a Field with a TTL on delete_after beside the one on
-    expire_at used to pass, because the rule keyed on the field name (the good and the bad example)."""
+    expire_at is a second owner, whatever the field's name (the good and the bad example)."""
     [finding] = run("firestore-ttl-single-owner", [ttl("runs-ttl"), ttl("cleanup-ttl", field="delete_after")])
     assert finding.level == "mandatory" and finding.resource is not None and finding.resource.name == "cleanup-ttl"
     assert "TTL fields 'expire_at' and 'delete_after'" in finding.message

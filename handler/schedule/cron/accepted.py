@@ -58,7 +58,7 @@ def unix_cron_problem(schedule: str) -> str | None:
 
     Examples: ``every 10 minutes`` -> "... a groc (App Engine cron) schedule ...: write '*/10 * * * *'";
     ``0 0 L * *`` -> "... uses cron extensions ..."; ``0 9 * * WED`` -> None. Forms the cron page does not
-    settle (``0 22-2 * * *``) are not problems: :func:`unsettled_cron_forms` flags them.
+    settle (``0 22-2 * * *``) are not problems: :func:`~scheduler_dedup.handler.schedule.cron.readings.unsettled_cron_forms` flags them.
     """
     text = " ".join(schedule.split())
     if text.lower() in _MACROS:

@@ -84,10 +84,10 @@ _MAX_READINGS = 8
 def cron_readings(schedule: str) -> tuple[CronReading, ...]:
     """Every reading of ``schedule`` the cron page allows: one when the page settles every form, more when it is
     silent on one (:func:`unsettled_cron_forms`). Fire times of every reading are required; fire times of only some
-    are accepted but not required (:attr:`FireTime.ambiguous`).
+    are accepted but not required (:attr:`~scheduler_dedup.handler.schedule.cron.fire_times.FireTime.ambiguous`).
 
     Raises:
-        ValueError: ``schedule`` is not plain five-field unix-cron (:func:`unix_cron_problem` says why).
+        ValueError: ``schedule`` is not plain five-field unix-cron (:func:`~scheduler_dedup.handler.schedule.cron.accepted.unix_cron_problem` says why).
     """
     try:
         parsed = parse(schedule)
@@ -123,7 +123,7 @@ def unsettled_cron_forms(schedule: str) -> list[str]:
     The forms: a range that runs backwards (``22-2``, read wrapped: a job Scheduler accepted fires, and
     wrapping is the one reading that does); a day-of-week ``a/n`` whose end (6, or 7 for Sunday) changes its days;
     a ``*``-prefixed step in one day field while the other is restricted (``0 0 */2 * 1``).
-    A schedule that is not plain unix-cron has none (:func:`unix_cron_problem` refuses it).
+    A schedule that is not plain unix-cron has none (:func:`~scheduler_dedup.handler.schedule.cron.accepted.unix_cron_problem` refuses it).
     """
     try:
         return [message for message, _ in _unsettled(parse(schedule))]

@@ -14,7 +14,7 @@ read, with the store's clock    ``get()``: one BatchGetDocuments; ``read_time`` 
 fenced update / delete          precondition ``update_time`` (the record's version): one Commit
 server-side values              ``SERVER_TIMESTAMP``, ``Increment`` transforms in the same Commit
 run history                     ``job_name ==``, ``schedule_time`` range, ordered ``schedule_time DESC``:
-                                the composite index of :data:`.firestore_schema.RUN_HISTORY_INDEXES`
+                                the composite index of :data:`.schema.RUN_HISTORY_INDEXES`
 TTL                             a TTL policy on ``expire_at``: deleted typically within 24 h after it passes
 ==============================  =====================================================================
 
@@ -204,7 +204,7 @@ class FirestoreRunStore(RunStore):
         return True
 
     def result_refusal(self, result: Any, run_id: str, record_fields: Mapping[str, Any]) -> str | None:
-        """Firestore's value model and 1 MiB document size (:mod:`.firestore_values`)."""
+        """Firestore's value model and 1 MiB document size (:mod:`.values`)."""
         return firestore_values.result_refusal(result, collection=self.collection, document_id=run_id,
                                                record_fields=record_fields)
 
@@ -224,7 +224,7 @@ class FirestoreRunStore(RunStore):
     def job_run_pages(self, job_name: str, *, since: datetime | None, until: datetime | None, page_size: int,
                       timeout_seconds: float | None = None) -> Iterator[list[RunRecord]]:
         """One query per page through the composite index ``job_name ASC, schedule_time DESC``
-        (:data:`.firestore_schema.RUN_HISTORY_INDEXES`); without it real Firestore answers
+        (:data:`.schema.RUN_HISTORY_INDEXES`); without it real Firestore answers
         ``FailedPrecondition`` with a link that creates it (a :class:`StoreRefusedError` here)."""
         query = self._job_query(job_name, since, until).limit(page_size)
         while True:

@@ -11,7 +11,7 @@ so every key a script touches lies in one slot:
 ==========================  ==============================================================================
 key                         holds
 ==========================  ==============================================================================
-``{C}:run:<run id>``        the record: a hash (:mod:`.redis_values`), expiring at its ``expire_at``
+``{C}:run:<run id>``        the record: a hash (:mod:`.values`), expiring at its ``expire_at``
 ``{C}:clock``               the last version issued in the collection (microseconds)
 ``{C}:job:<job name>``      sorted set of run ids by ``schedule_time`` (microseconds): one job's runs
 ``{C}:ids``                 sorted set of every run id, all scored 0, so ``ZRANGEBYLEX`` finds an id prefix
@@ -212,7 +212,7 @@ return {1, v}
 #: takeover; fenced delete: release), so a run that is running or ran can always renew its lease and record its
 #: outcome: a refused renewal lets the lease lapse under the live attempt, a refused completion lets a retry run
 #: the job again. A claim (``create``) makes a new record and stays refused: its delivery answers ``store_error``
-#: with the job not run. Each such write grows memory by at most one record (:data:`.redis_values.MAX_RECORD_BYTES`).
+#: with the job not run. Each such write grows memory by at most one record (:data:`.values.MAX_RECORD_BYTES`).
 ALLOW_OOM = "#!lua flags=allow-oom\n"
 
 #: Fenced update. KEYS[1] the record. Returns ``{1, version}``, or ``{0, now}`` when it is gone or changed.

@@ -1,7 +1,7 @@
 """The Memorystore for Redis store: one Lua script per contract operation, Redis' own clock, exact key expiry.
 
 ==============================  =====================================================================
-contract                        Redis (:mod:`.redis_lua`)
+contract                        Redis (:mod:`.lua`)
 ==============================  =====================================================================
 put-if-absent                   script ``create``: ``EXISTS``, then the hash and its index entries
 read, with the store's clock    script ``read``: ``HGETALL`` and ``TIME``
@@ -388,7 +388,7 @@ class RedisRunStore(RunStore):
 
     @staticmethod
     def _write_args(fields: Mapping[str, Any]) -> list[Any]:
-        """The writing scripts' ``ARGV`` after the expected version (see :mod:`.redis_lua`).
+        """The writing scripts' ``ARGV`` after the expected version (see :mod:`.lua`).
 
         Raises:
             InvalidWriteError: a value has no stored form (``sent=False``).
@@ -580,7 +580,7 @@ class RedisRunStore(RunStore):
         return bool(deleted)
 
     def result_refusal(self, result: Any, run_id: str, record_fields: Mapping[str, Any]) -> str | None:
-        """The record's size bound (:data:`.redis_values.MAX_RECORD_BYTES`): Redis stores any JSON value."""
+        """The record's size bound (:data:`.values.MAX_RECORD_BYTES`): Redis stores any JSON value."""
         return redis_values.result_refusal(result, record_fields)
 
     # -- run history ---------------------------------------------------------------------------

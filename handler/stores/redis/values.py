@@ -1,7 +1,7 @@
 """How a run record's fields are stored in Redis, and how large a record may be.
 
 A record is one Redis hash (key ``{collection}:run:<run id>``). Each field of the record is a hash field
-``f:<name>`` whose value is one tag byte and a payload, so that the Lua scripts (:mod:`.redis_lua`) never parse
+``f:<name>`` whose value is one tag byte and a payload, so that the Lua scripts (:mod:`.lua`) never parse
 JSON and never round numbers:
 
 ==========  ======================================================================================
@@ -14,7 +14,7 @@ tag         payload
 The scripts keep four fields of their own beside them: ``_v`` (the version: the commit time of the last write,
 in microseconds, by the store's clock), ``_c`` (the commit time of the creation), ``_job`` and ``_st`` (the job
 name and schedule time the history index holds the record under). Imports nothing from redis-py, so the fault
-proxy's wire description (:mod:`.redis_wire`) can decode what a script is asked to write.
+proxy's wire description (:mod:`.wire`) can decode what a script is asked to write.
 
 **Size.** Redis takes strings of up to 512 MB (``proto-max-bulk-len``, https://redis.io/docs/latest/develop/data-types/strings/),
 far more than a run record should hold: every duplicate delivery reads the whole record, the replica must

@@ -57,7 +57,7 @@ def classify(command: Sequence[bytes]) -> Call:
 
 
 def _update_step(args: Sequence[bytes]) -> str:
-    """The step of an ``update`` script call from its field operations (``ARGV[7]`` on, see :mod:`.redis_lua`)."""
+    """The step of an ``update`` script call from its field operations (``ARGV[7]`` on, see :mod:`.lua`)."""
     count = int(args[6])
     for i in range(count):
         kind, name, value = args[7 + 3 * i: 10 + 3 * i]

@@ -1,5 +1,5 @@
 """Create a Spanner run records' table where it is missing: ``scheduler-dedup store init --store spanner`` and the
-local emulator's set-up. The statements are :mod:`.spanner_schema`'s, the same the component applies.
+local emulator's set-up. The statements are :mod:`.schema`'s, the same the component applies.
 
 :func:`init_table` is idempotent: it reads the database's schema (``INFORMATION_SCHEMA``) and sends only what is
 missing (the table; on an older table, new record columns, the row deletion policy, the history index), saying

@@ -16,7 +16,7 @@ server-side values              ``SERVER_TIME``: the commit timestamp (``spanner
                                 in an ``allow_commit_timestamp`` column; ``Increment``: the value read
                                 in the same transaction plus the amount
 run history                     GoogleSQL through the secondary index ``(job_name,
-                                schedule_time DESC)`` of :mod:`.spanner_schema`, keyset pages
+                                schedule_time DESC)`` of :mod:`.schema`, keyset pages
 TTL                             ``ROW DELETION POLICY (OLDER_THAN(expire_at, INTERVAL 0 DAY))``:
                                 deleted typically within 72 h after ``expire_at``
 ==============================  =====================================================================
@@ -37,7 +37,7 @@ transaction, with jittered backoff, until the timeout; then :class:`StoreUnavail
 applied). Retrying a whole operation is safe: a claim whose first Commit applied meets ``ALREADY_EXISTS``, a
 fenced write meets a newer version, a delete a missing row, so nothing is applied twice. Refusals (permission,
 no such database or table) are :class:`StoreRefusedError`; a value the table cannot hold is
-:class:`InvalidWriteError`, refused before sending where the column types tell (:mod:`.spanner_values`).
+:class:`InvalidWriteError`, refused before sending where the column types tell (:mod:`.values`).
 """
 
 from __future__ import annotations
@@ -108,7 +108,6 @@ class _Sessions:
         self._metadata = list(metadata)
         self._lock = threading.Lock()
         self._multiplexed: str | None = None
-        self._pooled: bool | None = None  # None until the first session is created
         self._free: list[str] = []
         self._all: set[str] = set()
 
@@ -132,10 +131,8 @@ class _Sessions:
                 if created.multiplexed:
                     if self._multiplexed is None:
                         self._multiplexed = created.name
-                    self._pooled = False
                     name = self._multiplexed
                 else:
-                    self._pooled = True
                     name = created.name
                     self._all.add(name)
         assert name is not None
@@ -177,7 +174,7 @@ def _remaining(deadline: float) -> float:
 
 
 class SpannerRunStore(RunStore):
-    """Run records in one Spanner table (primary key = run id), schema :mod:`.spanner_schema`.
+    """Run records in one Spanner table (primary key = run id), schema :mod:`.schema`.
 
     Args:
         api: a ``google.cloud.spanner_v1.SpannerClient`` (thread-safe; share one per process).
@@ -419,7 +416,7 @@ class SpannerRunStore(RunStore):
         return self._conditional(f"delete {run_id}", run_id, update_time, mutation, ()) is not None
 
     def result_refusal(self, result: Any, run_id: str, record_fields: Mapping[str, Any]) -> str | None:
-        """Spanner's JSON type: nesting, number range, UTF-8 and size (:mod:`.spanner_values`)."""
+        """Spanner's JSON type: nesting, number range, UTF-8 and size (:mod:`.values`)."""
         return spanner_values.result_refusal(result)
 
     # -- run history ---------------------------------------------------------------------------
@@ -585,7 +582,7 @@ def _read_timestamp(meta: Any) -> datetime:
 
 
 def record_from_row(row: Sequence[Any], read_time: datetime) -> RunRecord:
-    """A record from a row of :data:`~.spanner_schema.READ_COLUMNS`; NULL columns are absent fields."""
+    """A record from a row of :data:`~.schema.READ_COLUMNS`; NULL columns are absent fields."""
     values = dict(zip(READ_COLUMNS, row))
     run_id = values.pop(KEY_COLUMN)
     update_time = values.pop(VERSION_COLUMN)

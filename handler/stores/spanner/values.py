@@ -18,7 +18,7 @@ or would change, a JSON value that breaks one of these rules, and a refused comp
 Spanner keeps object keys in lexicographic order and may write a number differently (10000 as 1e+4): the value
 read back is equal, as JSON compares values.
 
-**The other fields** must have the column's type (:mod:`.spanner_schema`): a value of another type is refused before
+**The other fields** must have the column's type (:mod:`.schema`): a value of another type is refused before
 anything is sent (:func:`field_problem`).
 """
 
