@@ -234,25 +234,23 @@ def delete_all_rows(client: Any, instance: str, database: str, patience_seconds:
         transaction is open on the database (one a client left behind can stay open for good:
         https://github.com/GoogleCloudPlatform/cloud-spanner-emulator/issues/137).
     """
-    import time
-
-    from google.api_core.exceptions import Aborted
+    from google.api_core.exceptions import Aborted, RetryError
+    from google.api_core.retry import Retry, if_exception_type
     from google.cloud.spanner_v1.keyset import KeySet
 
     db = client.instance(instance).database(database)
     with db.snapshot() as snap:
         tables = [row[0] for row in snap.execute_sql(
             "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = ''")]
-    if not tables:
-        return True
-    deadline = time.monotonic() + patience_seconds
-    while True:
+
+    def commit() -> None:
+        with db.batch() as batch:
+            for table in tables:
+                batch.delete(table, KeySet(all_=True))
+
+    if tables:
         try:
-            with db.batch() as batch:
-                for table in tables:
-                    batch.delete(table, KeySet(all_=True))
-            return True
-        except Aborted:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.5)
+            Retry(predicate=if_exception_type(Aborted), initial=0.5, maximum=2.0, timeout=patience_seconds)(commit)()
+        except RetryError:
+            return False
+    return True
