@@ -24,9 +24,12 @@ from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, EmulatorNo
 CLI = str(Path(sys.executable).parent / "scheduler-dedup")
 JOB = "def run(scheduled):\n    return {'ok': True}\n"
 
-#: (step, the output line that says the step was reached, or "" to signal that many seconds after the start)
+#: (step, the output line that says the step was reached, or the seconds after the start to signal at)
 RUN_LOCAL_STEPS = [("store starting", 1.0), ("store up", "starting the handler"), ("handler up", "Handler on"),
-                   ("firing", "Firing")]
+                   ("firing", "Firing"), ("a run delivered", "one delivery: 200"), ("waiting", "next fire time")]
+#: run-local's options at each step: real time, except to catch it between runs it delivered
+RUN_LOCAL_ARGS = {"a run delivered": ["--schedule", "* * * * *", "--speed", "30", "--runs", "50"],
+                  "waiting": ["--schedule", "0 0 1 1 *"]}
 DEMO_STEPS = [("store up", "starting 2 dedup and 2 baseline instances"), ("instances up", 4.0)]
 
 
@@ -100,10 +103,96 @@ def test_run_local_killed_at_each_step_leaves_nothing(tmp_path: Path, store: str
                                                       sig: signal.Signals) -> None:
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "nightly.py").write_text(JOB)
+    args = RUN_LOCAL_ARGS.get(step, ["--schedule", "* * * * *"])
     code, text = _kill_at([CLI, "run-local", "--store", store, "--source", str(tmp_path / "mine"), "--job",
-                           "nightly:run", "--schedule", "* * * * *"], tmp_path, marker, sig)
+                           "nightly:run", *args], tmp_path, marker, sig)
     assert "Traceback" not in text, text
-    assert code in ((0, 130) if sig == signal.SIGINT else (143,)), (code, text)
+    assert code == (130 if sig == signal.SIGINT else 143), (code, text)  # interrupted, never a success
+    if step == "a run delivered" and sig == signal.SIGINT:  # the report of what was delivered, then 130
+        assert "Ctrl-C: the report of the" in text and "expected runs recorded" in text, text
+
+
+#: Sends the signal named by argv[1] to this process as the module named by argv[2] starts importing, then runs
+#: the command line with the rest of argv: a signal at an exact step of start-up, with no timing.
+SIGNAL_AT_IMPORT = """
+import importlib.abc, os, signal, sys
+sig, module = getattr(signal, sys.argv[1]), sys.argv[2]
+class SignalAt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), sig)
+        return None
+sys.meta_path.insert(0, SignalAt())
+sys.argv = ["scheduler-dedup", *sys.argv[3:]]
+from scheduler_dedup.local.commands.cli import main
+main()
+"""
+
+
+@pytest.mark.processes  # tests/costs.py: CLI runs
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("module", ["scheduler_dedup.handler.schedule.cron", "scheduler_dedup.local.commands.run_local"],
+                         ids=["importing the command line", "importing run-local"])
+def test_run_local_signalled_while_it_imports_ends_with_the_shell_status_and_no_traceback(
+        tmp_path: Path, module: str, sig: signal.Signals) -> None:
+    """The reported input: Ctrl-C in the first second (the imports, on a busy machine) printed a traceback, and
+    SIGTERM ended the process by the signal itself."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "nightly.py").write_text(JOB)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "TMPDIR": str(tmpdir)}
+    done = subprocess.run([sys.executable, "-c", SIGNAL_AT_IMPORT, sig.name, module, "run-local", "--source",
+                           str(tmp_path / "mine"), "--job", "nightly:run", "--schedule", "* * * * *"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 128 + sig, (done.returncode, done.stdout + done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not _started_by(tmpdir) and not list(tmpdir.iterdir())
+
+
+#: Sends the signal named by argv[1] to this process inside ``subprocess.Popen``, once the child named by argv[2]
+#: ("store": the first process started; else a word of its command line) runs, then runs the command line with the
+#: rest of argv: the moment a signal would leave that child with no owner to stop it.
+SIGNAL_IN_POPEN = """
+import os, signal, subprocess, sys
+sig, child = getattr(signal, sys.argv[1]), sys.argv[2]
+execute = subprocess.Popen._execute_child
+def signalled(self, args, *rest, **kwargs):
+    execute(self, args, *rest, **kwargs)
+    global child
+    if child == "store" or child in " ".join(map(str, args)):
+        child = "(sent)"
+        os.kill(os.getpid(), sig)
+subprocess.Popen._execute_child = signalled
+sys.argv = ["scheduler-dedup", *sys.argv[3:]]
+from scheduler_dedup.local.commands.cli import main
+main()
+"""
+
+
+@pytest.mark.processes  # tests/costs.py: CLI runs
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("child", ["store", "serve_socket"], ids=["starting the store server", "starting the handler"])
+def test_run_local_signalled_while_it_starts_a_process_leaves_none(tmp_path: Path, store: str, child: str,
+                                                                   sig: signal.Signals) -> None:
+    """The reported input: Ctrl-C as the handler's process was being started left it running, in a session of its
+    own, with no Popen object to stop it."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "nightly.py").write_text(JOB)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k not in ("FIRESTORE_EMULATOR_HOST", "PYTHONPATH")},
+           "TMPDIR": str(tmpdir)}
+    done = subprocess.run([sys.executable, "-c", SIGNAL_IN_POPEN, sig.name, child, "run-local", "--store", store,
+                           "--source", str(tmp_path / "mine"), "--job", "nightly:run", "--schedule", "* * * * *"],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    time.sleep(0.2)
+    assert done.returncode == 128 + sig, (done.returncode, done.stdout + done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    left = _started_by(tmpdir)
+    assert not left, f"processes left: {left}\n{done.stdout}{done.stderr}"
+    assert not list(tmpdir.rglob("*")), sorted(map(str, tmpdir.rglob("*")))
 
 
 @pytest.mark.campaign  # tests/costs.py: the demo

@@ -99,11 +99,27 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (tmp_path / "site" / "index.html").is_file() and (tmp_path / "site" / "reference/python-api/index.html").is_file()
-    api = (tmp_path / "site" / "reference/python-api/index.html").read_text()
+    assert (tmp_path / "site" / "index.html").is_file() and (tmp_path / "site" / "reference/python-api.html").is_file()
+    api = (tmp_path / "site" / "reference/python-api.html").read_text()
     for name in ("DedupScheduledJob", "DedupStore", "idempotent_endpoint", "NonRetryableJobError", "RunInProgressError"):
         assert re.search(rf'id="[^"]*{name}"', api), f"the Python API page does not render {name}"
     print(f"mkdocs build --strict: {time.monotonic() - started:.1f} s; serve it locally with `mkdocs serve`")
+    _opens_from_disk(tmp_path / "site")
+
+
+def _opens_from_disk(site: Path) -> None:
+    """The built site works opened as files (file://): its search index is a script (the offline plugin's
+    ``search/search_index.js``), its links name ``.html`` files, and every script it loads is its own, the Web
+    Worker shim search needs under file:// included (over file:// a browser refuses a worker, and the plugin's
+    default shim is on another host). tests/test_docs_browser.py searches it in a real browser."""
+    assert (site / "search" / "search_index.js").read_text().startswith("var __index = ")
+    for page in site.rglob("*.html"):
+        html = page.read_text()
+        scripts = re.findall(r'<script[^>]* src="([^"]+)"', html)
+        assert scripts and not [s for s in scripts if "://" in s or s.startswith("//")], (page, scripts)
+        assert any(s.endswith("javascripts/iframe-worker-shim.js") for s in scripts), (page, scripts)
+    home = (site / "index.html").read_text()
+    assert 'href="stores.html' in home and 'href="stores/"' not in home
 
 
 def test_the_broken_link_check_works(tmp_path: Path) -> None:
@@ -132,3 +148,32 @@ def test_every_docs_page_the_code_names_exists() -> None:
     assert named, "the scan found no page at all"
     missing = sorted(f"{path.relative_to(ROOT)}: {page}" for path, page in named if not (ROOT / page).is_file())
     assert not missing, "\n".join(missing)
+
+
+def _hooks() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_long_token_breaks_at_its_punctuation_never_mid_word() -> None:
+    """A dotted path, URL or camelCase name wider than its column (a table's, a phone's) gets break points after
+    its ``.``, ``/``, ``_``, ``=`` and ``,`` (and between camelCase humps), so it breaks there rather than inside a
+    word; preformatted code and tags are left as written."""
+    break_points = _hooks().break_points  # type: ignore[attr-defined]
+    html = ('<p><code>scheduler_dedup.handler.stores</code> <a href="https://a.b/c_d">https://cloud.google.com/run</a>'
+            ' <code>iam.automaticIamGrantsForDefault</code> short_name &amp;x.y.z.w.v.u.t.s.r</p>'
+            '<pre><code>scheduler_dedup.handler.stores.firestore</code></pre>'
+            '<h2><code><span class="n">scheduler_dedup</span><span class="o">.</span><span class="n">infra</span></code></h2>')
+    out = break_points(html)
+    assert "<code>scheduler_<wbr>dedup.<wbr>handler.<wbr>stores</code>" in out
+    assert 'href="https://a.b/c_d">https://<wbr>cloud.<wbr>google.<wbr>com/<wbr>run</a>' in out
+    assert "iam.<wbr>automatic<wbr>Iam<wbr>Grants<wbr>For<wbr>Default" in out and " short_name " in out
+    assert "&amp;x.<wbr>y" in out  # a character reference stays whole
+    assert "<pre><code>scheduler_dedup.handler.stores.firestore</code></pre>" in out
+    assert '<span class="o">.</span><wbr><span class="n">infra</span>' in out  # a highlighted signature
+    assert re.sub("<wbr>", "", out) == html  # it adds break points, no text

@@ -5,14 +5,39 @@ init`` (a Spanner store's table)."""
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+import threading
+from types import FrameType
 
-import click
 
-from scheduler_dedup.handler.core.logs import ignore_python_version_warning
+def _end_quietly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _quiet_signals() -> dict[int, object]:
+    """Until a command owns something (:func:`_owned_lifetime`), Ctrl-C, SIGTERM and SIGHUP end the process at once
+    with the shell's status (130 for Ctrl-C) and no traceback: while the imports run (a second or more on a busy
+    machine) nothing is started yet. Returns the handlers replaced (none outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {each: signal.signal(each, _end_quietly) for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+
+def _restore_signals(previous: dict[int, object]) -> None:
+    for each, handler in previous.items():  # None: a handler not set from Python, i.e. the default
+        signal.signal(each, handler if handler is not None else signal.SIG_DFL)  # type: ignore[arg-type]
+
+
+_AT_IMPORT = _quiet_signals()
+
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import click  # noqa: E402
+
+from scheduler_dedup.handler.core.logs import ignore_python_version_warning  # noqa: E402
 
 ignore_python_version_warning()  # before anything imports google.api_core
 
@@ -20,6 +45,8 @@ from scheduler_dedup.local.commands.backfill import backfill, rerun  # noqa: E40
 from scheduler_dedup.local.commands.runs import runs  # noqa: E402  (after the warning filter)
 from scheduler_dedup.local.commands.store_init import store  # noqa: E402
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS  # noqa: E402
+
+_restore_signals(_AT_IMPORT)  # imported (by a test, say): the handlers as they were; main() sets them again
 
 
 @contextmanager
@@ -38,8 +65,11 @@ def _owned_lifetime() -> Iterator[None]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="scheduler-dedup", message="%(prog)s %(version)s")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """scheduler-dedup: exactly one execution per Cloud Scheduler run."""
+    previous = _quiet_signals()  # a command's own imports run before it owns anything
+    ctx.call_on_close(lambda: _restore_signals(previous))
 
 
 runs.add_command(rerun)

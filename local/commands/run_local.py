@@ -42,6 +42,7 @@ from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, 
                                                          store_server)
 from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers.handlers import HandlerServer
+from scheduler_dedup.local.servers.held_signals import signals_held
 from scheduler_dedup.local.demo.simulator import FAULT_TITLES, Delivery, RetryConfig, Scheduler, schedule_times
 
 #: Delivery faults that work with any job (the others of the demo need its scripted job).
@@ -165,8 +166,9 @@ class _Instances:
         return self
 
     def _start(self) -> HandlerServer:
-        server = HandlerServer(self.env, threads=8)
-        self.started.append(server)
+        with signals_held():  # its log file is in self.started (which close() removes) before Ctrl-C acts
+            server = HandlerServer(self.env, threads=8)
+            self.started.append(server)
         try:
             return server.start()
         except RuntimeError as exc:
@@ -253,6 +255,8 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
 
     Raises:
         LocalRunError: invalid input, or the store server or the handler would not start.
+        KeyboardInterrupt: Ctrl-C, at any step, after every server and temporary file it started is gone (and,
+            while firing, after the report of the fire times delivered so far); the command exits 130.
     """
     console = console or make_console()
     status = status or console
@@ -321,6 +325,7 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
     scheduler = Scheduler(instances.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
                           crash=lambda url: instances.crash(history, current["run_id"]))
     printed = 0
+    interrupted = False
     try:
         for n, (when, at) in enumerate(_fire_plan(schedule, time_zone, runs, speed, now)):
             wait = at - time.monotonic()
@@ -334,9 +339,13 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
             delivered.append(when)
             answered[when] = list(report.deliveries)
             printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
-    except KeyboardInterrupt:
-        console.print("interrupted")
+    except KeyboardInterrupt:  # Ctrl-C ends the command (exit 130) once the report of what was delivered is out
+        interrupted = True
+        if delivered:
+            console.print(f"Ctrl-C: the report of the {len(delivered)} fire time(s) delivered so far")
     if not delivered:
+        if interrupted:
+            raise KeyboardInterrupt
         return 0, runs_command
     # what was delivered is all there will be: the kept server's command checks exactly that window
     runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
@@ -351,6 +360,8 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
         console.print(f"[dim]The missed run{'s are' if len(skipped) > 1 else ' is'} the fire time the "
                       "`skipped` delivery fault left out on purpose: the report finds it, and exits 1, as a check "
                       "in CI or cron should.[/]", highlight=False)
+    if interrupted:
+        raise KeyboardInterrupt
     return (0 if result.ok else 1), runs_command
 
 

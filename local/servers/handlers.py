@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from scheduler_dedup.local.servers.held_signals import signals_held
+
 
 def _source_of(module: str) -> Path:
     import importlib.util
@@ -104,7 +106,7 @@ class HandlerServer(_ServerProcess):
             raise RuntimeError("a HandlerServer starts once; make a new one (it gets a new port)")
         ready_read, ready_write = os.pipe()
         try:
-            with listener, open(self.log_path, "ab") as log:
+            with listener, open(self.log_path, "ab") as log, signals_held():  # self.proc is set before Ctrl-C acts
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "scheduler_dedup.local.servers.serve_socket", "--source", str(self._source),
                      "--target", self._target, "--listen-fd", str(listener.fileno()),
@@ -204,7 +206,7 @@ class AppEngineServer(_ServerProcess):
 
         if self._reservation is None:
             raise RuntimeError("an AppEngineServer starts once; make a new one (it gets a new port)")
-        with open(self.log_path, "ab") as log:
+        with open(self.log_path, "ab") as log, signals_held():  # self.proc is set before Ctrl-C acts
             self.proc = subprocess.Popen(["/bin/sh", "-c", self.entrypoint], cwd=self.app_dir, env=self._env,
                                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)

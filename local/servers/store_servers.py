@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from scheduler_dedup.handler.stores import registry
 from scheduler_dedup.handler.stores.kind import load
+from scheduler_dedup.local.servers.held_signals import signals_held
 
 if TYPE_CHECKING:
     from scheduler_dedup.handler.config.settings import Settings
@@ -311,10 +312,11 @@ class ProcessStoreServer(StoreServer):
         import tempfile
         import time
 
-        fd, self._log_path = tempfile.mkstemp(prefix=f"scheduler-dedup-{self.kind}-", suffix=".log")
-        with os.fdopen(fd, "wb") as log:
-            self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          start_new_session=True)
+        with signals_held():  # the log file and the process are recorded (for stop()) before Ctrl-C acts
+            fd, self._log_path = tempfile.mkstemp(prefix=f"scheduler-dedup-{self.kind}-", suffix=".log")
+            with os.fdopen(fd, "wb") as log:
+                self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                              start_new_session=True)
         deadline = time.monotonic() + self._start_timeout
         try:
             while time.monotonic() < deadline:

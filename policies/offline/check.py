@@ -136,7 +136,9 @@ def resources_from_registered(registered: Sequence[Any]) -> list[Resource]:
 
 def check_program(program: Callable[[], Any], config: Mapping[str, str] | None = None,
                   policy_config: Mapping[str, Any] | None = None) -> list[Finding]:
-    """Run any Pulumi program under mocks (e.g. one written with raw pulumi-gcp resources) and apply the rules.
+    """Run any Pulumi program under mocks (e.g. one written with raw pulumi-gcp resources) and apply the rules; a
+    ``pulumi.log`` warning of the program that no rule's finding gives is an advisory ``program-warning`` finding
+    (:func:`with_program_warnings`), never printed.
 
     Args:
         program: the program body; it registers resources.
