@@ -12,7 +12,9 @@ the handler's own checks share them:
   applied here, client-side, so no second index is needed.
 * :func:`compare` lays the schedule's fire times (:func:`~scheduler_dedup.handler.schedule.cron.fire_times`,
   evaluated in the job's time zone as Cloud Scheduler does) over the records and reports what was
-  **missed**, **late**, **failed**, **stuck**, **repeated** and **unexpected** (:class:`Finding`).
+  **missed**, **late**, **failed**, **retrying**, **stuck**, **repeated** and **unexpected** (:class:`Finding`). A
+  run whose every attempt failed retryably is ``failed`` once its grace period (the job's retry window) has
+  passed, with the last attempt's error: its record is ``released``, never absent, so it is never missed.
 """
 
 from __future__ import annotations
@@ -28,17 +30,20 @@ from typing import Any
 
 from scheduler_dedup.handler.config.settings import SCHEDULER_JOB_RE
 from scheduler_dedup.handler.schedule.cron import DEFAULT_TIME_ZONE, FireTime, fire_times, is_fire_time
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RELEASED, RunRecord
 from scheduler_dedup.handler.stores.base import RunStore
 
 #: Derived run states (:attr:`HistoryRun.state`): the stored status, except that an ``in_progress``
-#: record whose lease has expired is ``stuck``.
+#: record whose lease has expired is ``stuck``. ``released``: the last attempt failed retryably.
 STUCK = "stuck"
-STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK)
+STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK, RELEASED)
 
 #: :attr:`Finding.kind` values. The first three are problems: a check exits non-zero on them.
 MISSED, FAILED_RUN, STUCK_RUN = "missed", "failed", "stuck"
 LATE, REPEATED, UNEXPECTED = "late", "repeated", "unexpected"
+#: A ``released`` run within its grace period: its last attempt failed retryably and Scheduler may retry it. Not a
+#: problem yet; once the grace period has passed it is ``failed``.
+RETRYING = "retrying"
 #: A fire time Cloud Scheduler skipped on purpose: the previous run was still running or being retried
 #: ("the next scheduled execution time might be skipped if the retries continue through that time":
 #: https://cloud.google.com/scheduler/docs/configuring/retry-jobs). Not a problem.
@@ -51,7 +56,7 @@ DST_REPEATED = "dst_repeated"
 #: and not a problem, so a planned pause pages nothing.
 PAUSED = "paused"
 PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
-KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
+KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, RETRYING, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
 
 #: :attr:`Report.active_since_source` values: what bounded the window's start.
 SINCE_SCHEDULE_CHANGE = "schedule_since"  #: the time the job got its schedule (DEDUP_SCHEDULE_SINCE)
@@ -95,25 +100,29 @@ class HistoryRun:
         run_id: the run id (document id).
         job_name: the Scheduler job id.
         schedule_time: the run's schedule time, aware UTC.
-        status: the stored status: ``completed`` | ``failed`` | ``in_progress``.
+        status: the stored status: ``completed`` | ``failed`` | ``in_progress`` | ``released`` (the last attempt
+            failed retryably) | ``skipped_overlap``.
         stuck: True for an ``in_progress`` record whose lease expired without renewal (by the store's
             clock: last write + lease <= read time): its holder died and no retry took it over.
-        attempts: how many attempts claimed the run (1, plus one per takeover after a crash).
+        attempts: how many attempts claimed the run (1, plus one per retry after a release or takeover after a
+            crash).
         attempt_id: the attempt that holds or held the run.
         previous_attempt_id: the attempt taken over, when a takeover happened.
         manual: True for a forced run (``gcloud scheduler jobs run``), keyed apart from scheduled runs.
         claimed_at: when the holding attempt claimed (or took over) the run, aware UTC.
-        finished_at: when it was recorded completed or failed, aware UTC, or None.
+        finished_at: when it was recorded completed, failed or released, aware UTC, or None.
         duration_seconds: ``finished_at - claimed_at``; for a run in progress, the time since its
             claim by the store's clock; None if unknown.
         result_bytes: size of the stored result as JSON, in bytes; None without a result.
         result_dropped: why the result was not stored (too large, not JSON), or None.
-        error: the recorded error of a failed run, or None.
+        error: the recorded error of a failed or released run (the exception's type and message), or None.
         schedule: the job's unix-cron schedule as the handler knew it (``DEDUP_SCHEDULE``), or None.
         time_zone: the schedule's time zone (``DEDUP_TIME_ZONE``), or None.
         schedule_since: when the job got that schedule (``DEDUP_SCHEDULE_SINCE``, aware UTC), or None.
         project: the project id the run is keyed on.
         location: the Scheduler region, or ``""``.
+        output: the tail of what the failed or released attempt's job wrote to stdout/stderr, or None.
+        releases: how many attempts failed retryably (each released the run for a retry).
     """
 
     run_id: str
@@ -136,6 +145,8 @@ class HistoryRun:
     project: str
     location: str
     schedule_since: datetime | None = None
+    output: str | None = None
+    releases: int = 0
 
     @classmethod
     def from_record(cls, record: RunRecord) -> "HistoryRun":
@@ -179,18 +190,25 @@ class HistoryRun:
             project=str(d.get("project", "")),
             location=str(d.get("location", "")),
             schedule_since=_utc(d.get("schedule_since")),
+            output=record.output,
+            releases=record.releases,
         )
 
     @property
     def state(self) -> str:
-        """``completed`` | ``failed`` | ``in_progress`` | ``stuck`` (:data:`STATES`)."""
+        """``completed`` | ``failed`` | ``in_progress`` | ``stuck`` | ``released`` (:data:`STATES`)."""
         return STUCK if self.stuck else self.status
 
     @property
     def took_over(self) -> bool:
         """True if an attempt took the run over after another's lease expired: the job ran again (twice in
-        all if the earlier attempt had started it before it died)."""
-        return self.previous_attempt_id is not None or self.attempts > 1
+        all if the earlier attempt had started it before it died). A retry after a release is no takeover."""
+        return self.previous_attempt_id is not None or self.attempts - self.releases > 1
+
+    def retries_over(self, now: datetime, grace_seconds: float) -> bool:
+        """True for a ``released`` run whose grace period (the job's retry window) has passed at ``now``:
+        Scheduler's retries are over and every attempt failed."""
+        return self.status == RELEASED and now >= self.schedule_time + timedelta(seconds=grace_seconds)
 
     def local_schedule_time(self, time_zone: str | None = None) -> datetime:
         """The schedule time in ``time_zone`` (default: the record's own, else UTC)."""
@@ -217,6 +235,8 @@ class HistoryRun:
             "result_bytes": self.result_bytes,
             "result_dropped": self.result_dropped,
             "error": self.error,
+            "output": self.output,
+            "releases": self.releases,
             "schedule": self.schedule,
             "schedule_since": rfc3339(self.schedule_since),
             "project": self.project,
@@ -353,7 +373,8 @@ class Finding:
 
     Attributes:
         kind: :data:`KINDS`: ``missed`` (a fire time with no record once the grace period passed),
-            ``late`` (no record yet, still within the grace period), ``failed`` (recorded failed),
+            ``late`` (no record yet, still within the grace period), ``failed`` (recorded failed, or released
+            with the grace period over: every attempt failed), ``retrying`` (released within the grace period),
             ``stuck`` (in progress past its lease), ``repeated`` (executed again after a takeover),
             ``unexpected`` (a forced run, or a schedule time that is not a fire time), ``skipped`` (no record
             because Scheduler skipped the fire time while the previous run was still running or retried),
@@ -525,7 +546,8 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
             earliest = run.schedule_time if earliest is None else min(earliest, run.schedule_time)
             if newest is None or run.schedule_time > newest.schedule_time:
                 newest = run
-            end = run.finished_at or (now if run.state == IN_PROGRESS else None)
+            retrying = run.status == RELEASED and not run.retries_over(now, grace_seconds)
+            end = now if retrying else run.finished_at or (now if run.state == IN_PROGRESS else None)
             if end is not None and run.claimed_at is not None:
                 busy.append((run.schedule_time, _busy_from(run, grace_seconds), end))
         match = None if run.manual else next(iter(slots.get(run.schedule_time, ())), None)
@@ -542,6 +564,8 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         if run.status == FAILED:
             findings.append(Finding(FAILED_RUN, run.schedule_time, f"recorded failed: {run.error or 'no error text'}",
                                     matched, run))
+        elif run.status == RELEASED:
+            findings.append(_released_finding(run, matched, now, grace_seconds))
         if run.stuck:
             since_claim = f" since {rfc3339(run.claimed_at)}" if run.claimed_at else ""
             findings.append(Finding(STUCK_RUN, run.schedule_time,
@@ -645,7 +669,7 @@ def _settled(bound: datetime, delivered: list[datetime], changed: bool, old: tup
 
 def _busy_from(run: HistoryRun, grace_seconds: float) -> datetime:
     """When Scheduler began the run: at its schedule time, when it sent the first attempt, if the record was claimed
-    within the grace period (the retry window, in which deliveries that failed before claiming, released, leave no
+    within the grace period (the retry window, in which deliveries that failed before claiming leave no
     trace but the later claim: Scheduler skips fire times while it retries them, Retry jobs page); else (a delivery
     replayed long after its time) at its claim."""
     assert run.claimed_at is not None
@@ -665,9 +689,21 @@ def _running_at(busy: list[tuple[datetime, datetime, datetime]],
     return None
 
 
+def _released_finding(run: HistoryRun, fire: FireTime | None, now: datetime, grace_seconds: float) -> Finding:
+    """``failed`` for a released run whose retries are over (:meth:`HistoryRun.retries_over`), else ``retrying``."""
+    error = run.error or "no error text"
+    tries = f"{run.releases} attempt{'s' if run.releases != 1 else ''}" if run.releases else "its attempts"
+    if run.retries_over(now, grace_seconds):
+        return Finding(FAILED_RUN, run.schedule_time, f"every attempt failed ({tries} failed retryably and Scheduler's "
+                       f"retries are over: the {grace_seconds:g} s grace period has passed); the last: {error}",
+                       fire, run)
+    return Finding(RETRYING, run.schedule_time, f"the last attempt failed retryably ({tries} so far), so Scheduler "
+                   f"retries it within the {grace_seconds:g} s grace period: {error}", fire, run)
+
+
 def _missed_detail(fire: FireTime, no_records: bool) -> str:
     text = ("no record: Scheduler did not deliver it (job paused or deleted, handler down, caller refused) "
-            "or every attempt failed before claiming or released its claim")
+            "or every attempt failed before claiming it")
     if fire.dst == "repeated":
         text += "; the wall-clock time occurred twice (clocks went back) and neither instant has a record"
     if no_records:
@@ -761,7 +797,8 @@ class RunAlert:
             threshold), ``recovered`` (this run completed after ``streak`` consecutive failures that reached it) or
             ``long_run`` (this run is still in progress ``max_runtime_seconds`` after its claim, renewals or not).
         run: the run concerned.
-        at: when it happened, aware UTC: the run's ``finished_at``, or its claim plus the maximum runtime.
+        at: when it happened, aware UTC: the run's ``finished_at`` (a released run's: when its retries were over,
+            :func:`finished`), or its claim plus the maximum runtime.
         streak: the consecutive failed runs (0 for ``long_run``).
         detail: why, in words.
     """
@@ -773,12 +810,26 @@ class RunAlert:
     detail: str
 
 
+def finished(run: HistoryRun, grace_seconds: float) -> tuple[str, datetime] | None:
+    """``(completed | failed, when)`` of a run that is over, else None: a completed or failed run at its
+    ``finished_at``; a released run as failed once its retries are over, at its last release or the end of its grace
+    period, whichever is later; a run in progress, skipped or still retried is not over."""
+    if run.finished_at is None:
+        return None
+    if run.status in (COMPLETED, FAILED):
+        return run.status, run.finished_at
+    if run.status == RELEASED:
+        return FAILED, max(run.finished_at, run.schedule_time + timedelta(seconds=grace_seconds))
+    return None
+
+
 def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, failure_threshold: int = 1,
-               max_runtime_seconds: float | None = None) -> list[RunAlert]:
+               max_runtime_seconds: float | None = None, grace_seconds: float = 0.0) -> list[RunAlert]:
     """The :class:`RunAlert` values that happened in ``[since, until)``, oldest first.
 
-    A failure streak counts finished scheduled runs (``completed`` or ``failed``) in schedule-time order; a forced run
-    or one in progress neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
+    A failure streak counts finished scheduled runs (``completed`` or ``failed``, and ``released`` ones whose
+    ``grace_seconds``, the job's retry window, are over by ``until``: every attempt failed, :func:`finished`) in
+    schedule-time order; a forced run or one in progress (or still retried) neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
     it to ``failure_threshold``; ``recovered`` by the first completed run after it. Consecutive checks whose windows
     tile time report each once. The run check reads runs scheduled up to a day (plus the maximum runtime) before it,
     so a run delivered more than a day after its schedule time (a backfill of old fire times) is not counted. ``runs`` must reach back past the window by at least ``failure_threshold`` finished
@@ -800,17 +851,19 @@ def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, 
                 found.append(RunAlert(LONG_RUN, run, limit, 0, f"still in progress {max_runtime_seconds:g} s after "
                                       f"its claim at {rfc3339(run.claimed_at)} (max_runtime_seconds), whether or not "
                                       "its lease is renewed: the job may hang"))
-        if run.status not in (COMPLETED, FAILED) or run.finished_at is None:
-            continue
-        inside = since <= run.finished_at < until
-        if run.status == FAILED:
+        over = finished(run, grace_seconds)
+        if over is None or (run.status == RELEASED and over[1] >= until):
+            continue  # a released run still retried at the check's time: not over yet
+        status, at = over
+        inside = since <= at < until
+        if status == FAILED:
             streak += 1
             if streak == failure_threshold and inside:
-                found.append(RunAlert(FAILING, run, run.finished_at, streak,
+                found.append(RunAlert(FAILING, run, at, streak,
                                       f"{streak} consecutive run(s) failed, the last: {run.error or 'no error text'}"))
         else:
             if streak >= failure_threshold and inside:
-                found.append(RunAlert(RECOVERED, run, run.finished_at, streak,
+                found.append(RunAlert(RECOVERED, run, at, streak,
                                       f"completed after {streak} consecutive failed run(s)"))
             streak = 0
     found.sort(key=lambda a: a.at)
@@ -828,6 +881,6 @@ def recent_runs(history: RunHistory, scope: JobScope, *, since: datetime, until:
         if run.schedule_time < since:
             if older >= finished_before:
                 break
-            older += run.status in (COMPLETED, FAILED) and not run.manual
+            older += run.status in (COMPLETED, FAILED, RELEASED) and not run.manual
         found.append(run)
     return found
