@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.errors import ConfigError
@@ -351,7 +352,14 @@ def _print_run(console: Console, history: RunHistory, name: str, when: datetime,
     console.print(f"[dim]  {when:%H:%M:%S}Z {title}: {summary}" + ("" if rows else " (no run record)") + "[/]",
                   highlight=False)
     for run in rows:
-        if run.status in (FAILED, RELEASED) and run.output:
+        if run.status not in (FAILED, RELEASED):
+            continue
+        how = ("recorded failed, not retried" if run.status == FAILED else
+               f"{run.releases} of {run.attempts} attempt{'s' if run.attempts != 1 else ''} failed, each released "
+               "for a retry")
+        console.print(f"  [red bold]failed[/] {when:%H:%M:%S}Z ({how}): [red]{escape(run.error or '')}[/]",
+                      highlight=False, soft_wrap=True)
+        if run.output:
             console.print("  [dim]the job's output (tail):[/]")
             console.print("\n".join("    " + line for line in run.output.splitlines()), markup=False,
                           highlight=False, soft_wrap=True)
