@@ -7,6 +7,7 @@ and ``runs`` report once Scheduler's retries are over: failed, never missed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ def boom(run):
 def quit(run):
     print("usage: export [-h]")
     sys.exit(0)
+
+def fixed(run):
+    return {"exported": True}
 '''
 ERROR = "RuntimeError: disk full on /data"
 
@@ -101,6 +105,19 @@ def test_a_failing_jobs_error_and_output_are_in_the_answer_the_record_and_runs_s
     # Within the grace period the same run is only being retried: no problem yet.
     retrying = cli(server, "runs", "--job", JOB, "--since", when, "--until", f"{when[:-3]}59Z", "--grace", "3600")
     assert retrying.returncode == 0 and "retrying" in retrying.stdout, retrying.stdout + retrying.stderr
+
+    # The job is fixed: backfill lists the released run, and `runs rerun` delivers it as it is, claimed as a retry.
+    listed = cli(server, "backfill", "--job", JOB, "--since", when, "--until", f"{when[:-3]}59Z", "--reprocess",
+                 "failed", "--dry-run")
+    assert listed.returncode == 0 and when in listed.stdout and "released" in listed.stdout, listed.stdout
+    plan = cli(server, "runs", "rerun", rid[:12], "--dry-run")
+    assert plan.returncode == 0 and "nothing is copied or deleted" in re.sub(r"\s+", " ", plan.stdout), plan.stdout
+    fixed = start("bad:fixed")
+    rerun = cli(server, "runs", "rerun", rid[:12], "--url", fixed.url)
+    assert rerun.returncode == 0 and "delivered again: processed" in rerun.stdout, rerun.stdout + rerun.stderr
+    record = store.get(rid)
+    assert record is not None and record.status == "completed" and record.result == {"exported": True}, record
+    assert record.data["attempts"] == 4 and record.releases == 3 and record.error is None, record.data
 
 
 def test_a_job_that_calls_sys_exit_is_a_recorded_failure_with_a_clear_reason(server: StoreServer, store: Any,
