@@ -167,15 +167,21 @@ class StoreError(DedupError):
         executed: True if the work ran before the store failed. Its claim then stays ``in_progress`` until
             the lease expires (unless the write landed after all); the first delivery after that takes the
             run over and runs the work again.
+        job_error: the work's own failure that was being recorded (``record_failure``, ``release``): its
+            exception's type and message, scrubbed; else None.
+        output: the tail of what the work wrote, with ``job_error``; else None.
     """
 
-    def __init__(self, run_id: str, attempt_id: str, step: str, executed: bool, cause: BaseException):
+    def __init__(self, run_id: str, attempt_id: str, step: str, executed: bool, cause: BaseException, *,
+                 job_error: str | None = None, output: str | None = None):
         store = cause.store if isinstance(cause, StoreCallError) else "the store"
         super().__init__(f"{store} failed at {step} of run {run_id} ({cause_text(cause)})")
         self.run_id = run_id
         self.attempt_id = attempt_id
         self.step = step
         self.executed = executed
+        self.job_error = job_error
+        self.output = output
 
 
 def cause_text(exc: BaseException) -> str:

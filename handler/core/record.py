@@ -16,6 +16,11 @@ FAILED = "failed"
 #: A run that did not execute because the job's previous run was still executing (overlap policy ``skip``, or a
 #: third run under ``buffer_one``): final like ``completed``, and a record, so run history never reports it missed.
 SKIPPED_OVERLAP = "skipped_overlap"
+#: A run whose last attempt failed retryably (the job raised an ``Exception``): the record keeps that attempt's
+#: ``error`` and ``output`` and counts it in ``releases``, and is not final: the next delivery claims it at once,
+#: fenced on its version like a takeover, so of concurrent retries exactly one runs the job. It stays ``released``
+#: once Scheduler's retries are over: run history then reports the run failed, with that error.
+RELEASED = "released"
 #: The statuses a run keeps once written: no delivery runs the job again.
 FINAL_STATUSES = (COMPLETED, FAILED, SKIPPED_OVERLAP)
 
@@ -66,7 +71,7 @@ class RunRecord:
 
     Attributes:
         run_id: the record id, the run id.
-        status: ``in_progress`` | ``completed`` | ``failed``.
+        status: ``in_progress`` | ``completed`` | ``failed`` | ``skipped_overlap`` | ``released``.
         attempt_id: the attempt that holds (or held) the run, 32 hex characters.
         lease_seconds: the lease length the holder wrote, in seconds.
         update_time: the store's commit time of the last write (the holder's last claim or renewal), aware
@@ -124,9 +129,21 @@ class RunRecord:
 
     @property
     def error(self) -> str | None:
-        """The recorded error message of a failed run."""
+        """The recorded error of a failed or released run: the exception's type and message, scrubbed."""
         value = self.data.get("error")
         return None if value is None else str(value)
+
+    @property
+    def output(self) -> str | None:
+        """The tail of what the failed or released attempt's job wrote to stdout/stderr, scrubbed; None if none."""
+        value = self.data.get("output")
+        return str(value) if value else None
+
+    @property
+    def releases(self) -> int:
+        """How many attempts released the run after a retryable failure (0 for a record without the field)."""
+        value = self.data.get("releases")
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _aware(value: Any) -> datetime | None:

@@ -41,8 +41,10 @@ DELIVERY: tuple[Answer, ...] = (
     Answer(200, "duplicate", ("result", "result_dropped"),
            "The run was completed before: the job did not run. The same `result` and `result_dropped` as the "
            "first answer."),
-    Answer(200, "failed", ("error",),
-           "The job raised `NonRetryableJobError`, now or on an earlier delivery; the run will not run again."),
+    Answer(200, "failed", ("error", "output"),
+           "The job raised `NonRetryableJobError`, or exited (`SystemExit`: `error` names the exit code and the fix), "
+           "now or on an earlier delivery; the run is recorded `failed` and will not run again. `error` and "
+           "`output` are as for `released`."),
     Answer(200, "skipped_overlap", ("error",),
            "The job's overlap policy is `skip` (or `buffer_one` with a run already waiting) and another run of the "
            "job was still executing at this run's turn: the job did not run, the run is recorded `skipped_overlap` "
@@ -50,7 +52,7 @@ DELIVERY: tuple[Answer, ...] = (
     Answer(409, "in_progress", ("retry_after_seconds", "Retry-After header"),
            "Another attempt holds a live lease. Never 503: App Engine-style front ends retry 503 outside the job's "
            "retry count."),
-    Answer(409, "fenced", ("error",),
+    Answer(409, "fenced", ("error", "output"),
            "Another attempt id took the run over from this one while it ran (or took it over and released it); "
            "this attempt's outcome was not recorded."),
     Answer(400, "bad_request", ("error", "header"),
@@ -76,15 +78,19 @@ DELIVERY: tuple[Answer, ...] = (
     Answer(431, "request_header_too_large", ("error", "header"),
            "A header value is over 4,096 characters, or all header values over 32 KiB; `header` names it, never "
            "its value."),
-    Answer(500, "released", ("error", "released"),
-           "The job raised a retryable error, or exited (`SystemExit`, `KeyboardInterrupt`...: `error` names it). "
-           "The claim was released first, so Scheduler's next retry runs the job at once."),
-    Answer(500, "store_error", ("executed", "step", "error"),
+    Answer(500, "released", ("error", "output", "released"),
+           "The job raised any other exception, or was interrupted (`KeyboardInterrupt`, `GeneratorExit`). `error` "
+           "is the exception's type and message and `output` the tail of what the job wrote to stdout and stderr, "
+           "as [the run record](../how-it-works.md#the-run-record) keeps them: the run was recorded `released` with "
+           "both first, so Scheduler's next retry runs the job at once, and once the retries are over run history "
+           "reports the run failed with that error."),
+    Answer(500, "store_error", ("executed", "step", "error", "job_error", "output"),
            "The run store failed or timed out (`DEDUP_STORE_TIMEOUT_SECONDS`). `executed: false`: the job did not "
            "run and the delivery holds no claim. `executed: true`: the job ran but its outcome could not be "
            "recorded; deliveries get 409 until its lease expires, then the job runs again. `error` says which "
-           "(see [the failure table](../failures.md))."),
-    Answer(500, "store_misconfigured", ("executed", "step", "error", "fix"),
+           "(see [the failure table](../failures.md)); `job_error` and `output` are the job's own failure that "
+           "could not be recorded, as `released` has them."),
+    Answer(500, "store_misconfigured", ("executed", "step", "error", "fix", "job_error", "output"),
            "The run store refuses every call because of how it is set up: a Firestore database in Datastore mode, "
            "a database or instance that does not exist, a runtime identity without the store's role, a Redis AUTH "
            "string or ACL user the instance refuses. `fix` says what to change; `executed` and `step` mean what "

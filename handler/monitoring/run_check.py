@@ -188,7 +188,7 @@ class RunCheck:
             return self._store_error(exc)
         alerts = run_alerts(recent, since=now - timedelta(seconds=request.window_seconds), until=now,
                             failure_threshold=request.failure_threshold,
-                            max_runtime_seconds=request.max_runtime_seconds)
+                            max_runtime_seconds=request.max_runtime_seconds, grace_seconds=request.grace_seconds)
         self._log_alerts(request.job_name, alerts)
         missed = sorted(report.of(MISSED), key=lambda f: f.schedule_time)
         stuck = sorted(report.of(STUCK_RUN), key=lambda f: f.schedule_time)

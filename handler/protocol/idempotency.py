@@ -11,11 +11,14 @@ each step one store call, one RPC on Firestore):
 2. A loser **reads** the record: ``completed``/``failed`` is replayed (2 RPCs in all);
    ``in_progress`` with a live lease is answered as in progress; ``in_progress`` whose lease has
    expired (by the store's clock: last write + lease <= read time) is **taken over** with a write
-   fenced on the record's commit time, so of many concurrent takers exactly one wins.
+   fenced on the record's commit time, so of many concurrent takers exactly one wins; ``released``
+   is claimed at once by the same fenced write (a retry after a retryable failure, not a takeover).
 3. While the work runs, a :class:`LeaseKeeper` renews the lease every third of it.
 4. **Complete** (or record ``failed``) with a write fenced on the holder's last commit time;
-   a **retryable failure** deletes the record the same way, so the next delivery runs at once.
-   An attempt that lost its lease can therefore neither complete nor delete a newer attempt's record.
+   a **retryable failure** **releases** the run the same way: status ``released`` with the attempt's
+   error and the tail of its output, and ``releases`` counted up, so the next delivery runs at once and
+   the reason stays readable once Scheduler's retries are over. An attempt that lost its lease can
+   therefore neither complete nor release a newer attempt's record.
 
 **A write whose answer was lost is not a write that was refused.** Every conditional write (claim,
 takeover, renewal, completion, failure record, release) that is refused by its precondition or ends
@@ -23,7 +26,9 @@ without an answer (the contract's :class:`~scheduler_dedup.handler.core.errors.S
 DEADLINE_EXCEEDED, retries run out) may have committed. So the record is read and the attempt decides by attempt id and status: its own write in
 place counts as done; a record still ``in_progress`` under its own attempt id is still its own (the write
 is tried again on the record's current commit time); only another attempt id holding the run, or the
-record gone, means the run was taken over (``fenced``). When the store stays unreachable, a
+record gone, means the run was taken over (``fenced``). A release is in place once the record counts more
+``releases`` than this attempt's claim found: this attempt's, or a later holder's after taking the run over
+(then the run was released either way), even when another delivery has claimed the run again since. When the store stays unreachable, a
 :class:`~scheduler_dedup.handler.core.errors.StoreError` says which step failed and whether the work ran.
 
 **A claim that lands after its attempt gave up holds nothing.** A claim or takeover held in the network beyond
@@ -65,7 +70,7 @@ from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryable
                                                  StoreRefusedError, StoreUnavailableError)
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease, held_lease_fields
 from scheduler_dedup.handler.core.logs import LogField
-from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS,
+from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, RELEASED,
                                                  SKIPPED_OVERLAP, TTL_FIELD, RunRecord, claim_landed_late)
 from scheduler_dedup.handler.protocol.overlap_lease import RunSkipped
 from scheduler_dedup.handler.core.safe_text import exception_text
@@ -75,8 +80,10 @@ from scheduler_dedup.handler.core.stored_result import StoredResult, fresh_copy,
 log = logging.getLogger("scheduler_dedup")
 
 _MAX_ERROR_CHARS = 2000
+#: Characters of a job's output tail stored in a record (the tail's own bound plus its "not kept" note).
+_MAX_OUTPUT_CHARS = 2100
 _EXITED = (" (the job raised a BaseException that is not an Exception: a job must return or raise an Exception, "
-           "never exit; the claim was released, so a retry runs the job again)")
+           "never exit; the run was released, so a retry runs the job again)")
 _CLAIM_ROUNDS = 5
 #: Writes of a holder tried per step before the store counts as unreachable (each try one read + one write).
 _HOLDER_ROUNDS = 3
@@ -94,7 +101,7 @@ class Outcome(str, enum.Enum):
     DUPLICATE = "duplicate"  #: the run was already completed; the work did not run
     IN_PROGRESS = "in_progress"  #: another attempt holds a live lease; the work did not run
     FAILED = "failed"  #: the run is recorded failed (non-retryable), now or before
-    RELEASED = "released"  #: the work raised a retryable error; the claim was released
+    RELEASED = "released"  #: the work raised a retryable error; the run was released (recorded, retried at once)
     FENCED = "fenced"  #: another attempt took the run over from this one; its outcome was not recorded
     SKIPPED_OVERLAP = "skipped_overlap"  #: the work raised RunSkipped (overlap policy): recorded, never run
 
@@ -115,6 +122,8 @@ class RunOutcome:
         retry_after_seconds: for in_progress, seconds until the other lease expires.
         took_over: True if this attempt took over a record whose lease had expired.
         result_dropped: why the result was not stored, or None.
+        output: the tail of what the work wrote to stdout/stderr (failed, released), scrubbed; None if none or
+            not captured.
     """
 
     outcome: Outcome
@@ -127,6 +136,7 @@ class RunOutcome:
     retry_after_seconds: float | None = None
     took_over: bool = False
     result_dropped: str | None = None
+    output: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,7 @@ class _Claim:
     update_time: datetime
     took_over: bool
     fields: dict[str, Any]  # what the claim wrote: the record's other fields, to size the completed record
+    releases: int = 0  # the record's releases when claimed: a release is in place once the record counts more
 
 
 @dataclass(frozen=True)
@@ -162,7 +173,8 @@ class Idempotency:
         self._running: dict[str, float] = {}  # run id -> monotonic time of this process's claim
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
 
-    def execute(self, run_id: str, work: Callable[[str], Any], fields: Mapping[str, Any] | None = None) -> RunOutcome:
+    def execute(self, run_id: str, work: Callable[[str], Any], fields: Mapping[str, Any] | None = None,
+                output: Callable[[], str] | None = None) -> RunOutcome:
         """Run ``work(attempt_id)`` at most once to completion for ``run_id``.
 
         Args:
@@ -170,12 +182,14 @@ class Idempotency:
             work: the work; receives this delivery's attempt id and returns its result (stored in the
                 form :mod:`~scheduler_dedup.handler.core.stored_result` describes). Raising
                 :class:`NonRetryableJobError` records the run failed; any other ``Exception`` releases the
-                claim so a retry runs it again.
+                run (recorded ``released`` with its error) so a retry runs it again.
             fields: extra fields stored in the record (job name, schedule time...).
+            output: called once after the work failed: the tail of what it wrote (already scrubbed), stored in
+                the record's ``output`` (at most :data:`_MAX_OUTPUT_CHARS` characters) and the outcome's.
 
         Returns:
             A :class:`RunOutcome`. A ``BaseException`` that is not an ``Exception`` (``SystemExit``,
-            ``KeyboardInterrupt``, ``GeneratorExit``) raised by the work is a retryable failure too: the claim
+            ``KeyboardInterrupt``, ``GeneratorExit``) raised by the work is a retryable failure too: the run
             is released and the outcome (``released``, its ``exception`` the one raised) says a job must
             return or raise an ``Exception``, never exit; it never propagates.
 
@@ -196,7 +210,7 @@ class Idempotency:
         with self._local_lock:
             self._running[run_id] = time.monotonic()
         try:
-            outcome = self._run_claimed(run_id, attempt_id, claim, work)
+            outcome = self._run_claimed(run_id, attempt_id, claim, work, output)
         finally:
             with self._local_lock:
                 self._running.pop(run_id, None)
@@ -236,7 +250,8 @@ class Idempotency:
             while len(self._finished) > FINISHED_CACHE_SIZE:
                 self._finished.popitem(last=False)
 
-    def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim, work: Callable[[str], Any]) -> RunOutcome:
+    def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim, work: Callable[[str], Any],
+                     output: Callable[[], str] | None) -> RunOutcome:
         """Run the claimed work and record its outcome."""
         keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds).start()
         try:
@@ -246,27 +261,27 @@ class Idempotency:
             return self._skip(run_id, attempt_id, keeper, claim, exc)
         except NonRetryableJobError as exc:
             keeper.stop()
-            error = _error_text(exc)
+            error, tail = _error_text(exc), _output_tail(output)
             done = self._recorded(run_id, attempt_id, "record_failure", lambda: self._finish(
-                run_id, attempt_id, keeper, claim, FAILED, {"error": error, "result": None}))
+                run_id, attempt_id, keeper, claim, FAILED, {"error": error, "output": tail, "result": None}),
+                job_error=error, output=tail)
             outcome = Outcome.FAILED if done else Outcome.FENCED
             return RunOutcome(outcome, run_id, attempt_id, executed=True, error=error, exception=exc,
-                              took_over=claim.took_over)
-        except Exception as exc:
-            keeper.stop()
-            released = self._recorded(run_id, attempt_id, "release", lambda: self._release(run_id, attempt_id, keeper))
-            outcome = Outcome.RELEASED if released else Outcome.FENCED
-            return RunOutcome(outcome, run_id, attempt_id, executed=True, error=_error_text(exc), exception=exc,
-                              took_over=claim.took_over)
+                              took_over=claim.took_over, output=tail)
         except BaseException as exc:
-            # SystemExit (a click/argparse main()), KeyboardInterrupt, GeneratorExit...: a job failure like any
-            # other, never a reason to let the exception reach the server (SystemExit stops a gunicorn worker).
+            # An Exception is retryable. SystemExit (a click/argparse main()), KeyboardInterrupt, GeneratorExit...
+            # are a job failure like any other, never a reason to let the exception reach the server (SystemExit
+            # stops a gunicorn worker); the Scheduler handler records a job's SystemExit failed before it gets here.
             keeper.stop()
-            released = self._recorded(run_id, attempt_id, "release", lambda: self._release(run_id, attempt_id, keeper))
+            error = _error_text(exc) if isinstance(exc, Exception) else \
+                _error_text(exc)[:_MAX_ERROR_CHARS - len(_EXITED)] + _EXITED
+            tail = _output_tail(output)
+            released = self._recorded(run_id, attempt_id, "release",
+                                      lambda: self._release(run_id, attempt_id, keeper, claim, error, tail),
+                                      job_error=error, output=tail)
             outcome = Outcome.RELEASED if released else Outcome.FENCED
-            error = _error_text(exc)[:_MAX_ERROR_CHARS - len(_EXITED)] + _EXITED
             return RunOutcome(outcome, run_id, attempt_id, executed=True, error=error, exception=exc,
-                              took_over=claim.took_over)
+                              took_over=claim.took_over, output=tail)
         keeper.stop()
         stored = self._recorded(run_id, attempt_id, "complete",
                                 lambda: self._complete(run_id, attempt_id, keeper, claim, value))
@@ -286,12 +301,14 @@ class Idempotency:
                           error=exc.reason, took_over=claim.took_over)
 
     @staticmethod
-    def _recorded(run_id: str, attempt_id: str, step: str, write: Callable[[], Any]) -> Any:
-        """Run a recording step after the work ran; the store staying unreachable becomes a :class:`StoreError`."""
+    def _recorded(run_id: str, attempt_id: str, step: str, write: Callable[[], Any], *, job_error: str | None = None,
+                  output: str | None = None) -> Any:
+        """Run a recording step after the work ran; the store staying unreachable becomes a :class:`StoreError`
+        (carrying the work's own ``job_error`` and ``output`` that could not be recorded, if any)."""
         try:
             return write()
         except STORE_ERRORS as exc:
-            raise StoreError(run_id, attempt_id, step, True, exc) from exc
+            raise StoreError(run_id, attempt_id, step, True, exc, job_error=job_error, output=output) from exc
 
     # -- claim ---------------------------------------------------------------------------------
 
@@ -304,6 +321,7 @@ class Idempotency:
             "finished_at": None,
             "result": None,
             "error": None,
+            "output": None,
             "attempts": Increment(1),
             TTL_FIELD: now + timedelta(seconds=self.retention_seconds),
             # When this write's call stops waiting for its answer: a write landing later holds nothing.
@@ -330,10 +348,12 @@ class Idempotency:
             if _holds(record, attempt_id):
                 # Our create committed in time, but its answer was lost (the retry saw AlreadyExists, or none
                 # came): we hold the claim, so run the job now rather than leave a claim nobody runs.
-                return _Claim(record.update_time, False, claim_fields)
-            if record.status != IN_PROGRESS:
+                return _Claim(record.update_time, False, claim_fields, record.releases)
+            # A released run (its last attempt failed retryably) is claimed at once: a retry, not a takeover.
+            retry = record.status == RELEASED
+            if record.status != IN_PROGRESS and not retry:
                 return _replay(record, attempt_id)
-            remaining = record.lease_remaining_seconds
+            remaining = 0.0 if retry else record.lease_remaining_seconds
             if remaining > 0:
                 return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=remaining)
             # A claim that landed after its writer gave up never ran the job: taking it over is no re-run.
@@ -341,7 +361,7 @@ class Idempotency:
             takeover = self._in_progress_fields(attempt_id, fields)
             if abandoned:
                 del takeover["attempts"]
-            else:
+            elif not retry:
                 takeover["previous_attempt_id"] = record.attempt_id
             try:
                 update_time = self.store.update_if_unchanged(run_id, takeover, record.update_time)
@@ -355,7 +375,11 @@ class Idempotency:
                 update_time = after.update_time
             elif _landed_late(update_time, takeover):
                 continue  # committed after we stopped waiting: it holds nothing, so look again
-            if abandoned:
+            if retry:
+                log.info("claimed a run released after a retryable failure (%s)", record.error, extra={
+                    LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id,
+                    LogField.PREVIOUS_ATTEMPT_ID: record.attempt_id})
+            elif abandoned:
                 log.warning("claimed a run whose previous claim landed after its attempt gave up on it "
                             "(that attempt never ran the job)", extra={
                                 LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id,
@@ -364,7 +388,7 @@ class Idempotency:
                 log.warning("took over a run whose lease expired", extra={
                     LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id,
                     LogField.PREVIOUS_ATTEMPT_ID: record.attempt_id})
-            return _Claim(update_time, not abandoned, takeover)
+            return _Claim(update_time, not (abandoned or retry), takeover, record.releases)
         return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=1.0)
 
     # -- complete, record failure, release: fenced by attempt id ----------------------------------
@@ -372,12 +396,13 @@ class Idempotency:
     def _complete(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim,
                   value: Any) -> StoredResult | None:
         """Record the run completed with its result; returns what was stored, or None if fenced."""
-        finish = self._finish_fields(COMPLETED, {"error": None})
+        finish = self._finish_fields(COMPLETED, {"error": None, "output": None})
         record_fields = {**claim.fields, **finish, "result_dropped": None}
         stored = prepare_result(value, lambda form: self.store.result_refusal(form, run_id, record_fields))
         try:
             done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
-                                {"error": None, "result": stored.value, "result_dropped": stored.dropped})
+                                {"error": None, "output": None, "result": stored.value,
+                                 "result_dropped": stored.dropped})
         except Exception as exc:
             if stored.value is None or (isinstance(exc, STORE_ERRORS) and not isinstance(exc, InvalidWriteError)):
                 raise
@@ -388,7 +413,8 @@ class Idempotency:
             log.warning("completion refused as invalid; completing without the result: %s", stored.dropped,
                         extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
             done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
-                                {"error": None, "result": None, "result_dropped": stored.dropped})
+                                {"error": None, "output": None, "result": None,
+                                 "result_dropped": stored.dropped})
         if stored.dropped is not None:
             log.warning("result not stored: %s", stored.dropped,
                         extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
@@ -409,18 +435,22 @@ class Idempotency:
             and record.status == status,
             step=status, keeper=keeper)
 
-    def _release(self, run_id: str, attempt_id: str, keeper: LeaseKeeper) -> bool:
-        """Delete the claim; True once it is gone, False if another attempt took the run over."""
-        # Gone counts as released: either our delete committed (its answer lost) or a later holder released
-        # the run; only a holder deletes an in-progress record (TTL expiry is far beyond any lease). So does
-        # a record created after this attempt's last write: the record it held was deleted in between and
-        # the run claimed afresh by another delivery; one taken over from us keeps its creation time.
-        last_write = keeper.update_time
+    def _release(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, error: str,
+                 output: str | None) -> bool:
+        """Record the run ``released`` with the attempt's ``error`` and ``output``, counting it in ``releases``;
+        True once in place, False if another attempt took the run over.
+
+        In place means the record counts more releases than this attempt's claim found. The release is this
+        attempt's (its answer lost, and perhaps the run claimed again since), or a later holder's after taking
+        the run over from this one: either way the run was released and Scheduler's retry runs it. Only a
+        holder writes ``released``, fenced on its version, so no release lands on a newer attempt's claim.
+        """
+        fields = self._finish_fields(RELEASED, {"error": error, "output": output, "result": None,
+                                                "releases": Increment(1)})
         return self._write_as_holder(
-            run_id, attempt_id, None if keeper.lost else last_write,
-            write=lambda update_time: self.store.delete_if_unchanged(run_id, update_time),
-            in_place=lambda record: record is None or (record.create_time is not None
-                                                       and record.create_time > last_write),
+            run_id, attempt_id, None if keeper.lost else keeper.update_time,
+            write=lambda update_time: self.store.update_if_unchanged(run_id, fields, update_time) is not None,
+            in_place=lambda record: record is not None and record.releases > claim.releases,
             step="release")
 
     def _write_as_holder(self, run_id: str, attempt_id: str, update_time: datetime | None,
@@ -526,7 +556,7 @@ def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
         return RunOutcome(Outcome.DUPLICATE, record.run_id, attempt_id, result=stored.value,
                           result_dropped=record.result_dropped or stored.dropped)
     if record.status == FAILED:
-        return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error)
+        return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error, output=record.output)
     if record.status == SKIPPED_OVERLAP:
         return RunOutcome(Outcome.SKIPPED_OVERLAP, record.run_id, attempt_id, error=record.error)
     raise ValueError(f"run record {record.run_id} has unknown status {record.status!r}")
@@ -534,3 +564,16 @@ def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
 
 def _error_text(exc: BaseException) -> str:
     return exception_text(exc, _MAX_ERROR_CHARS)
+
+
+def _output_tail(output: Callable[[], str] | None) -> str | None:
+    """The work's output tail as stored (the last :data:`_MAX_OUTPUT_CHARS` characters), or None if it wrote
+    nothing or nothing was captured; a failure to read it is no output (the outcome is recorded all the same)."""
+    if output is None:
+        return None
+    try:
+        text = output()
+    except Exception:  # noqa: BLE001 - the tail is a courtesy; recording the outcome must not depend on it
+        log.exception("could not read the job's output tail")
+        return None
+    return text[-_MAX_OUTPUT_CHARS:] or None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
-from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.handler.core.safe_text import scrub_secrets, utf8_safe
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease
@@ -70,6 +70,37 @@ class ScheduledRun:
 
 
 Job = Callable[[ScheduledRun], Any]
+
+
+class JobExitedError(NonRetryableJobError):
+    """The job raised ``SystemExit`` (``sys.exit()``, a click or argparse ``main()``) instead of returning or raising:
+    the run is recorded failed and not run again, since an exit does not say whether the job's work was done, and
+    running a job that exited 0 again would repeat it.
+
+    Attributes:
+        code: the exit's code (``SystemExit.code``: None, a number or a message).
+    """
+
+    def __init__(self, code: object):
+        self.code = code
+        shown = repr(code) if isinstance(code, str) else "" if code is None else str(code)
+        super().__init__(f"the job called sys.exit({shown}) instead of returning: recorded failed and not run again, "
+                         "as an exit does not say whether its work was done. Return the result (a click command: "
+                         "main(standalone_mode=False); argparse: catch SystemExit), or raise an exception to have "
+                         "Scheduler retry")
+
+
+def call_job(job: Job, run: ScheduledRun) -> Any:
+    """``job(run)``, with a ``SystemExit`` it raises turned into :class:`JobExitedError` (a recorded failure).
+
+    Raises:
+        JobExitedError: the job raised ``SystemExit``.
+        Exception: whatever else the job raised, as raised.
+    """
+    try:
+        return job(run)
+    except SystemExit as exc:
+        raise JobExitedError(exc.code) from exc
 
 
 def check_job_spec(spec: str | None, variable: str = "DEDUP_JOB") -> None:

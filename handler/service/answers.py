@@ -32,7 +32,7 @@ _FENCED = "another attempt took this run over from this one; this attempt's outc
 _STEPS_AFTER_RUN = {
     "complete": ("recording its completion", "200 duplicate"),
     "record_failure": ("recording its permanent failure", "200 failed"),
-    "release": ("releasing its claim after a retryable failure", "a fresh run at once"),
+    "release": ("recording its retryable failure (releasing the run)", "a fresh run at once"),
 }
 
 
@@ -46,6 +46,8 @@ def outcome_answer(outcome: RunOutcome) -> tuple[dict[str, Any], dict[str, str]]
         body["result_dropped"] = outcome.result_dropped
     if outcome.error is not None:
         body["error"] = outcome.error
+    if outcome.output and outcome.outcome in (Outcome.FAILED, Outcome.RELEASED, Outcome.FENCED):
+        body["output"] = outcome.output  # the job's last words beside its error: the first thing to read
     if outcome.outcome is Outcome.RELEASED:
         body["released"] = True
     if outcome.retry_after_seconds is not None:
@@ -71,8 +73,13 @@ def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
                  f"before then get 409 in_progress, and the first one after it takes the run over and runs the "
                  f"job again (keep its side effects idempotent on run_id); if the write reached {store} after "
                  f"all, the next delivery gets {landed} instead")
-    return {"status": "store_error", "run_id": exc.run_id, "executed": exc.executed, "step": exc.step,
-            "error": error}
+    body: dict[str, Any] = {"status": "store_error", "run_id": exc.run_id, "executed": exc.executed,
+                            "step": exc.step, "error": error}
+    if exc.job_error is not None:  # the job's own failure, which the store could not record: still the first to read
+        body["job_error"] = exc.job_error
+        if exc.output:
+            body["output"] = exc.output
+    return body
 
 
 def store_misconfigured_body(exc: StoreError, config: StoreConfigError, lease_seconds: float) -> dict[str, Any]:
@@ -85,8 +92,13 @@ def store_misconfigured_body(exc: StoreError, config: StoreConfigError, lease_se
         error = (f"{store} refuses every call as it is set up ({cause}): the job did not run and nothing was "
                  "written. Scheduler's retries get this answer until the setting that `fix` names is changed; the "
                  "first delivery after that runs the job")
-    return {"status": "store_misconfigured", "run_id": exc.run_id, "executed": exc.executed, "step": exc.step,
-            "error": error, "fix": config.fix}
+    body: dict[str, Any] = {"status": "store_misconfigured", "run_id": exc.run_id, "executed": exc.executed,
+                            "step": exc.step, "error": error, "fix": config.fix}
+    if exc.job_error is not None:
+        body["job_error"] = exc.job_error
+        if exc.output:
+            body["output"] = exc.output
+    return body
 
 
 def internal_error_body(exc: BaseException) -> dict[str, Any]:

@@ -9,8 +9,10 @@ Every answer and its status code is a row of :data:`~scheduler_dedup.handler.cor
 - 400: a missing or malformed Scheduler header; nothing is written.
 - 403 ``forbidden``: the delivery names another job than the handler's own (``DEDUP_SCHEDULER_JOB``); nothing
   is read or written.
-- 500: a retryable job failure, after the claim was released (its ``error`` is the exception's type and message,
-  and ``output`` the tail of what the job printed); or the run store failed (``store_error``,
+- 200 ``failed`` also for a job that raised ``SystemExit`` (:class:`~scheduler_dedup.handler.protocol.job.JobExitedError`).
+- 500: a retryable job failure, after the run was released (recorded ``released`` with the same ``error``, the
+  exception's type and message, and ``output``, the tail of what the job printed, which the answer carries too); or
+  the run store failed (``store_error``,
   which says whether the job ran and what the next delivery will do), or refuses every call as it is set up
   (``store_misconfigured``, with the ``fix``; logged as ERROR once per process, WARNING after).
 
@@ -29,7 +31,7 @@ from scheduler_dedup.handler.core.errors import (OtherJobError, RequestHeaderErr
                                                  store_config_error)
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error, store_answered
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
-from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, captured_output
+from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, call_job, captured_output
 from scheduler_dedup.handler.protocol.catch_up import missed_keys
 from scheduler_dedup.handler.protocol.overlap_lease import OverlapGuard
 from scheduler_dedup.handler.stores.base import STORE_ERRORS
@@ -93,9 +95,8 @@ class SchedulerHandler:
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
         caught_up = self._catch_up(key)
-        output = OutputTail()
         try:
-            outcome = self._run(key, output)
+            outcome = self._run(key)
         except StoreError as exc:
             config = store_config_error(exc.__cause__)
             if config is not None:
@@ -109,8 +110,6 @@ class SchedulerHandler:
             return body, code(DELIVERY, "store_error"), {}
         store_answered()
         body, status, extra = _response(outcome)
-        if outcome.error is not None and outcome.executed and output.text:
-            body["output"] = output.text  # the job's last words beside its error: the first thing to read
         if caught_up:
             body["caught_up"] = caught_up
         _log_outcome(key, outcome, status, time.monotonic() - started)
@@ -126,10 +125,10 @@ class SchedulerHandler:
             LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: status, LogField.ERROR: config.fix})
         return body, status, {}
 
-    def _run(self, key: RunKey, output: OutputTail | None = None) -> RunOutcome:
-        """Execute one run of ``key`` through the claim, under the job's overlap policy, capturing the tail of
-        what the job prints into ``output``."""
-        tail = output if output is not None else OutputTail()
+    def _run(self, key: RunKey) -> RunOutcome:
+        """Execute one run of ``key`` through the claim, under the job's overlap policy; the tail of what the job
+        prints goes into the record and the answer of a failed or released run."""
+        tail = OutputTail()
 
         def work(attempt_id: str) -> Any:
             # Under the job's overlap policy: RunSkipped (recorded skipped_overlap) when another run executes.
@@ -137,9 +136,10 @@ class SchedulerHandler:
                 return self.overlap.run(project=key.project, location=key.location, job_name=key.job_name,
                                         run_id=key.run_id, schedule_time=key.schedule_time_rfc3339,
                                         attempt_id=attempt_id,
-                                        work=lambda: self.job(ScheduledRun.of(key, attempt_id)))
+                                        work=lambda: call_job(self.job, ScheduledRun.of(key, attempt_id)))
 
-        return self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings))
+        return self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings),
+                                        output=lambda: tail.text)
 
     def _catch_up(self, key: RunKey) -> list[dict[str, Any]]:
         """Run the missed fire times of the catch-up window, oldest first (:mod:`~scheduler_dedup.handler.protocol.catch_up`).

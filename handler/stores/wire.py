@@ -13,7 +13,8 @@ step            what the call does
 ``renewal``     a conditional write that leaves ``status`` alone (heartbeat, lease expiry)
 ``completion``  a conditional write setting ``status: completed``
 ``failure``     a conditional write setting ``status: failed``
-``release``     a conditional delete
+``release``     a conditional write setting ``status: released`` (a retryable failure), or a
+                conditional delete (an overlap lease's release, ``runs rerun``'s reset)
 ``read``        a read of records by id
 ``query``       a run history query
 ``other``       anything else (sessions, transactions begun or rolled back, listeners...)
@@ -25,13 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, SKIPPED_OVERLAP
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RELEASED, SKIPPED_OVERLAP
 
 STEPS = ("claim", "takeover", "renewal", "completion", "failure", "release", "read", "query", "other")
 #: The steps that are store calls of the dedup protocol (what a campaign injects faults into).
 PROTOCOL_STEPS = ("claim", "read", "takeover", "renewal", "completion", "failure", "release")
 #: The step of a write that sets the record's status to this value (a write that sets none is a renewal).
-STATUS_STEPS = {IN_PROGRESS: "takeover", COMPLETED: "completion", FAILED: "failure", SKIPPED_OVERLAP: "completion"}
+STATUS_STEPS = {IN_PROGRESS: "takeover", COMPLETED: "completion", FAILED: "failure", SKIPPED_OVERLAP: "completion",
+                RELEASED: "release"}
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from scheduler_dedup.handler.core.errors import StoreCallError
-from scheduler_dedup.handler.monitoring.run_history import JobScope
+from scheduler_dedup.handler.core.record import FAILED, RELEASED
+from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.local.commands.console import make_console
@@ -48,8 +49,8 @@ class Pending:
 
 def to_backfill(runs: list[HistoryRun], schedule: str, time_zone: str, since: datetime, until: datetime,
                 reprocess_failed: bool) -> list[Pending]:
-    """The fire times of ``[since, until)`` with no scheduled run recorded (and, if asked, those recorded failed),
-    oldest first."""
+    """The fire times of ``[since, until)`` with no scheduled run recorded (and, if asked, those recorded failed or
+    released: every attempt failed retryably), oldest first."""
     by_time: dict[datetime, HistoryRun] = {r.schedule_time: r for r in runs if not r.manual}
     pending = []
     for fire in fire_times(schedule, time_zone, since, until):
@@ -57,8 +58,8 @@ def to_backfill(runs: list[HistoryRun], schedule: str, time_zone: str, since: da
         if not found:
             if fire.required:
                 pending.append(Pending(fire.first, None))
-        elif reprocess_failed and all(r.status == "failed" for r in found):
-            pending.append(Pending(found[0].schedule_time, "failed", found[0].run_id))
+        elif reprocess_failed and all(r.status in (FAILED, RELEASED) for r in found):
+            pending.append(Pending(found[0].schedule_time, found[0].status, found[0].run_id))
     return pending
 
 
@@ -124,7 +125,7 @@ def deliver(url: str, job: str, schedule_time: datetime, token: Callable[[], str
 @click.option("--until", default=None, help="newest fire time (exclusive) [default: now].")
 @click.option("--dry-run", is_flag=True, help="list what would be delivered; deliver nothing, write nothing.")
 @click.option("--reprocess", type=click.Choice(["failed"]), default=None,
-              help="also re-run fire times recorded failed (each as `runs rerun` does).")
+              help="also re-run fire times recorded failed or released (each as `runs rerun` does).")
 @click.option("--url", default=None, help="the handler's URL (the Cloud Run service's, or a local one).")
 @click.option("--audience", default=None, help="OIDC audience of the identity token for a deployed handler "
                                                 "(its DEDUP_OIDC_AUDIENCE) [default: the URL's origin].")
@@ -179,7 +180,7 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
         task = progress.add_task(scope.job_id, total=len(pending))
         for item in pending:
             began = time.monotonic()
-            if item.status == "failed" and item.run_id:
+            if item.status in (FAILED, RELEASED) and item.run_id:
                 try:
                     reset(history.store, plan_rerun(history.store, item.run_id))
                 except RerunRefused as exc:
@@ -208,10 +209,11 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
 @_common
 def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, store: str, project: str | None,
           database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
-    """Re-run a failed run through the fence, keeping the failed attempt as a previous attempt record.
+    """Re-run a failed run through the fence, keeping the failed attempt as a previous attempt record (a released
+    run, whose every attempt failed retryably, is delivered as it is: the claim takes it as a retry).
 
-    RUN_ID is a run id or a unique prefix (at least 4 hex characters). Exits 1 if the run is not failed or changed
-    meanwhile, 2 on bad input or an unreadable store.
+    RUN_ID is a run id or a unique prefix (at least 4 hex characters). Exits 1 if the run is neither failed nor
+    released or changed meanwhile, 2 on bad input or an unreadable store.
     """
     if not dry_run and not url:
         raise click.UsageError("give --url (the handler's URL) to run it again, or --dry-run to see the plan")
@@ -238,6 +240,7 @@ def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, sto
     data = plan.record.data
     body = deliver(url, str(data.get("job_name")), data["schedule_time"], token_source(url, audience),
                    project=data.get("project"), location=data.get("location"))
-    console.print(f"kept failed attempt {plan.record.attempt_id} as previous attempt #{plan.rank}; "
-                  f"delivered again: {body.get('status')}", highlight=False)
+    kept = (f"kept failed attempt {plan.record.attempt_id} as previous attempt #{plan.rank}" if plan.copy_id else
+            f"released run (last attempt {plan.record.attempt_id}), claimed as a retry")
+    console.print(f"{kept}; delivered again: {body.get('status')}", highlight=False)
     sys.exit(0 if body.get("status") in _DECIDED else _EXIT_PROBLEMS)

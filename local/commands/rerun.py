@@ -9,6 +9,9 @@ A re-run writes only through the store contract:
    read, nothing is deleted and the re-run stops;
 3. the fire time is delivered to the handler with its own schedule time (:mod:`~scheduler_dedup.local.commands.backfill`),
    so it goes through the normal claim: a concurrent delivery of the same fire time cannot run it twice.
+
+A ``released`` run (every attempt failed retryably, Scheduler's retries over) needs neither step 1 nor 2: its record
+already keeps the last attempt's error, and the next delivery claims it through the same fenced write as a retry.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_dedup.handler.core.record import FAILED, RunRecord
+from scheduler_dedup.handler.core.record import FAILED, RELEASED, RunRecord
 from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.stores.base import RunStore
 
@@ -43,9 +46,9 @@ class RerunPlan:
 
     Attributes:
         record: the failed record as read (its ``update_time`` fences the delete).
-        copy_id: the previous attempt record it is copied to.
+        copy_id: the previous attempt record it is copied to (``""`` for a released run: nothing to copy).
         copy_fields: what that record will hold.
-        rank: which previous attempt this is (1 for the first re-run).
+        rank: which previous attempt this is (1 for the first re-run; 0 for a released run).
     """
 
     record: RunRecord
@@ -60,6 +63,10 @@ class RerunPlan:
     def describe(self) -> list[str]:
         """The re-run's steps as sentences (what ``--dry-run`` prints)."""
         r = self.record
+        if not self.copy_id:
+            return [f"deliver job {r.data.get('job_name')} at schedule time {self.schedule_time} through the claim: "
+                    f"the run is released (its last attempt {r.attempt_id} failed retryably: {r.error or 'no error'}), "
+                    "so the delivery claims it as a retry; nothing is copied or deleted"]
         return [f"copy failed attempt {r.attempt_id} (error: {r.error or 'none'}) to previous attempt record "
                 f"{self.copy_id} (#{self.rank})",
                 f"delete run record {r.run_id} only if its version is still {r.update_time.isoformat()} "
@@ -82,15 +89,17 @@ def plan_rerun(store: RunStore, run_id: str) -> RerunPlan:
     """Read the run and plan its re-run.
 
     Raises:
-        RerunRefused: no such record, or it is not ``failed``.
+        RerunRefused: no such record, or it is neither ``failed`` nor ``released``.
         StoreUnavailableError, StoreRefusedError: a read failed.
     """
     record = store.get(run_id)
     if record is None:
         raise RerunRefused(f"run {run_id} has no record: nothing failed. A fire time that never ran is delivered "
                            "by `scheduler-dedup backfill`")
+    if record.status == RELEASED:
+        return RerunPlan(record, "", {}, 0)
     if record.status != FAILED:
-        raise RerunRefused(f"run {run_id} is {record.status}, not failed: only a failed run is re-run")
+        raise RerunRefused(f"run {run_id} is {record.status}, not failed: only a failed (or released) run is re-run")
     rank = 1
     for rank in range(1, MAX_PREVIOUS_ATTEMPTS + 1):
         existing = store.get(previous_attempt_id(run_id, rank))
@@ -111,6 +120,8 @@ def reset(store: RunStore, plan: RerunPlan) -> None:
         RerunRefused: the record changed since :func:`plan_rerun` read it (another re-run, a delivery).
         StoreUnavailableError, StoreRefusedError: the store failed; a retry of the re-run is safe.
     """
+    if not plan.copy_id:
+        return  # released: the delivery claims it as it is
     if store.create(plan.copy_id, plan.copy_fields) is None:
         copied = store.get(plan.copy_id)
         if copied is None or copied.attempt_id != plan.record.attempt_id:

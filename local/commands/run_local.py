@@ -11,7 +11,6 @@ history table is printed as it lands, and the expected-against-actual report at 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.env_names import env_name_problem
@@ -31,7 +31,7 @@ from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, RELEASED
 from scheduler_dedup.handler.monitoring.comparison import compare
 from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Report
 from scheduler_dedup.handler.monitoring.run_history import RunHistory
@@ -320,7 +320,6 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
                   + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
                   highlight=False)
     delivered: list[datetime] = []
-    answered: dict[datetime, list[Delivery]] = {}
     current: dict[str, str] = {}
     scheduler = Scheduler(instances.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
                           crash=lambda url: instances.crash(history, current["run_id"]))
@@ -337,7 +336,6 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
             current["run_id"] = RunKey(server.project, "", name, when).run_id
             report = scheduler.play(when, fault)
             delivered.append(when)
-            answered[when] = list(report.deliveries)
             printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
     except KeyboardInterrupt:  # Ctrl-C ends the command (exit 130) once the report of what was delivered is out
         interrupted = True
@@ -351,7 +349,7 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
     runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
                                      rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
     time.sleep(0.5)
-    result = _report(console, history, name, schedule, time_zone, delivered, answered)
+    result = _report(console, history, name, schedule, time_zone, delivered)
     if proxy is not None and proxy.injected:
         kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
         console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
@@ -385,7 +383,8 @@ def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed:
 
 def _print_run(console: Console, history: RunHistory, name: str, when: datetime, time_zone: str, fault: str,
                deliveries: Sequence[Delivery], printed: int) -> int:
-    """Print the run's row (or why there is none) as it lands; returns rows printed."""
+    """Print the run's row (or why there is none) as it lands, and under a failed or released row the tail of the
+    job's output that its record keeps; returns rows printed."""
     answers = Counter(f"{d.status or 'no answer'} {d.outcome}" for d in deliveries)
     summary = ", ".join(f"{n}× {what}" if n > 1 else what for what, n in answers.items()) or "no delivery"
     rows = history.at(name, when)
@@ -396,27 +395,21 @@ def _print_run(console: Console, history: RunHistory, name: str, when: datetime,
     if rows:
         console.print(table)
     title = _crash_title(rows) if fault == "crash" else FAULT_TITLES[fault]
-    failure = None if rows else failed_every_attempt(deliveries)
-    console.print(f"[dim]  {when:%H:%M:%S}Z {title}: {summary}"
-                  + ("" if rows else " (no run record: each failed attempt released its claim)" if failure
-                     else " (no run record)") + "[/]", highlight=False)
-    if failure is not None:
-        console.print(f"  [red bold]failed[/] {when:%H:%M:%S}Z, every attempt: [red]{failure.error}[/]",
-                      highlight=False, markup=True, soft_wrap=True)
-        if failure.output:
+    console.print(f"[dim]  {when:%H:%M:%S}Z {title}: {summary}" + ("" if rows else " (no run record)") + "[/]",
+                  highlight=False)
+    for run in rows:
+        if run.status not in (FAILED, RELEASED):
+            continue
+        how = ("recorded failed, not retried" if run.status == FAILED else
+               f"{run.releases} of {run.attempts} attempt{'s' if run.attempts != 1 else ''} failed, each released "
+               "for a retry")
+        console.print(f"  [red bold]failed[/] {when:%H:%M:%S}Z ({how}): [red]{escape(run.error or '')}[/]",
+                      highlight=False, soft_wrap=True)
+        if run.output:
             console.print("  [dim]the job's output (tail):[/]")
-            console.print("\n".join("    " + line for line in failure.output.splitlines()), markup=False,
+            console.print("\n".join("    " + line for line in run.output.splitlines()), markup=False,
                           highlight=False, soft_wrap=True)
     return len(rows)
-
-
-def failed_every_attempt(deliveries: Sequence[Delivery]) -> Delivery | None:
-    """The last failed answer, when no delivery of a run succeeded and the job failed on each that ran it
-    (``released``: the attempt raised, and its claim was released, so no record is left); None otherwise."""
-    failed = [d for d in deliveries if d.outcome == "released" and d.error]
-    if failed and not any(200 <= d.status < 300 for d in deliveries):
-        return failed[-1]
-    return None
 
 
 def _crash_title(rows: Sequence[HistoryRun]) -> str:
@@ -430,30 +423,13 @@ def _crash_title(rows: Sequence[HistoryRun]) -> str:
     return "instance SIGKILLed mid-job; not taken over yet"
 
 
-def failed_not_missed(report: Report, answered: Mapping[datetime, Sequence[Delivery]]) -> Report:
-    """``report`` with each ``missed`` fire time whose every delivery answered a job failure reported ``failed``,
-    with the job's error: Scheduler did deliver it, the job failed each time (no record is left, as each attempt
-    released its claim for a retry)."""
-    findings = []
-    for finding in report.findings:
-        candidates = finding.fire_time.candidates if finding.fire_time else (finding.schedule_time,)
-        when = next((t for t in candidates if t in answered), None)
-        failure = failed_every_attempt(answered[when]) if when is not None else None
-        if finding.kind == MISSED and when is not None and failure is not None:
-            tries = sum(1 for d in answered[when] if d.outcome == "released")
-            finding = dataclasses.replace(finding, kind=FAILED_RUN, detail=(
-                f"delivered; the job failed on all {tries} attempts that ran it (each released its claim for a retry, so no "
-                f"record is left): {failure.error}"))
-        findings.append(finding)
-    return dataclasses.replace(report, findings=tuple(findings))
-
-
 def _report(console: Console, history: RunHistory, name: str, schedule: str, time_zone: str,
-            delivered: list[datetime], answered: Mapping[datetime, Sequence[Delivery]]) -> Report:
+            delivered: list[datetime]) -> Report:
+    """Expected against actual over the delivered fire times, with no grace: every delivery is over, so a run
+    whose every attempt failed is reported failed with its error."""
     since, until = delivered[0], delivered[-1] + timedelta(seconds=1)
     report = compare(history.runs(name, since=since, until=until), job_name=name, schedule=schedule,
                      time_zone=time_zone, since=since, until=until, grace_seconds=0)
-    report = failed_not_missed(report, answered)
     if report.findings:
         console.print(report_table(report, list(report.findings)))
     console.print(report_summary(report))

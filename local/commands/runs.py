@@ -41,7 +41,7 @@ _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _STYLE = {"completed": "green", "failed": "red", "stuck": "red", "in_progress": "yellow", "missed": "red",
           "late": "yellow", "repeated": "yellow", "unexpected": "magenta", "skipped": "cyan", "dst_repeated": "yellow",
-          "paused": "cyan"}
+          "paused": "cyan", "released": "red", "retrying": "yellow"}
 _EXIT_PROBLEMS, _EXIT_ERROR = 1, 2
 
 

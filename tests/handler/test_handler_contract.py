@@ -126,9 +126,13 @@ def test_retryable_failure_releases_the_claim_and_the_retry_runs(harness: Harnes
     first = deliver(server.url, scheduler_headers("flaky", T))
     assert first.status_code == 500
     assert first.json()["status"] == "released" and "planned retryable failure" in first.json()["error"]
-    assert harness.records() == {}, "the claim must be released before the 500"
+    [released] = harness.records().values()  # released before the 500, with its reason
+    assert released["status"] == "released" and released["error"] == first.json()["error"], released
     retry = deliver(server.url, scheduler_headers("flaky", T))
     assert retry.status_code == 200 and retry.json()["status"] == "processed"
+    [record] = harness.records().values()
+    assert record["status"] == "completed" and record["error"] is None and record["attempts"] == 2, record
+    assert record["releases"] == 1 and "previous_attempt_id" not in record, record  # a retry, not a takeover
     assert len(harness.starts()) == 2
     assert deliver(server.url, scheduler_headers("flaky", T)).json()["status"] == "duplicate"
     assert len(harness.starts()) == 2

@@ -57,7 +57,9 @@ def test_a_retryable_exception_releases_the_key_and_re_raises(machinery: Idempot
 
     with pytest.raises(ConnectionError):
         flaky(3)
-    assert machinery.store.get(record_id_for_key("job-3", default_scope(flaky))) is None
+    released = machinery.store.get(record_id_for_key("job-3", default_scope(flaky)))
+    assert released is not None and released.status == "released", released
+    assert released.error == "ConnectionError: downstream reset", released
     assert flaky(3) == 6
     assert attempts == [3, 3]
 
@@ -75,7 +77,8 @@ def test_an_exit_releases_the_key_and_re_raises_in_process(machinery: Idempotenc
 
     with pytest.raises(type(exit_)):
         cli_main(1)
-    assert machinery.store.get(record_id_for_key("exit-1", default_scope(cli_main))) is None
+    released = machinery.store.get(record_id_for_key("exit-1", default_scope(cli_main)))
+    assert released is not None and released.status == "released" and "never exit" in (released.error or "")
     assert cli_main(1) == 1 and attempts == [1, 1]
 
 

@@ -1,6 +1,6 @@
-"""A failing job's own words come back in the delivery answer, over real HTTP on the real emulator: its exception
-type and message (:func:`~scheduler_dedup.handler.core.safe_text.exception_text`) and the tail of what it printed,
-scrubbed and bounded."""
+"""A failing job's own words come back in the delivery answer and stay in its run record, over real HTTP on the real
+emulator: its exception type and message (:func:`~scheduler_dedup.handler.core.safe_text.exception_text`) and the
+tail of what it printed, scrubbed and bounded."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ def test_a_retryable_failure_answers_its_exception_and_the_tail_of_its_output(ha
     assert body["error"] == "RuntimeError: planned retryable failure of boom", body
     assert body["output"].count("disk check: /data at 100%") == 2, body  # stdout and stderr, in order
     assert "abc123secret" not in body["output"] and "[redacted]" in body["output"], body
+    [record] = harness.records().values()
+    assert record["status"] == "released" and record["error"] == body["error"], record
+    assert record["output"] == body["output"] and record["releases"] == 1, record
 
 
 def test_a_permanent_failure_and_an_exit_carry_the_output_too(harness: Harness) -> None:
@@ -31,8 +34,12 @@ def test_a_permanent_failure_and_an_exit_carry_the_output_too(harness: Harness) 
     permanent = strict_json(deliver(server.url, scheduler_headers("permanent", T)))
     assert permanent["status"] == "failed" and "giving up" in permanent["output"], permanent
     exits = strict_json(deliver(server.url, scheduler_headers("exits", T)))
-    assert exits["status"] == "released" and exits["error"].startswith("SystemExit: 0"), exits
+    assert exits["status"] == "failed" and exits["error"].startswith("JobExitedError: the job called sys.exit(0)"), exits
     assert "usage: job [-h]" in exits["output"], exits
+    records = {r["job_name"]: r for r in harness.records().values()}
+    assert records["permanent"]["output"] == permanent["output"] and records["exits"]["output"] == exits["output"]
+    replay = strict_json(deliver(server.url, scheduler_headers("permanent", T)))  # a replay answers the same words
+    assert replay["status"] == "failed" and replay["output"] == permanent["output"], replay
 
 
 def test_the_output_is_bounded_and_concurrent_attempts_keep_their_own(harness: Harness) -> None:

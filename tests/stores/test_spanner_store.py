@@ -129,6 +129,7 @@ def test_every_field_the_handler_writes_has_a_column() -> None:
     idem = Idempotency(_NoStore())  # type: ignore[arg-type]
     written = {**idem._in_progress_fields("a" * 32, _record_fields(key, settings)),
                **idem._finish_fields("completed", {"error": None}),
+               **idem._finish_fields("released", {"error": "E", "output": "O", "releases": 1}),
                "previous_attempt_id": "b", "result": None, "result_dropped": None}
     missing = sorted(set(written) - set(spanner_schema.COLUMNS_BY_NAME))
     assert not missing, f"add columns for {missing} to spanner_schema.COLUMNS"

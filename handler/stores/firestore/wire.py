@@ -4,11 +4,12 @@
 step            call
 ==============  ==========================================================================
 ``claim``       Commit with a create write (precondition ``exists: false``)
-``takeover``    Commit updating an existing record to ``status: in_progress``
+``takeover``    Commit updating an existing record to ``status: in_progress`` (a retry's claim of a
+                released record too)
 ``renewal``     Commit updating a record without touching ``status`` (heartbeat, lease expiry)
 ``completion``  Commit setting ``status: completed``
 ``failure``     Commit setting ``status: failed``
-``release``     Commit with a delete write
+``release``     Commit setting ``status: released``, or with a delete write
 ``read``        BatchGetDocuments / GetDocument
 ``query``       RunQuery / RunAggregationQuery
 ``other``       anything else (BeginTransaction, Rollback, ListDocuments, Listen...)

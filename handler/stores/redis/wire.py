@@ -8,7 +8,8 @@ step            command
 ``renewal``     ``EVALSHA`` of the ``update`` script leaving ``status`` alone
 ``completion``  ``EVALSHA`` of the ``update`` script setting ``status: completed``
 ``failure``     ``EVALSHA`` of the ``update`` script setting ``status: failed``
-``release``     ``EVALSHA`` of the ``delete`` script
+``release``     ``EVALSHA`` of the ``update`` script setting ``status: released``, or of the ``delete``
+                script
 ``read``        ``EVALSHA`` of the ``read`` script
 ``query``       ``EVALSHA`` of the ``job_page`` and ``id_prefix`` scripts
 ``other``       anything else (``AUTH``, ``SELECT``, ``CLIENT``, ``SCRIPT LOAD``, ``WAIT``, ``INFO``...)

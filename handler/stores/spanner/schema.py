@@ -88,6 +88,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("result", "JSON"),
     Column("result_dropped", "STRING(MAX)"),
     Column("error", "STRING(MAX)"),
+    Column("output", "STRING(MAX)"),
+    Column("releases", "INT64"),
     Column("job_name", "STRING(MAX)"),
     Column("schedule_time", "TIMESTAMP"),
     Column("project", "STRING(MAX)"),

@@ -12,7 +12,8 @@ step            call
 ``renewal``     Commit with an update mutation that leaves ``status`` alone
 ``completion``  Commit with an update mutation setting ``status`` to ``completed``
 ``failure``     Commit with an update mutation setting ``status`` to ``failed``
-``release``     Commit with a delete mutation
+``release``     Commit with an update mutation setting ``status`` to ``released``, or a delete
+                mutation
 ``read``        a read-only StreamingRead / Read of rows by key
 ``query``       a read-only ExecuteStreamingSql / ExecuteSql, or a key range read
 ``other``       anything else (CreateSession, BeginTransaction, Rollback, the read that begins a
