@@ -81,9 +81,11 @@ DELIVERY: tuple[Answer, ...] = (
            "The claim was released first, so Scheduler's next retry runs the job at once."),
     Answer(500, "store_error", ("executed", "step", "error"),
            "The run store failed or timed out (`DEDUP_STORE_TIMEOUT_SECONDS`). `executed: false`: the job did not "
-           "run and the delivery holds no claim. `executed: true`: the job ran but its outcome could not be "
-           "recorded; deliveries get 409 until its lease expires, then the job runs again. `error` says which "
-           "(see [the failure table](../failures.md))."),
+           "run; at `step: claim` the delivery holds no claim, at `step: record_skip` (its overlap policy skipped "
+           "it, and recording that failed) its claim stays until its lease expires, deliveries get 409 until then, "
+           "and the next one applies the overlap policy again. `executed: true`: the job ran but its outcome could "
+           "not be recorded; deliveries get 409 until its lease expires, then the job runs again. `error` says "
+           "which (see [the failure table](../failures.md))."),
     Answer(500, "store_misconfigured", ("executed", "step", "error", "fix"),
            "The run store refuses every call because of how it is set up: a Firestore database in Datastore mode, "
            "a database or instance that does not exist, a runtime identity without the store's role, a Redis AUTH "
