@@ -119,8 +119,9 @@ RUN_CHECK: tuple[Answer, ...] = (
            "A run is still in progress `max_runtime_seconds` after its claim, renewed lease or not; logged as one "
            "`long_run` ERROR line."),
     Answer(200, "paused", ("the same fields",),
-           "The job is paused (`DEDUP_PAUSED_SINCE`): its fire times since are one `paused` finding, not missed "
-           "runs, and no `missed_run` line is logged for them."),
+           "The job is paused, or was in the window (`DEDUP_PAUSED_SINCE` until `DEDUP_RESUMED_AT`): its fire times "
+           "in the pause are one `paused` finding, not missed runs, and no `missed_run` line is logged for them; a "
+           "run missed before the pause is still `missed`."),
     Answer(400, "bad_request", ("error", "field"), "The body is not the run check's JSON contract; `field` names "
                                                    "the bad field."),
     Answer(403, "forbidden", ("error", "field", "job"),

@@ -25,14 +25,16 @@ Responses (JSON):
 * 200 ``{"status": "ok" | "missed" | "stuck" | "paused", "job_name", "since", "until", "now", "grace_seconds",
   "expected", "recorded", "missed": [RFC 3339 fire times], "stuck": [RFC 3339 schedule times],
   "active_since", "active_since_source", "paused_since", "failing", "recovered", "long_run": [RFC 3339 schedule
-  times], "findings": [...]}``; ``status`` is also ``failing`` or ``long_run`` when the check logged such lines. ``paused``: the job is paused (``DEDUP_PAUSED_SINCE``, set by the component while its
-  ``paused`` input is true) and its fire times since are one ``paused`` finding, not missed runs: no
-  ``missed_run`` line is logged for them, and the heartbeat goes on. ``stuck`` runs are in progress past their lease (the attempt died and no retry
-  took them over), each also logged as one ``stuck_run`` ERROR line. ``findings`` are the run history's
-  (missed, late, failed, stuck, repeated, unexpected, skipped, dst_repeated) for the window. No fire time before
-  ``active_since`` is expected: the handler's ``DEDUP_SCHEDULE_SINCE`` (when the job got its schedule; the
-  component sets it), else the job's earliest record (``active_since_source`` says which), so a fresh deploy
-  reports nothing missed. 200 even when runs were missed:
+  times], "findings": [...]}``; ``status`` is also ``failing`` or ``long_run`` when the check logged such lines.
+  ``paused``: the job is or was paused in the window (``DEDUP_PAUSED_SINCE``, set by the component when its
+  ``paused`` input turns true, until ``DEDUP_RESUMED_AT``) and its fire times in the pause are one ``paused``
+  finding, not missed runs: no ``missed_run`` line is logged for them, and the heartbeat goes on; a fire time
+  before the pause is expected as ever. ``paused_since`` is the start of the pause going on, or null. ``stuck``
+  runs are in progress past their lease (the attempt died and no retry took them over), each also logged as one
+  ``stuck_run`` ERROR line. ``findings`` are the run history's (missed, late, failed, stuck, repeated, unexpected,
+  skipped, dst_repeated, paused) for the window. No fire time before ``active_since`` is expected: the handler's
+  ``DEDUP_SCHEDULE_SINCE`` (when the job got its schedule; the component sets it), else the job's earliest record
+  (``active_since_source`` says which), so a fresh deploy reports nothing missed. 200 even when runs were missed:
   the alert comes from the log line, and a retry would only report them again.
 * 400 ``{"status": "bad_request", "error", "field"}``: the body is not the contract above.
 * 403 ``{"status": "forbidden", "error", "field", "job"}``: ``job_name`` is not the handler's own job
@@ -213,11 +215,14 @@ class RunCheck:
         until = now - grace
         scope = JobScope(request.job_name, project, location)
         try:
-            paused_since = self.settings.paused_since or self._paused_outside(scope)
+            # the stack's pause (going on, or the last one, over), else a pause made outside the stack, if any
+            pause = self.settings.pause
+            paused_since = pause[0] if pause is not None and pause[1] is None else self._paused_outside(scope)
+            pauses = [p for p in (pause, (paused_since, None) if paused_since else None) if p is not None]
             report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds,
                            active_since=self.settings.schedule_since, project=project, location=location,
-                           paused_since=paused_since)
+                           pauses=list(dict.fromkeys(pauses)))
             # runs that finished (or outlived the maximum runtime) in the window before the check; the runtime
             # limit and a day of retries bound how old a run still in progress may be
             reach = now - timedelta(seconds=request.window_seconds + (request.max_runtime_seconds or 0) + 86400)

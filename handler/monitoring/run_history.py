@@ -21,7 +21,7 @@ import bisect
 import json
 import re
 import zoneinfo
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -47,9 +47,11 @@ SKIPPED_BUSY = "skipped"
 #: (Scheduler's cron page warns of "execution anomalies" around DST changes). Not a problem of the handler:
 #: ``DEDUP_KEY_LOCAL_TIME=true`` makes the second delivery a duplicate.
 DST_REPEATED = "dst_repeated"
-#: The fire times from the job's pause on (``DEDUP_PAUSED_SINCE``), none delivered: one finding for the span, a state
-#: and not a problem, so a planned pause pages nothing.
+#: The fire times of a pause of the job (``DEDUP_PAUSED_SINCE`` until ``DEDUP_RESUMED_AT``, or on), none delivered: one
+#: finding per pause, a state and not a problem, so a planned pause pages nothing.
 PAUSED = "paused"
+#: A pause of the job: ``(since, until)``, aware; ``until`` None while it lasts.
+Pause = tuple[datetime, datetime | None]
 PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
 KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
 
@@ -461,7 +463,7 @@ _PREFERENCE = {"": 0, "repeated": 1, "skipped": 2}  # a run counts for an ordina
 def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, time_zone: str, since: datetime,
             until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
             active_since: datetime | None = None, runs_before_window: bool | None = None,
-            paused_since: datetime | None = None) -> Report:
+            paused_since: datetime | None = None, pauses: Sequence[Pause] = ()) -> Report:
     """Compare a schedule's fire times in ``[since, until)`` with the runs recorded for them.
 
     Args:
@@ -483,9 +485,12 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         runs_before_window: True if the job has records older than every run given (its history starts before
             the scan), so the earliest run given bounds nothing; None or False: the runs given reach back to
             the job's first record.
-        paused_since: when the job was paused (``DEDUP_PAUSED_SINCE``), aware, or None: the fire times from then on
+        paused_since: when the job was paused (``DEDUP_PAUSED_SINCE``) if it still is, aware, or None: the pause
+            ``(paused_since, None)``.
+        pauses: the job's pauses as ``(since, until)``, aware, until None while one lasts: the fire times of each
             without a record are one ``paused`` finding (with their number, first and last), neither expected nor
-            missed; a run recorded for one still counts.
+            missed; a run recorded for one still counts. A fire time before a pause or after it is expected as
+            ever (a pause never hides a run missed before it).
 
     Returns:
         A :class:`Report`. A fire time that did not exist on the wall clock (clocks went forward) is
@@ -566,14 +571,16 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                                     f"not a fire time of {schedule!r} in {time_zone}", run=run))
     busy.sort()
     expected = hits = 0
-    paused: list[FireTime] = []
+    windows = [*pauses, *([(paused_since, None)] if paused_since is not None else [])]
+    paused: dict[Pause, list[FireTime]] = {}
     for fire, instants in zip(fires, recorded):
         if not fire.required or fire.first > now or (bound is not None and fire.due < bound):
             continue
         if not instants and settled is not None and fire.due < settled:
             continue  # the job may not have existed yet, or not been allowed to call (SCHEDULE_SETTLE_SECONDS)
-        if not instants and paused_since is not None and fire.first >= paused_since:
-            paused.append(fire)
+        pause = next((w for w in windows if w[0] <= fire.first and (w[1] is None or fire.first < w[1])), None)
+        if not instants and pause is not None:
+            paused.setdefault(pause, []).append(fire)
             continue
         expected += 1
         if instants:
@@ -595,12 +602,13 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         else:
             findings.append(Finding(LATE, fire.due, f"no record yet; within the {grace_seconds:g} s grace period",
                                     fire))
-    if paused:
-        assert paused_since is not None
-        findings.append(Finding(PAUSED, paused_since.astimezone(timezone.utc),
-                                f"the job is paused since {rfc3339(paused_since)}: {len(paused)} fire time(s) from "
-                                f"{rfc3339(paused[0].due)} to {rfc3339(paused[-1].due)} were not delivered, as a "
-                                "paused job's are; not missed", paused[0]))
+    for (start, end), spanned in paused.items():
+        state = f"is paused since {rfc3339(start)}" if end is None else \
+            f"was paused from {rfc3339(start)} until {rfc3339(end)}"
+        findings.append(Finding(PAUSED, start.astimezone(timezone.utc),
+                                f"the job {state}: {len(spanned)} fire time(s) from {rfc3339(spanned[0].due)} to "
+                                f"{rfc3339(spanned[-1].due)} were not delivered, as a paused job's are; not missed",
+                                spanned[0]))
     findings.sort(key=lambda f: (f.schedule_time, KINDS.index(f.kind)), reverse=True)
     return Report(job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until, now=now,
                   grace_seconds=grace_seconds, expected=expected, recorded=hits, runs=seen,
@@ -724,7 +732,8 @@ class JobScope:
 def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
           until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
           active_since: datetime | None = None, on_page: Callable[[int], None] | None = None,
-          project: str | None = None, location: str | None = None, paused_since: datetime | None = None) -> Report:
+          project: str | None = None, location: str | None = None, paused_since: datetime | None = None,
+          pauses: Sequence[Pause] = ()) -> Report:
     """Read the job's runs around ``[since, until)`` and :func:`compare` them with the schedule.
 
     The query reaches a day beyond both ends, so a fire time whose instants straddle an edge (a
@@ -745,7 +754,7 @@ def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, 
     runs = scope.runs(history, since=start, until=until + timedelta(days=1), on_page=on_page)
     return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
                    now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older,
-                   paused_since=paused_since)
+                   paused_since=paused_since, pauses=pauses)
 
 
 #: :attr:`RunAlert.kind` values: what the run check finds in the records besides missed and stuck runs.

@@ -282,19 +282,31 @@ class DedupScheduledJob(pulumi.ComponentResource):
 
         # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
         # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
-        # nothing missed (DEDUP_SCHEDULE_SINCE).
-        # Pausing and resuming replace it too: while paused it is also DEDUP_PAUSED_SINCE (the run check reports
-        # paused, not missed), and after a resume no fire time of the paused span is expected.
+        # nothing missed (DEDUP_SCHEDULE_SINCE). A pause does not move it: a run missed before the pause stays missed.
         schedule_since = pulumiverse_time.Static(
             f"{name}-schedule-since",
             pulumiverse_time.StaticArgs(triggers={"schedule": s.schedule, "time_zone": s.time_zone,
-                                                  "job": s.scheduler_job_name, **({"paused": "true"} if s.paused else {})}),
+                                                  "job": s.scheduler_job_name}),
             opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The pause, recorded beside the schedule's start: when `paused` last changed (replaced at each change), and
+        # when the last pause began: taken from it while the job is paused, kept as it was while the job runs
+        # (ignore_changes), so after a resume the pause is [paused-since, pause-state), its fire times paused, not
+        # missed (DEDUP_PAUSED_SINCE, DEDUP_RESUMED_AT). For a job never paused both are its creation: no pause.
+        pause_state = pulumiverse_time.Static(
+            f"{name}-pause-state",
+            pulumiverse_time.StaticArgs(triggers={"paused": "true" if s.paused else "false"}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        paused_since = pulumiverse_time.Static(
+            f"{name}-paused-since",
+            pulumiverse_time.StaticArgs(rfc3339=pause_state.rfc3339),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=[] if s.paused else ["rfc3339"]),
         )
         database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
         environment = {**handler_environment(s), database_env: database_id,
-                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339,
-                       **({"DEDUP_PAUSED_SINCE": schedule_since.rfc3339} if s.paused else {})}
+                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339, "DEDUP_PAUSED_SINCE": paused_since.rfc3339,
+                       **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339})}
         labels = dict(s.job_config.labels)
         self.archive_sha256: Optional[str] = archive.sha256 if archive is not None else None
         retry = s.retry

@@ -114,6 +114,8 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
         # when the job got this schedule: the time.Static below, replaced when schedule, zone or job name change
         "DEDUP_SCHEDULE_SINCE": env["DEDUP_SCHEDULE_SINCE"],
+        # the last pause, from when it began until the resume: for a job never paused both are its creation (none)
+        "DEDUP_PAUSED_SINCE": env["DEDUP_SCHEDULE_SINCE"], "DEDUP_RESUMED_AT": env["DEDUP_SCHEDULE_SINCE"],
         "REPORT_LABEL": "hourly",  # the job's own (scheduler-dedup:env), after the handler's
     }
     since = _one(graph, "time:index/static:Static", "hello-dedup-schedule-since")
