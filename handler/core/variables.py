@@ -173,7 +173,8 @@ declare("DEDUP_TARGET", "job", """
     (`.../jobs/J:run`) is refused. Required unless `DEDUP_TARGET_TYPE` is `python`, refused with it.""",
         component="`workflow_target`, `cloud_run_job_target`, `cloud_build_trigger_target` or `http_target`")
 declare("DEDUP_TARGET_TIMEOUT_SECONDS", "job", """
-    Timeout of each downstream call, above 0 and at most 3600 seconds; keep it below the Scheduler job's attempt
+    Timeout of each downstream call, above 0 and at most 3600 seconds, for the whole call: fetching its access or ID
+    token from the metadata server, connecting, the headers and the body; keep it below the Scheduler job's attempt
     deadline.""",
         default="30", component="half the attempt deadline, 5 to 30 seconds (proxy targets only)")
 declare("DEDUP_TARGET_AUDIENCE", "job", """

@@ -10,7 +10,8 @@ Classification of the downstream answer: one table per target type,
 - 2xx: the run is **completed**; the result names the downstream execution (execution or
   operation name) and the HTTP status code.
 - 401, 403, 408, 409, 429, 5xx, a timeout (``DEDUP_TARGET_TIMEOUT_SECONDS``, default 30 s, for the whole call:
-  connect, headers and body, :mod:`~scheduler_dedup.handler.core.deadline`) or a connection error: **retryable**:
+  its token's fetch, connect, headers and body, :mod:`~scheduler_dedup.handler.core.deadline`) or a connection
+  error: **retryable**:
   :class:`TargetRetryableError` is raised, so the claim is released, the handler answers 500 and Cloud Scheduler's
   retry config delivers again. POSTs are never retried blindly here.
 - 3xx, 400, 404, 422 and other 4xx: :class:`NonRetryableJobError`: the run is recorded ``failed``.
@@ -89,7 +90,8 @@ import requests
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.targets.answers import TargetType, answer_summary, classify, existence_check_refused
-from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
+from scheduler_dedup.handler.core.deadline import (CredentialDeadlineExceeded, google_auth_request, read_bounded,
+                                                   remaining_seconds, total_deadline, with_total_deadline)
 from scheduler_dedup.handler.core.errors import ConfigError, NonRetryableJobError
 from scheduler_dedup.handler.protocol.job import Job, ScheduledRun
 from scheduler_dedup.handler.core.logs import LogField
@@ -313,6 +315,9 @@ def _call(session: HttpSession, method: str, url: str, timeout: float, what: str
             response = with_total_deadline(session).request(method, url, timeout=timeout, allow_redirects=False,
                                                             stream=True, **kwargs)
         except requests.RequestException as exc:
+            if isinstance(exc, CredentialDeadlineExceeded):  # the access token's refresh: nothing was sent
+                raise TargetRetryableError(f"{what}: no access token within {timeout:g} s (the metadata server or "
+                                           "token endpoint did not answer in time); nothing was sent") from exc
             if watch.fired or isinstance(exc, requests.Timeout):
                 raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({type(exc).__name__}); the "
                                            "downstream may have started; a retry checks where the target can "
@@ -607,9 +612,12 @@ class IdTokenSource:
 
     Uses ``google.oauth2.id_token.fetch_id_token`` (metadata server on Cloud Run, or a service
     account key file): https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
+    A fetch, and a wait for another caller's fetch, end by the current total deadline
+    (:func:`~scheduler_dedup.handler.core.deadline.google_auth_request`).
 
     Raises (from :meth:`token`):
         google.auth.exceptions.DefaultCredentialsError: no credentials can mint ID tokens.
+        CredentialDeadlineExceeded: no token by the current deadline.
     """
 
     def __init__(self, audience: str):
@@ -619,17 +627,21 @@ class IdTokenSource:
         self._expires = 0.0
 
     def token(self) -> str:
-        with self._lock:
+        left = remaining_seconds()
+        if not self._lock.acquire(timeout=-1 if left is None else left):
+            raise CredentialDeadlineExceeded("another run's ID token fetch did not end within this call's deadline")
+        try:
             if time.time() < self._expires - 300:
                 return self._token
             import google.auth.jwt
-            import google.auth.transport.requests
             import google.oauth2.id_token
 
-            token = google.oauth2.id_token.fetch_id_token(google.auth.transport.requests.Request(), self.audience)
+            token = google.oauth2.id_token.fetch_id_token(google_auth_request(), self.audience)
             claims = google.auth.jwt.decode(token, verify=False)
             self._token, self._expires = token, float(claims.get("exp", 0))
             return token
+        finally:
+            self._lock.release()
 
 
 class HttpTarget:
@@ -639,7 +651,7 @@ class HttpTarget:
         url: the endpoint.
         session: a plain session (the ID token is added per call).
         token: returns the bearer ID token, or None for no ``Authorization`` header (tests).
-        timeout_seconds: timeout of the call, seconds.
+        timeout_seconds: how long the call may take in all, the ID token's fetch included, seconds.
     """
 
     def __init__(self, url: str, session: HttpSession, token: Callable[[], str] | None,
@@ -658,14 +670,21 @@ class HttpTarget:
             TargetRetryableError, NonRetryableJobError: see :func:`_call`.
         """
         headers = {"Idempotency-Key": run.run_id}
+        started, left = time.monotonic(), self.timeout
         if self.token is not None:
             try:
-                headers["Authorization"] = f"Bearer {self.token()}"
+                with total_deadline(self.timeout):  # the fetch, and the POST below, share the call's timeout
+                    headers["Authorization"] = f"Bearer {self.token()}"
             except Exception as exc:  # metadata server hiccup: retry later, do not record failed
-                raise TargetRetryableError("could not mint an ID token for the HTTP target: "
+                within = f" within {self.timeout:g} s" if isinstance(exc, CredentialDeadlineExceeded) else ""
+                raise TargetRetryableError(f"could not mint an ID token for the HTTP target{within}: "
                                            f"{scrub_secrets(repr(exc))[:200]}") from exc
+            left = round(self.timeout - (time.monotonic() - started), 3)
+            if left <= 0:
+                raise TargetRetryableError(f"POST {self.shown_url}: the ID token took the whole {self.timeout:g} s; "
+                                           "nothing was sent")
         body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
-        response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.shown_url}", "http", json=body,
+        response = _call(self.session, "POST", self.url, left, f"POST {self.shown_url}", "http", json=body,
                          headers=headers, body_limit=0)  # only the status is used: the body is never read
         return {"target": "http", "url": self.shown_url, "status_code": response.status_code}
 
@@ -683,7 +702,8 @@ def google_api_session(auth: str = "google") -> HttpSession:
     from google.auth.transport.requests import AuthorizedSession
 
     credentials, _ = google.auth.default(scopes=[_CLOUD_PLATFORM_SCOPE])
-    return AuthorizedSession(credentials)
+    # Token refreshes go through a transport the call's total deadline bounds (core.deadline.google_auth_request).
+    return AuthorizedSession(credentials, auth_request=google_auth_request())
 
 
 def build_target(settings: TargetSettings, session: HttpSession | None = None) -> Job:
