@@ -133,7 +133,7 @@ def _deadline_request_class() -> type:
     import google.auth.exceptions
     import google.auth.transport.requests
 
-    class DeadlineRequest(google.auth.transport.requests.Request):  # type: ignore[misc]
+    class DeadlineRequest(google.auth.transport.requests.Request):
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
             watch = getattr(_current, "watch", None)
             if watch is not None and watch.fired:
