@@ -283,7 +283,7 @@ class DedupScheduledJobArgs(TypedDict):
     alerts: NotRequired[AlertsArgs]
     """Provision alerting: log-based metrics, alert policies (run failed, fenced, released repeatedly, takeover, missed, stuck, watchdog silent, deliveries stopped) and an hourly watchdog job that reports missed runs even when Scheduler stops. Default: none."""
     paused: NotRequired[bool]
-    """Pause the Scheduler job (``Job.paused``): no deliveries until set false again. While paused the handler gets ``DEDUP_PAUSED_SINCE``, the run check and ``runs`` report the fire times as ``paused`` (not missed), and the deliveries-stopped alert is disabled; resuming re-stamps ``DEDUP_SCHEDULE_SINCE``, so the paused span is never reported missed. Default false."""
+    """Pause the Scheduler job (``Job.paused``): no deliveries until set false again. While paused the handler gets ``DEDUP_PAUSED_SINCE``, the run check and ``runs`` report the fire times as ``paused`` (not missed), and the deliveries-stopped alert is disabled; resuming adds ``DEDUP_RESUMED_AT``, so the paused span is never reported missed, while a run missed before the pause still is (``DEDUP_SCHEDULE_SINCE`` does not move). Default false."""
 
 
 class DedupStoreArgs(TypedDict):

@@ -314,3 +314,11 @@ def test_runs_reports_a_paused_span_as_paused_not_missed(emulator: FirestoreEmul
     (summary,) = [o for o in objects if o["record"] == "summary"]
     assert summary["counts"]["paused"] == 1 and summary["expected"] == 4
     assert out.returncode == 1  # the failed run of 01:30 still fails the check; the pause does not
+    # resumed at 02:20: 02:00 and 02:15 were paused, 02:30 and 02:45 are missed
+    over = _cli(emulator, *window, "--paused-since", "2026-11-02T01:50:00Z", "--resumed-at", "2026-11-02T02:20:00Z")
+    findings = [(f["kind"], f["schedule_time"]) for f in map(json.loads, over.stdout.splitlines())
+                if f["record"] == "finding"]
+    assert [t for k, t in findings if k == "missed"] == ["2026-11-02T02:45:00Z", "2026-11-02T02:30:00Z"], findings
+    assert ("paused", "2026-11-02T01:50:00Z") in findings
+    alone = _cli(emulator, *window, "--resumed-at", "2026-11-02T02:20:00Z")
+    assert alone.returncode == 2 and "--paused-since" in alone.stderr, alone.stderr

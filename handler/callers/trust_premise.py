@@ -18,6 +18,7 @@ from typing import Any
 
 import requests
 
+from scheduler_dedup.handler.core.deadline import total_deadline, with_total_deadline
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.safe_text import scrub_secrets
 
@@ -29,7 +30,7 @@ RECHECK_SECONDS = 300.0
 REFUSED_RECHECK_SECONDS = 5.0
 #: Members that make a binding public (https://cloud.google.com/iam/docs/principal-identifiers).
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
-#: Timeout of each Admin API call, seconds.
+#: How long each Admin API call may take in all (its access token's refresh, connect, headers, body), seconds.
 CALL_TIMEOUT_SECONDS = 10.0
 
 
@@ -102,16 +103,21 @@ class ServicePremise:
         return None
 
     def _get(self, url: str, what: str) -> dict[str, Any]:
-        try:
-            response = self.session.get(url, timeout=CALL_TIMEOUT_SECONDS)
-        except requests.RequestException as exc:
-            raise RuntimeError(f"{what}: {type(exc).__name__}") from None
-        if response.status_code != 200:
-            raise RuntimeError(f"{what}: HTTP {response.status_code}")
-        try:
-            body = response.json()
-        except ValueError:
-            raise RuntimeError(f"{what}: the answer is not JSON") from None
+        """One Admin API read, its access token's refresh and its body included, within :data:`CALL_TIMEOUT_SECONDS`
+        in all (:func:`~scheduler_dedup.handler.core.deadline.total_deadline`)."""
+        with total_deadline(CALL_TIMEOUT_SECONDS) as watch:
+            try:
+                response = with_total_deadline(self.session).get(url, timeout=CALL_TIMEOUT_SECONDS)
+                status = response.status_code
+                body = response.json() if status == 200 else None
+            except ValueError:  # before RequestException: requests' JSONDecodeError is both
+                cut = " (cut off at the deadline)" if watch.fired else ""
+                raise RuntimeError(f"{what}: the answer is not JSON{cut}") from None
+            except requests.RequestException as exc:
+                late = " within the deadline" if watch.fired or isinstance(exc, requests.Timeout) else ""
+                raise RuntimeError(f"{what}: no answer{late} ({type(exc).__name__})") from None
+        if status != 200:
+            raise RuntimeError(f"{what}: HTTP {status}")
         if not isinstance(body, dict):
             raise RuntimeError(f"{what}: the answer is not a JSON object")
         return body

@@ -76,8 +76,12 @@ class Settings:
             on every run record; no fire time before it is expected, so a fresh deploy reports nothing missed.
             None when unknown: run history then bounds its windows by the job's earliest record.
         paused_since: when the Scheduler job was paused, aware UTC (``DEDUP_PAUSED_SINCE``, RFC 3339; the component
-            sets it while its ``paused`` input is true), or None: not paused by the stack. The run check reports the
-            fire times from then on as ``paused``, not missed.
+            sets it while its ``paused`` input is true, and keeps it, the start of the last pause, after a resume),
+            or None: not paused by the stack. The run check reports the fire times from then on (until
+            ``resumed_at``) as ``paused``, not missed; a fire time before it is expected as ever.
+        resumed_at: when that pause ended, aware UTC (``DEDUP_RESUMED_AT``, RFC 3339; the component sets it while
+            the job runs), or None: the pause since ``paused_since`` goes on. Equal to ``paused_since`` for a job
+            never paused (an empty pause).
         scheduler_api: the Cloud Scheduler API the run check reads its job's state from, to recognise a pause made
             outside the stack (``DEDUP_SCHEDULER_API``, e.g. ``https://cloudscheduler.googleapis.com``; needs
             ``scheduler_job``), or None: not read (:mod:`scheduler_dedup.handler.monitoring.job_state`).
@@ -118,6 +122,7 @@ class Settings:
     time_zone: str = DEFAULT_TIME_ZONE
     schedule_since: datetime | None = None
     paused_since: datetime | None = None
+    resumed_at: datetime | None = None
     key_local_time: bool = False
     scheduler_job: str | None = None
     scheduler_api: str | None = None
@@ -186,12 +191,24 @@ class Settings:
         if self.catch_up_window_seconds and self.schedule is None:
             raise ConfigError("DEDUP_CATCH_UP_WINDOW_SECONDS is set but DEDUP_SCHEDULE is not: the handler needs the "
                               "schedule to know the missed fire times; set DEDUP_SCHEDULE or drop the window")
+        if self.resumed_at is not None and (self.paused_since is None or self.resumed_at < self.paused_since):
+            raise ConfigError(
+                f"DEDUP_RESUMED_AT={self.resumed_at.isoformat()} ends a pause that "
+                + ("has no start: set DEDUP_PAUSED_SINCE too" if self.paused_since is None else
+                   f"starts later (DEDUP_PAUSED_SINCE={self.paused_since.isoformat()}): swap them")
+                + " (the component sets both)")
         if not is_iana_time_zone(self.time_zone):
             raise ConfigError(
                 f"DEDUP_TIME_ZONE={self.time_zone!r} is not a tz database time zone: use the Scheduler job's time "
                 f"zone, e.g. {DEFAULT_TIME_ZONE} or Europe/Berlin"
             )
         self._check_store_config(kind)
+
+    @property
+    def pause(self) -> tuple[datetime, datetime | None] | None:
+        """The stack's pause of the job as ``(since, until)``: until None while it lasts; None when the stack never
+        said (``DEDUP_PAUSED_SINCE`` unset). A fire time in it without a record is paused, not missed."""
+        return None if self.paused_since is None else (self.paused_since, self.resumed_at)
 
     def _check_store_config(self, kind: StoreKind) -> None:
         """The store's own settings: of its config class (its empty settings when None), checked by that class."""
@@ -243,6 +260,7 @@ class Settings:
             time_zone=env.get("DEDUP_TIME_ZONE", "").strip() or DEFAULT_TIME_ZONE,
             schedule_since=_instant(env, "DEDUP_SCHEDULE_SINCE"),
             paused_since=_instant(env, "DEDUP_PAUSED_SINCE"),
+            resumed_at=_instant(env, "DEDUP_RESUMED_AT"),
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
             scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
             scheduler_api=env.get("DEDUP_SCHEDULER_API", "").strip().rstrip("/") or None,

@@ -12,12 +12,19 @@ So every call is made inside :func:`total_deadline`, on a session whose connecti
 sockets down: whatever the call was blocked on (connect, TLS handshake, status line, headers, body) returns at
 once, and :attr:`Watch.fired` tells the caller why. The body is then read with :func:`read_bounded`: at most a
 given number of bytes, and the connection is closed without reading the rest (a 200 MB answer costs nothing).
+
+Credentials the call needs are fetched inside the same deadline: google-auth refreshes an access token (an
+``AuthorizedSession``) or fetches an ID token through the transport :func:`google_auth_request` returns, whose
+sockets are watched the same way, and which stops google-auth's own retries (five metadata-server attempts with
+backoff, each with its own read timeout) once the deadline has passed: :class:`CredentialDeadlineExceeded`.
 """
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,7 +44,8 @@ _current = threading.local()
 class Watch:
     """The sockets one call uses, shut down when its deadline passes (:func:`total_deadline`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float = float("inf")) -> None:
+        self.deadline = time.monotonic() + seconds  #: when the call must have ended, monotonic seconds
         self.fired = False
         self.ended = False  # the call is over: its sockets may serve another call now, never shut them
         self._sockets: list[socket.socket] = []
@@ -79,7 +87,7 @@ def total_deadline(seconds: float) -> Iterator[Watch]:
     Every socket a :class:`DeadlineAdapter` session opens or reuses in this thread during the block is shut down
     when the time is up. The caller checks :attr:`Watch.fired` to tell a deadline from another failure.
     """
-    watch = Watch()
+    watch = Watch(seconds)
     previous = getattr(_current, "watch", None)
     _current.watch = watch
     timer = threading.Timer(seconds, watch.fire)
@@ -91,6 +99,54 @@ def total_deadline(seconds: float) -> Iterator[Watch]:
         timer.cancel()
         watch.end()
         _current.watch = previous
+
+
+def remaining_seconds() -> float | None:
+    """Seconds left of the current :func:`total_deadline` in this thread (0 once it passed), or None outside one."""
+    watch = getattr(_current, "watch", None)
+    if watch is None:
+        return None
+    return 0.0 if watch.fired else max(watch.deadline - time.monotonic(), 0.0)
+
+
+class CredentialDeadlineExceeded(requests.Timeout):
+    """A credential for a downstream call (an access token, an ID token) was not fetched by the call's total
+    deadline: the metadata server or token endpoint did not answer in time, or trickled its answer. A
+    ``requests.Timeout``, so a call that refreshes its token inside ``session.request`` fails as a timeout."""
+
+
+def google_auth_request() -> Any:
+    """google-auth's transport (a ``google.auth.transport.requests.Request``) for token fetches bounded by the
+    current :func:`total_deadline`: its session's sockets are shut when the deadline passes, and once it has, a
+    request google-auth makes (a retry of the metadata server, the next step of a refresh) raises
+    :class:`CredentialDeadlineExceeded` at once instead of being tried. Outside a deadline it behaves as the plain
+    transport.
+
+    Pass it as ``AuthorizedSession(credentials, auth_request=google_auth_request())``, or to
+    ``google.oauth2.id_token.fetch_id_token``.
+    """
+    return _deadline_request_class()(with_total_deadline(requests.Session()))
+
+
+@functools.cache
+def _deadline_request_class() -> type:
+    import google.auth.exceptions
+    import google.auth.transport.requests
+
+    class DeadlineRequest(google.auth.transport.requests.Request):
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            watch = getattr(_current, "watch", None)
+            if watch is not None and watch.fired:
+                raise CredentialDeadlineExceeded("the credential fetch did not end within the call's deadline")
+            try:
+                return super().__call__(*args, **kwargs)
+            except google.auth.exceptions.TransportError as exc:
+                if watch is not None and watch.fired:  # its sockets were shut: the deadline, not the server
+                    raise CredentialDeadlineExceeded("the credential fetch did not end within the call's deadline "
+                                                     "(the token endpoint did not answer in time)") from exc
+                raise
+
+    return DeadlineRequest
 
 
 def _report(sock: Any) -> None:

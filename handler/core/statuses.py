@@ -86,9 +86,11 @@ DELIVERY: tuple[Answer, ...] = (
            "reports the run failed with that error."),
     Answer(500, "store_error", ("executed", "step", "error", "job_error", "output"),
            "The run store failed or timed out (`DEDUP_STORE_TIMEOUT_SECONDS`). `executed: false`: the job did not "
-           "run and the delivery holds no claim. `executed: true`: the job ran but its outcome could not be "
-           "recorded; deliveries get 409 until its lease expires, then the job runs again. `error` says which "
-           "(see [the failure table](../failures.md)); `job_error` and `output` are the job's own failure that "
+           "run; at `step: claim` the delivery holds no claim, at `step: record_skip` (its overlap policy skipped "
+           "it, and recording that failed) its claim stays until its lease expires, deliveries get 409 until then, "
+           "and the next one applies the overlap policy again. `executed: true`: the job ran but its outcome could "
+           "not be recorded; deliveries get 409 until its lease expires, then the job runs again. `error` says "
+           "which (see [the failure table](../failures.md)); `job_error` and `output` are the job's own failure that "
            "could not be recorded, as `released` has them."),
     Answer(500, "store_misconfigured", ("executed", "step", "error", "fix", "job_error", "output"),
            "The run store refuses every call because of how it is set up: a Firestore database in Datastore mode, "
@@ -123,8 +125,9 @@ RUN_CHECK: tuple[Answer, ...] = (
            "A run is still in progress `max_runtime_seconds` after its claim, renewed lease or not; logged as one "
            "`long_run` ERROR line."),
     Answer(200, "paused", ("the same fields",),
-           "The job is paused (`DEDUP_PAUSED_SINCE`): its fire times since are one `paused` finding, not missed "
-           "runs, and no `missed_run` line is logged for them."),
+           "The job is paused, or was in the window (`DEDUP_PAUSED_SINCE` until `DEDUP_RESUMED_AT`): its fire times "
+           "in the pause are one `paused` finding, not missed runs, and no `missed_run` line is logged for them; a "
+           "run missed before the pause is still `missed`."),
     Answer(400, "bad_request", ("error", "field"), "The body is not the run check's JSON contract; `field` names "
                                                    "the bad field."),
     Answer(403, "forbidden", ("error", "field", "job"),

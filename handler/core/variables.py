@@ -169,7 +169,8 @@ declare("DEDUP_TARGET", "job", """
     (`.../jobs/J:run`) is refused. Required unless `DEDUP_TARGET_TYPE` is `python`, refused with it.""",
         component="`workflow_target`, `cloud_run_job_target`, `cloud_build_trigger_target` or `http_target`")
 declare("DEDUP_TARGET_TIMEOUT_SECONDS", "job", """
-    Timeout of each downstream call, above 0 and at most 3600 seconds; keep it below the Scheduler job's attempt
+    Timeout of each downstream call, above 0 and at most 3600 seconds, for the whole call: fetching its access or ID
+    token from the metadata server, connecting, the headers and the body; keep it below the Scheduler job's attempt
     deadline.""",
         default="30", component="half the attempt deadline, 5 to 30 seconds (proxy targets only)")
 declare("DEDUP_TARGET_AUDIENCE", "job", """
@@ -260,10 +261,15 @@ declare("DEDUP_SCHEDULE_SINCE", "schedule", """
     nothing missed. Unset, run history bounds its windows by the job's earliest record.""",
         component="a `time.Static` timestamp, replaced when schedule, time zone or job name change")
 declare("DEDUP_PAUSED_SINCE", "schedule", """
-    When the Scheduler job was paused, RFC 3339 with an offset; unset while it runs. The run check and run history
-    report the fire times from then on as one `paused` span, not as missed runs, so a planned pause pages nothing.
-    A pause made outside the stack (`gcloud scheduler jobs pause`) does not set it.""",
-        component="a `time.Static` timestamp that exists while `paused` is true")
+    When the Scheduler job was last paused, RFC 3339 with an offset. The run check and run history report the fire
+    times from then on (until `DEDUP_RESUMED_AT`, when set) as one `paused` span, not as missed runs, so a planned
+    pause pages nothing; a run missed before the pause is still missed. A pause made outside the stack
+    (`gcloud scheduler jobs pause`) does not set it.""",
+        component="a `time.Static` timestamp, replaced when `paused` turns true and kept after a resume")
+declare("DEDUP_RESUMED_AT", "schedule", """
+    When the pause that began at `DEDUP_PAUSED_SINCE` ended, RFC 3339 with an offset; unset while the job is
+    paused. Fire times from then on are expected again. Equal to `DEDUP_PAUSED_SINCE` for a job never paused.""",
+        component="a `time.Static` timestamp, replaced when `paused` changes")
 declare("DEDUP_SCHEDULER_API", "schedule", """
     The Cloud Scheduler API, `https://cloudscheduler.googleapis.com`, that the run check reads its own job
     (`DEDUP_SCHEDULER_JOB`) from, so a pause made outside the stack (`gcloud scheduler jobs pause`) is reported as

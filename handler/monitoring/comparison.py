@@ -1,15 +1,17 @@
 """Expected against recorded: lay a schedule's fire times (evaluated in the job's time zone, as Cloud Scheduler does)
-over the run records and report what was missed, late, failed, stuck, repeated or unexpected (:func:`compare`), or
-read the records around a window first (:func:`check`).
+over the run records and report what was missed, late, failed, retrying, stuck, repeated or unexpected
+(:func:`compare`), or read the records around a window first (:func:`check`). A run whose every attempt failed
+retryably is ``failed`` once its grace period (the job's retry window) has passed, with the last attempt's error: its
+record is ``released``, never absent, so it is never missed.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 
-from scheduler_dedup.handler.core.record import FAILED, IN_PROGRESS
+from scheduler_dedup.handler.core.record import FAILED, IN_PROGRESS, RELEASED
 from scheduler_dedup.handler.monitoring.findings import (
     DST_REPEATED,
     FAILED_RUN,
@@ -18,12 +20,14 @@ from scheduler_dedup.handler.monitoring.findings import (
     MISSED,
     PAUSED,
     REPEATED,
+    RETRYING,
     SINCE_EARLIEST_RECORD,
     SINCE_SCHEDULE_CHANGE,
     SKIPPED_BUSY,
     STUCK_RUN,
     UNEXPECTED,
     Finding,
+    Pause,
     Report,
 )
 from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
@@ -53,7 +57,7 @@ _PREFERENCE = {"": 0, "repeated": 1, "skipped": 2}  # a run counts for an ordina
 def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, time_zone: str, since: datetime,
             until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
             active_since: datetime | None = None, runs_before_window: bool | None = None,
-            paused_since: datetime | None = None) -> Report:
+            paused_since: datetime | None = None, pauses: Sequence[Pause] = ()) -> Report:
     """Compare a schedule's fire times in ``[since, until)`` with the runs recorded for them.
 
     Args:
@@ -75,9 +79,12 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         runs_before_window: True if the job has records older than every run given (its history starts before
             the scan), so the earliest run given bounds nothing; None or False: the runs given reach back to
             the job's first record.
-        paused_since: when the job was paused (``DEDUP_PAUSED_SINCE``), aware, or None: the fire times from then on
+        paused_since: when the job was paused (``DEDUP_PAUSED_SINCE``) if it still is, aware, or None: the pause
+            ``(paused_since, None)``.
+        pauses: the job's pauses as ``(since, until)``, aware, until None while one lasts: the fire times of each
             without a record are one ``paused`` finding (with their number, first and last), neither expected nor
-            missed; a run recorded for one still counts.
+            missed; a run recorded for one still counts. A fire time before a pause or after it is expected as
+            ever (a pause never hides a run missed before it).
 
     Returns:
         A :class:`Report`. A fire time that did not exist on the wall clock (clocks went forward) is
@@ -117,7 +124,8 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
             earliest = run.schedule_time if earliest is None else min(earliest, run.schedule_time)
             if newest is None or run.schedule_time > newest.schedule_time:
                 newest = run
-            end = run.finished_at or (now if run.state == IN_PROGRESS else None)
+            retrying = run.status == RELEASED and not run.retries_over(now, grace_seconds)
+            end = now if retrying else run.finished_at or (now if run.state == IN_PROGRESS else None)
             if end is not None and run.claimed_at is not None:
                 busy.append((run.schedule_time, _busy_from(run, grace_seconds), end))
         match = None if run.manual else next(iter(slots.get(run.schedule_time, ())), None)
@@ -134,6 +142,8 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         if run.status == FAILED:
             findings.append(Finding(FAILED_RUN, run.schedule_time, f"recorded failed: {run.error or 'no error text'}",
                                     matched, run))
+        elif run.status == RELEASED:
+            findings.append(_released_finding(run, matched, now, grace_seconds))
         if run.stuck:
             since_claim = f" since {rfc3339(run.claimed_at)}" if run.claimed_at else ""
             findings.append(Finding(STUCK_RUN, run.schedule_time,
@@ -158,14 +168,16 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                                     f"not a fire time of {schedule!r} in {time_zone}", run=run))
     busy.sort()
     expected = hits = 0
-    paused: list[FireTime] = []
+    windows = [*pauses, *([(paused_since, None)] if paused_since is not None else [])]
+    paused: dict[Pause, list[FireTime]] = {}
     for fire, instants in zip(fires, recorded):
         if not fire.required or fire.first > now or (bound is not None and fire.due < bound):
             continue
         if not instants and settled is not None and fire.due < settled:
             continue  # the job may not have existed yet, or not been allowed to call (SCHEDULE_SETTLE_SECONDS)
-        if not instants and paused_since is not None and fire.first >= paused_since:
-            paused.append(fire)
+        pause = next((w for w in windows if w[0] <= fire.first and (w[1] is None or fire.first < w[1])), None)
+        if not instants and pause is not None:
+            paused.setdefault(pause, []).append(fire)
             continue
         expected += 1
         if instants:
@@ -187,12 +199,13 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
         else:
             findings.append(Finding(LATE, fire.due, f"no record yet; within the {grace_seconds:g} s grace period",
                                     fire))
-    if paused:
-        assert paused_since is not None
-        findings.append(Finding(PAUSED, paused_since.astimezone(timezone.utc),
-                                f"the job is paused since {rfc3339(paused_since)}: {len(paused)} fire time(s) from "
-                                f"{rfc3339(paused[0].due)} to {rfc3339(paused[-1].due)} were not delivered, as a "
-                                "paused job's are; not missed", paused[0]))
+    for (start, end), spanned in paused.items():
+        state = f"is paused since {rfc3339(start)}" if end is None else \
+            f"was paused from {rfc3339(start)} until {rfc3339(end)}"
+        findings.append(Finding(PAUSED, start.astimezone(timezone.utc),
+                                f"the job {state}: {len(spanned)} fire time(s) from {rfc3339(spanned[0].due)} to "
+                                f"{rfc3339(spanned[-1].due)} were not delivered, as a paused job's are; not missed",
+                                spanned[0]))
     findings.sort(key=lambda f: (f.schedule_time, KINDS.index(f.kind)), reverse=True)
     return Report(job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until, now=now,
                   grace_seconds=grace_seconds, expected=expected, recorded=hits, runs=seen,
@@ -237,7 +250,7 @@ def _settled(bound: datetime, delivered: list[datetime], changed: bool, old: tup
 
 def _busy_from(run: HistoryRun, grace_seconds: float) -> datetime:
     """When Scheduler began the run: at its schedule time, when it sent the first attempt, if the record was claimed
-    within the grace period (the retry window, in which deliveries that failed before claiming, released, leave no
+    within the grace period (the retry window, in which deliveries that failed before claiming leave no
     trace but the later claim: Scheduler skips fire times while it retries them, Retry jobs page); else (a delivery
     replayed long after its time) at its claim."""
     assert run.claimed_at is not None
@@ -257,9 +270,21 @@ def _running_at(busy: list[tuple[datetime, datetime, datetime]],
     return None
 
 
+def _released_finding(run: HistoryRun, fire: FireTime | None, now: datetime, grace_seconds: float) -> Finding:
+    """``failed`` for a released run whose retries are over (:meth:`HistoryRun.retries_over`), else ``retrying``."""
+    error = run.error or "no error text"
+    tries = f"{run.releases} attempt{'s' if run.releases != 1 else ''}" if run.releases else "its attempts"
+    if run.retries_over(now, grace_seconds):
+        return Finding(FAILED_RUN, run.schedule_time, f"every attempt failed ({tries} failed retryably and Scheduler's "
+                       f"retries are over: the {grace_seconds:g} s grace period has passed); the last: {error}",
+                       fire, run)
+    return Finding(RETRYING, run.schedule_time, f"the last attempt failed retryably ({tries} so far), so Scheduler "
+                   f"retries it within the {grace_seconds:g} s grace period: {error}", fire, run)
+
+
 def _missed_detail(fire: FireTime, no_records: bool) -> str:
     text = ("no record: Scheduler did not deliver it (job paused or deleted, handler down, caller refused) "
-            "or every attempt failed before claiming or released its claim")
+            "or every attempt failed before claiming it")
     if fire.dst == "repeated":
         text += "; the wall-clock time occurred twice (clocks went back) and neither instant has a record"
     if no_records:
@@ -271,7 +296,8 @@ def _missed_detail(fire: FireTime, no_records: bool) -> str:
 def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, since: datetime,
           until: datetime, now: datetime | None = None, grace_seconds: float = DEFAULT_GRACE_SECONDS,
           active_since: datetime | None = None, on_page: Callable[[int], None] | None = None,
-          project: str | None = None, location: str | None = None, paused_since: datetime | None = None) -> Report:
+          project: str | None = None, location: str | None = None, paused_since: datetime | None = None,
+          pauses: Sequence[Pause] = ()) -> Report:
     """Read the job's runs around ``[since, until)`` and :func:`compare` them with the schedule.
 
     The query reaches a day beyond both ends, so a fire time whose instants straddle an edge (a
@@ -292,4 +318,4 @@ def check(history: RunHistory, job_name: str, *, schedule: str, time_zone: str, 
     runs = scope.runs(history, since=start, until=until + timedelta(days=1), on_page=on_page)
     return compare(runs, job_name=job_name, schedule=schedule, time_zone=time_zone, since=since, until=until,
                    now=now, grace_seconds=grace_seconds, active_since=active_since, runs_before_window=older,
-                   paused_since=paused_since)
+                   paused_since=paused_since, pauses=pauses)

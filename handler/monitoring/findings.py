@@ -15,6 +15,9 @@ from scheduler_dedup.handler.schedule.cron.fire_times import FireTime
 #: :attr:`Finding.kind` values. The first three are problems: a check exits non-zero on them.
 MISSED, FAILED_RUN, STUCK_RUN = "missed", "failed", "stuck"
 LATE, REPEATED, UNEXPECTED = "late", "repeated", "unexpected"
+#: A ``released`` run within its grace period: its last attempt failed retryably and Scheduler may retry it. Not a
+#: problem yet; once the grace period has passed it is ``failed``.
+RETRYING = "retrying"
 #: A fire time Cloud Scheduler skipped on purpose: the previous run was still running or being retried
 #: ("the next scheduled execution time might be skipped if the retries continue through that time":
 #: https://cloud.google.com/scheduler/docs/configuring/retry-jobs). Not a problem.
@@ -23,11 +26,13 @@ SKIPPED_BUSY = "skipped"
 #: (Scheduler's cron page warns of "execution anomalies" around DST changes). Not a problem of the handler:
 #: ``DEDUP_KEY_LOCAL_TIME=true`` makes the second delivery a duplicate.
 DST_REPEATED = "dst_repeated"
-#: The fire times from the job's pause on (``DEDUP_PAUSED_SINCE``), none delivered: one finding for the span, a state
-#: and not a problem, so a planned pause pages nothing.
+#: The fire times of a pause of the job (``DEDUP_PAUSED_SINCE`` until ``DEDUP_RESUMED_AT``, or on), none delivered: one
+#: finding per pause, a state and not a problem, so a planned pause pages nothing.
 PAUSED = "paused"
+#: A pause of the job: ``(since, until)``, aware; ``until`` None while it lasts.
+Pause = tuple[datetime, datetime | None]
 PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
-KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
+KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, RETRYING, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
 
 #: :attr:`Report.active_since_source` values: what bounded the window's start.
 SINCE_SCHEDULE_CHANGE = "schedule_since"  #: the time the job got its schedule (DEDUP_SCHEDULE_SINCE)
@@ -40,7 +45,8 @@ class Finding:
 
     Attributes:
         kind: :data:`KINDS`: ``missed`` (a fire time with no record once the grace period passed),
-            ``late`` (no record yet, still within the grace period), ``failed`` (recorded failed),
+            ``late`` (no record yet, still within the grace period), ``failed`` (recorded failed, or released
+            with the grace period over: every attempt failed), ``retrying`` (released within the grace period),
             ``stuck`` (in progress past its lease), ``repeated`` (executed again after a takeover),
             ``unexpected`` (a forced run, or a schedule time that is not a fire time), ``skipped`` (no record
             because Scheduler skipped the fire time while the previous run was still running or retried),

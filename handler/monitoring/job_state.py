@@ -15,15 +15,17 @@ only (``--paused-since`` tells it).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import requests
 
+from scheduler_dedup.handler.core.deadline import total_deadline, with_total_deadline
 from scheduler_dedup.handler.core.safe_text import scrub_secrets
 
-#: Timeout of the API call, seconds.
+#: How long the API call may take in all (its access token's refresh, connect, headers, body), seconds.
 CALL_TIMEOUT_SECONDS = 10.0
 
 
@@ -56,15 +58,20 @@ class JobStateReader:
 
     def __call__(self) -> JobState:
         """The job's state now; never raises (an unreadable state is :attr:`JobState.error`)."""
+        # the call, its access token's refresh and its body within CALL_TIMEOUT_SECONDS in all
+        with total_deadline(CALL_TIMEOUT_SECONDS):
+            try:
+                response = with_total_deadline(self.session).get(f"{self.api}/v1/{self.job}",
+                                                                 timeout=CALL_TIMEOUT_SECONDS)
+                status = response.status_code
+                text = response.content if status == 200 else b""
+            except requests.RequestException as exc:
+                return JobState(False, error=scrub_secrets(f"GET {self.job} failed: {type(exc).__name__}"))
+        if status != 200:
+            why = " (grant roles/cloudscheduler.viewer to the runtime account)" if status == 403 else ""
+            return JobState(False, error=f"GET {self.job} answered {status}{why}")
         try:
-            response = self.session.get(f"{self.api}/v1/{self.job}", timeout=CALL_TIMEOUT_SECONDS)
-        except requests.RequestException as exc:
-            return JobState(False, error=scrub_secrets(f"GET {self.job} failed: {type(exc).__name__}"))
-        if response.status_code != 200:
-            why = " (grant roles/cloudscheduler.viewer to the runtime account)" if response.status_code == 403 else ""
-            return JobState(False, error=f"GET {self.job} answered {response.status_code}{why}")
-        try:
-            body: Any = response.json()
+            body: Any = json.loads(text)
             updated = body.get("userUpdateTime")
             return JobState(body.get("state") == "PAUSED",
                             datetime.fromisoformat(updated.replace("Z", "+00:00")) if updated else None)

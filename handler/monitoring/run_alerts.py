@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RELEASED
 from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 
@@ -25,7 +25,8 @@ class RunAlert:
             threshold), ``recovered`` (this run completed after ``streak`` consecutive failures that reached it) or
             ``long_run`` (this run is still in progress ``max_runtime_seconds`` after its claim, renewals or not).
         run: the run concerned.
-        at: when it happened, aware UTC: the run's ``finished_at``, or its claim plus the maximum runtime.
+        at: when it happened, aware UTC: the run's ``finished_at`` (a released run's: when its retries were over,
+            :func:`finished`), or its claim plus the maximum runtime.
         streak: the consecutive failed runs (0 for ``long_run``).
         detail: why, in words.
     """
@@ -37,12 +38,26 @@ class RunAlert:
     detail: str
 
 
+def finished(run: HistoryRun, grace_seconds: float) -> tuple[str, datetime] | None:
+    """``(completed | failed, when)`` of a run that is over, else None: a completed or failed run at its
+    ``finished_at``; a released run as failed once its retries are over, at its last release or the end of its grace
+    period, whichever is later; a run in progress, skipped or still retried is not over."""
+    if run.finished_at is None:
+        return None
+    if run.status in (COMPLETED, FAILED):
+        return run.status, run.finished_at
+    if run.status == RELEASED:
+        return FAILED, max(run.finished_at, run.schedule_time + timedelta(seconds=grace_seconds))
+    return None
+
+
 def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, failure_threshold: int = 1,
-               max_runtime_seconds: float | None = None) -> list[RunAlert]:
+               max_runtime_seconds: float | None = None, grace_seconds: float = 0.0) -> list[RunAlert]:
     """The :class:`RunAlert` values that happened in ``[since, until)``, oldest first.
 
-    A failure streak counts finished scheduled runs (``completed`` or ``failed``) in schedule-time order; a forced run
-    or one in progress neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
+    A failure streak counts finished scheduled runs (``completed`` or ``failed``, and ``released`` ones whose
+    ``grace_seconds``, the job's retry window, are over by ``until``: every attempt failed, :func:`finished`) in
+    schedule-time order; a forced run or one in progress (or still retried) neither extends nor breaks it. ``failing`` is reported once per streak, by the run that brings
     it to ``failure_threshold``; ``recovered`` by the first completed run after it. Consecutive checks whose windows
     tile time report each once. The run check reads runs scheduled up to a day (plus the maximum runtime) before it,
     so a run delivered more than a day after its schedule time (a backfill of old fire times) is not counted. ``runs`` must reach back past the window by at least ``failure_threshold`` finished
@@ -64,17 +79,19 @@ def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, 
                 found.append(RunAlert(LONG_RUN, run, limit, 0, f"still in progress {max_runtime_seconds:g} s after "
                                       f"its claim at {rfc3339(run.claimed_at)} (max_runtime_seconds), whether or not "
                                       "its lease is renewed: the job may hang"))
-        if run.status not in (COMPLETED, FAILED) or run.finished_at is None:
-            continue
-        inside = since <= run.finished_at < until
-        if run.status == FAILED:
+        over = finished(run, grace_seconds)
+        if over is None or (run.status == RELEASED and over[1] >= until):
+            continue  # a released run still retried at the check's time: not over yet
+        status, at = over
+        inside = since <= at < until
+        if status == FAILED:
             streak += 1
             if streak == failure_threshold and inside:
-                found.append(RunAlert(FAILING, run, run.finished_at, streak,
+                found.append(RunAlert(FAILING, run, at, streak,
                                       f"{streak} consecutive run(s) failed, the last: {run.error or 'no error text'}"))
         else:
             if streak >= failure_threshold and inside:
-                found.append(RunAlert(RECOVERED, run, run.finished_at, streak,
+                found.append(RunAlert(RECOVERED, run, at, streak,
                                       f"completed after {streak} consecutive failed run(s)"))
             streak = 0
     found.sort(key=lambda a: a.at)
@@ -92,6 +109,6 @@ def recent_runs(history: RunHistory, scope: JobScope, *, since: datetime, until:
         if run.schedule_time < since:
             if older >= finished_before:
                 break
-            older += run.status in (COMPLETED, FAILED) and not run.manual
+            older += run.status in (COMPLETED, FAILED, RELEASED) and not run.manual
         found.append(run)
     return found

@@ -174,11 +174,14 @@ class RunCheck:
         until = now - grace
         scope = JobScope(request.job_name, project, location)
         try:
-            paused_since = self.settings.paused_since or self._paused_outside(scope)
+            # the stack's pause (going on, or the last one, over), else a pause made outside the stack, if any
+            pause = self.settings.pause
+            paused_since = pause[0] if pause is not None and pause[1] is None else self._paused_outside(scope)
+            pauses = [p for p in (pause, (paused_since, None) if paused_since else None) if p is not None]
             report = check(self.history, request.job_name, schedule=schedule, time_zone=self.settings.time_zone,
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds,
                            active_since=self.settings.schedule_since, project=project, location=location,
-                           paused_since=paused_since)
+                           pauses=list(dict.fromkeys(pauses)))
             # runs that finished (or outlived the maximum runtime) in the window before the check; the runtime
             # limit and a day of retries bound how old a run still in progress may be
             reach = now - timedelta(seconds=request.window_seconds + (request.max_runtime_seconds or 0) + 86400)

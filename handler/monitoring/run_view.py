@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import zoneinfo
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RunRecord
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RELEASED, RunRecord
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 
 #: Derived run states (:attr:`HistoryRun.state`): the stored status, except that an ``in_progress``
-#: record whose lease has expired is ``stuck``.
+#: record whose lease has expired is ``stuck``. ``released``: the last attempt failed retryably.
 STUCK = "stuck"
-STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK)
+STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK, RELEASED)
 
 
 def _utc(value: Any) -> datetime | None:
@@ -40,25 +40,29 @@ class HistoryRun:
         run_id: the run id (document id).
         job_name: the Scheduler job id.
         schedule_time: the run's schedule time, aware UTC.
-        status: the stored status: ``completed`` | ``failed`` | ``in_progress``.
+        status: the stored status: ``completed`` | ``failed`` | ``in_progress`` | ``released`` (the last attempt
+            failed retryably) | ``skipped_overlap``.
         stuck: True for an ``in_progress`` record whose lease expired without renewal (by the store's
             clock: last write + lease <= read time): its holder died and no retry took it over.
-        attempts: how many attempts claimed the run (1, plus one per takeover after a crash).
+        attempts: how many attempts claimed the run (1, plus one per retry after a release or takeover after a
+            crash).
         attempt_id: the attempt that holds or held the run.
         previous_attempt_id: the attempt taken over, when a takeover happened.
         manual: True for a forced run (``gcloud scheduler jobs run``), keyed apart from scheduled runs.
         claimed_at: when the holding attempt claimed (or took over) the run, aware UTC.
-        finished_at: when it was recorded completed or failed, aware UTC, or None.
+        finished_at: when it was recorded completed, failed or released, aware UTC, or None.
         duration_seconds: ``finished_at - claimed_at``; for a run in progress, the time since its
             claim by the store's clock; None if unknown.
         result_bytes: size of the stored result as JSON, in bytes; None without a result.
         result_dropped: why the result was not stored (too large, not JSON), or None.
-        error: the recorded error of a failed run, or None.
+        error: the recorded error of a failed or released run (the exception's type and message), or None.
         schedule: the job's unix-cron schedule as the handler knew it (``DEDUP_SCHEDULE``), or None.
         time_zone: the schedule's time zone (``DEDUP_TIME_ZONE``), or None.
         schedule_since: when the job got that schedule (``DEDUP_SCHEDULE_SINCE``, aware UTC), or None.
         project: the project id the run is keyed on.
         location: the Scheduler region, or ``""``.
+        output: the tail of what the failed or released attempt's job wrote to stdout/stderr, or None.
+        releases: how many attempts failed retryably (each released the run for a retry).
     """
 
     run_id: str
@@ -81,6 +85,8 @@ class HistoryRun:
     project: str
     location: str
     schedule_since: datetime | None = None
+    output: str | None = None
+    releases: int = 0
 
     @classmethod
     def from_record(cls, record: RunRecord) -> "HistoryRun":
@@ -124,18 +130,25 @@ class HistoryRun:
             project=str(d.get("project", "")),
             location=str(d.get("location", "")),
             schedule_since=_utc(d.get("schedule_since")),
+            output=record.output,
+            releases=record.releases,
         )
 
     @property
     def state(self) -> str:
-        """``completed`` | ``failed`` | ``in_progress`` | ``stuck`` (:data:`STATES`)."""
+        """``completed`` | ``failed`` | ``in_progress`` | ``stuck`` | ``released`` (:data:`STATES`)."""
         return STUCK if self.stuck else self.status
 
     @property
     def took_over(self) -> bool:
         """True if an attempt took the run over after another's lease expired: the job ran again (twice in
-        all if the earlier attempt had started it before it died)."""
-        return self.previous_attempt_id is not None or self.attempts > 1
+        all if the earlier attempt had started it before it died). A retry after a release is no takeover."""
+        return self.previous_attempt_id is not None or self.attempts - self.releases > 1
+
+    def retries_over(self, now: datetime, grace_seconds: float) -> bool:
+        """True for a ``released`` run whose grace period (the job's retry window) has passed at ``now``:
+        Scheduler's retries are over and every attempt failed."""
+        return self.status == RELEASED and now >= self.schedule_time + timedelta(seconds=grace_seconds)
 
     def local_schedule_time(self, time_zone: str | None = None) -> datetime:
         """The schedule time in ``time_zone`` (default: the record's own, else UTC)."""
@@ -162,6 +175,8 @@ class HistoryRun:
             "result_bytes": self.result_bytes,
             "result_dropped": self.result_dropped,
             "error": self.error,
+            "output": self.output,
+            "releases": self.releases,
             "schedule": self.schedule,
             "schedule_since": rfc3339(self.schedule_since),
             "project": self.project,

@@ -34,6 +34,12 @@ _STEPS_AFTER_RUN = {
     "record_failure": ("recording its permanent failure", "200 failed"),
     "release": ("recording its retryable failure (releasing the run)", "a fresh run at once"),
 }
+#: Steps that fail before the job ran, though this delivery's claim is written: what failed, and what the next
+#: delivery gets if the write reached the store after all.
+_STEPS_HOLDING_THE_CLAIM = {
+    "record_skip": ("its overlap policy kept it from running (another run of the job executes), but {store} failed "
+                    "({cause}) recording it skipped_overlap", "200 skipped_overlap"),
+}
 
 
 def outcome_answer(outcome: RunOutcome) -> tuple[dict[str, Any], dict[str, str]]:
@@ -61,7 +67,9 @@ def outcome_answer(outcome: RunOutcome) -> tuple[dict[str, Any], dict[str, str]]
 def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
     """The 500 ``store_error`` body: what happened to the run and what the next delivery will do."""
     store, cause = store_failure(exc)
-    if not exc.executed:
+    if not exc.executed and exc.step in _STEPS_HOLDING_THE_CLAIM:
+        error = _claim_held(exc, store, cause, lease_seconds)
+    elif not exc.executed:
         error = (f"{store} failed ({cause}) before the job ran: the job did not run and this delivery holds no "
                  f"claim; retry later. A claim of this delivery that reaches {store} after this answer holds "
                  f"nothing: the next delivery runs the job at once. Only if it reached {store} in time and could "
@@ -82,11 +90,22 @@ def store_error_body(exc: StoreError, lease_seconds: float) -> dict[str, Any]:
     return body
 
 
+def _claim_held(exc: StoreError, store: str, cause: str, lease_seconds: float) -> str:
+    """The error of a step that failed before the job ran while this delivery's claim is in place
+    (:data:`_STEPS_HOLDING_THE_CLAIM`)."""
+    what, landed = _STEPS_HOLDING_THE_CLAIM[exc.step]
+    return (f"the job did not run: {what.format(store=store, cause=cause)}. This delivery's claim (attempt "
+            f"{exc.attempt_id}) stays in_progress until its lease expires ({lease_seconds:g} s): deliveries before "
+            f"then get 409 in_progress, and the first one after it takes the run over and applies the overlap "
+            f"policy again (it runs the job if no other run executes then); if the write reached {store} after "
+            f"all, the next delivery gets {landed} instead")
+
+
 def store_misconfigured_body(exc: StoreError, config: StoreConfigError, lease_seconds: float) -> dict[str, Any]:
     """The 500 ``store_misconfigured`` body: the store refuses every call as it is set up; ``fix`` says what to
     change. Otherwise the fields of :func:`store_error_body` (``executed``, ``step``), with the same meaning."""
     store, cause = store_failure(exc)
-    if exc.executed:
+    if exc.executed or exc.step in _STEPS_HOLDING_THE_CLAIM:
         error = store_error_body(exc, lease_seconds)["error"]
     else:
         error = (f"{store} refuses every call as it is set up ({cause}): the job did not run and nothing was "

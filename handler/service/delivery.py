@@ -155,7 +155,8 @@ class SchedulerHandler:
             for missed in missed_keys(self.idempotency.store, key, schedule=settings.schedule,
                                       time_zone=settings.time_zone, window_seconds=settings.catch_up_window_seconds,
                                       schedule_since=settings.schedule_since,
-                                      wall_clock_zone=settings.time_zone if settings.key_local_time else None):
+                                      wall_clock_zone=settings.time_zone if settings.key_local_time else None,
+                                      pauses=[settings.pause] if settings.pause else []):
                 started = time.monotonic()
                 outcome = self._run(missed)
                 _log_outcome(missed, outcome, _STATUS_CODES[outcome.outcome], time.monotonic() - started)

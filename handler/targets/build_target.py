@@ -30,8 +30,11 @@ def google_api_session(auth: str = "google") -> HttpSession:
     import google.auth
     from google.auth.transport.requests import AuthorizedSession
 
+    from scheduler_dedup.handler.core.deadline import google_auth_request
+
     credentials, _ = google.auth.default(scopes=[_CLOUD_PLATFORM_SCOPE])
-    return AuthorizedSession(credentials)
+    # Token refreshes go through a transport the call's total deadline bounds (core.deadline.google_auth_request).
+    return AuthorizedSession(credentials, auth_request=google_auth_request())
 
 
 def build_target(settings: TargetSettings, session: HttpSession | None = None) -> Job:

@@ -14,7 +14,8 @@ from typing import Any
 
 import requests
 
-from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
+from scheduler_dedup.handler.core.deadline import (CredentialDeadlineExceeded, read_bounded, total_deadline,
+                                                   with_total_deadline)
 from scheduler_dedup.handler.core.errors import NonRetryableJobError
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.safe_text import scrub_secrets
@@ -96,6 +97,9 @@ def call(session: HttpSession, method: str, url: str, timeout: float, what: str,
             response = with_total_deadline(session).request(method, url, timeout=timeout, allow_redirects=False,
                                                             stream=True, **kwargs)
         except requests.RequestException as exc:
+            if isinstance(exc, CredentialDeadlineExceeded):  # the access token's refresh: nothing was sent
+                raise TargetRetryableError(f"{what}: no access token within {timeout:g} s (the metadata server or "
+                                           "token endpoint did not answer in time); nothing was sent") from exc
             if watch.fired or isinstance(exc, requests.Timeout):
                 raise TargetRetryableError(f"{what}: no answer within {timeout:g} s ({type(exc).__name__}); the "
                                            "downstream may have started; a retry checks where the target can "

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from scheduler_dedup.handler.core.deadline import (CredentialDeadlineExceeded, google_auth_request, remaining_seconds,
+                                                   total_deadline)
 from scheduler_dedup.handler.core.safe_text import hide_url, scrub_secrets
 from scheduler_dedup.handler.protocol.job import ScheduledRun
 from scheduler_dedup.handler.targets.call import HttpSession, TargetRetryableError, call, rfc3339
@@ -25,9 +27,12 @@ class IdTokenSource:
 
     Uses ``google.oauth2.id_token.fetch_id_token`` (metadata server on Cloud Run, or a service
     account key file): https://googleapis.dev/python/google-auth/latest/reference/google.oauth2.id_token.html
+    A fetch, and a wait for another caller's fetch, end by the current total deadline
+    (:func:`~scheduler_dedup.handler.core.deadline.google_auth_request`).
 
     Raises (from :meth:`token`):
         google.auth.exceptions.DefaultCredentialsError: no credentials can mint ID tokens.
+        CredentialDeadlineExceeded: no token by the current deadline.
     """
 
     def __init__(self, audience: str):
@@ -37,17 +42,21 @@ class IdTokenSource:
         self._expires = 0.0
 
     def token(self) -> str:
-        with self._lock:
+        left = remaining_seconds()
+        if not self._lock.acquire(timeout=-1 if left is None else left):
+            raise CredentialDeadlineExceeded("another run's ID token fetch did not end within this call's deadline")
+        try:
             if time.time() < self._expires - 300:
                 return self._token
             import google.auth.jwt
-            import google.auth.transport.requests
             import google.oauth2.id_token
 
-            token = google.oauth2.id_token.fetch_id_token(google.auth.transport.requests.Request(), self.audience)
+            token = google.oauth2.id_token.fetch_id_token(google_auth_request(), self.audience)
             claims = google.auth.jwt.decode(token, verify=False)
             self._token, self._expires = token, float(claims.get("exp", 0))
             return token
+        finally:
+            self._lock.release()
 
 
 class HttpTarget:
@@ -57,7 +66,7 @@ class HttpTarget:
         url: the endpoint.
         session: a plain session (the ID token is added per call).
         token: returns the bearer ID token, or None for no ``Authorization`` header (tests).
-        timeout_seconds: timeout of the call, seconds.
+        timeout_seconds: how long the call may take in all, the ID token's fetch included, seconds.
     """
 
     def __init__(self, url: str, session: HttpSession, token: Callable[[], str] | None,
@@ -76,13 +85,20 @@ class HttpTarget:
             TargetRetryableError, NonRetryableJobError: see :func:`~scheduler_dedup.handler.targets.call.call`.
         """
         headers = {"Idempotency-Key": run.run_id}
+        started, left = time.monotonic(), self.timeout
         if self.token is not None:
             try:
-                headers["Authorization"] = f"Bearer {self.token()}"
+                with total_deadline(self.timeout):  # the fetch, and the POST below, share the call's timeout
+                    headers["Authorization"] = f"Bearer {self.token()}"
             except Exception as exc:  # metadata server hiccup: retry later, do not record failed
-                raise TargetRetryableError("could not mint an ID token for the HTTP target: "
+                within = f" within {self.timeout:g} s" if isinstance(exc, CredentialDeadlineExceeded) else ""
+                raise TargetRetryableError(f"could not mint an ID token for the HTTP target{within}: "
                                            f"{scrub_secrets(repr(exc))[:200]}") from exc
+            left = round(self.timeout - (time.monotonic() - started), 3)
+            if left <= 0:
+                raise TargetRetryableError(f"POST {self.shown_url}: the ID token took the whole {self.timeout:g} s; "
+                                           "nothing was sent")
         body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
-        response = call(self.session, "POST", self.url, self.timeout, f"POST {self.shown_url}", "http", json=body,
+        response = call(self.session, "POST", self.url, left, f"POST {self.shown_url}", "http", json=body,
                          headers=headers, body_limit=0)  # only the status is used: the body is never read
         return {"target": "http", "url": self.shown_url, "status_code": response.status_code}

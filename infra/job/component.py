@@ -45,9 +45,11 @@ TARGET_ROLES = {
     # workflows.executions.create/get/list on the workflow; Workflows has no per-workflow IAM resource
     # in pulumi-gcp, so it is a project member with an IAM condition on the workflow's resource name.
     "workflows": "roles/workflows.invoker",
-    # run.jobs.runWithOverrides (needed to pass DEDUP_RUN_ID as an env override) + run.executions.get/list,
-    # granted on that one job with gcp.cloudrunv2.JobIamMember.
-    # https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run
+    # run.jobs.runWithOverrides (needed to pass DEDUP_RUN_ID as an env override), granted on that one job with
+    # gcp.cloudrunv2.JobIamMember (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run).
+    # It holds run.jobs.run, run.jobs.runWithOverrides and run.executions.cancel only
+    # (https://cloud.google.com/run/docs/reference/iam/roles): the existence check's executions.list needs
+    # JOB_VIEWER_ROLE on the job too.
     "cloud_run_job": "roles/run.jobsExecutorWithOverrides",
     # cloudbuild.builds.create (triggers.run: "Authorization requires ... cloudbuild.builds.create"),
     # cloudbuild.builds.get (triggers.get) and cloudbuild.builds.list (builds.list): the least predefined Cloud Build
@@ -73,6 +75,11 @@ TARGET_ROLES = {
 #: The setting is written explicitly because pulumi-gcp's ``cpu_idle`` defaults to true once ``resources`` is set.
 STARTUP_CPU_BOOST = True
 
+#: Role the runtime identity also gets on a Cloud Run job target: the existence check lists the job's executions
+#: (run.executions.list, also run.executions.get), which roles/run.jobsExecutorWithOverrides lacks; roles/run.viewer is
+#: the narrowest predefined role with them that can be granted on one job (https://cloud.google.com/run/docs/reference/iam/roles).
+JOB_VIEWER_ROLE = "roles/run.viewer"
+
 #: Role the runtime identity gets on its own service only: trust mode reads the service's IAM policy and
 #: ``invokerIamDisabled`` (run.services.getIamPolicy, run.services.get). roles/run.viewer is the narrowest
 #: predefined role with both and can be granted on one service (https://cloud.google.com/run/docs/reference/iam/roles);
@@ -90,9 +97,11 @@ runtime SA   : roles/run.viewer on this Cloud Run service only (the handler read
                https://cloud.google.com/firestore/docs/manage-databases#configure_per-database_access_permissions).
                Firestore IAM stops at the database: no condition narrows it to one collection.
                On a Spanner store instead: roles/spanner.databaseUser on that one database (a database-level
-               IAM member: data read/write, no schema change), never on the instance or the project.
+               IAM member: data read/write, and schema change, which no predefined Spanner role leaves out), never
+               on the instance or the project.
                On a Memorystore store instead: roles/secretmanager.secretAccessor on its AUTH and CA secrets only.
-               Plus the role of the proxy target, on that target only (TARGET_ROLES); a Cloud Build trigger's role is
+               Plus the role of the proxy target, on that target only (TARGET_ROLES), and on a Cloud Run job target
+               roles/run.viewer on that job too (listing its executions); a Cloud Build trigger's role is
                on its project (Cloud Build has no narrower IAM resource), plus roles/iam.serviceAccountUser on the
                trigger's own service account when one is named (running a trigger needs iam.serviceAccounts.actAs
                on the account its builds run as).
@@ -252,19 +261,31 @@ class DedupScheduledJob(pulumi.ComponentResource):
 
         # When the job got its schedule: created with the job, replaced (a new time) when the schedule, its time
         # zone or the job's name changes. Run history expects no fire time before it, so a fresh deploy reports
-        # nothing missed (DEDUP_SCHEDULE_SINCE).
-        # Pausing and resuming replace it too: while paused it is also DEDUP_PAUSED_SINCE (the run check reports
-        # paused, not missed), and after a resume no fire time of the paused span is expected.
+        # nothing missed (DEDUP_SCHEDULE_SINCE). A pause does not move it: a run missed before the pause stays missed.
         schedule_since = pulumiverse_time.Static(
             f"{name}-schedule-since",
             pulumiverse_time.StaticArgs(triggers={"schedule": s.schedule, "time_zone": s.time_zone,
-                                                  "job": s.scheduler_job_name, **({"paused": "true"} if s.paused else {})}),
+                                                  "job": s.scheduler_job_name}),
             opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The pause, recorded beside the schedule's start: when `paused` last changed (replaced at each change), and
+        # when the last pause began: taken from it while the job is paused, kept as it was while the job runs
+        # (ignore_changes), so after a resume the pause is [paused-since, pause-state), its fire times paused, not
+        # missed (DEDUP_PAUSED_SINCE, DEDUP_RESUMED_AT). For a job never paused both are its creation: no pause.
+        pause_state = pulumiverse_time.Static(
+            f"{name}-pause-state",
+            pulumiverse_time.StaticArgs(triggers={"paused": "true" if s.paused else "false"}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        paused_since = pulumiverse_time.Static(
+            f"{name}-paused-since",
+            pulumiverse_time.StaticArgs(rfc3339=pause_state.rfc3339),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=[] if s.paused else ["rfc3339"]),
         )
         database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
         environment = {**handler_environment(s), database_env: database_id,
-                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339,
-                       **({"DEDUP_PAUSED_SINCE": schedule_since.rfc3339} if s.paused else {})}
+                       "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339, "DEDUP_PAUSED_SINCE": paused_since.rfc3339,
+                       **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339})}
         labels = dict(s.job_config.labels)
         self.archive_sha256: Optional[str] = archive.sha256 if archive is not None else None
         retry = s.retry
@@ -547,13 +568,12 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 opts=child,
             )
         elif s.target_type == "cloud_run_job" and s.cloud_run_job is not None:
-            gcp.cloudrunv2.JobIamMember(
-                f"{name}-runtime-job-executor",
-                gcp.cloudrunv2.JobIamMemberArgs(
-                    name=s.cloud_run_job, role=TARGET_ROLES["cloud_run_job"], member=runtime_sa.member,
-                ),
-                opts=child,
-            )
+            for part, role in (("executor", TARGET_ROLES["cloud_run_job"]), ("viewer", JOB_VIEWER_ROLE)):
+                gcp.cloudrunv2.JobIamMember(
+                    f"{name}-runtime-job-{part}",
+                    gcp.cloudrunv2.JobIamMemberArgs(name=s.cloud_run_job, role=role, member=runtime_sa.member),
+                    opts=child,
+                )
         elif s.target_type == "cloud_build_trigger" and s.cloud_build_trigger is not None:
             trigger_project = pulumi.Output.from_input(s.cloud_build_trigger).apply(lambda t: t.split("/")[1])
             gcp.projects.IAMMember(

@@ -44,6 +44,7 @@ class RegisteredResource:
         state: the mocked outputs returned for it.
         protect: the resource option ``protect`` (a plan deleting or replacing it would fail).
         dependencies: URNs of the resources it waits for (``depends_on``, and those whose outputs are its inputs).
+        ignore_changes: the resource option ``ignore_changes`` (inputs whose changes a later update keeps as they were).
     """
 
     type: str
@@ -55,6 +56,7 @@ class RegisteredResource:
     state: dict[str, Any] = field(default_factory=dict)
     protect: bool = False
     dependencies: tuple[str, ...] = ()
+    ignore_changes: tuple[str, ...] = ()
 
 
 class _Mocks(Mocks):
@@ -117,7 +119,7 @@ class _RecordingMonitor(MockMonitor):
                 RegisteredResource(
                     type=request.type, name=request.name, inputs=_plain(inputs), parent=request.parent,
                     urn=urn, custom=bool(request.custom), state=_plain(state), protect=bool(request.protect),
-                    dependencies=tuple(request.dependencies),
+                    dependencies=tuple(request.dependencies), ignore_changes=tuple(request.ignoreChanges),
                 )
             )
         return response

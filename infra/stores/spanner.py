@@ -16,7 +16,8 @@ database of its own, in an instance it adopts or creates).
   ``enable_drop_protection`` (https://cloud.google.com/spanner/docs/prevent-database-deletion) keeps the database
   from being dropped by anyone until it is turned off; the provider's own ``deletion_protection`` follows it.
 * **Grant**: ``roles/spanner.databaseUser`` on that database only (``gcp:spanner:DatabaseIAMMember``): read and
-  write data, no schema change, nothing on other databases (https://cloud.google.com/spanner/docs/iam#roles).
+  write data, and change the schema too (``spanner.databases.updateDdl``: no predefined Spanner role writes data
+  without it, https://cloud.google.com/iam/docs/roles-permissions/spanner); nothing on other databases.
 """
 
 # No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
@@ -32,7 +33,8 @@ from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
 
-#: The role a job's runtime identity gets on its store's database (data read/write, no DDL).
+#: The role a job's runtime identity gets on its store's database (data read/write; it also holds DDL, which the
+#: handler never uses: Spanner has no predefined data-only role).
 DATA_ROLE = "roles/spanner.databaseUser"
 #: The smallest instance, processing units (https://cloud.google.com/spanner/docs/compute-capacity).
 DEFAULT_PROCESSING_UNITS = 100

@@ -311,11 +311,15 @@ def _common(fn: Any) -> Any:
 @click.option("--paused-since", default=None,
               help="when the job was paused (the handler's DEDUP_PAUSED_SINCE, or `gcloud scheduler jobs describe`: "
                    "state PAUSED, userUpdateTime): fire times since are one paused span, not missed runs.")
+@click.option("--resumed-at", default=None,
+              help="when that pause ended (the handler's DEDUP_RESUMED_AT): fire times from then on are expected "
+                   "again [default: the pause goes on].")
 @click.option("--no-report", is_flag=True, help="list runs only; do not compare with the schedule.")
 @_common
 @click.pass_context
 def runs(ctx: click.Context, job: str | None, since: str, until: str | None, statuses: tuple[str, ...],
-         schedule: str | None, time_zone: str | None, grace_seconds: float, paused_since: str | None, no_report: bool,
+         schedule: str | None, time_zone: str | None, grace_seconds: float, paused_since: str | None,
+         resumed_at: str | None, no_report: bool,
          store: str, project: str | None, database: str | None, instance: str | None, collection: str,
          as_json: bool) -> None:
     """One job's runs, newest first, then expected against actual fire times.
@@ -325,7 +329,7 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
     records by the handler) the fire times in the window are compared with the records: missed,
     late, failed, stuck, repeated and unexpected runs are listed, and the command exits 1 if any run
     was missed, failed or is stuck (2 if it could not check). With --paused-since, the fire times from the pause
-    on are one paused span, not missed. Without a schedule, failed and stuck
+    on (until --resumed-at) are one paused span, not missed. Without a schedule, failed and stuck
     runs still count (they are facts of the records) but missed runs cannot be checked: the summary
     says so. On Firestore it needs roles/datastore.viewer, on Spanner roles/spanner.databaseReader.
 
@@ -346,14 +350,16 @@ def runs(ctx: click.Context, job: str | None, since: str, until: str | None, sta
                                  param_hint="--time-zone")
     if schedule is not None and unix_cron_problem(schedule):
         raise click.BadParameter(str(unix_cron_problem(schedule)), param_hint="--schedule")
+    if resumed_at is not None and paused_since is None:
+        raise click.UsageError("--resumed-at ends a pause: give --paused-since too (the handler's DEDUP_PAUSED_SINCE)")
     sys.exit(_list_and_check(job, since, until, statuses, schedule, time_zone, grace_seconds, no_report, store,
-                             project, database, instance, collection, as_json, paused_since))
+                             project, database, instance, collection, as_json, paused_since, resumed_at))
 
 
 def _list_and_check(job: str, since_text: str, until_text: str | None, statuses: tuple[str, ...],
                     schedule: str | None, time_zone: str | None, grace_seconds: float, no_report: bool, store: str,
                     project: str | None, database: str | None, instance: str | None, collection: str,
-                    as_json: bool, paused_text: str | None = None) -> int:
+                    as_json: bool, paused_text: str | None = None, resumed_text: str | None = None) -> int:
     console, err = make_console(), make_console(stderr=True)
     now = datetime.now(timezone.utc)
     run_states = {s for s in statuses if s in STATES}
@@ -368,6 +374,10 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
         since = parse_when(since_text, now, time_zone)
         until = parse_when(until_text, now, time_zone) if until_text else now
         paused_since = parse_when(paused_text, now, time_zone) if paused_text else None
+        resumed_at = parse_when(resumed_text, now, time_zone) if resumed_text else None
+        if paused_since is not None and resumed_at is not None and resumed_at < paused_since:
+            raise click.BadParameter(f"--resumed-at {_utc_text(resumed_at)} is before --paused-since "
+                                     f"{_utc_text(paused_since)}")
         if until <= since:
             raise click.BadParameter(f"--until {_utc_text(until)} is not after --since {_utc_text(since)}")
         checking = not no_report
@@ -390,7 +400,8 @@ def _list_and_check(job: str, since_text: str, until_text: str | None, statuses:
                 older = scope.has_runs_before(history, since - margin)
                 report: Report | None = compare(stream(), job_name=job, schedule=schedule, time_zone=time_zone,
                                                 since=since, until=until, now=now, grace_seconds=grace_seconds,
-                                                runs_before_window=older, paused_since=paused_since)
+                                                runs_before_window=older,
+                                                pauses=[(paused_since, resumed_at)] if paused_since else [])
             else:
                 for _ in stream():
                     pass

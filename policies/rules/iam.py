@@ -11,7 +11,7 @@ from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown, policy_bindings
 from scheduler_dedup.policies.rules.base import rule
 from scheduler_dedup.policies.reading.conditions import ConditionScope, condition_scope
-from scheduler_dedup.policies.reading.permissions import RoleBook
+from scheduler_dedup.policies.reading.permissions import STORE_DATA_ROLE_EXTRAS, Powers, RoleBook
 from scheduler_dedup.policies.reading.topology import (
     APP_ENGINE_VERSION,
     CLOUD_FUNCTION_V2,
@@ -264,12 +264,14 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
       ``gcp.serviceaccount.Key`` of it; only Cloud Scheduler's service agent may mint the Scheduler account's OIDC
       tokens (https://cloud.google.com/scheduler/docs/http-target-auth#add);
     - a dedup identity may not change IAM (``*.setIamPolicy``), administer a store or a service, or hold ``*`` (a
-      basic role), whoever made the grant, the component's declared extra roles included.
+      basic role), whoever made the grant, the component's declared extra roles included. The one exception is
+      what a store's data role carries and no predefined role avoids, granted to the runtime identity on one resource
+      (``STORE_DATA_ROLE_EXTRAS``: Spanner's ``roles/spanner.databaseUser`` also changes the schema).
 
     A principal that can mint the Scheduler account's tokens calls the handler as Scheduler, through Cloud Run IAM,
     the OIDC check and trust mode. Grants made outside the stack are invisible to any policy pack.
 
-    Permission table (``PREDEFINED_ROLES``) read 2026-12-03 from https://cloud.google.com/iam/docs/understanding-roles
+    Permission table (``PREDEFINED_ROLES``) read 2026-12-04 from https://cloud.google.com/iam/docs/understanding-roles
     and https://cloud.google.com/iam/docs/roles-permissions/SERVICE; a role in neither the table nor the stack's
     custom roles is not judged here (``dedup-identity-expected-grants`` still names it when a dedup identity holds it).
     """
@@ -311,6 +313,9 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
             continue
         if grant.level in ("project", "folder", "organization") and grant.scope.unknown:
             continue
+        extras = STORE_DATA_ROLE_EXTRAS.get(grant.role or "")
+        if extras is not None and holder[1] == "runtime" and grant.level == "resource":
+            powers = Powers(powers.permissions - extras[0])  # its store's data role: no narrower one exists
         dangers = [d for d in powers.dangers if not (d.startswith("act as") and grant.level in ("service account",
                                                                                               "resource"))]
         if dangers:

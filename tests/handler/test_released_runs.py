@@ -9,8 +9,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from scheduler_dedup.handler.monitoring.run_history import (FAILED_RUN, FAILING, RETRYING, HistoryRun, compare,
-                                                            run_alerts)
+from scheduler_dedup.handler.monitoring.comparison import compare
+from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, RETRYING
+from scheduler_dedup.handler.monitoring.run_alerts import FAILING, run_alerts
+from scheduler_dedup.handler.monitoring.run_view import HistoryRun
 from scheduler_dedup.handler.protocol.job import JobExitedError, call_job
 
 T = datetime(2026, 12, 1, 2, 0, tzinfo=timezone.utc)

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 import requests
 
 from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
@@ -203,8 +204,8 @@ def test_a_schedule_change_settles_like_a_fresh_deploy(harness: Harness) -> None
 
 
 def test_a_paused_job_is_reported_paused_not_missed_and_the_heartbeat_goes_on(harness: Harness) -> None:
-    """A planned pause paged a CRITICAL missed run for every fire time. The component re-stamps DEDUP_SCHEDULE_SINCE
-    at the pause and sets DEDUP_PAUSED_SINCE to it; the check reports the span as one paused finding."""
+    """A planned pause paged a CRITICAL missed run for every fire time. The component sets DEDUP_PAUSED_SINCE at the
+    pause; the check reports the span as one paused finding."""
     before = harness.server(**SCHEDULE, DEDUP_SCHEDULE_SINCE="2026-10-16T08:00:00Z")
     for stamp in ("11:00", "11:15", "11:30", "11:45", "12:00", "12:15"):
         assert deliver(before.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z")).status_code == 200
@@ -225,6 +226,32 @@ def test_a_paused_job_is_reported_paused_not_missed_and_the_heartbeat_goes_on(ha
     # the same records without the pause: the fire times after the settle window are missed runs
     unpaused = harness.server(**SCHEDULE, DEDUP_SCHEDULE_SINCE="2026-10-16T12:20:00Z")
     assert run_check(unpaused, "2026-10-16T13:05:00Z").json()["missed"] == ["2026-10-16T12:45:00Z"]
+
+
+def test_a_pause_never_hides_a_run_missed_before_it_nor_after_the_resume(harness: Harness) -> None:
+    """A pause re-stamped DEDUP_SCHEDULE_SINCE, so a run missed just before it was never expected. The component now
+    records the pause beside the schedule's start (DEDUP_PAUSED_SINCE, then DEDUP_RESUMED_AT): the run missed before
+    the pause is missed, the paused span is paused, and after the resume a missed run is missed again."""
+    env = {**SCHEDULE, "DEDUP_SCHEDULE_SINCE": "2026-10-16T08:00:00Z"}
+    before = harness.server(**env)
+    for stamp in ("11:00", "11:15", "11:30", "11:45", "12:00"):  # 12:15 lost, just before the pause at 12:20
+        assert deliver(before.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z")).status_code == 200
+    paused = harness.server(**env, DEDUP_PAUSED_SINCE="2026-10-16T12:20:00Z")
+    report = run_check(paused, "2026-10-16T13:05:00Z").json()
+    assert report["missed"] == ["2026-10-16T12:15:00Z"] and report["paused_since"] == "2026-10-16T12:20:00Z", report
+    (span,) = [f for f in report["findings"] if f["kind"] == "paused"]
+    assert "is paused since 2026-10-16T12:20:00Z: 2 fire time(s)" in span["detail"], span
+    resumed = harness.server(**env, DEDUP_PAUSED_SINCE="2026-10-16T12:20:00Z", DEDUP_RESUMED_AT="2026-10-16T13:20:00Z")
+    for stamp in ("13:30", "14:00"):  # 13:45 lost after the resume
+        assert deliver(resumed.url, scheduler_headers("quarter", f"2026-10-16T{stamp}:00Z")).status_code == 200
+    assert run_check(resumed, "2026-10-16T13:05:00Z").json()["missed"] == ["2026-10-16T12:15:00Z"]
+    after = run_check(resumed, "2026-10-16T14:05:00Z").json()  # 13:00 <= t < 14:00
+    assert after["missed"] == ["2026-10-16T13:45:00Z"] and after["paused_since"] is None, after
+    (span,) = [f for f in after["findings"] if f["kind"] == "paused"]
+    assert "was paused from 2026-10-16T12:20:00Z until 2026-10-16T13:20:00Z: 2 fire time(s)" in span["detail"], span
+    assert "2026-10-16T13:00:00Z to 2026-10-16T13:15:00Z" in span["detail"]
+    with pytest.raises(RuntimeError, match="DEDUP_RESUMED_AT=.* ends a pause that has no start"):
+        HandlerServer(harness.env(**env, DEDUP_RESUMED_AT="2026-10-16T13:20:00Z")).start()
 
 
 def _stamp(t: datetime) -> str:

@@ -367,18 +367,38 @@ def test_renotify_reminds_of_open_metric_incidents_and_they_notify_on_close() ->
     assert "notificationChannelStrategies" not in _policy(graph, "missed").get("alertStrategy", {})
 
 
+def _env_of(resources: dict[str, RegisteredResource]) -> dict[str, Any]:
+    return {e["name"]: e.get("value") for e in resources["nightly-service"].inputs["template"]["containers"][0]["envs"]}
+
+
 def test_paused_pauses_the_scheduler_job_tells_the_handler_and_disables_deliveries_stopped() -> None:
     running = _by_name(_graph())
     assert not running["nightly-job"].inputs.get("paused")
-    assert "DEDUP_PAUSED_SINCE" not in str(running["nightly-service"].inputs)
     paused = _by_name(_graph(paused=True))
     assert paused["nightly-job"].inputs["paused"] is True
-    env = {e["name"]: e.get("value") for e in paused["nightly-service"].inputs["template"]["containers"][0]["envs"]}
-    since = paused["nightly-schedule-since"].state["rfc3339"]
-    assert env["DEDUP_PAUSED_SINCE"] == env["DEDUP_SCHEDULE_SINCE"] == since
-    assert paused["nightly-schedule-since"].inputs["triggers"]["paused"] == "true"  # resuming re-stamps it
+    env = _env_of(paused)
+    assert env["DEDUP_PAUSED_SINCE"] == paused["nightly-paused-since"].state["rfc3339"]
+    assert "DEDUP_RESUMED_AT" not in env  # the pause goes on
     assert paused["nightly-alert-deliveries-stopped"].inputs["enabled"] is False
     assert paused["nightly-alert-missed"].inputs.get("enabled", True) is not False  # the run check reports paused
     assert paused["nightly-watchdog"].inputs.get("paused") is not True  # the heartbeat goes on
     with pytest.raises(DedupConfigError, match="paused"):
         _graph(paused="yes")
+
+
+def test_a_pause_is_recorded_beside_the_schedules_start_and_never_moves_it() -> None:
+    """Pausing replaced DEDUP_SCHEDULE_SINCE's timestamp, so no fire time before the pause was expected any more and a
+    run missed just before it went unreported. Now a Static's triggers decide when it is replaced: the schedule's
+    start has the same triggers paused or not; the pause's state is replaced at each change; and the pause's start
+    follows it while paused and keeps its time while the job runs, so after a resume the handler knows the window."""
+    running, paused = _by_name(_graph()), _by_name(_graph(paused=True))
+    assert running["nightly-schedule-since"].inputs["triggers"] == paused["nightly-schedule-since"].inputs["triggers"]
+    assert running["nightly-pause-state"].inputs["triggers"] != paused["nightly-pause-state"].inputs["triggers"]
+    for graph in (running, paused):
+        assert graph["nightly-paused-since"].inputs["rfc3339"] == graph["nightly-pause-state"].state["rfc3339"]
+    assert paused["nightly-paused-since"].ignore_changes == ()  # a new pause: a new start
+    assert running["nightly-paused-since"].ignore_changes == ("rfc3339",)  # resumed: the last pause's start stays
+    env = _env_of(running)
+    assert env["DEDUP_RESUMED_AT"] == running["nightly-pause-state"].state["rfc3339"]
+    assert env["DEDUP_PAUSED_SINCE"] == running["nightly-paused-since"].state["rfc3339"]
+    assert env["DEDUP_SCHEDULE_SINCE"] == running["nightly-schedule-since"].state["rfc3339"]

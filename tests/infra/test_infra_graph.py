@@ -114,6 +114,8 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
         # when the job got this schedule: the time.Static below, replaced when schedule, zone or job name change
         "DEDUP_SCHEDULE_SINCE": env["DEDUP_SCHEDULE_SINCE"],
+        # the last pause, from when it began until the resume: for a job never paused both are its creation (none)
+        "DEDUP_PAUSED_SINCE": env["DEDUP_SCHEDULE_SINCE"], "DEDUP_RESUMED_AT": env["DEDUP_SCHEDULE_SINCE"],
         "REPORT_LABEL": "hourly",  # the job's own (scheduler-dedup:env), after the handler's
     }
     since = _one(graph, "time:index/static:Static", "hello-dedup-schedule-since")
@@ -231,8 +233,13 @@ def test_proxy_targets_get_one_role_on_the_target_only(
     assert (env["DEDUP_TARGET_TIMEOUT_SECONDS"], env["DEDUP_STORE_TIMEOUT_SECONDS"]) == ("30", "20")
     runtime = "serviceAccount:etl-runtime@p1.iam.gserviceaccount.com"
     runtime_grants = {(role_, typ) for member, role_, typ in _grants(resources) if member == runtime}
+    # a Cloud Run job's executions are listed by the existence check: run.viewer on that job too
+    viewer = {("roles/run.viewer", grant_type)} if target == "cloud_run_job_target" else set()
     assert runtime_grants == {("roles/datastore.user", "gcp:projects/iAMMember:IAMMember"), (role, grant_type),
-                              ("roles/run.viewer", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")}
+                              ("roles/run.viewer", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"), *viewer}
+    for grant_resource in resources:
+        if grant_resource.type == "gcp:cloudrunv2/jobIamMember:JobIamMember":
+            assert grant_resource.inputs["name"] == value["job"]  # on the job only
     grant = next(r for r in resources if r.type == grant_type and r.inputs["member"] == runtime and r.inputs["role"] == role)
     if target == "workflow_target":
         assert grant.inputs["condition"]["expression"].startswith(f'resource.name == "{value["workflow"]}"')

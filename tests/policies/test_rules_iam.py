@@ -99,6 +99,43 @@ def test_a_dangerous_project_grant_to_a_dedup_identity_is_mandatory(role: str, m
     assert any(role in f.message and power in f.message for f in findings), findings
 
 
+@pytest.mark.parametrize(("role", "power"), [
+    # entries the table had wrong, checked against Google's role pages (policies/reading/permissions.py TABLE_SOURCE)
+    ("roles/workflows.admin", "change IAM (workflows.workflows.setIamPolicy)"),
+    ("roles/datastore.owner", "change IAM (datastore.databases.setIamPolicy)"),
+    ("roles/resourcemanager.folderAdmin", "resourcemanager.projects.setIamPolicy"),
+    ("roles/run.sourceDeveloper", "run.services.delete"),
+    ("roles/spanner.databaseUser", "spanner.databases.updateDdl"),  # project-wide: every database's schema
+])
+def test_what_a_role_can_do_follows_googles_role_pages(role: str, power: str) -> None:
+    findings = run(POWERS, [*_dedup_stack(), _project_member(role, f"serviceAccount:{RUNTIME}")])
+    assert any(role in f.message and power in f.message for f in findings), findings
+
+
+def test_the_role_table_holds_what_googles_pages_list() -> None:
+    from scheduler_dedup.policies.reading.permissions import PREDEFINED_ROLES as R
+
+    assert not R["roles/iam.workloadIdentityUser"] & {"iam.serviceAccounts.signBlob", "iam.serviceAccounts.signJwt"}
+    assert "resourcemanager.projects.delete" not in R["roles/resourcemanager.folderAdmin"]
+    assert "redis.instances.getAuthString" not in R["roles/redis.editor"]  # the AUTH string is redis.admin's
+    for executor in ("roles/run.jobsExecutor", "roles/run.jobsExecutorWithOverrides"):
+        assert {"run.jobs.run", "run.executions.cancel"} <= R[executor]
+        assert not R[executor] & {"run.executions.get", "run.executions.list"}  # the component adds run.viewer
+
+
+def test_the_runtime_identitys_spanner_data_role_on_its_database_is_not_counted_as_administering_it() -> None:
+    """roles/spanner.databaseUser also changes the schema, and Spanner has no predefined role that writes data
+    without it: on the store's database, to the runtime identity, the rules let it be (docs/stores.md says so)."""
+    grant = res("gcp:spanner/databaseIAMMember:DatabaseIAMMember", "db-user", {
+        "project": "p", "instance": "i", "database": "d", "role": "roles/spanner.databaseUser",
+        "member": f"serviceAccount:{RUNTIME}"})
+    assert run(POWERS, [*_dedup_stack(), grant]) == []
+    for member in (f"serviceAccount:{SCHED}", "serviceAccount:deployer@p.iam.gserviceaccount.com"):
+        other = res("gcp:spanner/databaseIAMMember:DatabaseIAMMember", "other", {**grant.props, "member": member})
+        findings = run(POWERS, [*_dedup_stack(), other])
+        assert all("updateDdl" in f.message for f in findings) and bool(findings) is ("sched" in member), findings
+
+
 def test_a_binding_or_a_policy_counts_like_a_member() -> None:
     binding = res("gcp:projects/iAMBinding:IAMBinding", "b", {"project": "p", "role": "roles/run.admin",
                                                               "members": ["user:a@b.c", f"serviceAccount:{RUNTIME}"]})

@@ -127,3 +127,20 @@ def test_catch_up_runs_the_gap_once_beside_a_concurrent_delivery(handlers: Handl
         assert counts.get(run_id(t, server.project)) == 1, (t, counts)
     later = deliver(b.url, times[4]).json()
     assert later["status"] == "duplicate" and "caught_up" not in later  # no gap before it any more
+
+
+def test_catch_up_runs_a_fire_time_missed_before_a_pause_but_none_of_the_pause(handlers: Handlers,
+                                                                              server: StoreServer) -> None:
+    """A pause is no gap to fill: after the resume, catch-up runs the fire time lost just before the pause and none
+    of the paused ones (DEDUP_PAUSED_SINCE until DEDUP_RESUMED_AT), which a re-stamped DEDUP_SCHEDULE_SINCE used to
+    hide from it along with the lost one."""
+    times = fire_times(5)
+    handlers.plan(sleep=0.1)
+    a = handlers.start(DEDUP_SCHEDULE=SCHEDULE, DEDUP_CATCH_UP_WINDOW_SECONDS="3600", DEDUP_SCHEDULE_SINCE=times[0],
+                       DEDUP_PAUSED_SINCE=times[2], DEDUP_RESUMED_AT=times[4])
+    assert deliver(a.url, times[0]).json()["status"] == "processed"  # times[1] is lost before the pause
+    answer = deliver(a.url, times[4]).json()  # the first delivery after the resume
+    assert answer["status"] == "processed", answer
+    assert [(c["schedule_time"][:19], c["status"]) for c in answer.get("caught_up", [])] == [
+        (times[1][:19], "processed")], answer
+    assert set(ok_runs(handlers)) == {run_id(t, server.project) for t in (times[0], times[1], times[4])}

@@ -20,8 +20,10 @@ import pytest
 
 from scheduler_dedup.handler.core.errors import StoreError, StoreUnavailableError
 from scheduler_dedup.handler.core.record import RunRecord
-from scheduler_dedup.handler.monitoring.run_history import (FAILED_RUN, MISSED, RETRYING, RunHistory, compare,
-                                                            run_alerts)
+from scheduler_dedup.handler.monitoring.comparison import compare
+from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, RETRYING
+from scheduler_dedup.handler.monitoring.run_alerts import run_alerts
+from scheduler_dedup.handler.monitoring.run_history import RunHistory
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.stores.base import SERVER_TIME, RunStore
 from scheduler_dedup.local.faults.grpc_proxy import Fault

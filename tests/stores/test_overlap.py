@@ -292,3 +292,41 @@ def test_run_history_never_reports_a_skipped_run_missed(handlers: Handlers, serv
     report = compare(runs, job_name=JOB, schedule="* * * * *", time_zone="Etc/UTC", since=since,
                      until=since + timedelta(minutes=2), grace_seconds=0, active_since=since)
     assert not report.of(MISSED), report.findings
+
+
+def test_a_skip_the_store_fails_to_record_is_answered_as_what_happened(server: StoreServer, tmp_path: Path,
+                                                                       store: Any) -> None:
+    """The answer said "this delivery holds no claim" though the claim was in place: the store failed only when the
+    run was recorded skipped_overlap. Now it says the claim stays until its lease expires (409 before), which the next
+    deliveries confirm, and that the one after applies the overlap policy again."""
+    proxy = server.fault_proxy()
+    handlers = Handlers(server, tmp_path, host=proxy.host)
+    try:
+        handlers.plan(sleep=2.0)
+        env = {"DEDUP_OVERLAP": "skip", "DEDUP_LEASE_SECONDS": "10", "DEDUP_STORE_TIMEOUT_SECONDS": "1"}
+        a, b = handlers.start(**env), handlers.start(**env)
+        t0, t1 = fire_times(2)
+        skipped = run_id(t1, server.project)
+        thread, first = in_background(a.url, t0)
+        wait_for(lambda: len(handlers.starts()) == 1)
+        proxy.add(Fault(step="completion", kind="unavailable", document=skipped, count=10_000))
+        answer = deliver(b.url, t1)
+        assert answer.status_code == 500, answer.text
+        body = answer.json()
+        assert (body["status"], body["step"], body["executed"]) == ("store_error", "record_skip", False), body
+        assert "holds no claim" not in body["error"]
+        assert "overlap policy" in body["error"] and "stays in_progress" in body["error"], body["error"]
+        record = store.get(skipped)
+        assert record is not None and record.status == "in_progress", record  # the claim the answer names
+        again = deliver(a.url, t1)
+        assert again.status_code == 409 and again.json()["status"] == "in_progress", again.text  # as it says
+        proxy.clear()
+        thread.join()
+        assert first[0].json()["status"] == "processed"
+        wait_for(lambda: (r := store.get(skipped)) is not None and r.lease_remaining_seconds <= 0, timeout=30)
+        after = decided(b.url, t1)  # the other run has finished: the overlap policy lets this one run now
+        assert after.json()["status"] == "processed", after.text
+        assert not overlapping_executions(handlers.events())
+    finally:
+        handlers.stop()
+        proxy.stop()
