@@ -33,10 +33,11 @@ from scheduler_dedup.infra.job.job_roles import grant_job_roles
 from scheduler_dedup.infra.job.job_wiring import grant_secret_access, job_envs, secret_volumes, vpc_access
 from scheduler_dedup.infra.job.resolved import DedupSettings
 from scheduler_dedup.infra.job.settings import resolve_settings
+from scheduler_dedup.infra.stores.base import claim_ttl_policy
+from scheduler_dedup.infra.stores.firestore import FirestoreStoreSettings, check_firestore_ids, firestore_children
 from scheduler_dedup.infra.stores.memorystore import redis_job_wiring
-from scheduler_dedup.infra.stores.spanner import grant_database_user, spanner_children
-from scheduler_dedup.infra.stores.store import (HANDLER_STORE, StoreSettings, check_firestore_ids, check_spanner_ids, claim_ttl_policy,
-                    firestore_children)
+from scheduler_dedup.infra.stores.spanner import check_spanner_ids, grant_database_user, spanner_children
+from scheduler_dedup.infra.stores.store import HANDLER_STORE, kind_apis
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
 
@@ -157,14 +158,14 @@ class DedupScheduledJob(pulumi.ComponentResource):
         """
         source = project_source(opts)
         settings = resolve_settings(name, args, default_project=source.project, provider_name=source.provider_name)
-        own_store: Optional[StoreSettings] = None
+        own_store: Optional[FirestoreStoreSettings] = None
         if settings.spanner is not None:  # a Spanner database of its own: one table, one row deletion policy
             sp = settings.spanner
             claim_ttl_policy(sp.project, f"{sp.instance_id}/{sp.database_id}", settings.collection.lower(),
                              f"DedupScheduledJob {name}")
         elif settings.store is None:
             assert isinstance(settings.database_id, str)
-            own_store = StoreSettings(
+            own_store = FirestoreStoreSettings(
                 project=settings.project, location=settings.database_location, database_id=settings.database_id,
                 create_database=settings.create_database, collections=(settings.collection,),
                 deletion_protection=settings.deletion_protection, protect_database=settings.protect_database,
@@ -185,7 +186,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
 
         # --- APIs -------------------------------------------------------------------------------
         # A shared store enables every API its jobs need, alerting's included (store.store_apis()).
-        apis = [] if s.store else [*for_store(BASE_APIS, s.store_kind), *PLATFORM_APIS[s.scheduler_target],
+        apis = [] if s.store else [*for_store(BASE_APIS, kind_apis(s.store_kind)), *PLATFORM_APIS[s.scheduler_target],
                                    *TARGET_APIS.get(s.target_type, ()), *(SOURCE_DEPLOY_APIS if archive is not None else ())]
         apis += list(ALERT_APIS) if alerts is not None and not s.store else []
         apis += list(s.job_config.apis)  # the job's own secrets and VPC egress: a store enables none of these

@@ -12,8 +12,10 @@ import pulumi
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
 from scheduler_dedup.infra.job.inputs import read_str
-from scheduler_dedup.infra.stores.spanner import SpannerStoreSettings, resolve_spanner_settings
-from scheduler_dedup.infra.stores.store import StoreRef, check_firestore_ids, check_spanner_ids, resolve_store_ref, store_kind
+from scheduler_dedup.infra.stores.base import StoreRef
+from scheduler_dedup.infra.stores.firestore import check_firestore_ids
+from scheduler_dedup.infra.stores.spanner import SpannerStoreSettings, check_spanner_ids, resolve_spanner_settings
+from scheduler_dedup.infra.stores.store import resolve_store_ref, store_kind
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, HT
 from scheduler_dedup.infra.job.app_engine import AppEngineSettings
 from scheduler_dedup.infra.job.job_config import JobConfig
 from scheduler_dedup.infra.stores.spanner import SpannerStoreSettings
-from scheduler_dedup.infra.stores.store import StoreRef
+from scheduler_dedup.infra.stores.base import StoreRef
 
 
 @dataclass(frozen=True)

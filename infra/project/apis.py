@@ -1,19 +1,12 @@
 """The Google APIs the component and the store enable (``gcp.projects.Service``, ``disable_on_destroy=False``).
 
-A module of constants (and :func:`for_store`) with no imports, so that the job
-(:mod:`scheduler_dedup.infra.job.component`), the stores (:mod:`scheduler_dedup.infra.stores`) and the alerts
-(:mod:`scheduler_dedup.infra.job.alerts`) read one list without importing each other.
+A module of constants (and :func:`for_store`) with no imports, so that the job (``infra.job.component``), the
+store (``infra.stores.store``) and the alerts read one list without importing each other. A store's own APIs are
+its component piece's (``APIS`` of ``infra/stores/<store>.py``; ``infra.stores.store.kind_apis``).
 """
 
-#: The API of a Firestore store.
+#: The API of a Firestore store, and where a list below holds its store's own APIs (:func:`for_store`).
 FIRESTORE_API = "firestore.googleapis.com"
-#: The API of a Spanner store.
-SPANNER_API = "spanner.googleapis.com"
-#: What a Memorystore store needs: Memorystore for Redis, Secret Manager (its AUTH string and server CA) and Compute
-#: Engine (its authorized network, the jobs' Direct VPC egress).
-MEMORYSTORE_APIS = ("redis.googleapis.com", "secretmanager.googleapis.com", "compute.googleapis.com")
-#: The store's own APIs per ``DedupStore`` kind: in :data:`BASE_APIS` they take Firestore's place.
-STORE_KIND_APIS = {"firestore": (FIRESTORE_API,), "memorystore": MEMORYSTORE_APIS, "spanner": (SPANNER_API,)}
 #: What every job needs: Cloud Scheduler, its store (Firestore here; :func:`for_store`) and IAM (its service accounts
 #: and grants).
 BASE_APIS = ("cloudscheduler.googleapis.com", FIRESTORE_API, "iam.googleapis.com")
@@ -26,7 +19,7 @@ SOURCE_DEPLOY_APIS = ("cloudbuild.googleapis.com", "artifactregistry.googleapis.
 #: What the alerts need: Cloud Logging (log-based metrics) and Cloud Monitoring (alert policies).
 ALERT_APIS = ("logging.googleapis.com", "monitoring.googleapis.com")
 #: What a Firestore store enables for every job that uses it, so that jobs on a store enable none themselves
-#: (another kind's: ``for_store(STORE_APIS, kind)``).
+#: (another kind's: ``infra.stores.store.store_apis(kind)``).
 STORE_APIS = (*BASE_APIS, *(api for apis in PLATFORM_APIS.values() for api in apis), *SOURCE_DEPLOY_APIS, *ALERT_APIS)
 
 
@@ -38,6 +31,6 @@ STORE_APIS = (*BASE_APIS, *(api for apis in PLATFORM_APIS.values() for api in ap
 API_PROPAGATION_SECONDS = 60
 
 
-def for_store(apis: tuple[str, ...], kind: str) -> tuple[str, ...]:
-    """``apis`` with Firestore's API replaced by the APIs of a store of ``kind`` (:data:`STORE_KIND_APIS`)."""
-    return tuple(a for api in apis for a in (STORE_KIND_APIS[kind] if api == FIRESTORE_API else (api,)))
+def for_store(apis: tuple[str, ...], store_apis: tuple[str, ...]) -> tuple[str, ...]:
+    """``apis`` with Firestore's API replaced by ``store_apis``, the APIs of the store a job uses."""
+    return tuple(a for api in apis for a in (store_apis if api == FIRESTORE_API else (api,)))

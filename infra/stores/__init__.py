@@ -1,3 +1,4 @@
-"""``DedupStore`` and each store's component piece (Firestore, Spanner, Memorystore), with the TTL policy's
-owner. Imports the handler, ``infra.args`` and ``infra.project``.
+"""``DedupStore`` (:mod:`.store`) and each store's component piece, one module per store (:mod:`.firestore`,
+:mod:`.spanner`, :mod:`.memorystore`) named by its registration and sharing :mod:`.base`, with the TTL policy's owner
+(:mod:`.ttl_policy`). Imports the handler, ``infra.args``, ``infra.errors`` and ``infra.project``.
 """

@@ -17,23 +17,31 @@ The instance (``gcp:redis:Instance``) is made for deduplication, each setting on
   by Direct VPC egress on that network (a subnetwork of the job's region, default ``default``), private ranges
   only (https://cloud.google.com/run/docs/configuring/vpc-direct-vpc).
 
-What it still cannot promise, and what the pack checks, is in ``docs/stores.md``.
+What it still cannot promise, and what the pack checks, is in ``docs/stores.md``. The Redis store's registration
+names this module (``component``); the piece's interface is :mod:`.base`'s.
 """
 
 # No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
 
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.record import TTL_FIELD
 from scheduler_dedup.handler.stores.redis.config import DEFAULT_WAIT_TIMEOUT_MS, MAX_WAIT_TIMEOUT_MS
 
+from scheduler_dedup.infra.args import DedupStoreRefArgs
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
+from scheduler_dedup.infra.project.providers import ProjectSource
+from scheduler_dedup.infra.stores.base import StoreRef, collections_of
+
+if TYPE_CHECKING:
+    from scheduler_dedup.infra.stores.store import DedupStore
 
 TIER = "STANDARD_HA"
 REDIS_VERSION = "REDIS_7_2"
@@ -45,8 +53,13 @@ RUN_STORE_LABEL = ("scheduler-dedup", "run-store")
 #: Where a job's container finds the AUTH string and the server CA (each a secret volume of its own).
 AUTH_MOUNT, AUTH_FILE_NAME = "/secrets/redis-auth", "auth"
 CA_MOUNT, CA_FILE_NAME = "/secrets/redis-ca", "ca.pem"
-MEMORYSTORE_KEYS = frozenset({"kind", "location", "project", "collections", "memory_size_gb", "authorized_network",
-                              "subnetwork", "wait_timeout_ms", "instance_id", "deletion_protection"})
+#: Inputs of a Memorystore ``DedupStore``.
+KEYS = MEMORYSTORE_KEYS = frozenset({"kind", "location", "project", "collections", "memory_size_gb",
+                                     "authorized_network", "subnetwork", "wait_timeout_ms", "instance_id",
+                                     "deletion_protection"})
+#: What a Memorystore store needs: Memorystore for Redis, Secret Manager (its AUTH string and server CA) and Compute
+#: Engine (its authorized network, the jobs' Direct VPC egress).
+APIS = ("redis.googleapis.com", "secretmanager.googleapis.com", "compute.googleapis.com")
 _REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]$")
 _INSTANCE_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 
@@ -68,15 +81,12 @@ class MemorystoreSettings:
 
 def resolve_memorystore_settings(name: str, args: Mapping[str, Any], *,
                                  default_project: Optional[str] = None) -> MemorystoreSettings:
-    """Validate the inputs of ``DedupStore(kind="memorystore")`` and apply the defaults.
+    """Validate the inputs of ``DedupStore(kind="memorystore")`` (their keys are checked by ``DedupStore``) and apply
+    the defaults.
 
     Raises:
         DedupConfigError: the first invalid input, naming it and the fix.
     """
-    unknown = sorted(set(args) - MEMORYSTORE_KEYS)
-    if unknown:
-        raise DedupConfigError(unknown[0], "not an input of a Memorystore store; valid inputs are "
-                                           f"{', '.join(sorted(MEMORYSTORE_KEYS))}")
     region = args.get("location")
     if not isinstance(region, str) or not _REGION_RE.match(region):
         raise DedupConfigError("location", f"{region!r} is not a region: a Memorystore instance lives in one region, "
@@ -142,20 +152,17 @@ class RedisStoreRef:
 
 
 #: Keys of a job's ``store`` input for a Memorystore store (its stack's outputs).
-REDIS_REF_KEYS = frozenset({"kind", "project", "collections", "redis_host", "redis_port", "auth_secret", "ca_secret",
-                            "network", "subnetwork", "wait_timeout_ms"})
+REF_KEYS = frozenset({"kind", "project", "collections", "redis_host", "redis_port", "auth_secret", "ca_secret",
+                      "network", "subnetwork", "wait_timeout_ms"})
 
 
 def redis_ref_from(store: Mapping[str, Any]) -> RedisStoreRef:
-    """A :class:`RedisStoreRef` from a job's ``store`` mapping (``kind: memorystore`` and the store's outputs).
+    """A :class:`RedisStoreRef` from a job's ``store`` mapping (``kind: memorystore`` and the store's outputs; its
+    keys are checked by ``DedupStore``'s reader).
 
     Raises:
-        DedupConfigError: field ``store.<key>``: an unknown or missing key.
+        DedupConfigError: field ``store.<key>``: a missing key.
     """
-    unknown = sorted(set(store) - REDIS_REF_KEYS)
-    if unknown:
-        raise DedupConfigError(f"store.{unknown[0]}", f"unknown key of a Memorystore store; valid keys are "
-                                                      f"{', '.join(sorted(REDIS_REF_KEYS))}")
     for key in ("redis_host", "redis_port", "auth_secret", "ca_secret", "network", "subnetwork"):
         if store.get(key) is None:
             raise DedupConfigError(f"store.{key}", "is required: pass the DedupStore itself, or its stack's outputs")
@@ -282,3 +289,69 @@ def redis_job_wiring(name: str, project: str, ref: RedisStoreRef, runtime_member
             network=ref.network, subnetwork=ref.subnetwork)],
     )
     return RedisJobWiring(volumes=volumes, mounts=mounts, vpc_access=vpc, grants=grants)
+
+
+# --------------------------------------------------------------------------- the piece's interface (.base)
+
+@dataclass(frozen=True)
+class BuiltMemorystore:
+    """A Memorystore ``DedupStore``'s settings and how a job reaches it (``DedupStore.resolved``)."""
+
+    settings: MemorystoreSettings
+    ref: RedisStoreRef
+
+
+def build(store: "DedupStore", name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
+          source: ProjectSource) -> BuiltMemorystore:
+    """A Memorystore ``DedupStore``: the instance and its two secrets, and the outputs a job on it reads.
+
+    Raises:
+        DedupConfigError: an invalid input.
+    """
+    s = resolve_memorystore_settings(name, args, default_project=source.project)
+    store.begin(opts)
+    apis = store.enable_apis(s.project)
+    children = memorystore_children(name, s, opts=pulumi.ResourceOptions(parent=store, depends_on=list(apis)))
+    store.project = pulumi.Output.from_input(s.project)
+    store.location = pulumi.Output.from_input(s.region)
+    store.collections = pulumi.Output.from_input(list(s.collections))
+    store.ttl_field = pulumi.Output.from_input(TTL_FIELD)
+    own = {"redis_host": children.ref.host,
+           "redis_port": children.instance.port, "redis_url": children.ref.url,
+           "auth_secret": children.ref.auth_secret, "ca_secret": children.ref.ca_secret,
+           "network": pulumi.Output.from_input(s.authorized_network),
+           "subnetwork": pulumi.Output.from_input(s.subnetwork),
+           "wait_timeout_ms": pulumi.Output.from_input(s.wait_timeout_ms)}
+    for key, value in own.items():
+        setattr(store, key, value)
+    store.register_outputs({"kind": store.kind, "project": store.project, "location": store.location,
+                            "collections": store.collections, "ttl_field": store.ttl_field, **own})
+    return BuiltMemorystore(s, children.ref)
+
+
+def outputs(store: "DedupStore") -> DedupStoreRefArgs:
+    """The store's plain values known at preview; its endpoint and secrets are outputs (of ``DedupStore``)."""
+    s = store.resolved.settings
+    return {"kind": "memorystore", "project": s.project,  # type: ignore[typeddict-item]
+            "collections": list(s.collections)}
+
+
+def ref_from(store: Mapping[str, Any]) -> StoreRef:
+    """A job's view of a Memorystore store from its outputs (its keys are checked by ``DedupStore``'s reader).
+
+    Raises:
+        DedupConfigError: field ``store.<key>``: a missing or invalid output.
+    """
+    ref = redis_ref_from(store)
+    if store.get("project") is None or store.get("collections") is None:
+        raise DedupConfigError("store.project" if store.get("project") is None else "store.collections",
+                               "is required: pass the DedupStore itself, or its stack's outputs")
+    return StoreRef(project=store["project"], database_id="(default)", collections=collections_of(store),
+                    ttl_owner=None, kind="memorystore", redis=ref)
+
+
+def ref_of(store: "DedupStore") -> StoreRef:
+    """A job's view of a Memorystore ``DedupStore`` of this program."""
+    built: BuiltMemorystore = store.resolved
+    return StoreRef(project=built.settings.project, database_id="(default)", collections=list(built.settings.collections),
+                    ttl_owner=None, component=store, kind="memorystore", redis=built.ref)

@@ -18,20 +18,29 @@ database of its own, in an instance it adopts or creates).
 * **Grant**: ``roles/spanner.databaseUser`` on that database only (``gcp:spanner:DatabaseIAMMember``): read and
   write data, and change the schema too (``spanner.databases.updateDdl``: no predefined Spanner role writes data
   without it, https://cloud.google.com/iam/docs/roles-permissions/spanner); nothing on other databases.
+
+The Spanner store's registration names this module (``component``); the piece's interface is :mod:`.base`'s.
 """
 
 # No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
 
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
+from scheduler_dedup.infra.args import DedupStoreRefArgs
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
+from scheduler_dedup.infra.project.providers import ProjectSource, child_project
+from scheduler_dedup.infra.stores.base import StoreRef, claim_ttl_policy, database_ref
+
+if TYPE_CHECKING:
+    from scheduler_dedup.infra.stores.store import DedupStore
 
 #: The role a job's runtime identity gets on its store's database (data read/write; it also holds DDL, which the
 #: handler never uses: Spanner has no predefined data-only role).
@@ -40,9 +49,15 @@ DATA_ROLE = "roles/spanner.databaseUser"
 DEFAULT_PROCESSING_UNITS = 100
 DEFAULT_INSTANCE = "scheduler-dedup"
 DEFAULT_DATABASE = "scheduler-dedup"
-#: Inputs of a Spanner DedupStore beyond the shared ones (``kind``, ``project``, ``location``, ``collections``,
-#: ``database_id``, ``deletion_protection``, ``protect_database``).
+#: Inputs of a Spanner DedupStore beyond a database store's (``kind``, ``project``, ``location``, ``collections``,
+#: ``database_id``, ``create_database``, ``deletion_protection``, ``protect_database``).
 SPANNER_KEYS = frozenset({"instance_id", "create_instance", "instance_config", "processing_units"})
+#: Inputs of a Spanner ``DedupStore``.
+KEYS = frozenset({"kind", "location", "project", "database_id", "create_database", "collections",
+                  "deletion_protection", "protect_database"}) | SPANNER_KEYS
+#: Keys of a job's ``store`` input for a Spanner store (its stack's outputs).
+REF_KEYS = frozenset({"kind", "project", "instance_id", "database_id", "collections", "ttl_owner"})
+APIS = ("spanner.googleapis.com",)
 _CONFIG_RE = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
 
 
@@ -59,7 +74,7 @@ class SpannerStoreSettings:
         database_id: Spanner database id (always created: its DDL is the tables').
         tables: the run records' tables (the jobs' ``DEDUP_COLLECTION`` values).
         drop_protection: Spanner's drop protection on the database.
-        protect_database: Pulumi ``protect`` on the database (:data:`scheduler_dedup.infra.stores.store.PROTECT_DATABASE_DOC`):
+        protect_database: Pulumi ``protect`` on the database (:data:`scheduler_dedup.infra.stores.base.PROTECT_DATABASE_DOC`):
             a plan that would delete or replace it fails at preview.
     """
 
@@ -209,3 +224,67 @@ def grant_database_user(name: str, *, project: pulumi.Input[str], instance: pulu
                                           member=member),
         opts=opts,
     )
+
+
+def check_spanner_ids(instance_id: Any, database_id: Any, table: Any) -> None:
+    """Check plain Spanner instance, database and table ids with the handler's rules (outputs pass).
+
+    Raises:
+        DedupConfigError: field ``store.instance_id``, ``store.database_id`` or ``collection``.
+    """
+    for field, value, check in (("store.instance_id", instance_id, spanner_schema.instance_id_problem),
+                                ("store.database_id", database_id, spanner_schema.database_id_problem),
+                                ("collection", table, spanner_schema.table_name_problem)):
+        problem = check(value) if isinstance(value, str) else None
+        if problem:
+            raise DedupConfigError(field, f"the handler would refuse it: {problem}")
+
+
+# --------------------------------------------------------------------------- the piece's interface (.base)
+
+def build(store: "DedupStore", name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions],
+          source: ProjectSource) -> SpannerStoreSettings:
+    """A Spanner ``DedupStore``: an instance (created or adopted) and a database with every table's DDL; returns
+    its settings (``DedupStore.resolved``).
+
+    Raises:
+        DedupConfigError: an invalid input, or a table's TTL another component of this program owns.
+    """
+    if args.get("create_database", True) is not True:
+        raise DedupConfigError("create_database", "a Spanner store always creates its database (its DDL holds "
+                                                  "the tables); adopt an instance with create_instance=false")
+    project = child_project(args, source.project, source.provider_name)
+    location = args.get("location")
+    s = resolve_spanner_settings(args, project=project, region=location if isinstance(location, str) else None)
+    for table in s.tables:
+        claim_ttl_policy(s.project, f"{s.instance_id}/{s.database_id}", table.lower(), f"DedupStore {name}")
+    store.begin(opts)
+    apis = store.enable_apis(s.project)
+    children = spanner_children(s, opts=pulumi.ResourceOptions(parent=store, depends_on=list(apis)),
+                                instance_name=f"{name}-instance", database_name=f"{name}-db")
+    store.finish(project=s.project, instance_id=s.instance_id, database_id=children.database.name,
+                 resource_prefix=pulumi.Output.concat("projects/", s.project, "/instances/", s.instance_id,
+                                                      "/databases/"),
+                 location=s.instance_config if s.create_instance else "", collections=s.tables)
+    return s
+
+
+def outputs(store: "DedupStore") -> DedupStoreRefArgs:
+    """The store as plain values known at preview (what its stack exports)."""
+    sp = store.resolved
+    return {"kind": "spanner", "project": sp.project, "instance_id": sp.instance_id, "database_id": sp.database_id,
+            "collections": list(sp.tables)}
+
+
+def ref_from(store: Mapping[str, Any]) -> StoreRef:
+    """A job's view of a Spanner store from its outputs (its keys are checked by ``DedupStore``'s reader).
+
+    Raises:
+        DedupConfigError: field ``store.<key>``: a missing output.
+    """
+    return database_ref(store, "spanner", ("project", "database_id", "collections", "instance_id"))
+
+
+def ref_of(store: "DedupStore") -> StoreRef:
+    """A job's view of a Spanner ``DedupStore`` of this program."""
+    return dataclasses.replace(ref_from(outputs(store)), ttl_owner=None, component=store)

@@ -6,7 +6,7 @@ A TTL policy is therefore one setting of a collection group (in a project and da
 second ``gcp.firestore.Field`` with a TTL on the same collection group, on another field (``delete_after``), is
 refused by Firestore or replaces the first, and two owners of one setting remove it for each other on destroy.
 :func:`ttl_policy_key` is the one key the component's per-program registry
-(:func:`scheduler_dedup.infra.stores.store.claim_ttl_policy`) and the pack's ``firestore-ttl-single-owner`` both use.
+(:func:`scheduler_dedup.infra.stores.base.claim_ttl_policy`) and the pack's ``firestore-ttl-single-owner`` both use.
 
 This module imports neither pulumi nor pulumi_policy.
 """

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from scheduler_dedup.handler.core.paths import CHECK_PATH
 
-from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.readings import Seconds, read_attempt_deadline, read_seconds
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown, number
 from scheduler_dedup.policies.reading.topology import (

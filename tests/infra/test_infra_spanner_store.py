@@ -139,7 +139,7 @@ def test_a_job_puts_its_own_table_on_a_spanner_database_without_a_store() -> Non
     ({"location": "eur3", "processing_units": 100}, "processing_units", "kind to 'spanner'"),
     ({"kind": "redis", "location": "eur3"}, "kind", "not a store kind"),
     ({"location": "eur3", "memory_size_gb": 1}, "memory_size_gb", "kind to 'memorystore'"),
-    ({"location": "eur3", "instance_id": "x1"}, "instance_id", "kind to 'spanner' or 'memorystore'"),
+    ({"location": "eur3", "instance_id": "x1"}, "instance_id", "kind to 'memorystore' or 'spanner'"),
     ({"kind": "spanner", "location": "us-central1", "memory_size_gb": 1}, "memory_size_gb", "Spanner DedupStore"),
 ])
 def test_a_spanner_store_refuses_bad_inputs_at_preview(store: dict[str, Any], field: str, match: str) -> None:

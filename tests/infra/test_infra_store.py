@@ -20,7 +20,8 @@ from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStor
 from scheduler_dedup.infra.job.component import TYPE_TOKEN as JOB_TYPE
 from scheduler_dedup.infra.stack.mock_run import STACK_REFERENCE, RegisteredResource, run_program, run_stack_config
 from scheduler_dedup.infra.job.settings import resolve_settings
-from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE, resolve_store_settings, store_apis
+from scheduler_dedup.infra.stores.firestore import resolve_store_settings
+from scheduler_dedup.infra.stores.store import TYPE_TOKEN as STORE_TYPE, store_apis
 from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
 from tests.paths import ROOT, HELLO_JOB
@@ -340,11 +341,21 @@ def test_a_store_given_as_a_list_of_outputs_is_checked_when_it_resolves() -> Non
     ({"location": "nam5", "collections": ["a/b"]}, "collections", "DEDUP_COLLECTION"),
     ({"location": "nam5", "database_id": "X"}, "database_id", "DEDUP_DATABASE"),
     ({"location": "nam5", "create_database": "yes"}, "create_database", "true or false"),
-    ({"location": "nam5", "colections": ["runs"]}, "colections", "valid inputs are"),
 ])
 def test_store_inputs_are_checked_naming_the_field(args: dict[str, Any], field: str, fix: str) -> None:
     with pytest.raises(DedupConfigError) as info:
         resolve_store_settings(args, default_project="p1")
+    assert info.value.field == field and fix in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("store", "field", "fix"), [
+    ({"location": "nam5", "colections": ["runs"]}, "colections", "valid inputs are collections, create_database"),
+    ({"location": "nam5", "wait_timeout_ms": 5}, "wait_timeout_ms", "set kind to 'memorystore', or remove it"),
+])
+def test_a_store_input_of_no_kind_or_of_another_kind_is_named(store: dict[str, Any], field: str, fix: str) -> None:
+    """The keys are checked against the kind's component piece (its registration's), before any child exists."""
+    with pytest.raises(DedupConfigError) as info:
+        run_program(lambda: DedupStore("s", store), {"gcp:project": "p1"})  # type: ignore[arg-type]
     assert info.value.field == field and fix in str(info.value), str(info.value)
 
 
@@ -361,3 +372,15 @@ def test_the_readmes_one_program_snippet_runs_under_mocks(tmp_path: Path, monkey
     registered = run_program(lambda: exec(snippet, {}), {"gcp:project": "my-project"})
     assert sorted(r.name for r in registered if r.type == JOB_TYPE) == ["hourly-sync", "nightly-report"]
     assert [r.name for r in registered if r.type == STORE_TYPE] == ["shared"]
+
+
+def test_each_kinds_inputs_and_outputs_are_keys_of_the_typed_inputs() -> None:
+    """Each store's piece names which of DedupStoreArgs (and of a job's DedupStoreRefArgs) are its: together every
+    key, none outside them, so an input added to the TypedDict belongs to some kind."""
+    from scheduler_dedup.infra.args import DedupStoreArgs, DedupStoreRefArgs, input_keys
+    from scheduler_dedup.infra.stores.store import STORE_KINDS, piece
+
+    for keys, typed in (("KEYS", DedupStoreArgs), ("REF_KEYS", DedupStoreRefArgs)):
+        by_kind = {kind: getattr(piece(kind), keys) for kind in STORE_KINDS}
+        assert all(own <= set(input_keys(typed)) for own in by_kind.values()), by_kind
+        assert set().union(*by_kind.values()) == set(input_keys(typed)), keys

@@ -12,6 +12,6 @@ STORE = StoreKind(
     wire=f"{_HERE}.wire:FIRESTORE_WIRE", emulator_variable="FIRESTORE_EMULATOR_HOST",
     requirements=("google-cloud-firestore==2.27.0",),
     local_server="scheduler_dedup.local.servers.firestore_emulator:FirestoreEmulator",
-    component="scheduler_dedup.infra.stores.store",
+    component="scheduler_dedup.infra.stores.firestore",
     pack_rules="scheduler_dedup.policies.rules.stores.firestore",
 )
