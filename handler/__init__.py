@@ -23,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "CallerAuthSettings": "callers.oidc", "CallerVerifier": "callers.oidc", "OidcVerifier": "callers.oidc",
+    "CallerAuthSettings": "callers.oidc_settings", "CallerVerifier": "callers.oidc", "OidcVerifier": "callers.oidc",
     "Settings": "config.settings",
     "idempotent": "protocol.idempotent", "record_id_for_key": "protocol.idempotent", "idempotent_endpoint": "service.idempotent_endpoint",
     "ConfigError": "core.errors", "DedupError": "core.errors", "LeaseLostError": "core.errors", "NonRetryableJobError": "core.errors",
@@ -35,12 +35,13 @@ _EXPORTS = {
     "ScheduledRun": "protocol.job",
     "RunKey": "schedule.run_key",
     "FirestoreRunStore": "stores.firestore.store", "RunStore": "stores.base", "open_store": "stores",
-    "TargetRetryableError": "targets.targets", "TargetSettings": "targets.targets", "build_target": "targets.targets",
+    "TargetRetryableError": "targets.targets", "TargetSettings": "targets.settings", "build_target": "targets.targets",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from scheduler_dedup.handler.callers.oidc import CallerAuthSettings, CallerVerifier, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc import CallerVerifier, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
     from scheduler_dedup.handler.config.settings import Settings
     from scheduler_dedup.handler.protocol.idempotent import idempotent, record_id_for_key
     from scheduler_dedup.handler.service.idempotent_endpoint import idempotent_endpoint
@@ -65,7 +66,8 @@ if TYPE_CHECKING:
     from scheduler_dedup.handler.stores import open_store
     from scheduler_dedup.handler.stores.base import RunStore
     from scheduler_dedup.handler.stores.firestore.store import FirestoreRunStore
-    from scheduler_dedup.handler.targets.targets import TargetRetryableError, TargetSettings, build_target
+    from scheduler_dedup.handler.targets.settings import TargetSettings
+    from scheduler_dedup.handler.targets.targets import TargetRetryableError, build_target
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,7 @@
 
 Each target is a :data:`~scheduler_dedup.handler.protocol.job.Job` (a callable taking a
 :class:`ScheduledRun`), so the Scheduler handler runs it after the claim, exactly as it runs user
-code. The target is chosen by ``DEDUP_TARGET_TYPE`` and ``DEDUP_TARGET`` (see :func:`target_from_env`).
+code. The target is chosen by ``DEDUP_TARGET_TYPE`` and ``DEDUP_TARGET`` (:class:`~scheduler_dedup.handler.targets.settings.TargetSettings`).
 
 Classification of the downstream answer: one table per target type,
 :data:`scheduler_dedup.handler.targets.answers.TABLE` (the reference page docs/reference/http-answers.md shows it):
@@ -76,33 +76,28 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from urllib.parse import urlparse
 
 import requests
 
-from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
+from scheduler_dedup.handler.callers.audience import target_audience
 from scheduler_dedup.handler.targets.answers import TargetType, answer_summary, classify, existence_check_refused
 from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
-from scheduler_dedup.handler.core.errors import ConfigError, NonRetryableJobError
+from scheduler_dedup.handler.core.errors import NonRetryableJobError
 from scheduler_dedup.handler.protocol.job import Job, ScheduledRun
 from scheduler_dedup.handler.core.logs import LogField
-from scheduler_dedup.handler.core.safe_text import hide_url, scrub_secrets, shown_url
-from scheduler_dedup.handler.core.variables import declared
+from scheduler_dedup.handler.core.safe_text import hide_url, scrub_secrets
+from scheduler_dedup.handler.targets.google_api import google_api_session
+from scheduler_dedup.handler.targets.settings import (BUILD_TRIGGER_RE, DEFAULT_CLOUD_BUILD_API, DEFAULT_RUN_API,
+                                                      DEFAULT_TIMEOUT_SECONDS, DEFAULT_WORKFLOWS_API, TargetSettings)
 
 log = logging.getLogger("scheduler_dedup")
 
-TARGET_TYPES = ("python", "workflows", "cloud_run_job", "cloud_build_trigger", "http")
-DEFAULT_WORKFLOWS_API = "https://workflowexecutions.googleapis.com"
-DEFAULT_RUN_API = "https://run.googleapis.com"
-DEFAULT_CLOUD_BUILD_API = "https://cloudbuild.googleapis.com"
-DEFAULT_TIMEOUT_SECONDS = 30.0
 #: Label key on Workflows executions holding the first 63 characters of the run id.
 RUN_ID_LABEL = "dedup_run_id"
 #: Env override carrying the run id into a Cloud Run job's containers.
@@ -118,7 +113,6 @@ CLOUD_BUILD_SCAN_PAGES = 3
 CLOUD_BUILD_CLOCK_SKEW_SECONDS = 300
 #: Seconds back from now that a forced run's builds are looked for (its schedule time is not when it started).
 CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS = 86400
-_CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 #: Bytes of a Google API's 2xx answer read at most: one Operation, Execution or Trigger, or a list page of at most
 #: 100 executions or builds, is far below it; the rest of a larger body is never read.
 MAX_API_ANSWER_BYTES = 4 * 1024 * 1024
@@ -126,14 +120,6 @@ MAX_API_ANSWER_BYTES = 4 * 1024 * 1024
 #: (:func:`~scheduler_dedup.handler.targets.answers.answer_summary`).
 MAX_ERROR_ANSWER_BYTES = 4096
 
-# Resource ids: letters, digits, '-', '_'; only a (legacy, domain-scoped) project id also holds '.' and ':'
-# (example.com:my-project). Nothing that would change the request path or query, or append a custom method
-# (":run" after the id: https://google.aip.dev/136) (https://cloud.google.com/workflows/docs/reference/rest/v1/projects.locations.workflows).
-_PROJECT = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
-_ID = r"[A-Za-z0-9][A-Za-z0-9_-]*"
-_WORKFLOW_RE = re.compile(rf"^projects/{_PROJECT}/locations/{_ID}/workflows/{_ID}$")
-_RUN_JOB_RE = re.compile(rf"^projects/{_PROJECT}/locations/{_ID}/jobs/{_ID}$")
-_BUILD_TRIGGER_RE = re.compile(rf"^projects/(?P<project>{_PROJECT})/locations/{_ID}/triggers/(?P<trigger>{_ID})$")
 
 
 class TargetRetryableError(RuntimeError):
@@ -145,118 +131,6 @@ class TargetRetryableError(RuntimeError):
 
 #: What the targets call through: ``requests.Session``, or google-auth's ``AuthorizedSession`` (a subclass).
 HttpSession = requests.Session
-
-
-@dataclass(frozen=True)
-class TargetSettings:
-    """The proxy target's settings.
-
-    Attributes:
-        type: ``python`` | ``workflows`` | ``cloud_run_job`` | ``cloud_build_trigger`` | ``http``
-            (``DEDUP_TARGET_TYPE``).
-        target: workflow name, job name, trigger name or URL (``DEDUP_TARGET``); empty for ``python``.
-        timeout_seconds: how long each downstream call may take in all, body included, seconds
-            (``DEDUP_TARGET_TIMEOUT_SECONDS``).
-        workflows_api: Workflows Executions API base URL (``DEDUP_WORKFLOWS_API``).
-        run_api: Cloud Run Admin API base URL (``DEDUP_RUN_API``).
-        cloud_build_api: Cloud Build API base URL (``DEDUP_CLOUD_BUILD_API``, default
-            ``https://cloudbuild.googleapis.com``; tests point it at a local fake).
-        auth: ``google`` (default) or ``none`` (``DEDUP_TARGET_AUTH``; **test only**: no
-            credentials are looked up and no ``Authorization`` header is sent).
-        audience: ID-token audience of an HTTP target (``DEDUP_TARGET_AUDIENCE``); empty means
-            :func:`~scheduler_dedup.handler.callers.audience.target_audience` of the URL (per host kind: the origin
-            of a ``*.run.app`` URL, the full function URL on ``*.cloudfunctions.net``, else the origin).
-    """
-
-    type: str = "python"
-    target: str = ""
-    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
-    workflows_api: str = DEFAULT_WORKFLOWS_API
-    run_api: str = DEFAULT_RUN_API
-    cloud_build_api: str = DEFAULT_CLOUD_BUILD_API
-    auth: str = "google"
-    audience: str = ""
-
-    def __post_init__(self) -> None:
-        if self.type not in TARGET_TYPES:
-            raise ConfigError(f"DEDUP_TARGET_TYPE={self.type!r} is unknown: use one of {', '.join(TARGET_TYPES)}")
-        if self.auth not in ("google", "none"):
-            raise ConfigError(f"DEDUP_TARGET_AUTH={self.auth!r} is unknown: use google (or none, in tests only)")
-        if not 0 < self.timeout_seconds <= 3600:
-            raise ConfigError(f"DEDUP_TARGET_TIMEOUT_SECONDS={self.timeout_seconds:g} is out of range: use 0 < "
-                              "seconds <= 3600, shorter than the Scheduler job's attempt deadline")
-        for name, url in (("DEDUP_WORKFLOWS_API", self.workflows_api), ("DEDUP_RUN_API", self.run_api),
-                          ("DEDUP_CLOUD_BUILD_API", self.cloud_build_api)):
-            if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
-                raise ConfigError(f"{name}={url!r} is not a base URL: use e.g. https://host (no trailing path)")
-        if self.type == "python":
-            if self.target:
-                raise ConfigError(f"DEDUP_TARGET={self.target!r} is set but DEDUP_TARGET_TYPE is python: set "
-                                  "DEDUP_TARGET_TYPE to workflows, cloud_run_job, cloud_build_trigger or http, or "
-                                  "unset DEDUP_TARGET")
-            return
-        if not self.target:
-            raise ConfigError(f"DEDUP_TARGET is not set: DEDUP_TARGET_TYPE={self.type} needs it ({_EXAMPLES[self.type]})")
-        if self.type == "workflows" and not _WORKFLOW_RE.match(self.target):
-            raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a workflow name: use {_EXAMPLES['workflows']}")
-        if self.type == "cloud_run_job" and not _RUN_JOB_RE.match(self.target):
-            raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a Cloud Run job name: use "
-                              f"{_EXAMPLES['cloud_run_job']}")
-        if self.type == "cloud_build_trigger" and not _BUILD_TRIGGER_RE.match(self.target):
-            raise ConfigError(f"DEDUP_TARGET={self.target!r} is not a Cloud Build trigger name: use "
-                              f"{_EXAMPLES['cloud_build_trigger']} (T: the trigger's id or name; a global trigger's "
-                              "location is global)")
-        if self.type == "http":
-            # A webhook URL carries its secret in its path: once read, no text of this process shows it whole,
-            # these refusals included (ConfigError scrubs its message).
-            shown = hide_url(self.target)
-            parsed = urlparse(self.target)
-            if parsed.scheme not in ("https", "http") or not parsed.netloc:
-                raise ConfigError(f"DEDUP_TARGET={shown!r} is not a URL: use {_EXAMPLES['http']}")
-            if self.auth == "google" and not self.audience:
-                try:
-                    target_audience(self.target)
-                except ValueError as exc:
-                    raise ConfigError(f"DEDUP_TARGET={shown!r}: {exc}; or set DEDUP_TARGET_AUDIENCE") from None
-            problem = misspelt_target_audience(self.audience, self.target) if self.audience else None
-            if problem:
-                raise ConfigError(f"DEDUP_TARGET_AUDIENCE={problem}, or unset it for the default")
-            if parsed.scheme == "http" and self.auth == "google":
-                raise ConfigError(f"DEDUP_TARGET={shown!r} is plain http: the ID token would travel "
-                                  f"unencrypted; use {_EXAMPLES['http']}")
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "TargetSettings":
-        """Read the target settings from ``env``.
-
-        Raises:
-            ConfigError: a variable is invalid; the message names it and the fix.
-        """
-        env = declared(env)
-        raw_timeout = env.get("DEDUP_TARGET_TIMEOUT_SECONDS", "").strip()
-        try:
-            timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_SECONDS
-        except ValueError:
-            raise ConfigError(f"DEDUP_TARGET_TIMEOUT_SECONDS={raw_timeout!r} is not a number of seconds: use e.g. "
-                              "DEDUP_TARGET_TIMEOUT_SECONDS=30") from None
-        return cls(
-            type=(env.get("DEDUP_TARGET_TYPE") or "python").strip(),
-            target=(env.get("DEDUP_TARGET") or "").strip(),
-            timeout_seconds=timeout,
-            workflows_api=(env.get("DEDUP_WORKFLOWS_API") or DEFAULT_WORKFLOWS_API).rstrip("/"),
-            run_api=(env.get("DEDUP_RUN_API") or DEFAULT_RUN_API).rstrip("/"),
-            cloud_build_api=(env.get("DEDUP_CLOUD_BUILD_API") or DEFAULT_CLOUD_BUILD_API).rstrip("/"),
-            auth=(env.get("DEDUP_TARGET_AUTH") or "google").strip(),
-            audience=(env.get("DEDUP_TARGET_AUDIENCE") or "").strip(),
-        )
-
-
-_EXAMPLES = {
-    "workflows": "DEDUP_TARGET=projects/P/locations/L/workflows/W",
-    "cloud_run_job": "DEDUP_TARGET=projects/P/locations/L/jobs/J",
-    "cloud_build_trigger": "DEDUP_TARGET=projects/P/locations/L/triggers/T",
-    "http": "DEDUP_TARGET=https://service-xyz.a.run.app/path",
-}
 
 
 def rfc3339(run: ScheduledRun) -> str:
@@ -511,7 +385,7 @@ def cloud_build_trigger_parts(trigger: str) -> tuple[str, str]:
     Raises:
         ValueError: not such a name.
     """
-    match = _BUILD_TRIGGER_RE.match(trigger)
+    match = BUILD_TRIGGER_RE.match(trigger)
     if match is None:
         raise ValueError(f"{trigger!r} is not projects/P/locations/L/triggers/T")
     return match.group("project"), match.group("trigger")
@@ -668,22 +542,6 @@ class HttpTarget:
         response = _call(self.session, "POST", self.url, self.timeout, f"POST {self.shown_url}", "http", json=body,
                          headers=headers, body_limit=0)  # only the status is used: the body is never read
         return {"target": "http", "url": self.shown_url, "status_code": response.status_code}
-
-
-def google_api_session(auth: str = "google") -> HttpSession:
-    """The session Google APIs are called through: an ``AuthorizedSession`` on Application Default Credentials
-    (cloud-platform scope), or a plain one with ``DEDUP_TARGET_AUTH=none`` (tests: no credentials looked up).
-
-    Raises:
-        google.auth.exceptions.DefaultCredentialsError: no Application Default Credentials.
-    """
-    if auth == "none":
-        return requests.Session()
-    import google.auth
-    from google.auth.transport.requests import AuthorizedSession
-
-    credentials, _ = google.auth.default(scopes=[_CLOUD_PLATFORM_SCOPE])
-    return AuthorizedSession(credentials)
 
 
 def build_target(settings: TargetSettings, session: HttpSession | None = None) -> Job:

@@ -370,7 +370,7 @@ def test_scrub_secrets_removes_url_credentials_and_api_keys(text: str, kept: str
 def test_a_refused_setting_is_quoted_without_its_credentials() -> None:
     """A start-up error quoted DEDUP_TARGET whole, password included, into the instance's logs."""
     from scheduler_dedup.handler.core.errors import ConfigError
-    from scheduler_dedup.handler.targets.targets import TargetSettings
+    from scheduler_dedup.handler.targets.settings import TargetSettings
 
     with pytest.raises(ConfigError, match="plain http") as refused:
         TargetSettings(type="http", target="http://alice:s3cr3t-pw@hooks.example.com/x")

@@ -94,7 +94,7 @@ def test_an_unreachable_webhook_is_released_without_its_url(harness: Harness) ->
 
 def test_a_refused_webhook_setting_does_not_quote_its_path() -> None:
     from scheduler_dedup.handler.core.errors import ConfigError
-    from scheduler_dedup.handler.targets.targets import TargetSettings
+    from scheduler_dedup.handler.targets.settings import TargetSettings
 
     url = "http://hooks.example.com" + WEBHOOK_PATH
     with pytest.raises(ConfigError, match="plain http") as refused:
