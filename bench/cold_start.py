@@ -1,13 +1,15 @@
 """Benchmark: cold start of the handler against bare functions-framework, side by side in one run.
 
 Everything runs in the deploy archive's own environment, as Cloud Run installs it: a venv of the runtime's Python
-(python312 by default) holding only the archive's pinned ``requirements.txt`` (:mod:`scheduler_dedup.infra.job.archive`),
-made once and kept under ``~/.cache/scheduler-dedup/deploy-venvs/``. Each round starts, with that venv's
-``functions-framework`` command as Cloud Run does (``THREADS`` as the component sets it):
+(python312 by default) holding only the archive's ``requirements.txt`` (:mod:`scheduler_dedup.infra.job.archive`:
+its pins, and whatever pip resolves for what they leave open), made once and kept under
+``~/.cache/scheduler-dedup/deploy-venvs/``. Each round starts, with that venv's ``functions-framework`` command as
+Cloud Run does (``THREADS`` as the component sets it):
 
 - **bare**: functions-framework serving a function that answers ``ok`` (the floor of any Python service);
-- **handler**: the unpacked deploy archive of ``examples/hello_job`` on the Firestore emulator, answering its
-  first Scheduler delivery (claim, job, completion: ``200``);
+- **handler**: the unpacked deploy archive of ``examples/hello_job`` on a real local store (``--store``, default the
+  Firestore emulator), with the environment the component gives a Cloud Run python job (:data:`HANDLER_ENV`),
+  answering its first Scheduler delivery (claim, job, completion: ``200``);
 - **before** (with ``--compare REF``): the same archive built from the ``handler/`` of git revision ``REF``.
 
 and times, from process start, **listening** (the port accepts a TCP connection: what Cloud Run's default start-up
@@ -16,8 +18,9 @@ machine falls on all alike; the table gives medians and the ratio of medians to 
 handler's ``-X importtime`` of ``main`` (start-up included: the store's client is opened and probed there) and the
 costliest packages of the current one by their own import time.
 
-Run: ``python bench/cold_start.py [--rounds 9] [--python PYTHON] [--compare REF]`` (starts the emulator itself; the
-first run installs the venv). Our target, from docs/proof.md: a first-answer ratio of at most 1.5.
+Run: ``python bench/cold_start.py [--rounds 9] [--store firestore] [--python PYTHON] [--compare REF]`` (starts
+the store's local server itself; the first run installs the venv). Our target, from docs/proof.md: a first-answer
+ratio of at most 1.5.
 """
 
 from __future__ import annotations
@@ -46,12 +49,19 @@ from rich.table import Table
 
 from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
 from scheduler_dedup.infra.job.archive import APP_ENGINE_RUNTIME, build_deploy_archive, requirements_for
-from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
-from scheduler_dedup.local.servers.store_servers import reserve_port
+from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, reserve_port, store_server
 
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = ROOT / "examples" / "hello_job"
 BARE = '''def bare(request):\n    return "ok"\n'''
+PROJECT = "demo-cold-start"
+#: What the component sets for a python job on Cloud Run beside the store's variables
+#: (:func:`scheduler_dedup.infra.job.environment.handler_environment`), except caller verification
+#: (``DEDUP_OIDC_AUDIENCE``, ``DEDUP_ALLOWED_CALLERS``, trust mode): its tokens come from Google, and its premise
+#: check reads the service's IAM policy from Cloud Run.
+HANDLER_ENV = {"DEDUP_JOB": "jobs:run", "DEDUP_SCHEDULE": "* * * * *", "DEDUP_TIME_ZONE": "Etc/UTC",
+               "DEDUP_SCHEDULER_JOB": f"projects/{PROJECT}/locations/us-central1/jobs/cold-start",
+               "DEDUP_LEASE_SECONDS": "600", "DEDUP_STORE_TIMEOUT_SECONDS": "45", "DEDUP_TARGET_TYPE": "python"}
 #: The runtime's Python, from the archive's App Engine runtime (``python312`` -> ``python3.12``), which is also
 #: the Cloud Run functions base image's.
 _RUNTIME_DIGITS = APP_ENGINE_RUNTIME.removeprefix("python")
@@ -87,11 +97,10 @@ def deploy_venv(python: str, requirements: str) -> Path:
     return venv
 
 
-def unpack_archive(directory: Path, handler_dir: Path | None = None) -> str:
-    """Unpack the deploy archive of ``examples/hello_job`` (of ``handler_dir``, default this checkout's handler)
-    into ``directory`` and compile its ``.py`` files, as every round after a container's first finds them.
-    Returns its ``requirements.txt``."""
-    archive = build_deploy_archive(HELLO, store="firestore", handler_dir=handler_dir)
+def unpack_archive(directory: Path, store: str, handler_dir: Path | None = None) -> str:
+    """Unpack the deploy archive of ``examples/hello_job`` on ``store`` (of ``handler_dir``, default this checkout's
+    handler) into ``directory``. Returns its ``requirements.txt``."""
+    archive = build_deploy_archive(HELLO, store=store, handler_dir=handler_dir)
     zipfile.ZipFile(io.BytesIO(archive.content)).extractall(directory)
     return (directory / "requirements.txt").read_text()
 
@@ -186,7 +195,8 @@ def import_profile(venv: Path, variant: Variant) -> tuple[float, list[tuple[str,
             total = cumulative
             continue
         parts = name.split(".")
-        depth = 3 if parts[:2] in (["google", "cloud"], ["scheduler_dedup", "handler"]) else 2 if parts[0] == "google" else 1
+        depth = (3 if parts[:2] in (["google", "cloud"], ["scheduler_dedup", "handler"])
+                 else 2 if parts[0] == "google" else 1)
         groups[".".join(parts[:depth])] += own
     if not total:
         raise RuntimeError(f"no import time for main in {variant.app_dir}:\n{done.stderr[-3000:]}")
@@ -196,35 +206,40 @@ def import_profile(venv: Path, variant: Variant) -> tuple[float, list[tuple[str,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9, help="rounds of every process (default 9)")
+    parser.add_argument("--store", choices=SERVER_KINDS, default="firestore", help="the run store (default firestore)")
     parser.add_argument("--python", default=RUNTIME_PYTHON,
                         help=f"Python of the deploy venv (default {RUNTIME_PYTHON}, the runtime's)")
     parser.add_argument("--compare", metavar="REF", help="also time the handler of git revision REF ('before')")
     args = parser.parse_args()
     console = Console(width=120)
-    with tempfile.TemporaryDirectory() as tmp_name, FirestoreEmulator(project="demo-cold-start") as emulator:
+    with tempfile.TemporaryDirectory() as tmp_name, store_server(args.store, project=PROJECT) as server:
         tmp = Path(tmp_name)
-        requirements = unpack_archive(tmp / "handler")
-        if requirements.splitlines()[1:] != list(requirements_for("firestore")):
-            raise RuntimeError("the archive's requirements.txt is not the Firestore handler's pins")
+        requirements = unpack_archive(tmp / "handler", args.store)
+        if requirements.splitlines()[1:] != list(requirements_for(args.store)):
+            raise RuntimeError(f"the archive's requirements.txt is not the {args.store} handler's pins")
         venv = deploy_venv(args.python, requirements)
         (tmp / "bare").mkdir()
         (tmp / "bare" / "main.py").write_text(BARE)
-        store_env = {"FIRESTORE_EMULATOR_HOST": emulator.host, "GOOGLE_CLOUD_PROJECT": emulator.project,
-                     "DEDUP_JOB": "jobs:run"}
+
+        def handler_env() -> dict[str, str]:
+            collection = f"cold_{uuid.uuid4().hex[:8]}"
+            server.prepare(collection)
+            return {**server.endpoint_env(), **HANDLER_ENV, "DEDUP_COLLECTION": collection}
+
         variants = [Variant("bare", tmp / "bare", "bare", {}, delivery=False),
-                    Variant("handler", tmp / "handler", FUNCTION_TARGET,
-                            {**store_env, "DEDUP_COLLECTION": f"cold-{uuid.uuid4().hex[:8]}"}, delivery=True)]
+                    Variant("handler", tmp / "handler", FUNCTION_TARGET, handler_env(), delivery=True)]
         if args.compare:
             (tmp / "before").mkdir()
-            before_requirements = unpack_archive(tmp / "before", handler_of_revision(args.compare, tmp / "src"))
+            before_requirements = unpack_archive(tmp / "before", args.store,
+                                                 handler_of_revision(args.compare, tmp / "src"))
             if before_requirements != requirements:
                 console.print(f"[yellow]{args.compare}'s archive pins other requirements; timed in this venv[/]")
-            variants.insert(1, Variant(f"before ({args.compare})", tmp / "before", FUNCTION_TARGET,
-                                       {**store_env, "DEDUP_COLLECTION": f"cold-{uuid.uuid4().hex[:8]}"},
+            variants.insert(1, Variant(f"before ({args.compare})", tmp / "before", FUNCTION_TARGET, handler_env(),
                                        delivery=True))
         for variant in variants:
+            # the .pyc files and the page cache every round after a container's first finds; not counted
             subprocess.run([str(venv / "bin" / "python"), "-m", "compileall", "-q", str(variant.app_dir)], check=True)
-            start_and_answer(venv, variant, 0)  # warm-up, not counted: the page cache, the emulator's first request
+            start_and_answer(venv, variant, 0)
         for i in range(1, args.rounds + 1):
             shift = i % len(variants)
             for variant in variants[shift:] + variants[:shift]:
@@ -234,7 +249,7 @@ def main() -> int:
         profiles = {variant.name: import_profile(venv, variant) for variant in variants if variant.delivery}
     bare = variants[0]
     table = Table(title=f"Process start to listening and to first answer (s), {args.rounds} rotating rounds, "
-                        f"deploy venv {venv.name}")
+                        f"{args.store}, deploy venv {venv.name}")
     for column in ("process", "listening median", "first answer median", "min", "max", "ratio to bare"):
         table.add_column(column, justify="left" if column == "process" else "right")
     for variant in variants:
