@@ -220,6 +220,10 @@ def import_profile(venv: Path, variant: Variant) -> tuple[float, list[tuple[str,
     return total, groups.most_common(12)
 
 
+_SHOWN_PINS = {"functions-framework", "flask", "gunicorn", "google-cloud-firestore", "google-api-core", "google-auth",
+               "grpcio", "protobuf", "proto-plus", "redis", "google-cloud-spanner", "croniter"}
+
+
 def _ratio(values: list[float], floor: list[float]) -> float:
     return statistics.median(values) / statistics.median(floor)
 
@@ -261,6 +265,7 @@ def main() -> int:
             # the .pyc files and the page cache every round after a container's first finds; not counted
             subprocess.run([str(venv / "bin" / "python"), "-m", "compileall", "-q", str(variant.app_dir)], check=True)
             start_and_answer(venv, variant, 0)
+        load_before = os.getloadavg()[0]
         for i in range(1, args.rounds + 1):
             shift = i % len(variants)
             for variant in variants[shift:] + variants[:shift]:
@@ -268,7 +273,10 @@ def main() -> int:
                 variant.cpu.append(cpu)
                 variant.listening.append(listening)
                 variant.answered.append(answered)
+        load_after = os.getloadavg()[0]
         profiles = {variant.name: import_profile(venv, variant) for variant in variants if variant.delivery}
+        frozen = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze", "--all"], capture_output=True,
+                                text=True, check=True).stdout.split()
     bare = variants[0]
     table = Table(title=f"Process start to listening and to first answer, {args.rounds} rotating rounds, "
                         f"{args.store}, deploy venv {venv.name}")
@@ -281,6 +289,9 @@ def main() -> int:
                       f"{statistics.median(variant.cpu):.2f}", f"{_ratio(variant.cpu, bare.cpu):.2f}")
     console.print(table)
     console.print("medians; ratio: to bare's; CPU s: user + system CPU of the process and its worker until the answer")
+    console.print(f"{os.cpu_count()} cores, load average {load_before:.1f} before the rounds, {load_after:.1f} after; "
+                  f"{len(frozen)} distributions in the venv: " + ", ".join(
+                      pin for pin in frozen if pin.split("==")[0].lower() in _SHOWN_PINS))
     for name, (total, groups) in profiles.items():
         console.print(f"{name}: import of main (start-up included) {total:.3f} s")
     console.print("costliest packages of handler's start-up, own import time: "
