@@ -23,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "CallerAuthSettings": "callers.oidc", "CallerVerifier": "callers.oidc", "OidcVerifier": "callers.oidc",
+    "CallerAuthSettings": "callers.oidc_settings", "CallerVerifier": "callers.oidc", "OidcVerifier": "callers.oidc",
     "Settings": "config.settings",
     "idempotent": "protocol.idempotent", "record_id_for_key": "protocol.idempotent", "idempotent_endpoint": "service.idempotent_endpoint",
     "ConfigError": "core.errors", "DedupError": "core.errors", "LeaseLostError": "core.errors", "NonRetryableJobError": "core.errors",
@@ -40,7 +40,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from scheduler_dedup.handler.callers.oidc import CallerAuthSettings, CallerVerifier, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc import CallerVerifier, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
     from scheduler_dedup.handler.config.settings import Settings
     from scheduler_dedup.handler.protocol.idempotent import idempotent, record_id_for_key
     from scheduler_dedup.handler.service.idempotent_endpoint import idempotent_endpoint

@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import google.auth.exceptions
@@ -25,19 +24,16 @@ import google.auth.jwt
 import requests
 from werkzeug.http import parse_cache_control_header
 
-from scheduler_dedup.handler.callers.audience import handler_accepts, split_audiences
-from scheduler_dedup.handler.callers.allowed import parse_allowed_callers
-from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.callers.audience import handler_accepts
+from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.schedule.run_key import HeaderSource
 from scheduler_dedup.handler.core.safe_text import scrub_secrets
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
-from scheduler_dedup.handler.core.variables import declared
 from scheduler_dedup.handler.core.deadline import read_bounded, total_deadline, with_total_deadline
 
 log = logging.getLogger("scheduler_dedup")
 
-GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
 GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
 #: Certificates are reused this long when the endpoint sends no ``Cache-Control: max-age``, seconds.
 DEFAULT_CERTS_TTL_SECONDS = 3600.0
@@ -64,61 +60,6 @@ AUTHORIZATION = "Authorization"
 
 #: ``(body, status)`` of a refusal.
 Refusal = tuple[dict[str, Any], int]
-
-
-@dataclass(frozen=True)
-class CallerAuthSettings:
-    """Accepted audiences and callers.
-
-    Attributes:
-        audiences: accepted ``aud`` values (``DEDUP_OIDC_AUDIENCE``, comma-separated; usually the
-            service URL, which is what Cloud Scheduler's ``oidc_token.audience`` defaults to).
-        allowed_callers: accepted ``email`` claims, service-account emails, lower-cased
-            (``DEDUP_ALLOWED_CALLERS``, comma-separated emails or ``serviceAccount:EMAIL`` members; any
-            other member type is refused, see :mod:`scheduler_dedup.handler.callers.allowed`).
-        certs_url: certificate endpoint (``DEDUP_OIDC_CERTS_URL``; override in tests only).
-        trust_cloud_run_iam: accept tokens whose signature Cloud Run removed after verifying them
-            (``DEDUP_TRUST_CLOUD_RUN_IAM``, ``true``/``false``, default false); only for services that
-            enforce Cloud Run IAM, which the handler then checks itself (``DEDUP_SERVICE``).
-    """
-
-    audiences: tuple[str, ...]
-    allowed_callers: frozenset[str]
-    certs_url: str = GOOGLE_CERTS_URL
-    trust_cloud_run_iam: bool = False
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "CallerAuthSettings | None":
-        """The settings, or None when verification is off (neither variable set).
-
-        Raises:
-            ConfigError: only one of the two variables is set, one is empty of values, an allowed
-                caller is not a service account (:func:`~scheduler_dedup.handler.callers.allowed.normalise_caller`),
-                or ``DEDUP_TRUST_CLOUD_RUN_IAM`` is not ``true``/``false`` or is true with verification off.
-        """
-        env = declared(env)
-        audiences = split_audiences(env.get("DEDUP_OIDC_AUDIENCE", ""))
-        raw_callers = env.get("DEDUP_ALLOWED_CALLERS", "")
-        trust = env.get("DEDUP_TRUST_CLOUD_RUN_IAM", "false").strip().lower()
-        if trust not in ("true", "false"):
-            raise ConfigError(f"DEDUP_TRUST_CLOUD_RUN_IAM={trust!r} is not true or false: set true only if the service "
-                              "enforces Cloud Run IAM (no allUsers invoker)")
-        if not audiences and not raw_callers.strip(" ,"):
-            if trust == "true":
-                raise ConfigError("DEDUP_TRUST_CLOUD_RUN_IAM=true but caller verification is off: set "
-                                  "DEDUP_OIDC_AUDIENCE and DEDUP_ALLOWED_CALLERS, or unset DEDUP_TRUST_CLOUD_RUN_IAM")
-            return None
-        if not audiences:
-            raise ConfigError("DEDUP_ALLOWED_CALLERS is set but DEDUP_OIDC_AUDIENCE is not: set DEDUP_OIDC_AUDIENCE "
-                              "to the audience Cloud Scheduler's OIDC token carries (the service URL), or unset both")
-        callers = parse_allowed_callers(raw_callers)
-        if not callers:
-            raise ConfigError("DEDUP_OIDC_AUDIENCE is set but DEDUP_ALLOWED_CALLERS is not: set DEDUP_ALLOWED_CALLERS "
-                              "to the Scheduler job's service-account email(s), comma-separated, or unset both")
-        certs_url = env.get("DEDUP_OIDC_CERTS_URL", "").strip() or GOOGLE_CERTS_URL
-        if not certs_url.startswith(("https://", "http://")):
-            raise ConfigError(f"DEDUP_OIDC_CERTS_URL={certs_url!r} is not a URL: unset it to use Google's")
-        return cls(audiences, callers, certs_url, trust == "true")
 
 
 class CallerVerifier(Protocol):

@@ -1,7 +1,7 @@
 """Every environment variable of the handler, declared once: its default, who sets it and what it means.
 
 The settings objects (:class:`~scheduler_dedup.handler.config.settings.Settings`,
-:class:`~scheduler_dedup.handler.targets.settings.TargetSettings`, :class:`~scheduler_dedup.handler.callers.oidc.CallerAuthSettings`
+:class:`~scheduler_dedup.handler.targets.settings.TargetSettings`, :class:`~scheduler_dedup.handler.callers.oidc_settings.CallerAuthSettings`
 and the start-up checks of :mod:`scheduler_dedup.handler.service.startup`) read the environment through :func:`declared`, a
 view that raises :class:`UndeclaredVariableError` for a name not declared here. So no variable can be read without
 being documented, and ``scripts/gen_docs`` renders :data:`VARIABLES` as the reference page

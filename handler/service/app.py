@@ -6,31 +6,32 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import flask
 
-from scheduler_dedup.handler.service.answers import json_errors, json_response
 from scheduler_dedup.handler.callers.app_engine import AppEngineCallerCheck
-from scheduler_dedup.handler.callers.oidc import build_caller_verifier
+from scheduler_dedup.handler.core.errors import store_config_error
+from scheduler_dedup.handler.core.logs import LogField, configure_logging
+from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
+from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
+from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import load_job
-from scheduler_dedup.handler.core.logs import LogField, configure_logging
-from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
-from scheduler_dedup.handler.service.server import FUNCTION_TARGET
-from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
-from scheduler_dedup.handler.monitoring.job_state import JobStateReader
-from scheduler_dedup.handler.monitoring.run_check import RunCheck
-from scheduler_dedup.handler.core.statuses import DELIVERY, code
-from scheduler_dedup.handler.monitoring.run_history import RunHistory
+from scheduler_dedup.handler.service.answers import json_errors, json_response
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
+from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
+from scheduler_dedup.handler.service.server import FUNCTION_TARGET
 from scheduler_dedup.handler.service.startup import read_startup_settings
 from scheduler_dedup.handler.stores import open_store
-from scheduler_dedup.handler.targets.build_target import build_target, google_api_session
-from scheduler_dedup.handler.callers.trust_premise import ServicePremise
 from scheduler_dedup.handler.config.environment import read_environment
-from scheduler_dedup.handler.core.errors import store_config_error
-from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
 from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
+
+if TYPE_CHECKING:
+    from scheduler_dedup.handler.callers.oidc import CallerVerifier
+    from scheduler_dedup.handler.config.settings import Settings
+    from scheduler_dedup.handler.monitoring.job_state import JobStateReader
+    from scheduler_dedup.handler.monitoring.run_check import RunCheck
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -60,21 +61,39 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
     configure_logging()
     startup = read_startup_settings(env)  # the checks the component and the policy pack make too
     settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth
-    job = load_job(env.get("DEDUP_JOB")) if target.type == "python" else build_target(target)
-    premise = None
-    if auth_settings is not None and auth_settings.trust_cloud_run_iam:
-        assert settings.service is not None  # read_startup_settings refuses trust mode without DEDUP_SERVICE
-        premise = ServicePremise(settings.service, google_api_session(target.auth), target.run_api)
-        premise.check()  # at start-up: an ERROR line now if the service is public or its policy unreadable
-    verifier = build_caller_verifier(auth_settings, premise)
+    # Each module below is imported only by a handler configured to use it (google-auth, requests and the
+    # targets' and run check's code are not what a delivery of a python job needs); each still runs at start-up,
+    # so whatever it refuses (no credentials, a public service in trust mode) stops or names it there.
+    if target.type == "python":
+        job = load_job(env.get("DEDUP_JOB"))
+    else:
+        from scheduler_dedup.handler.targets.build_target import build_target
+
+        job = build_target(target)
+    verifier: CallerVerifier | None = None
+    if auth_settings is not None:
+        from scheduler_dedup.handler.callers.oidc import build_caller_verifier
+
+        premise = None
+        if auth_settings.trust_cloud_run_iam:
+            from scheduler_dedup.handler.callers.trust_premise import ServicePremise
+            from scheduler_dedup.handler.targets.google_api import google_api_session
+
+            assert settings.service is not None  # read_startup_settings refuses trust mode without DEDUP_SERVICE
+            premise = ServicePremise(settings.service, google_api_session(target.auth), target.run_api)
+            premise.check()  # at start-up: an ERROR line now if the service is public or its policy unreadable
+        verifier = build_caller_verifier(auth_settings, premise)
     app_engine_check = AppEngineCallerCheck() if startup.app_engine_caller.required else None
     store = open_store(settings)  # DEDUP_STORE: the run store behind the store contract
     probe_store(store, min(_PROBE_SECONDS, settings.store_timeout_seconds))  # names a misconfigured store now
     handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
-    job_state = (JobStateReader(settings.scheduler_job, google_api_session(target.auth), settings.scheduler_api)
-                 if settings.scheduler_api and settings.scheduler_job else None)
-    run_check = RunCheck(settings, RunHistory(store, timeout_seconds=settings.store_timeout_seconds), store.server_now,
-                         job_state)
+    job_state = None
+    if settings.scheduler_api and settings.scheduler_job:
+        from scheduler_dedup.handler.monitoring.job_state import JobStateReader
+        from scheduler_dedup.handler.targets.google_api import google_api_session
+
+        job_state = JobStateReader(settings.scheduler_job, google_api_session(target.auth), settings.scheduler_api)
+    run_check = _RunCheckOnFirstUse(settings, store, job_state)
 
     @json_errors
     def view(request: flask.Request) -> flask.Response:
@@ -96,12 +115,33 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
             data = bounded_body(request)
             if not isinstance(data, bytes):
                 return json_response(data[0], data[1])
-            body, status, headers = run_check.handle(request.headers, data)
+            body, status, headers = run_check.get().handle(request.headers, data)
         else:
             body, status, headers = handler.handle(request.headers)
         return json_response(body, status, headers)
 
     return view
+
+
+class _RunCheckOnFirstUse:
+    """The watchdog's :class:`~scheduler_dedup.handler.monitoring.run_check.RunCheck`, built (and its modules imported:
+    run history, fire times) on the first ``POST`` to :data:`CHECK_PATH`, which comes minutes after a delivery if
+    ever; building it checks nothing, so nothing that start-up would refuse waits for it."""
+
+    def __init__(self, settings: "Settings", store: RunStore, job_state: "JobStateReader | None"):
+        self._settings, self._store, self._job_state = settings, store, job_state
+        self._check: RunCheck | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> "RunCheck":
+        with self._lock:
+            if self._check is None:
+                from scheduler_dedup.handler.monitoring.run_check import RunCheck
+                from scheduler_dedup.handler.monitoring.run_history import RunHistory
+
+                history = RunHistory(self._store, timeout_seconds=self._settings.store_timeout_seconds)
+                self._check = RunCheck(self._settings, history, self._store.server_now, self._job_state)
+            return self._check
 
 
 #: Longest the start-up probe of the store may take, seconds (a slow store delays the instance's start by that much).

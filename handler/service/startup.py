@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scheduler_dedup.handler.callers.app_engine import AppEngineCallerSettings
-from scheduler_dedup.handler.callers.oidc import CallerAuthSettings
+from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.protocol.job import check_job_spec
@@ -33,7 +33,7 @@ class StartupSettings:
         settings: Firestore, lease and retention settings (:class:`~scheduler_dedup.handler.config.settings.Settings`).
         target: what runs: the python job or a proxy target (:class:`~scheduler_dedup.handler.targets.settings.TargetSettings`).
         caller_auth: caller verification, or None when off
-            (:class:`~scheduler_dedup.handler.callers.oidc.CallerAuthSettings`).
+            (:class:`~scheduler_dedup.handler.callers.oidc_settings.CallerAuthSettings`).
         app_engine_caller: the App Engine caller check (``DEDUP_APP_ENGINE_CALLER``;
             :class:`~scheduler_dedup.handler.callers.app_engine.AppEngineCallerSettings`).
     """

@@ -1,6 +1,4 @@
-"""The :data:`~scheduler_dedup.handler.protocol.job.Job` a non-``python`` target setting names, and the session
-Google APIs are called through.
-"""
+"""The :data:`~scheduler_dedup.handler.protocol.job.Job` a non-``python`` target setting names."""
 
 from __future__ import annotations
 
@@ -11,30 +9,10 @@ from scheduler_dedup.handler.protocol.job import Job
 from scheduler_dedup.handler.targets.call import HttpSession
 from scheduler_dedup.handler.targets.cloud_build_trigger import CloudBuildTriggerTarget
 from scheduler_dedup.handler.targets.cloud_run_job import CloudRunJobTarget
+from scheduler_dedup.handler.targets.google_api import google_api_session
 from scheduler_dedup.handler.targets.http_url import HttpTarget, IdTokenSource
 from scheduler_dedup.handler.targets.settings import TargetSettings
 from scheduler_dedup.handler.targets.workflows import WorkflowsTarget
-
-_CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-
-
-def google_api_session(auth: str = "google") -> HttpSession:
-    """The session Google APIs are called through: an ``AuthorizedSession`` on Application Default Credentials
-    (cloud-platform scope), or a plain one with ``DEDUP_TARGET_AUTH=none`` (tests: no credentials looked up).
-
-    Raises:
-        google.auth.exceptions.DefaultCredentialsError: no Application Default Credentials.
-    """
-    if auth == "none":
-        return requests.Session()
-    import google.auth
-    from google.auth.transport.requests import AuthorizedSession
-
-    from scheduler_dedup.handler.core.deadline import google_auth_request
-
-    credentials, _ = google.auth.default(scopes=[_CLOUD_PLATFORM_SCOPE])
-    # Token refreshes go through a transport the call's total deadline bounds (core.deadline.google_auth_request).
-    return AuthorizedSession(credentials, auth_request=google_auth_request())
 
 
 def build_target(settings: TargetSettings, session: HttpSession | None = None) -> Job:

@@ -220,7 +220,7 @@ def stack_config_page() -> str:
 def _declaring_modules() -> None:
     """Import every module that declares variables: the settings modules and every store's module."""
     for module in ("scheduler_dedup.handler.core.variables", "scheduler_dedup.handler.config.settings",
-                   "scheduler_dedup.handler.targets.settings", "scheduler_dedup.handler.callers.oidc",
+                   "scheduler_dedup.handler.targets.settings", "scheduler_dedup.handler.callers.oidc_settings",
                    "scheduler_dedup.handler.service.startup"):
         importlib.import_module(module)
     from scheduler_dedup.handler.stores.registry import STORES

@@ -346,7 +346,8 @@ def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
     import base64
     import time
 
-    from scheduler_dedup.handler.callers.oidc import CallerAuthSettings, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc import OidcVerifier
+    from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
 
     settings = CallerAuthSettings.from_env({k: str(v) for k, v in env.items() if isinstance(v, str)})
     if settings is None:

@@ -201,7 +201,8 @@ def test_the_handler_and_the_pack_decide_the_same_audiences() -> None:
     import json
     import time
 
-    from scheduler_dedup.handler.callers.oidc import CallerAuthSettings, OidcVerifier
+    from scheduler_dedup.handler.callers.oidc import OidcVerifier
+    from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
 
     def b64(data: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
