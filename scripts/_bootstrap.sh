@@ -18,7 +18,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON_BIN" -m venv "$VENV" || { echo "error: could not create a venv; install python3-venv" >&2; exit 2; }
 fi
 STAMP="$VENV/.scheduler-dedup-installed"
-WANT="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)"
+# pyproject.toml's ranges, and the pins a deploy archive holds (infra/job/archive.py, each store's registration)
+WANT="$(cat "$ROOT/pyproject.toml" "$ROOT/infra/job/archive.py" "$ROOT"/handler/stores/*/__init__.py | sha256sum | cut -c1-16)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "==> installing scheduler-dedup and its dev dependencies into $VENV"
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
@@ -27,6 +28,15 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   if ! PIP_LOG="$("$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]" 2>&1)"; then
     echo "$PIP_LOG" >&2
     echo "error: installing scheduler-dedup into $VENV failed (pip's output above)" >&2
+    exit 2
+  fi
+  # The handler's dependencies at the versions a deploy archive pins, whatever newer release the ranges allow: the
+  # tests then run against what a deployed handler installs.
+  PINS="$("$VENV/bin/python" -c 'from scheduler_dedup.infra.job.archive import tested_pins; print(" ".join(tested_pins()))')"
+  # shellcheck disable=SC2086  # one word per pin
+  if ! PIP_LOG="$("$VENV/bin/python" -m pip install --quiet $PINS 2>&1)"; then
+    echo "$PIP_LOG" >&2
+    echo "error: installing the deploy archive's pinned versions ($PINS) into $VENV failed (pip's output above)" >&2
     exit 2
   fi
   echo "$WANT" > "$STAMP"

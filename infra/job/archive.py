@@ -55,6 +55,13 @@ HANDLER_REQUIREMENTS: tuple[str, ...] = (
 #: added to the archive of a job on that store only; each store pins its own
 #: (:attr:`~scheduler_dedup.handler.stores.kind.StoreKind.requirements`).
 STORE_REQUIREMENTS: dict[str, tuple[str, ...]] = {kind.id: kind.requirements for kind in registry.STORES}
+
+
+def tested_pins() -> tuple[str, ...]:
+    """Every pin a deploy archive may hold (:data:`HANDLER_REQUIREMENTS` and each store's), sorted: what
+    scripts/_bootstrap.sh installs after the project, so the tests run against exactly what a deployed handler gets
+    and not against the newest release pyproject.toml's ranges allow."""
+    return tuple(sorted({*HANDLER_REQUIREMENTS, *(pin for pins in STORE_REQUIREMENTS.values() for pin in pins)}))
 #: Top-level modules the handler may import, and the pinned distribution that provides each
 #: (flask comes with functions-framework). A test keeps this in step with ``handler/*.py``.
 HANDLER_IMPORTS: dict[str, str] = {

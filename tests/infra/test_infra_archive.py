@@ -28,7 +28,7 @@ from scheduler_dedup.infra.job.archive import (HANDLER_IMPORTS, HANDLER_REQUIREM
                                            build_deploy_archive, handler_source_dir, requirements_for)
 from scheduler_dedup.infra.errors import DeployArchiveError
 from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
-from tests.paths import HELLO_JOB
+from tests.paths import HELLO_JOB, ROOT
 
 HELLO = HELLO_JOB
 
@@ -290,3 +290,22 @@ def _serve_as_app_engine_once(app: Path, env: dict[str, str], port: int, log: Pa
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)  # the shell's gunicorn and its worker
         _stop(server)
+
+
+def test_every_pinned_version_is_within_the_range_pyproject_allows() -> None:
+    """scripts/_bootstrap.sh installs :func:`tested_pins` after the project: a pin outside pyproject.toml's range would
+    make that install break the project's own requirement (or the archive ship what the package refuses)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from scheduler_dedup.infra.job.archive import tested_pins
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(r) for r in project["dependencies"]]
+    declared += [Requirement(r) for extra in project.get("optional-dependencies", {}).values() for r in extra]
+    ranges = {r.name.lower(): r.specifier for r in declared if r.specifier}
+    for pin in tested_pins():
+        name, version = pin.split("==")
+        if name.lower() in ranges:
+            assert ranges[name.lower()].contains(version), f"{pin} is outside pyproject.toml's {ranges[name.lower()]}"
