@@ -32,8 +32,13 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(args.target, args.source, "http")
 
     def post_worker_init(worker: Any) -> None:
-        # The worker has loaded the app and is about to accept: the readiness signal the parent waits on.
-        os.write(args.ready_fd, b"ready\n")
+        # The worker has loaded the app and is about to accept: the readiness signal the parent waits on. A worker
+        # gunicorn starts again (the job ended its process: os._exit, a crash, the OOM killer) writes to a pipe the
+        # parent has closed; that worker must still serve, or gunicorn gives up ("Worker failed to boot").
+        try:
+            os.write(args.ready_fd, b"ready\n")
+        except OSError:
+            pass
 
     create_server(app, False, bind=f"fd://{args.listen_fd}", post_worker_init=post_worker_init).run("127.0.0.1", 0)
 

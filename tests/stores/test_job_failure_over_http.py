@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,14 @@ def quit(run):
     sys.exit(0)
 
 def fixed(run):
+    return {"exported": True}
+
+def vanish(run):
+    import os, pathlib
+    marker = pathlib.Path(__file__).with_name("vanished")
+    if not marker.exists():  # the first call ends the worker process, as a segfault or the OOM killer would
+        marker.write_text("")
+        os._exit(1)
     return {"exported": True}
 '''
 ERROR = "RuntimeError: disk full on /data"
@@ -137,3 +146,24 @@ def test_a_job_that_calls_sys_exit_is_a_recorded_failure_with_a_clear_reason(ser
     assert "usage: export [-h]" in again.json()["output"], again.text
     assert store.get(run_id(when, server.project)).data["attempts"] == 1
     assert handler.proc is not None and handler.proc.poll() is None  # the server keeps serving
+
+
+def test_a_job_that_ends_its_worker_process_leaves_the_handler_serving(server: StoreServer, start: Any) -> None:
+    """gunicorn starts the worker again; that worker serves the next delivery (it once failed to boot, and the
+    handler stayed down for every later run)."""
+    import requests
+
+    handler = start("bad:vanish")
+    first, second = fire_times(2)
+    with pytest.raises(requests.ConnectionError):  # the worker died mid-request: no answer
+        deliver(handler.url, first)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            answer = deliver(handler.url, second, timeout=10)
+            break
+        except requests.ConnectionError:  # gunicorn is starting the worker again
+            assert time.monotonic() < deadline and handler.proc is not None and handler.proc.poll() is None, \
+                "the handler stopped serving after its worker died"
+            time.sleep(0.5)
+    assert (answer.status_code, answer.json()["status"]) == (200, "processed"), answer.text
