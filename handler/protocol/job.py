@@ -84,10 +84,9 @@ class JobExitedError(NonRetryableJobError):
     def __init__(self, code: object):
         self.code = code
         shown = repr(code) if isinstance(code, str) else "" if code is None else str(code)
-        super().__init__(f"the job called sys.exit({shown}) instead of returning: recorded failed and not run again, "
-                         "as an exit does not say whether its work was done. Return the result (a click command: "
-                         "main(standalone_mode=False); argparse: catch SystemExit), or raise an exception to have "
-                         "Scheduler retry")
+        super().__init__(f"the job called sys.exit({shown}) instead of returning: recorded failed, not run again (an "
+                         "exit does not say whether its work was done). Return the result (click: "
+                         "main(standalone_mode=False)), or raise an exception to have Scheduler retry")
 
 
 def call_job(job: Job, run: ScheduledRun) -> Any:
