@@ -196,9 +196,12 @@ class _Instances:
         victim.stop()
 
     def close(self) -> None:
-        for server in self.started:
-            server.stop()
-            server.remove_log()
+        """Stop every instance started and remove its log; one that fails to stop still has its log removed, and
+        the others are still stopped."""
+        with ExitStack() as cleanup:
+            for server in self.started:
+                cleanup.callback(server.remove_log)
+                cleanup.callback(server.stop)
 
 
 def _fire_plan(schedule: str, time_zone: str, runs: int | None, speed: float,

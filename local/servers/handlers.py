@@ -38,9 +38,15 @@ class _ServerProcess:
         return Path(self.log_path).read_text(errors="replace")
 
     def signal(self, sig: int) -> None:
-        """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group."""
+        """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group; nothing if it has ended.
+
+        ``poll()`` may say "running" of a process that has ended (it answers None while another call waits on the
+        process, as an interrupted start's does), so a group already gone is no error."""
         if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, sig)
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
 
     def kill(self) -> None:
         """SIGKILL the process group (a crash: no cleanup runs) and reap it."""
