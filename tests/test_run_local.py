@@ -173,7 +173,13 @@ def test_keep_emulator_prints_a_runs_command_that_works_afterwards(tmp_path: Pat
         assert summary["record"] == "summary" and summary["until"][11:19] == f"{last[:-2]}01", as_json.stdout
         assert summary["expected"] == 2 and summary["grace_seconds"] == 0, summary
     finally:
-        os.kill(pid, 15)
+        stop = re.search(r"with `(kill \d+[^`]*)`", out)
+        if stop:  # as printed: the server ends, and no file of it is left
+            subprocess.run(stop.group(1), shell=True, check=False, timeout=60)
+        else:
+            os.kill(pid, 15)
+    assert stop, out
+    assert list(tmpdir.iterdir()) == [], "the printed stop command left files"
 
 
 def test_the_real_job_example_runs_with_a_local_file_standing_in_for_secret_manager(tmp_path: Path) -> None:

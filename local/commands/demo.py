@@ -326,11 +326,13 @@ def run_demo(schedule: str = "*/15 * * * *", runs: int = 8, seed: int = 7, time_
         return 1
     console.print("[green bold]OK[/green bold]: every run executed exactly once with scheduler-dedup "
                   f"(crashed or failed attempts re-run by design); without it, "
-                  f"{sum(1 for t in baseline if t.starts > 1)} of {runs} runs executed more than once. The "
+                  f"{sum(1 for t in baseline if not t.exactly_once)} of {runs} runs did not (they completed more "
+                  "than once, or ran again with no crash or failure to explain it). The "
                   "report's FAIL is the fire time skipped on purpose, found missed: `scheduler-dedup runs` exits 1 "
                   "on it, as a check in CI or cron should.")
     if keep_emulator:
-        console.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with `kill {server.pid}`). "
+        console.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it, and remove its files, "
+                      f"with `{server.stop_command()}`). "
                       "Its run history and report, from another shell (the demo's own window: a wider one finds "
                       f"every fire time before it missed):\n  {runs_command(server, times, skipped)}",
                       soft_wrap=True)  # one line however narrow the terminal, so it copies whole

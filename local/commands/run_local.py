@@ -281,8 +281,8 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
                                              lease_seconds, attempt_deadline, extra_env, console, status,
                                              keep_emulator)
     if keep_emulator:
-        status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it with "
-                     f"`kill {server.pid}`). Its run history, from another shell:\n  {runs_command}",
+        status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it, and remove its files, "
+                     f"with `{server.stop_command()}`). Its run history, from another shell:\n  {runs_command}",
                      soft_wrap=True)
     return code
 

@@ -195,6 +195,10 @@ class RedisServer(ProcessStoreServer):
             self._proc.kill()
             self._proc.wait(timeout=10)
 
+    def files(self) -> list[str]:
+        """The log, and the server's folder (config, AUTH file)."""
+        return [*super().files(), *([str(self._dir)] if self._dir is not None else [])]
+
     def stop(self) -> None:
         """Stop the process (by its PID only) and remove the server's folder (config, AUTH file) and log."""
         super().stop()

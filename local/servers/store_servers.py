@@ -337,6 +337,18 @@ class ProcessStoreServer(StoreServer):
         """PID of the server process while it runs, else None."""
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
+    def files(self) -> list[str]:
+        """The files and folders of this server that :meth:`stop` removes (its log): what a kept server
+        (``--keep-emulator``) leaves behind once its process is killed by hand (:meth:`stop_command`)."""
+        return [self._log_path] if self._log_path else []
+
+    def stop_command(self) -> str:
+        """The shell command that stops a kept server and removes its files: ``kill PID && rm -rf FILES``."""
+        import shlex
+
+        files = " ".join(shlex.quote(f) for f in self.files())
+        return f"kill {self.pid}" + (f" && rm -rf {files}" if files else "")
+
     def log(self) -> str:
         """Return the server's log so far (stdout and stderr)."""
         from pathlib import Path
