@@ -225,6 +225,18 @@ class StoreServer(abc.ABC):
     def pid(self) -> int | None:
         """PID of the server process while it runs, else None."""
 
+    def files(self) -> list[str]:
+        """The files and folders of this server that :meth:`stop` removes: what a kept server (``--keep-emulator``)
+        leaves behind once its process is killed by hand (:meth:`stop_command`)."""
+        return []
+
+    def stop_command(self) -> str:
+        """The shell command that stops a kept server and removes its files: ``kill PID && rm -rf FILES``."""
+        import shlex
+
+        files = " ".join(shlex.quote(f) for f in self.files())
+        return f"kill {self.pid}" + (f" && rm -rf {files}" if files else "")
+
     @abc.abstractmethod
     def endpoint_env(self, host: str | None = None) -> dict[str, str]:
         """What a client process needs in its environment to reach the server at ``host`` (default :attr:`host`):
@@ -338,16 +350,8 @@ class ProcessStoreServer(StoreServer):
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     def files(self) -> list[str]:
-        """The files and folders of this server that :meth:`stop` removes (its log): what a kept server
-        (``--keep-emulator``) leaves behind once its process is killed by hand (:meth:`stop_command`)."""
+        """Its log."""
         return [self._log_path] if self._log_path else []
-
-    def stop_command(self) -> str:
-        """The shell command that stops a kept server and removes its files: ``kill PID && rm -rf FILES``."""
-        import shlex
-
-        files = " ".join(shlex.quote(f) for f in self.files())
-        return f"kill {self.pid}" + (f" && rm -rf {files}" if files else "")
 
     def log(self) -> str:
         """Return the server's log so far (stdout and stderr)."""
