@@ -31,10 +31,11 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+import platformdirs
 
 from scheduler_dedup.handler.stores import registry
 from scheduler_dedup.infra.errors import DeployArchiveError
@@ -86,6 +87,12 @@ APP_ENGINE_RUNTIME = "python312"
 #: job runs long; App Engine's own request deadline still applies).
 APP_ENGINE_ENTRYPOINT = "gunicorn -b :$PORT -c python:scheduler_dedup.handler.service.gunicorn_config main:app"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+#: Where deploy archives are written by default: the user's cache folder (``~/.cache/scheduler-dedup/archives`` on
+#: Linux, platformdirs' ``user_cache_dir``).
+ARCHIVE_CACHE = Path(platformdirs.user_cache_dir("scheduler-dedup")) / "archives"
+#: Seconds an archive of :data:`ARCHIVE_CACHE` may go unused before a later write removes it (a day: longer than
+#: any ``pulumi up`` that reads it).
+ARCHIVE_KEEP_SECONDS = 86400
 _SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
 _RESERVED = ("main.py", "app.yaml", "scheduler_dedup/")
 
@@ -99,15 +106,38 @@ class DeployArchive:
     entries: tuple[str, ...]
 
     def write(self, directory: Path | None = None) -> Path:
-        """Write the zip as ``<sha256>.zip`` into ``directory`` (default: a per-user temp folder); return its path."""
-        folder = directory or Path(tempfile.gettempdir()) / "scheduler-dedup-archives"
-        folder.mkdir(parents=True, exist_ok=True)
+        """Write the zip as ``<sha256>.zip`` into ``directory`` and return its path (Pulumi reads the file when it
+        uploads the object, so it must outlive the program).
+
+        The default folder is the user's own cache (:data:`ARCHIVE_CACHE`, mode 0700: a job's source may be
+        private); archives there unused for :data:`ARCHIVE_KEEP_SECONDS` are removed, so repeated previews do not
+        pile up. Writing the same archive again only marks it used.
+        """
+        folder = directory or ARCHIVE_CACHE
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = folder / f"{self.sha256}.zip"
         if not path.exists() or path.read_bytes() != self.content:
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_bytes(self.content)
             tmp.replace(path)
+        else:
+            os.utime(path)
+        if directory is None:
+            _prune(folder, keep=path)
         return path
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """Remove the archives of ``folder`` not written or used for :data:`ARCHIVE_KEEP_SECONDS` (never ``keep``)."""
+    import time
+
+    cutoff = time.time() - ARCHIVE_KEEP_SECONDS
+    for old in folder.glob("*.zip"):
+        try:
+            if old != keep and old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:  # another program removed or replaced it meanwhile
+            pass
 
 
 def handler_source_dir() -> Path:

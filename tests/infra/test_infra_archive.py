@@ -309,3 +309,27 @@ def test_every_pinned_version_is_within_the_range_pyproject_allows() -> None:
         name, version = pin.split("==")
         if name.lower() in ranges:
             assert ranges[name.lower()].contains(version), f"{pin} is outside pyproject.toml's {ranges[name.lower()]}"
+
+
+def test_archives_go_to_the_users_own_cache_and_old_ones_are_removed(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default folder is private to its user (a shared /tmp folder was 0755, another user's to write), and an
+    archive unused for a day is removed by the next write, so previews do not pile zips up."""
+    from scheduler_dedup.infra.job import archive as archive_module
+
+    cache = tmp_path / "cache" / "archives"
+    monkeypatch.setattr(archive_module, "ARCHIVE_CACHE", cache)
+    built = build_deploy_archive(HELLO)
+    written = built.write()
+    assert written == cache / f"{built.sha256}.zip" and written.read_bytes() == built.content
+    assert cache.stat().st_mode & 0o077 == 0, oct(cache.stat().st_mode)  # created private
+    old, recent = cache / f"{'0' * 64}.zip", cache / f"{'1' * 64}.zip"
+    for path, age in ((old, archive_module.ARCHIVE_KEEP_SECONDS + 60), (recent, 60)):
+        path.write_bytes(b"zip")
+        os.utime(path, (time.time() - age, time.time() - age))
+    assert built.write() == written
+    assert not old.exists() and recent.exists()
+    os.utime(written, (time.time() - 2 * archive_module.ARCHIVE_KEEP_SECONDS,) * 2)
+    assert built.write() == written and written.exists()  # written again: used, so kept
+    elsewhere = built.write(tmp_path / "mine")  # a folder of the caller's own: written there, nothing pruned
+    assert elsewhere.parent == tmp_path / "mine" and recent.exists()
