@@ -1,7 +1,9 @@
 """``DedupScheduledJob`` (type ``scheduler-dedup:index:DedupScheduledJob``): one Pulumi component that deploys a
 deduplicated Cloud Scheduler job, its handler (a Cloud Run service, or an App Engine version with ``app_engine``),
 their service accounts, the job's own store unless ``store`` is given, and non-authoritative grants only
-(:data:`GRANTS_DOC`). Children are ``parent=self`` and named ``<name>-<part>``; docs/deploying.md lists them.
+(:data:`GRANTS_DOC`). Children are ``parent=self`` and named ``<name>-<part>``; docs/deploying.md lists them. The
+store's part (its own store, the runtime identity's grant on it, its wiring) is the store's component piece's
+(:mod:`scheduler_dedup.infra.stores.base`).
 
 The OIDC audience is a custom audience derived from the inputs alone,
 ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``, set on the service, the Scheduler job's

@@ -13,6 +13,7 @@ from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, HT
 from scheduler_dedup.infra.job.app_engine import AppEngineSettings
 from scheduler_dedup.infra.job.job_config import JobConfig
 from scheduler_dedup.infra.stores.base import StoreRef
+from scheduler_dedup.infra.stores.store import DEFAULT_KIND
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class DedupSettings:
     build_service_account_email: pulumi.Input[str] | None = None
     min_instance_count: int = 0
     protect_database: bool = True
-    store_kind: str = "firestore"
+    store_kind: str = DEFAULT_KIND
     """The run store's kind (:data:`~scheduler_dedup.infra.stores.store.STORE_KINDS`): the job's own store's
     (``store_kind``), or the shared store's; the handler's ``DEDUP_STORE`` is :data:`~scheduler_dedup.infra.stores.store.HANDLER_STORE` of it."""
     instance_id: pulumi.Input[str] | None = None
