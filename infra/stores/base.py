@@ -105,6 +105,12 @@ def database_ref(store: Mapping[str, Any], kind: str, required: Sequence[str]) -
 
 # --------------------------------------------------------------------------- a job's run store
 
+#: What every piece provides for a job on a store of its kind (this module's docstring says what each is), beside
+#: ``resolve_own`` (only when ``OWN_REFUSAL`` is None).
+JOB_PIECE = ("JOB_KEYS", "OWN_REFUSAL", "location_problem", "check_job_ids", "APP_ENGINE_REFUSAL", "STORE_NETWORK",
+             "DATABASE_ENV", "ENV_FIELDS", "job_environment", "claim_own", "job_children")
+
+
 @dataclass(frozen=True)
 class JobKey:
     """A job input that applies to one store kind only: the refusal when ``store=`` is given, and when the job's own
