@@ -53,3 +53,17 @@ def bool_input(args: Mapping[str, Any], key: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise DedupConfigError(key, f"must be true or false, got {value!r}")
     return value
+
+
+def read_str(args: Mapping[str, Any], key: str) -> str | None:
+    """The non-empty string input ``args[key]``, stripped (None when absent).
+
+    Raises:
+        DedupConfigError: field ``key``: not a non-empty string.
+    """
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise DedupConfigError(key, f"must be a non-empty string, got {value!r}")
+    return value.strip()

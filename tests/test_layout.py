@@ -1,10 +1,13 @@
-"""The code's layout: no import cycle between our modules, and no ticket numbers in the code."""
+"""The code's layout: no import cycle between our modules, the layers, no store named where none belongs, and no
+ticket numbers in the code."""
 
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
+
+from scheduler_dedup.handler.stores import registry
 from tests.paths import ROOT
 
 PACKAGES = ("handler", "infra", "policies", "local")
@@ -208,6 +211,44 @@ def test_the_protocol_and_the_monitoring_import_only_the_store_contract() -> Non
              if a.startswith(("scheduler_dedup.handler.protocol", "scheduler_dedup.handler.monitoring"))
              for b in sorted(bs) if b.startswith("scheduler_dedup.handler.stores") and b not in contract]
     assert not named, "\n".join(named)
+
+
+#: Every name of a registered store: its ``DEDUP_STORE`` id and its ``DedupStore`` kind.
+_STORE_NAMES = frozenset({kind.id for kind in registry.STORES} | {kind.component_kind for kind in registry.STORES})
+
+
+def store_kind_branches(source: str, names: frozenset[str] = _STORE_NAMES) -> list[str]:
+    """Each comparison in ``source`` against a store's name (``kind == "spanner"``, ``kind in ("redis",)``), as
+    ``line: code``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        constants = [c for o in operands for c in ([o] if isinstance(o, ast.Constant) else
+                                                   o.elts if isinstance(o, (ast.Tuple, ast.List, ast.Set)) else [])]
+        if any(isinstance(c, ast.Constant) and c.value in names for c in constants):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_job_names_no_store() -> None:
+    """``DedupScheduledJob`` leaves every store's part to the store's component piece (``infra/stores/base.py``
+    lists what a piece provides): no module of ``infra/job/`` compares with a store's name or imports a piece, so a
+    new store needs no line there."""
+    offenders = [f"{path.relative_to(ROOT)}:{hit}" for path in sorted((ROOT / "infra" / "job").glob("*.py"))
+                 for hit in store_kind_branches(path.read_text())]
+    allowed = {"scheduler_dedup.infra.stores.base", "scheduler_dedup.infra.stores.store"}
+    offenders += [f"{a} imports {b}" for a, bs in sorted(_runtime_imports().items())
+                  if a.startswith("scheduler_dedup.infra.job") for b in sorted(bs)
+                  if b.startswith("scheduler_dedup.infra.stores.") and b not in allowed]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_store_name_check_finds_a_branch() -> None:
+    assert store_kind_branches('if s.store_kind == "spanner":\n    pass\nx = kind in ("x", "redis")\n'
+                               'y = "memorystore" != k\nz = kind == "other"\n') == [
+        "1: s.store_kind == 'spanner'", "3: kind in ('x', 'redis')", "4: 'memorystore' != k"]
 
 
 def test_the_layer_check_finds_an_upward_import() -> None:

@@ -35,6 +35,7 @@ from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK
 from scheduler_dedup.infra.args import AppEngineArgs, input_keys
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_AUTOMATIC_SCALING_DEADLINE_SECONDS
+from scheduler_dedup.infra.stores.store import STORE_KINDS, piece
 
 #: App Engine service and version ids: lower-case letters, digits and hyphens, at most 63, starting with a letter
 #: (https://cloud.google.com/appengine/docs/admin-api/reference/rest/v1/apps.services.versions#Version.FIELDS.id:
@@ -153,10 +154,10 @@ def resolve_app_engine(value: Any, args: Mapping[str, Any]) -> AppEngineSettings
         if args.get(key) is not None and not (key == "cpu_always_allocated" and args[key] is True):
             raise DedupConfigError(key, f"cannot be used with app_engine ({why}): remove it, or remove app_engine")
     store = args.get("store")
-    if isinstance(store, Mapping) and store.get("kind") == "memorystore":
-        raise DedupConfigError("app_engine", "a Memorystore store is reached over Cloud Run's Direct VPC egress, "
-                                             "with its secrets mounted into the container: not available on App "
-                                             "Engine yet; use a Firestore store, or remove app_engine")
+    kind = store.get("kind") if isinstance(store, Mapping) else None
+    refusal = piece(kind).APP_ENGINE_REFUSAL if isinstance(kind, str) and kind in STORE_KINDS else None
+    if refusal is not None:
+        raise DedupConfigError("app_engine", refusal)
     if value.get("service") is None:
         raise DedupConfigError("app_engine.service", "is required: the App Engine service to deliver to, e.g. 'default'")
     service = _check_id(value["service"], "app_engine.service", "service")

@@ -175,7 +175,7 @@ def requirements_for(store: str) -> tuple[str, ...]:
     return (*HANDLER_REQUIREMENTS, *STORE_REQUIREMENTS[store])
 
 
-def archive_files(job_source: Path | None, *, store: str = "firestore",
+def archive_files(job_source: Path | None, *, store: str = registry.DEFAULT_STORE,
                   handler_dir: Path | None = None) -> dict[str, bytes]:
     """Return ``{archive path: content}`` of the deploy archive, before zipping.
 
@@ -226,7 +226,7 @@ def app_yaml() -> str:
             f"entrypoint: {APP_ENGINE_ENTRYPOINT}\n")
 
 
-def build_deploy_archive(job_source: Path | str | None, *, store: str = "firestore",
+def build_deploy_archive(job_source: Path | str | None, *, store: str = registry.DEFAULT_STORE,
                          handler_dir: Path | None = None) -> DeployArchive:
     """Build the deterministic deploy zip for a job source directory (or none, for proxy targets).
 

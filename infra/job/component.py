@@ -1,7 +1,9 @@
 """``DedupScheduledJob`` (type ``scheduler-dedup:index:DedupScheduledJob``): one Pulumi component that deploys a
 deduplicated Cloud Scheduler job, its handler (a Cloud Run service, or an App Engine version with ``app_engine``),
 their service accounts, the job's own store unless ``store`` is given, and non-authoritative grants only
-(:data:`GRANTS_DOC`). Children are ``parent=self`` and named ``<name>-<part>``; docs/deploying.md lists them.
+(:data:`GRANTS_DOC`). Children are ``parent=self`` and named ``<name>-<part>``; docs/deploying.md lists them. The
+store's part (its own store, the runtime identity's grant on it, its wiring) is the store's component piece's
+(:mod:`scheduler_dedup.infra.stores.base`).
 
 The OIDC audience is a custom audience derived from the inputs alone,
 ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``, set on the service, the Scheduler job's
@@ -11,7 +13,7 @@ needs it (a cycle), and ``.invalid`` can never be a real host.
 
 import hashlib
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Optional
 
 import pulumi
 import pulumi_gcp as gcp
@@ -33,11 +35,8 @@ from scheduler_dedup.infra.job.job_roles import grant_job_roles
 from scheduler_dedup.infra.job.job_wiring import grant_secret_access, job_envs, secret_volumes, vpc_access
 from scheduler_dedup.infra.job.resolved import DedupSettings
 from scheduler_dedup.infra.job.settings import resolve_settings
-from scheduler_dedup.infra.stores.base import claim_ttl_policy
-from scheduler_dedup.infra.stores.firestore import FirestoreStoreSettings, check_firestore_ids, firestore_children
-from scheduler_dedup.infra.stores.memorystore import redis_job_wiring
-from scheduler_dedup.infra.stores.spanner import check_spanner_ids, grant_database_user, spanner_children
-from scheduler_dedup.infra.stores.store import HANDLER_STORE, kind_apis
+from scheduler_dedup.infra.stores.base import StoreWiring
+from scheduler_dedup.infra.stores.store import HANDLER_STORE, kind_apis, piece
 
 TYPE_TOKEN = "scheduler-dedup:index:DedupScheduledJob"
 
@@ -158,23 +157,12 @@ class DedupScheduledJob(pulumi.ComponentResource):
         """
         source = project_source(opts)
         settings = resolve_settings(name, args, default_project=source.project, provider_name=source.provider_name)
-        own_store: Optional[FirestoreStoreSettings] = None
-        if settings.spanner is not None:  # a Spanner database of its own: one table, one row deletion policy
-            sp = settings.spanner
-            claim_ttl_policy(sp.project, f"{sp.instance_id}/{sp.database_id}", settings.collection.lower(),
-                             f"DedupScheduledJob {name}")
-        elif settings.store is None:
-            assert isinstance(settings.database_id, str)
-            own_store = FirestoreStoreSettings(
-                project=settings.project, location=settings.database_location, database_id=settings.database_id,
-                create_database=settings.create_database, collections=(settings.collection,),
-                deletion_protection=settings.deletion_protection, protect_database=settings.protect_database,
-            )
-            claim_ttl_policy(settings.project, settings.database_id, settings.collection, f"DedupScheduledJob {name}")
+        # The store's piece decides what of the store is the job's: its own store's TTL claimed before any child.
+        store_piece = piece(settings.store_kind)
+        own_store = store_piece.claim_own(settings, f"DedupScheduledJob {name}")
         alerts = resolve_alerts(args.get("alerts"), settings)
         app_engine = settings.app_engine
         archive = None
-        redis = settings.store.redis if settings.store is not None else None  # a Memorystore store
         if settings.image is None and (app_engine is None or app_engine.deploy):
             archive = build_deploy_archive(settings.job_source, store=HANDLER_STORE[settings.store_kind])
         super().__init__(TYPE_TOKEN, name, None, opts)
@@ -220,40 +208,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
             "Runtime identity of the dedup handler: its store's database, its proxy target.")
 
         # --- the store: the job's own, or only the grants on the shared one -----------------------
-        database: Optional[gcp.firestore.Database | gcp.spanner.Database] = None
-        redis_wiring = None
-        if s.store_kind == "spanner":
-            database, database_id = self._spanner_store(name, s, runtime_sa, enabled, after_apis)
-        else:
-            if own_store is not None:
-                database = firestore_children(
-                    own_store, opts=after_apis, database_name=f"{name}-db", ttl_name=lambda _: f"{name}-ttl",
-                    index_name=lambda _, n: f"{name}-history-index-{n}",
-                ).database
-                database_id = s.database_id
-            else:
-                assert s.store is not None
-                database_id = _checked_store_database(s)
-            db_opts = pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])])
-            database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
-            # A Memorystore store: the runtime identity reads its two secrets (mounted), Direct VPC egress to its
-            # network.
-            if s.store_kind == "memorystore":
-                assert redis is not None
-                redis_wiring = redis_job_wiring(name, s.project, redis, runtime_sa.member, db_opts)
-        if s.store_kind == "firestore":
-            gcp.projects.IAMMember(
-                f"{name}-runtime-datastore-user",
-                gcp.projects.IAMMemberArgs(
-                    project=s.project, role="roles/datastore.user", member=runtime_sa.member,
-                    condition=gcp.projects.IAMMemberConditionArgs(
-                        title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
-                        description="scheduler-dedup: Firestore access limited to the dedup database",
-                        expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
-                    ),
-                ),
-                opts=db_opts,
-            )
+        store = store_piece.job_children(self, name, s, own_store, member=runtime_sa.member, enabled=enabled,
+                                         after_apis=after_apis, labels=s.job_config.labels)
+        database, database_id, store_wiring = store.database, store.database_id, store.wiring
 
         # --- proxy target grants, the job's own roles and secrets ---------------------------------
         self._grant_target(name, s, runtime_sa)
@@ -283,8 +240,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             pulumiverse_time.StaticArgs(rfc3339=pause_state.rfc3339),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=[] if s.paused else ["rfc3339"]),
         )
-        database_env = "DEDUP_SPANNER_DATABASE" if s.store_kind == "spanner" else "DEDUP_DATABASE"
-        environment = {**handler_environment(s), database_env: database_id,
+        environment = {**handler_environment(s), store_piece.DATABASE_ENV: database_id,
                        "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339, "DEDUP_PAUSED_SINCE": paused_since.rfc3339,
                        **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339})}
         labels = dict(s.job_config.labels)
@@ -333,7 +289,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         else:
             service_url, invoker = self._cloud_run(name, s, archive, environment, runtime_sa, scheduler_email,
                                                    scheduler_member, enabled, database, after_apis, service_account,
-                                                   redis_wiring, labels, secret_grants)
+                                                   store_wiring, labels, secret_grants)
             job = gcp.cloudscheduler.Job(
                 f"{name}-job",
                 gcp.cloudscheduler.JobArgs(
@@ -356,7 +312,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         self.job_name = job.id
         self.scheduler_service_account_email = pulumi.Output.from_input(scheduler_email)
         self.runtime_service_account_email = runtime_sa.email
-        self.database_name = database.name if database is not None else pulumi.Output.from_input(database_id)
+        self.database_name = store.database_name
         self.oidc_audience = pulumi.Output.from_input(s.oidc_audience if app_engine is None else "")
         self.register_outputs(
             {
@@ -393,10 +349,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
     def _cloud_run(self, name: str, s: DedupSettings, archive: Optional[DeployArchive],
                    environment: dict[str, pulumi.Input[str]], runtime_sa: gcp.serviceaccount.Account,
                    scheduler_email: pulumi.Input[str], scheduler_member: pulumi.Input[str],
-                   enabled: list[pulumi.Resource], database: Optional[gcp.firestore.Database | gcp.spanner.Database],
+                   enabled: list[pulumi.Resource], database: Optional[pulumi.Resource],
                    after_apis: pulumi.ResourceOptions,
                    service_account: Callable[[str, str, str], gcp.serviceaccount.Account],
-                   redis_wiring: Any = None, labels: Optional[dict[str, str]] = None,
+                   store_wiring: Optional[StoreWiring] = None, labels: Optional[dict[str, str]] = None,
                    secret_grants: Optional[list[pulumi.Resource]] = None,
                    ) -> tuple[pulumi.Output[str], gcp.cloudrunv2.ServiceIamMember]:
         """The Cloud Run service (built from the archive, or the prebuilt image) and the Scheduler identity's
@@ -462,8 +418,8 @@ class DedupScheduledJob(pulumi.ComponentResource):
         envs.append(gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name="DEDUP_ALLOWED_CALLERS", value=scheduler_email))
         envs += job_envs(s.job_config)
         volumes, mounts = secret_volumes(s.job_config)
-        if redis_wiring:
-            volumes, mounts = [*redis_wiring.volumes, *volumes], [*redis_wiring.mounts, *mounts]
+        if store_wiring:
+            volumes, mounts = [*store_wiring.volumes, *volumes], [*store_wiring.mounts, *mounts]
         service = gcp.cloudrunv2.Service(
             f"{name}-service",
             gcp.cloudrunv2.ServiceArgs(
@@ -491,11 +447,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
                         volume_mounts=mounts or None,
                     )],
                     volumes=volumes or None,
-                    vpc_access=vpc_access(s.job_config, redis_wiring.vpc_access if redis_wiring else None),
+                    vpc_access=vpc_access(s.job_config, store_wiring.vpc_access if store_wiring else None),
                 ),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[
-                *service_depends, *([database] if database else []), *(redis_wiring.grants if redis_wiring else []),
+                *service_depends, *([database] if database else []), *(store_wiring.grants if store_wiring else []),
                 *(secret_grants or [])]),
         )
         gcp.cloudrunv2.ServiceIamMember(
@@ -515,28 +471,6 @@ class DedupScheduledJob(pulumi.ComponentResource):
             opts=child,
         )
         return service.uri, invoker
-
-    def _spanner_store(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account,
-                       enabled: list[pulumi.Resource], after_apis: pulumi.ResourceOptions,
-                       ) -> tuple[Optional[gcp.spanner.Database], pulumi.Input[str]]:
-        """The job's own Spanner database (in an adopted or created instance), or the shared store's checked;
-        either way ``roles/spanner.databaseUser`` on that database only. Returns ``(database or None, its id)``."""
-        database: Optional[gcp.spanner.Database] = None
-        if s.spanner is not None:
-            children = spanner_children(s.spanner, opts=after_apis, instance_name=f"{name}-spanner",
-                                        database_name=f"{name}-db", labels=s.job_config.labels)
-            database = children.database
-            database_id: pulumi.Input[str] = children.database.name
-            instance: pulumi.Input[str] = children.instance.name if children.instance else s.spanner.instance_id
-        else:
-            database_id = _checked_store_database(s)
-            assert s.spanner_instance is not None
-            instance = s.spanner_instance
-        grant_database_user(
-            f"{name}-runtime-spanner-database-user", project=s.project, instance=instance, database=database_id,
-            member=runtime_sa.member,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*enabled, *([database] if database else [])]))
-        return database, database_id
 
     @staticmethod
     def _identity(
@@ -609,32 +543,6 @@ def _service_account_name(email: str) -> str:
     domain = email.split("@", 1)[1]
     project = domain.split(".", 1)[0] if domain.endswith(".iam.gserviceaccount.com") else "-"
     return f"projects/{project}/serviceAccounts/{email}"
-
-
-def _checked_store_database(s: DedupSettings) -> pulumi.Output[str]:
-    """The shared store's database id, checked once its values resolve (they may come from a StackReference).
-
-    Raises (inside the output, so ``pulumi preview`` fails):
-        DedupConfigError: the store is in another project, lacks the job's collection, or its ids are invalid.
-    """
-    assert s.store is not None
-    store = s.store
-
-    def check(values: list[Any]) -> str:
-        project, database_id, collections = values
-        if project != s.project:
-            raise DedupConfigError("store.project", f"the store is in project {project!r}, the job in {s.project!r}: "
-                                                    "deploy the job in the store's project")
-        if s.collection not in (collections or []):
-            raise DedupConfigError("collection", f"{s.collection!r} is not a collection of the store "
-                                                 f"({', '.join(collections or [])}): use one of them, or add it to the store")
-        if s.store_kind == "spanner":
-            check_spanner_ids(None, database_id, s.collection)
-        elif s.store_kind == "firestore":
-            check_firestore_ids(s.project, database_id, s.collection)
-        return str(database_id)
-
-    return pulumi.Output.all(store.project, store.database_id, store.collections).apply(check)
 
 
 def scheduler_headers(s: DedupSettings) -> dict[str, str]:

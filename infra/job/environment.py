@@ -16,7 +16,7 @@ from scheduler_dedup.handler.service.startup import startup_problems
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.inputs import Problems
 from scheduler_dedup.infra.job.resolved import DedupSettings
-from scheduler_dedup.infra.stores.store import HANDLER_STORE
+from scheduler_dedup.infra.stores.store import STORE_KINDS, piece
 
 
 def service_resource_name(s: DedupSettings) -> str:
@@ -30,19 +30,10 @@ def scheduler_job_resource_name(s: DedupSettings) -> str:
 
 
 def store_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
-    """Where the handler's run store is: ``DEDUP_DATABASE`` (Firestore); ``DEDUP_STORE=spanner`` with
-    ``DEDUP_SPANNER_INSTANCE`` and ``DEDUP_SPANNER_DATABASE``; or ``DEDUP_STORE=redis`` with the endpoint, the
-    mounted secrets and ``WAIT`` (:func:`~scheduler_dedup.infra.stores.memorystore.redis_environment`)."""
-    if s.store_kind == "spanner":
-        assert s.spanner_instance is not None
-        return {"DEDUP_STORE": HANDLER_STORE["spanner"], "DEDUP_SPANNER_INSTANCE": s.spanner_instance,
-                "DEDUP_SPANNER_DATABASE": s.database_id}
-    if s.store_kind == "memorystore":
-        from scheduler_dedup.infra.stores.memorystore import redis_environment
-
-        assert s.store is not None and s.store.redis is not None
-        return {"DEDUP_DATABASE": s.database_id, **redis_environment(s.store.redis)}
-    return {"DEDUP_DATABASE": s.database_id}
+    """Where the handler's run store is: the store's piece's ``job_environment`` (``DEDUP_DATABASE``, or
+    ``DEDUP_STORE`` with the store's own variables)."""
+    env: dict[str, pulumi.Input[str]] = piece(s.store_kind).job_environment(s)
+    return env
 
 
 def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
@@ -104,7 +95,8 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
     return env
 
 
-#: The handler's environment variable -> the component input that sets it.
+#: The handler's environment variable -> the component input that sets it (with each store's ``ENV_FIELDS``,
+#: :func:`env_field`).
 ENV_TO_FIELD = {
     "GOOGLE_CLOUD_PROJECT": "project", "DEDUP_DATABASE": "database_id", "DEDUP_COLLECTION": "collection",
     "DEDUP_LEASE_SECONDS": "lease_seconds", "DEDUP_RETENTION_SECONDS": "retention_seconds",
@@ -113,8 +105,17 @@ ENV_TO_FIELD = {
     "DEDUP_TIME_ZONE": "time_zone", "DEDUP_JOB": "job", "DEDUP_OIDC_AUDIENCE": "oidc_audience",
     "DEDUP_ALLOWED_CALLERS": "scheduler_service_account_email", "DEDUP_TARGET_AUDIENCE": "http_target.audience",
     "DEDUP_SERVICE": "name", "DEDUP_SCHEDULER_JOB": "name", "DEDUP_APP_ENGINE_CALLER": "app_engine",
-    "DEDUP_STORE": "store_kind", "DEDUP_SPANNER_INSTANCE": "spanner_instance", "DEDUP_SPANNER_DATABASE": "database_id",
+    "DEDUP_STORE": "store_kind",
 }
+
+
+def env_field(variable: str) -> str:
+    """The component input that sets the handler's ``variable`` (:data:`ENV_TO_FIELD`, or a store's own variable's,
+    its piece's ``ENV_FIELDS``); the variable itself when no input does."""
+    fields = dict(ENV_TO_FIELD)
+    for kind in STORE_KINDS:
+        fields.update(piece(kind).ENV_FIELDS)
+    return fields.get(variable, variable)
 
 
 def check_handler_settings(s: DedupSettings) -> None:
@@ -134,6 +135,6 @@ def check_handler_settings(s: DedupSettings) -> None:
     problems = Problems()
     for problem in startup_problems({k: v for k, v in env.items() if isinstance(v, str)}, unknown):
         variable = re.split(r"[= ]", problem, maxsplit=1)[0]
-        problems.add(DedupConfigError(ENV_TO_FIELD.get(variable, variable),
+        problems.add(DedupConfigError(env_field(variable),
                                       f"the handler would refuse it at start-up: {problem}"))
     problems.raise_any()

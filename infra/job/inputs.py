@@ -1,6 +1,7 @@
-"""Readers of component inputs: whole numbers, strings, service account emails and the resource prefix, each
-raising :class:`~scheduler_dedup.infra.errors.DedupConfigError` naming the field; :class:`Problems` collects every
-error of one resolution so a config with four mistakes shows four at once."""
+"""Readers of component inputs: whole numbers, required strings (:func:`~scheduler_dedup.infra.errors.read_str`
+reads the optional ones), service account emails and the resource prefix, each raising
+:class:`~scheduler_dedup.infra.errors.DedupConfigError` naming the field; :class:`Problems` collects every error of
+one resolution so a config with four mistakes shows four at once."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 
 import pulumi
 
-from scheduler_dedup.infra.errors import DedupConfigError, DedupConfigErrors
+from scheduler_dedup.infra.errors import DedupConfigError, DedupConfigErrors, read_str
 
 T = TypeVar("T")
 
@@ -20,15 +21,6 @@ def read_int(args: Mapping[str, Any], key: str, default: int, *, field: str | No
     if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
         raise DedupConfigError(field or key, f"must be a whole number of seconds/count, got {value!r}")
     return int(value)
-
-
-def read_str(args: Mapping[str, Any], key: str) -> str | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise DedupConfigError(key, f"must be a non-empty string, got {value!r}")
-    return value.strip()
 
 
 def required_str(args: Mapping[str, Any], key: str, what: str) -> str:

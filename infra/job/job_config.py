@@ -55,12 +55,12 @@ class JobConfig:
 
 
 def resolve_job_config(args: Mapping[str, Any], project: str | None, region: str | None, *,
-                       memorystore: bool) -> JobConfig:
+                       store_network: bool) -> JobConfig:
     """Check the job's own configuration inputs of ``args``.
 
     Args:
         project: the job's project (secrets must be in it); None while invalid (secret checks are then skipped).
-        memorystore: the store gives the job Direct VPC egress already.
+        store_network: the store gives the job Direct VPC egress already (into the store's network).
 
     Raises:
         DedupConfigErrors: every problem at once, each naming its field (``env.NAME``, ``secret_files[0].path``).
@@ -75,7 +75,7 @@ def resolve_job_config(args: Mapping[str, Any], project: str | None, region: str
         secret_files = problems.run(lambda: resolve_secret_files(args.get("secret_files"), project), ())
     limits = problems.run(lambda: resolve_limits(args.get("cpu"), args.get("memory")), ContainerLimits())
     labels = problems.run(lambda: resolve_labels(args.get("labels")), dict(MANAGED_BY))
-    vpc = problems.run(lambda: resolve_vpc(args.get("vpc"), region, store_network=memorystore), None)
+    vpc = problems.run(lambda: resolve_vpc(args.get("vpc"), region, store_network=store_network), None)
     no_roles: tuple[JobRole, ...] = ()
     roles = problems.run(lambda: resolve_job_roles(args.get("job_roles")), no_roles)
     problems.raise_any()

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pulumi
 
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, HTTP_TARGET, RetryPolicy, retry_window_seconds
 from scheduler_dedup.infra.job.app_engine import AppEngineSettings
 from scheduler_dedup.infra.job.job_config import JobConfig
-from scheduler_dedup.infra.stores.spanner import SpannerStoreSettings
 from scheduler_dedup.infra.stores.base import StoreRef
+from scheduler_dedup.infra.stores.store import DEFAULT_KIND
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,15 @@ class DedupSettings:
     build_service_account_email: pulumi.Input[str] | None = None
     min_instance_count: int = 0
     protect_database: bool = True
-    store_kind: str = "firestore"
+    store_kind: str = DEFAULT_KIND
     """The run store's kind (:data:`~scheduler_dedup.infra.stores.store.STORE_KINDS`): the job's own store's
     (``store_kind``), or the shared store's; the handler's ``DEDUP_STORE`` is :data:`~scheduler_dedup.infra.stores.store.HANDLER_STORE` of it."""
-    spanner_instance: pulumi.Input[str] | None = None
-    """Spanner: the instance of the database (the job's own or the store's); None for other kinds."""
-    spanner: SpannerStoreSettings | None = None
-    """Spanner: the job's own store (no ``store``), created under the job; None otherwise."""
+    instance_id: pulumi.Input[str] | None = None
+    """The instance of the database (Spanner: the job's own or the store's, ``spanner_instance``); None for other
+    kinds."""
+    own_store: Any = None
+    """What the store's piece resolved of the job's own store with the inputs (Spanner's settings), created under the
+    job; None otherwise (:class:`~scheduler_dedup.infra.stores.base.JobStore`)."""
     app_engine: AppEngineSettings | None = None  # None: Cloud Run with an HTTP target and OIDC
     paused: bool = False
     """The Scheduler job is paused (``Job.paused``): the run check reports its fire times as ``paused``."""

@@ -22,7 +22,7 @@ from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
 from scheduler_dedup.handler.schedule.retry_windows import recovers_crash, retry_window_seconds
 from scheduler_dedup.handler.schedule.time_zones import time_zone_alias_advisory
-from scheduler_dedup.infra.errors import DedupConfigError, bool_input
+from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.job.app_engine import resolve_app_engine
 from scheduler_dedup.infra.args import DedupScheduledJobArgs, input_keys
 from scheduler_dedup.infra.job.overlap_inputs import resolve_catch_up_window, resolve_overlap
@@ -37,7 +37,7 @@ from scheduler_dedup.infra.job.deadlines import (
     resolve_tolerance,
 )
 from scheduler_dedup.infra.job.environment import check_handler_settings, handler_environment
-from scheduler_dedup.infra.job.inputs import Problems, read_str, required_str, resource_prefix, service_account_email
+from scheduler_dedup.infra.job.inputs import Problems, required_str, resource_prefix, service_account_email
 from scheduler_dedup.infra.job.instances import DEFAULT_MAX_INSTANCE_COUNT, resolve_max_instances, resolve_min_instances
 from scheduler_dedup.infra.job.job_config import resolve_job_config
 from scheduler_dedup.infra.job.job_env import MAX_ENV_VARS
@@ -48,8 +48,8 @@ from scheduler_dedup.infra.job.retry_policy import crash_recovery_field, crash_r
 from scheduler_dedup.infra.job.scale_in import scale_in_advisory
 from scheduler_dedup.infra.job.schedule_inputs import resolve_region, validate_schedule, validate_time_zone
 from scheduler_dedup.infra.job.target import resolve_target
-from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.project.providers import child_project
+from scheduler_dedup.infra.stores.store import piece
 
 __all__ = ["DEFAULT_ATTEMPT_DEADLINE_SECONDS", "DedupSettings", "advisories_of", "handler_environment",
            "resolve_settings", "validate_schedule", "validate_time_zone"]
@@ -117,8 +117,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     catch_up = problems.run(lambda: resolve_catch_up_window(args), 0)
 
     store = problems.run(lambda: resolve_job_store(args, prefix or name, project or None, region), None)
-    if store is not None and store.kind == "firestore" and store.create_database and region is not None:
-        where = region_problem(store.database_location, ("Firestore",))
+    if store is not None and region is not None:
+        where = piece(store.kind).location_problem(store)
         if where:
             problems.add(DedupConfigError("database_location" if args.get("database_location") else "region", where))
     scheduler_email = problems.run(lambda: service_account_email(args, "scheduler_service_account_email"), None)
@@ -138,7 +138,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     )
     audience = problems.run(lambda: read_str(args, "oidc_audience"), None)
     job_config = problems.run(lambda: resolve_job_config(
-        args, project or None, region, memorystore=store is not None and store.kind == "memorystore"), None)
+        args, project or None, region, store_network=store is not None and piece(store.kind).STORE_NETWORK), None)
     if problems.errors and retry is not None and lease is not None and attempt_deadline is not None \
             and not recovers_crash(retry, lease, attempt_deadline):  # shown now too, not on the next run
         problems.add(DedupConfigError(crash_recovery_field(args.get("retry") or {}),
@@ -171,7 +171,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         service_name=service_name, scheduler_job_name=scheduler_job_name, oidc_audience=audience,
         store=store.store, scheduler_service_account_email=scheduler_email, build_service_account_email=build_email,
         min_instance_count=min_instances, protect_database=protect_database, app_engine=app_engine,
-        store_kind=store.kind, spanner_instance=store.spanner_instance, spanner=store.spanner, job_config=job_config,
+        store_kind=store.kind, instance_id=store.instance_id, own_store=store.own, job_config=job_config,
         paused=paused,
         overlap=overlap, catch_up_window_seconds=catch_up,
     )

@@ -12,10 +12,10 @@ from typing import Any
 import pulumi
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
-from scheduler_dedup.infra.errors import DedupConfigError
+from scheduler_dedup.infra.errors import DedupConfigError, read_str
 from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.infra.job.entry_point import entry_point_problem
-from scheduler_dedup.infra.job.inputs import read_str, service_account_email
+from scheduler_dedup.infra.job.inputs import service_account_email
 
 
 @dataclass(frozen=True)

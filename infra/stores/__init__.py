@@ -1,4 +1,5 @@
 """``DedupStore`` (:mod:`.store`) and each store's component piece, one module per store (:mod:`.firestore`,
-:mod:`.spanner`, :mod:`.memorystore`) named by its registration and sharing :mod:`.base`, with the TTL policy's owner
-(:mod:`.ttl_policy`). Imports the handler, ``infra.args``, ``infra.errors`` and ``infra.project``.
+:mod:`.spanner`, :mod:`.memorystore`) named by its registration and sharing :mod:`.base`: the store's children, and
+a job's part of it (``DedupScheduledJob`` asks the piece); with the TTL policy's owner (:mod:`.ttl_policy`). Imports
+the handler, ``infra.args``, ``infra.errors`` and ``infra.project``.
 """

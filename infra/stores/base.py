@@ -1,10 +1,10 @@
-"""What ``DedupStore`` (:mod:`.store`) and each store's component piece (:mod:`.firestore`, :mod:`.spanner`,
-:mod:`.memorystore`) share: a job's view of a store (:class:`StoreRef`), the one TTL owner per program, and why a
-store's database is protected.
+"""What ``DedupStore`` (:mod:`.store`), ``DedupScheduledJob`` and each store's component piece (:mod:`.firestore`,
+:mod:`.spanner`, :mod:`.memorystore`) share: a job's view of a store (:class:`StoreRef`), the job's run store
+(:class:`JobStore`, :class:`JobStoreChildren`), the one TTL owner per program, and why a store's database is protected.
 
 Each piece is the module its store's registration names (``component``,
-:data:`scheduler_dedup.handler.stores.registry.STORES`), loaded when a store of its kind is built or read, and
-provides:
+:data:`scheduler_dedup.handler.stores.registry.STORES`), loaded when a store of its kind is built or read
+(:func:`.store.piece`), so neither ``DedupStore`` nor the job names a store. It provides, for ``DedupStore``:
 
 * ``KEYS``: its ``DedupStore`` inputs (of :class:`~scheduler_dedup.infra.args.DedupStoreArgs`);
 * ``REF_KEYS``: the keys of a job's ``store`` input for it (its outputs, of
@@ -13,18 +13,35 @@ provides:
   (:func:`scheduler_dedup.infra.project.apis.for_store`);
 * ``build(store, name, args, opts, source)``: validate ``args`` and create the store's children under ``store``;
 * ``outputs(store)``: the store as plain values (``DedupStore.ref``);
-* ``ref_of(store)`` and ``ref_from(outputs)``: the :class:`StoreRef` of a store in this program, or of its outputs.
+* ``ref_of(store)`` and ``ref_from(outputs)``: the :class:`StoreRef` of a store in this program, or of its outputs;
+
+and for a job on a store of its kind (``s`` the job's resolved settings, :class:`JobSettings`):
+
+* ``JOB_KEYS``: the job inputs that apply to this store only (:class:`JobKey`);
+* ``OWN_REFUSAL``: why a job may have no store of this kind of its own (the ``store_kind`` error), or None;
+* ``resolve_own(args, prefix=, project=, region=, collection=, keys=)``: the job's own store (:class:`JobStore`),
+  ``keys`` the given ``JOB_KEYS``; only when ``OWN_REFUSAL`` is None;
+* ``location_problem(store)``: why the job's own store's location is refused, or None;
+* ``check_job_ids(project, instance_id, database_id, collection)``: check plain ids with the handler's rules;
+* ``APP_ENGINE_REFUSAL``: why a job on it cannot have App Engine as its Scheduler target, or None;
+* ``STORE_NETWORK``: a job reaches it by Direct VPC egress into the store's network;
+* ``DATABASE_ENV`` and ``ENV_FIELDS``: the handler variable of its database, and its variables' job inputs;
+* ``job_environment(s)``: where the handler's run store is, its part of the ``DEDUP_*`` environment;
+* ``claim_own(s, owner)``: claim the TTL policies of the job's own store (before any child exists) and return what
+  ``job_children`` creates it from, or None on a shared store;
+* ``job_children(job, name, s, own, member=, enabled=, after_apis=, labels=)``: the job's own store's children
+  and the runtime identity's grant on the store (:class:`JobStoreChildren`).
 
 Imports the handler, ``infra.args``, ``infra.errors`` and ``infra.project``.
 """
-
 # No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Optional
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional, Protocol
 
 import pulumi
+import pulumi_gcp as gcp
 
 from scheduler_dedup.handler.core.record import TTL_FIELD
 
@@ -84,6 +101,111 @@ def database_ref(store: Mapping[str, Any], kind: str, required: Sequence[str]) -
     return StoreRef(project=store["project"], database_id=store["database_id"], collections=collections_of(store),
                     ttl_owner=str(store.get("ttl_owner") or "DedupStore (another stack)"), kind=kind,
                     instance_id=store.get("instance_id"))
+
+
+# --------------------------------------------------------------------------- a job's run store
+
+#: What every piece provides for a job on a store of its kind (this module's docstring says what each is), beside
+#: ``resolve_own`` (only when ``OWN_REFUSAL`` is None).
+JOB_PIECE = ("JOB_KEYS", "OWN_REFUSAL", "location_problem", "check_job_ids", "APP_ENGINE_REFUSAL", "STORE_NETWORK",
+             "DATABASE_ENV", "ENV_FIELDS", "job_environment", "claim_own", "job_children")
+
+
+@dataclass(frozen=True)
+class JobKey:
+    """A job input that applies to one store kind only: the refusal when ``store=`` is given, and when the job's own
+    store is of another kind."""
+
+    with_store: str
+    other_kind: str
+
+
+@dataclass(frozen=True)
+class JobStore:
+    """The job's run store, resolved: a shared one (``store``), or the job's own (its piece's ``resolve_own``)."""
+
+    store: Optional[StoreRef]
+    kind: str
+    collection: str
+    create_database: bool
+    database_id: pulumi.Input[str]
+    database_location: str
+    instance_id: Optional[pulumi.Input[str]] = None
+    """The instance of the database (Spanner: the job's own or the store's); None for other kinds."""
+    own: Any = None
+    """What the piece resolved of the job's own store with the inputs (Spanner's settings); None otherwise."""
+
+
+class JobSettings(Protocol):
+    """What a piece reads of a job's resolved settings
+    (:class:`~scheduler_dedup.infra.job.resolved.DedupSettings`)."""
+
+    @property
+    def project(self) -> str: ...
+    @property
+    def collection(self) -> str: ...
+    @property
+    def database_id(self) -> pulumi.Input[str]: ...
+    @property
+    def database_location(self) -> str: ...
+    @property
+    def create_database(self) -> bool: ...
+    @property
+    def deletion_protection(self) -> bool: ...
+    @property
+    def protect_database(self) -> bool: ...
+    @property
+    def store(self) -> Optional[StoreRef]: ...
+    @property
+    def instance_id(self) -> Optional[pulumi.Input[str]]: ...
+    @property
+    def own_store(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class StoreWiring:
+    """What a job's Cloud Run service needs to reach its store beyond IAM: secret volumes, their mounts, VPC egress,
+    and the grants created for them (the service waits for them)."""
+
+    volumes: list[gcp.cloudrunv2.ServiceTemplateVolumeArgs]
+    mounts: list[gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs]
+    vpc_access: gcp.cloudrunv2.ServiceTemplateVpcAccessArgs
+    grants: list[pulumi.Resource] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobStoreChildren:
+    """What a piece's ``job_children`` created for a job: the job's own database (None on a shared store), the
+    database id the handler gets, the job's ``database_name`` output, and the store's wiring (None when none)."""
+
+    database: Optional[pulumi.Resource]
+    database_id: pulumi.Input[str]
+    database_name: pulumi.Output[str]
+    wiring: Optional[StoreWiring] = None
+
+
+def checked_database(s: JobSettings, check_ids: Callable[[Any], None]) -> pulumi.Output[str]:
+    """The shared store's database id, checked once its values resolve (they may come from a StackReference);
+    ``check_ids(database_id)`` is the piece's check of the resolved id.
+
+    Raises (inside the output, so ``pulumi preview`` fails):
+        DedupConfigError: the store is in another project, lacks the job's collection, or its ids are invalid.
+    """
+    assert s.store is not None
+    store = s.store
+
+    def check(values: list[Any]) -> str:
+        project, database_id, collections = values
+        if project != s.project:
+            raise DedupConfigError("store.project", f"the store is in project {project!r}, the job in {s.project!r}: "
+                                                    "deploy the job in the store's project")
+        if s.collection not in (collections or []):
+            raise DedupConfigError("collection", f"{s.collection!r} is not a collection of the store "
+                                                 f"({', '.join(collections or [])}): use one of them, or add it to the store")
+        check_ids(database_id)
+        return str(database_id)
+
+    return pulumi.Output.all(store.project, store.database_id, store.collections).apply(check)
 
 
 # --------------------------------------------------------------------------- one TTL owner per program

@@ -7,8 +7,9 @@ Children (``parent`` the store or the job):
   composite indexes run history needs (:data:`~scheduler_dedup.handler.stores.firestore.schema.RUN_HISTORY_INDEXES`).
 
 A job without ``store=`` keeps a store of its own, created by :func:`firestore_children` under the job with
-the names it always had (``<job>-db``, ``<job>-ttl``), so existing stacks see no replacement. The Firestore store's
-registration names this module (``component``); the piece's interface is :mod:`.base`'s.
+the names it always had (``<job>-db``, ``<job>-ttl``), so existing stacks see no replacement; a job on Firestore gets
+``roles/datastore.user`` limited to its database by an IAM condition. The Firestore store's registration names this
+module (``component``); the piece's interface is :mod:`.base`'s.
 """
 
 # No `from __future__ import annotations`: Pulumi's component analyzer reads the real annotation types.
@@ -28,11 +29,12 @@ from scheduler_dedup.handler.stores.firestore.config import FirestoreConfig
 from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
 
 from scheduler_dedup.infra.args import DedupStoreRefArgs
-from scheduler_dedup.infra.errors import DedupConfigError, bool_input
+from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.project.apis import FIRESTORE_API
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.project.providers import ProjectSource, child_project
-from scheduler_dedup.infra.stores.base import StoreRef, claim_ttl_policy, database_ref
+from scheduler_dedup.infra.stores.base import (JobKey, JobSettings, JobStore, JobStoreChildren, StoreRef,
+                                               checked_database, claim_ttl_policy, database_ref)
 
 if TYPE_CHECKING:
     from scheduler_dedup.infra.stores.store import DedupStore
@@ -234,3 +236,99 @@ def ref_of(store: "DedupStore") -> StoreRef:
     """A job's view of a Firestore ``DedupStore`` of this program (the job waits for it; its TTL policy is here)."""
     return dataclasses.replace(ref_from(outputs(store)), ttl_owner=None, component=store)
 
+
+
+# --------------------------------------------------------------------------- a job on a Firestore store (.base)
+
+JOB_KEYS: Mapping[str, JobKey] = {}
+OWN_REFUSAL: Optional[str] = None
+APP_ENGINE_REFUSAL: Optional[str] = None
+STORE_NETWORK = False
+DATABASE_ENV = "DEDUP_DATABASE"
+ENV_FIELDS: Mapping[str, str] = {}
+
+
+def resolve_own(args: Mapping[str, Any], *, prefix: str, project: Optional[str], region: Optional[str],
+                collection: str, keys: Mapping[str, str]) -> JobStore:
+    """The job's own Firestore database: ``database_id`` (default ``<prefix>-dedup``, or ``(default)`` when adopted)
+    in ``database_location`` (default the region); its ids are checked by ``check_handler_settings``.
+
+    Raises:
+        DedupConfigError: ``create_database``, ``database_id`` or ``database_location`` of the wrong type.
+    """
+    create_database = bool_input(args, "create_database", True)
+    default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
+    database_id = read_str(args, "database_id") or default_db
+    return JobStore(None, "firestore", collection, create_database, database_id,
+                    read_str(args, "database_location") or region or "")
+
+
+def location_problem(store: JobStore) -> Optional[str]:
+    """Why Firestore offers no database in the location of the job's own database (one it creates), or None."""
+    return region_problem(store.database_location, ("Firestore",)) if store.create_database else None
+
+
+def check_job_ids(project: Optional[str], instance_id: Any, database_id: Any, collection: Any) -> None:
+    """:func:`check_firestore_ids` (a Firestore database has no instance; without a project nothing is checked).
+
+    Raises:
+        DedupConfigError: field ``database_id`` or ``collection``.
+    """
+    if project is not None:
+        check_firestore_ids(project, database_id, collection)
+
+
+def job_environment(s: JobSettings) -> dict[str, pulumi.Input[str]]:
+    """``DEDUP_DATABASE``: the handler's default store is Firestore."""
+    return {"DEDUP_DATABASE": s.database_id}
+
+
+def claim_own(s: JobSettings, owner: str) -> Optional[FirestoreStoreSettings]:
+    """The job's own database's settings, its TTL policy claimed for ``owner``; None on a shared store.
+
+    Raises:
+        DedupConfigError: another component of this program owns the TTL policy.
+    """
+    if s.store is not None:
+        return None
+    assert isinstance(s.database_id, str)
+    own = FirestoreStoreSettings(
+        project=s.project, location=s.database_location, database_id=s.database_id,
+        create_database=s.create_database, collections=(s.collection,),
+        deletion_protection=s.deletion_protection, protect_database=s.protect_database,
+    )
+    claim_ttl_policy(s.project, s.database_id, s.collection, owner)
+    return own
+
+
+def job_children(job: pulumi.Resource, name: str, s: JobSettings, own: Optional[FirestoreStoreSettings], *,
+                 member: pulumi.Input[str], enabled: Sequence[pulumi.Resource], after_apis: pulumi.ResourceOptions,
+                 labels: Mapping[str, str]) -> JobStoreChildren:
+    """The job's own database (``own``; the shared store's checked otherwise) and ``roles/datastore.user`` for
+    ``member`` on the project, with an IAM condition naming that database (Firestore has no per-database IAM)."""
+    database: Optional[gcp.firestore.Database] = None
+    database_id: pulumi.Input[str]
+    if own is not None:
+        database = firestore_children(
+            own, opts=after_apis, database_name=f"{name}-db", ttl_name=lambda _: f"{name}-ttl",
+            index_name=lambda _, n: f"{name}-history-index-{n}",
+        ).database
+        database_id = s.database_id
+    else:
+        database_id = checked_database(s, lambda db: check_firestore_ids(s.project, db, s.collection))
+    db_opts = pulumi.ResourceOptions(parent=job, depends_on=[*enabled, *([database] if database else [])])
+    database_resource_name = pulumi.Output.concat("projects/", s.project, "/databases/", database_id)
+    gcp.projects.IAMMember(
+        f"{name}-runtime-datastore-user",
+        gcp.projects.IAMMemberArgs(
+            project=s.project, role="roles/datastore.user", member=member,
+            condition=gcp.projects.IAMMemberConditionArgs(
+                title=pulumi.Output.concat("only ", database_id).apply(lambda t: t[:100]),
+                description="scheduler-dedup: Firestore access limited to the dedup database",
+                expression=pulumi.Output.concat('resource.name == "', database_resource_name, '"'),
+            ),
+        ),
+        opts=db_opts,
+    )
+    return JobStoreChildren(database, database_id,
+                            database.name if database is not None else pulumi.Output.from_input(database_id))

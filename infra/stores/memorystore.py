@@ -38,7 +38,8 @@ from scheduler_dedup.handler.stores.redis.config import DEFAULT_WAIT_TIMEOUT_MS,
 from scheduler_dedup.infra.args import DedupStoreRefArgs
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input
 from scheduler_dedup.infra.project.providers import ProjectSource
-from scheduler_dedup.infra.stores.base import StoreRef, collections_of
+from scheduler_dedup.infra.stores.base import (JobKey, JobSettings, JobStore, JobStoreChildren, StoreRef, StoreWiring,
+                                               checked_database, collections_of)
 
 if TYPE_CHECKING:
     from scheduler_dedup.infra.stores.store import DedupStore
@@ -251,19 +252,8 @@ def redis_environment(ref: RedisStoreRef) -> dict[str, pulumi.Input[str]]:
     }
 
 
-@dataclass(frozen=True)
-class RedisJobWiring:
-    """What a job's Cloud Run service needs for a Memorystore store: secret volumes, their mounts, VPC egress, and
-    the grants created for them (to wait for)."""
-
-    volumes: list[gcp.cloudrunv2.ServiceTemplateVolumeArgs]
-    mounts: list[gcp.cloudrunv2.ServiceTemplateContainerVolumeMountArgs]
-    vpc_access: gcp.cloudrunv2.ServiceTemplateVpcAccessArgs
-    grants: list[pulumi.Resource]
-
-
 def redis_job_wiring(name: str, project: str, ref: RedisStoreRef, runtime_member: pulumi.Input[str],
-                     opts: pulumi.ResourceOptions) -> RedisJobWiring:
+                     opts: pulumi.ResourceOptions) -> StoreWiring:
     """Grant the runtime identity ``roles/secretmanager.secretAccessor`` on the two secrets only, mount them, and
     route private traffic into the instance's network (Direct VPC egress, ``PRIVATE_RANGES_ONLY``)."""
     grants: list[pulumi.Resource] = []
@@ -288,7 +278,7 @@ def redis_job_wiring(name: str, project: str, ref: RedisStoreRef, runtime_member
         network_interfaces=[gcp.cloudrunv2.ServiceTemplateVpcAccessNetworkInterfaceArgs(
             network=ref.network, subnetwork=ref.subnetwork)],
     )
-    return RedisJobWiring(volumes=volumes, mounts=mounts, vpc_access=vpc, grants=grants)
+    return StoreWiring(volumes=volumes, mounts=mounts, vpc_access=vpc, grants=grants)
 
 
 # --------------------------------------------------------------------------- the piece's interface (.base)
@@ -355,3 +345,59 @@ def ref_of(store: "DedupStore") -> StoreRef:
     built: BuiltMemorystore = store.resolved
     return StoreRef(project=built.settings.project, database_id="(default)", collections=list(built.settings.collections),
                     ttl_owner=None, component=store, kind="memorystore", redis=built.ref)
+
+
+# --------------------------------------------------------------------------- a job on a Memorystore store (.base)
+
+JOB_KEYS: Mapping[str, JobKey] = {}
+OWN_REFUSAL: Optional[str] = ("a job has no Memorystore instance of its own: create a DedupStore(kind='memorystore') "
+                              "and pass it (or its stack's outputs) as store")
+APP_ENGINE_REFUSAL: Optional[str] = (
+    "a Memorystore store is reached over Cloud Run's Direct VPC egress, with its secrets mounted into the container: "
+    "not available on App Engine yet; use a Firestore store, or remove app_engine")
+#: A job reaches the instance by Direct VPC egress into its authorized network (the job's ``vpc`` takes no network).
+STORE_NETWORK = True
+DATABASE_ENV = "DEDUP_DATABASE"
+ENV_FIELDS: Mapping[str, str] = {}
+
+
+def resolve_own(args: Mapping[str, Any], *, prefix: str, project: Optional[str], region: Optional[str],
+                collection: str, keys: Mapping[str, str]) -> JobStore:
+    """Never: a job has no Memorystore instance of its own (:data:`OWN_REFUSAL`).
+
+    Raises:
+        DedupConfigError: field ``store_kind``, always.
+    """
+    raise DedupConfigError("store_kind", str(OWN_REFUSAL))
+
+
+def location_problem(store: JobStore) -> Optional[str]:
+    """None: a Memorystore store is always shared, its location checked by its own ``DedupStore``."""
+    return None
+
+
+def check_job_ids(project: Optional[str], instance_id: Any, database_id: Any, collection: Any) -> None:
+    """Nothing to check: Redis keys take any collection id the handler accepts (checked by its settings)."""
+
+
+def job_environment(s: JobSettings) -> dict[str, pulumi.Input[str]]:
+    """``DEDUP_STORE=redis`` with the endpoint, the mounted secrets and ``WAIT`` (:func:`redis_environment`)."""
+    assert s.store is not None and s.store.redis is not None
+    return {"DEDUP_DATABASE": s.database_id, **redis_environment(s.store.redis)}
+
+
+def claim_own(s: JobSettings, owner: str) -> None:
+    """None: a job on Memorystore owns no store, and each record expires by itself (no TTL policy)."""
+    return None
+
+
+def job_children(job: pulumi.Resource, name: str, s: JobSettings, own: None, *, member: pulumi.Input[str],
+                 enabled: Sequence[pulumi.Resource], after_apis: pulumi.ResourceOptions,
+                 labels: Mapping[str, str]) -> JobStoreChildren:
+    """The shared store checked; ``member`` reads its two secrets (mounted), and Direct VPC egress to its network
+    (:func:`redis_job_wiring`)."""
+    database_id = checked_database(s, lambda db: None)
+    assert s.store is not None and s.store.redis is not None
+    db_opts = pulumi.ResourceOptions(parent=job, depends_on=[*enabled])
+    wiring = redis_job_wiring(name, s.project, s.store.redis, member, db_opts)
+    return JobStoreChildren(None, database_id, pulumi.Output.from_input(database_id), wiring)

@@ -35,9 +35,10 @@ import pulumi_gcp as gcp
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.infra.args import DedupStoreRefArgs
-from scheduler_dedup.infra.errors import DedupConfigError, bool_input
+from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.project.providers import ProjectSource, child_project
-from scheduler_dedup.infra.stores.base import StoreRef, claim_ttl_policy, database_ref
+from scheduler_dedup.infra.stores.base import (JobKey, JobSettings, JobStore, JobStoreChildren, StoreRef,
+                                               checked_database, claim_ttl_policy, database_ref)
 
 if TYPE_CHECKING:
     from scheduler_dedup.infra.stores.store import DedupStore
@@ -288,3 +289,103 @@ def ref_from(store: Mapping[str, Any]) -> StoreRef:
 def ref_of(store: "DedupStore") -> StoreRef:
     """A job's view of a Spanner ``DedupStore`` of this program."""
     return dataclasses.replace(ref_from(outputs(store)), ttl_owner=None, component=store)
+
+
+# --------------------------------------------------------------------------- a job on a Spanner store (.base)
+
+JOB_KEYS: Mapping[str, JobKey] = {
+    "spanner_instance": JobKey(
+        with_store="the instance is the store's when store= is given: remove it",
+        other_kind="applies to a Spanner store only: set store_kind to 'spanner', or remove it"),
+}
+OWN_REFUSAL: Optional[str] = None
+APP_ENGINE_REFUSAL: Optional[str] = None
+STORE_NETWORK = False
+DATABASE_ENV = "DEDUP_SPANNER_DATABASE"
+ENV_FIELDS: Mapping[str, str] = {"DEDUP_SPANNER_INSTANCE": "spanner_instance", "DEDUP_SPANNER_DATABASE": "database_id"}
+
+
+def resolve_own(args: Mapping[str, Any], *, prefix: str, project: Optional[str], region: Optional[str],
+                collection: str, keys: Mapping[str, str]) -> JobStore:
+    """A Spanner database of the job's own, in ``spanner_instance`` (``keys``) or an instance of its own.
+
+    Its table, database and instance ids are the handler's (``DEDUP_COLLECTION``, ``DEDUP_SPANNER_DATABASE``,
+    ``DEDUP_SPANNER_INSTANCE``), checked again by ``check_handler_settings``.
+
+    Raises:
+        DedupConfigError: ``create_database`` or ``database_location`` given, or an invalid Spanner input.
+    """
+    instance = keys.get("spanner_instance")
+    for key in ("create_database", "database_location"):
+        if args.get(key) is not None:
+            raise DedupConfigError(key, "a job's own Spanner store always creates its database (its DDL holds "
+                                        f"the table), in spanner_instance or an instance of its own: remove {key}")
+    database_id = read_str(args, "database_id")
+    if region is None and instance is None:  # the instance's region is unknown: reported as the region's problem
+        return JobStore(None, "spanner", collection, True, database_id or "", "", instance_id="")
+    spanner = resolve_spanner_settings(
+        {"instance_id": instance, "create_instance": instance is None, "database_id": database_id,
+         "deletion_protection": args.get("deletion_protection", False),
+         "protect_database": args.get("protect_database", True)},
+        project=project or "", region=region, default_instance=f"{prefix[:55].rstrip('-')}-dedup",
+        default_database=f"{prefix[:24].rstrip('-')}-dedup", tables=[collection])
+    return JobStore(None, "spanner", collection, True, spanner.database_id, spanner.instance_config,
+                    instance_id=spanner.instance_id, own=spanner)
+
+
+def location_problem(store: JobStore) -> Optional[str]:
+    """None: a job's own Spanner instance's config is checked with its other inputs (:func:`resolve_own`)."""
+    return None
+
+
+def check_job_ids(project: Optional[str], instance_id: Any, database_id: Any, collection: Any) -> None:
+    """:func:`check_spanner_ids` of the store's instance, database and the job's table.
+
+    Raises:
+        DedupConfigError: field ``store.instance_id``, ``store.database_id`` or ``collection``.
+    """
+    check_spanner_ids(instance_id, database_id, collection)
+
+
+def job_environment(s: JobSettings) -> dict[str, pulumi.Input[str]]:
+    """``DEDUP_STORE=spanner`` with ``DEDUP_SPANNER_INSTANCE`` and ``DEDUP_SPANNER_DATABASE``."""
+    assert s.instance_id is not None
+    return {"DEDUP_STORE": "spanner", "DEDUP_SPANNER_INSTANCE": s.instance_id, "DEDUP_SPANNER_DATABASE": s.database_id}
+
+
+def claim_own(s: JobSettings, owner: str) -> Optional[SpannerStoreSettings]:
+    """The job's own database's settings (resolved with the inputs), its table's TTL claimed for ``owner``; None on
+    a shared store.
+
+    Raises:
+        DedupConfigError: another component of this program owns the table's TTL.
+    """
+    sp: Optional[SpannerStoreSettings] = s.own_store
+    if sp is not None:  # one table, one row deletion policy
+        claim_ttl_policy(sp.project, f"{sp.instance_id}/{sp.database_id}", s.collection.lower(), owner)
+    return sp
+
+
+def job_children(job: pulumi.Resource, name: str, s: JobSettings, own: Optional[SpannerStoreSettings], *,
+                 member: pulumi.Input[str], enabled: Sequence[pulumi.Resource], after_apis: pulumi.ResourceOptions,
+                 labels: Mapping[str, str]) -> JobStoreChildren:
+    """The job's own Spanner database (``own``: in an adopted or created instance), or the shared store's checked;
+    either way ``roles/spanner.databaseUser`` for ``member`` on that database only."""
+    database: Optional[gcp.spanner.Database] = None
+    database_id: pulumi.Input[str]
+    if own is not None:
+        children = spanner_children(own, opts=after_apis, instance_name=f"{name}-spanner",
+                                    database_name=f"{name}-db", labels=labels)
+        database = children.database
+        database_id = children.database.name
+        instance: pulumi.Input[str] = children.instance.name if children.instance else own.instance_id
+    else:
+        database_id = checked_database(s, lambda db: check_spanner_ids(None, db, s.collection))
+        assert s.instance_id is not None
+        instance = s.instance_id
+    grant_database_user(
+        f"{name}-runtime-spanner-database-user", project=s.project, instance=instance, database=database_id,
+        member=member,
+        opts=pulumi.ResourceOptions(parent=job, depends_on=[*enabled, *([database] if database else [])]))
+    return JobStoreChildren(database, database_id,
+                            database.name if database is not None else pulumi.Output.from_input(database_id))

@@ -5,7 +5,7 @@ Memorystore for Redis instance), and the single owner of its TTL policies; and a
 piece, the module its registration names (:attr:`~scheduler_dedup.handler.stores.kind.StoreKind.component`:
 :mod:`.firestore`, :mod:`.spanner`, :mod:`.memorystore`), loaded by :func:`piece`. :class:`DedupStore` and
 :func:`resolve_store_ref` check the keys they are given against the piece's and hand the rest to it (the interface
-is :mod:`.base`'s), so a store of a new kind needs no line here.
+is :mod:`.base`'s), so a store of a new kind needs no line here, nor in the job (``infra/job/`` asks the piece too).
 
 Type token ``scheduler-dedup:index:DedupStore``. Children (all ``parent=self``, logical names ``<name>-<part>``):
 ``gcp:projects:Service`` for every API the jobs need (``disable_on_destroy=False``), so jobs that use the store enable

@@ -384,3 +384,20 @@ def test_each_kinds_inputs_and_outputs_are_keys_of_the_typed_inputs() -> None:
         by_kind = {kind: getattr(piece(kind), keys) for kind in STORE_KINDS}
         assert all(own <= set(input_keys(typed)) for own in by_kind.values()), by_kind
         assert set().union(*by_kind.values()) == set(input_keys(typed)), keys
+
+
+def test_each_kinds_piece_brings_what_a_job_asks_of_it() -> None:
+    """The job asks each store's piece for its part of the store (``infra/stores/base.py``'s ``JOB_PIECE``), so a
+    piece that lacks one fails here, not in the first job on that store; a store-only job input is the input of one
+    store alone."""
+    from scheduler_dedup.infra.args import DedupScheduledJobArgs, input_keys
+    from scheduler_dedup.infra.stores.base import JOB_PIECE
+    from scheduler_dedup.infra.stores.store import STORE_KINDS, piece
+
+    for kind in STORE_KINDS:
+        missing = [name for name in JOB_PIECE if not hasattr(piece(kind), name)]
+        if piece(kind).OWN_REFUSAL is None:
+            missing += [] if hasattr(piece(kind), "resolve_own") else ["resolve_own"]
+        assert not missing, f"{kind}: {missing}"
+    keys = [key for kind in STORE_KINDS for key in piece(kind).JOB_KEYS]
+    assert len(keys) == len(set(keys)) and set(keys) <= set(input_keys(DedupScheduledJobArgs)), keys
