@@ -26,7 +26,7 @@ JOB = "def run(scheduled):\n    return {'ok': True}\n"
 
 #: (step, the output line that says the step was reached, or the seconds after the start to signal at)
 RUN_LOCAL_STEPS = [("store starting", 1.0), ("store up", "starting the handler"), ("handler up", "Handler on"),
-                   ("firing", "Firing"), ("a run delivered", "one delivery: 200"), ("waiting", "next fire time")]
+                   ("firing", "Firing"), ("a run delivered", "no fault: 200"), ("waiting", "next fire time")]
 #: run-local's options at each step: real time, except to catch it between runs it delivered
 RUN_LOCAL_ARGS = {"a run delivered": ["--schedule", "* * * * *", "--speed", "30", "--runs", "50"],
                   "waiting": ["--schedule", "0 0 1 1 *"]}

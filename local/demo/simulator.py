@@ -23,7 +23,7 @@ from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 
 FAULTS = ("clean", "deadline", "lost_response", "concurrent", "crash", "failure")
 FAULT_TITLES = {
-    "clean": "one delivery",
+    "clean": "no fault",
     "deadline": "job outlasts attempt deadline; retried while running",
     "lost_response": "2xx lost; retried after the job finished",
     "concurrent": "8 concurrent duplicate deliveries",
