@@ -39,6 +39,7 @@ from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, 
 from scheduler_dedup.local.demo.recording_job import read_events
 from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers.handlers import HandlerServer
+from scheduler_dedup.local.servers.held_signals import signals_held
 from scheduler_dedup.local.demo.simulator import FAULT_TITLES, FAULTS, RetryConfig, RunReport, Scheduler, schedule_times
 
 JOB_NAME = "nightly-report"
@@ -98,8 +99,9 @@ class _Side:
         self.close()
 
     def _start(self) -> HandlerServer:
-        server = HandlerServer(self.env, baseline=self.baseline, threads=16)
-        self.replaced.append(server)  # owned (stopped and its log removed on close) from before it starts
+        with signals_held():  # its log file is in self.replaced (which close() removes) before Ctrl-C acts
+            server = HandlerServer(self.env, baseline=self.baseline, threads=16)
+            self.replaced.append(server)  # owned (stopped and its log removed on close) from before it starts
         server.start()
         # Warm the instance (store connection, imports) with a run of its own, as Cloud Run's startup
         # probe would, so the first scheduled delivery is not slowed past the attempt deadline.
@@ -125,9 +127,12 @@ class _Side:
         victim.stop()
 
     def close(self) -> None:
-        for server in self.replaced:  # every instance ever started, crashed ones included
-            server.stop()
-            server.remove_log()
+        """Stop every instance ever started (crashed ones included) and remove its log; one that fails to stop
+        still has its log removed, and the others are still stopped."""
+        with ExitStack() as cleanup:
+            for server in self.replaced:
+                cleanup.callback(server.remove_log)
+                cleanup.callback(server.stop)
 
 
 def _tally(report: RunReport, events: list[dict[str, Any]], run_id: str) -> RunTally:

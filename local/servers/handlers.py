@@ -34,8 +34,17 @@ class _ServerProcess:
     log_path: str
 
     def log(self) -> str:
-        """The process's output so far (its JSON logs)."""
-        return Path(self.log_path).read_text(errors="replace")
+        """The process's output so far (its JSON logs); empty before it starts."""
+        return Path(self.log_path).read_text(errors="replace") if self.log_path else ""
+
+    def remove_log(self) -> None:
+        """Delete the process's log file (after :meth:`stop`), if it has one."""
+        if not self.log_path:
+            return
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
 
     def signal(self, sig: int) -> None:
         """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group; nothing if it has ended.
@@ -97,8 +106,7 @@ class HandlerServer(_ServerProcess):
         self._source, self._target = source, target[1]
         self._start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None
-        fd, self.log_path = tempfile.mkstemp(prefix="handler-", suffix=".log")
-        os.close(fd)
+        self.log_path = ""  # made by start(), with the process: a server never started leaves no file
 
     def start(self) -> "HandlerServer":
         """Start the process and wait until its worker has loaded the app and serves the port.
@@ -112,14 +120,16 @@ class HandlerServer(_ServerProcess):
             raise RuntimeError("a HandlerServer starts once; make a new one (it gets a new port)")
         ready_read, ready_write = os.pipe()
         try:
-            with listener, open(self.log_path, "ab") as log, signals_held():  # self.proc is set before Ctrl-C acts
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "scheduler_dedup.local.servers.serve_socket", "--source", str(self._source),
-                     "--target", self._target, "--listen-fd", str(listener.fileno()),
-                     "--ready-fd", str(ready_write)],
-                    env=self._env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True, pass_fds=(listener.fileno(), ready_write),
-                )
+            with listener, signals_held():  # self.log_path and self.proc are set before Ctrl-C acts
+                fd, self.log_path = tempfile.mkstemp(prefix="handler-", suffix=".log")
+                with os.fdopen(fd, "ab") as log:
+                    self.proc = subprocess.Popen(
+                        [sys.executable, "-m", "scheduler_dedup.local.servers.serve_socket", "--source",
+                         str(self._source), "--target", self._target, "--listen-fd", str(listener.fileno()),
+                         "--ready-fd", str(ready_write)],
+                        env=self._env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        start_new_session=True, pass_fds=(listener.fileno(), ready_write),
+                    )
             # The process holds its own copies: the port is free again once it exits, and the pipe
             # reads end-of-file once it (and its worker) exited.
             os.close(ready_write)
@@ -138,8 +148,10 @@ class HandlerServer(_ServerProcess):
             self.stop()
             raise RuntimeError(f"handler was not serving {self.url} after {self._start_timeout} s:\n"
                                f"{self.log()[-3000:]}")
-        except BaseException:  # Ctrl-C (or a signal turned into SystemExit) while waiting: no orphan server
+        except BaseException as exc:  # Ctrl-C (or a signal turned into SystemExit) while waiting: no orphan server
             self.stop()
+            if not isinstance(exc, Exception):  # the command is ending: no file of this server is left either
+                self.remove_log()
             raise
         finally:
             os.close(ready_read)
@@ -148,13 +160,6 @@ class HandlerServer(_ServerProcess):
 
     def __enter__(self) -> "HandlerServer":
         return self.start()
-
-    def remove_log(self) -> None:
-        """Delete the process's log file (after :meth:`stop`)."""
-        try:
-            os.unlink(self.log_path)
-        except OSError:
-            pass
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
