@@ -7,8 +7,9 @@
   served the way App Engine's Python 3 runtime serves one
   (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup).
 
-Wires settings, store and job together at start-up; an invalid setting stops the instance
-with a message that names the environment variable.
+Wires settings and job together at import, and the store in the process that serves (never before gunicorn forks
+its worker: :class:`~scheduler_dedup.handler.service.app.PerProcess`); an invalid setting stops the instance with a
+message that names the environment variable.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from typing import Any  # noqa: E402
 import flask  # noqa: E402
 import functions_framework  # noqa: E402
 
-from scheduler_dedup.handler.service.app import process_handler, wsgi_app  # noqa: E402
+from scheduler_dedup.handler.service.app import process_handler, start_serving, wsgi_app  # noqa: E402
 from scheduler_dedup.handler.service.server import bound_server  # noqa: E402
 
-bound_server()  # before functions-framework builds its server: header deadline, keep-alive, request limits
+bound_server(start_serving)  # before functions-framework builds its server: header deadline, keep-alive, limits
 _handler = process_handler()
 
 
@@ -43,5 +44,6 @@ def __getattr__(name: str) -> Any:
     if name == "app":
         global app
         app = wsgi_app(__file__)
+        start_serving()  # gunicorn loads main:app in its worker (no --preload): the store is this process's
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import flask
 
@@ -23,7 +25,7 @@ from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
 from scheduler_dedup.handler.service.server import FUNCTION_TARGET
 from scheduler_dedup.handler.service.startup import read_startup_settings
-from scheduler_dedup.handler.stores import open_store
+from scheduler_dedup.handler.stores import store_opener
 from scheduler_dedup.handler.config.environment import read_environment
 from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
 
@@ -36,8 +38,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("scheduler_dedup")
 
 
-def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable[[flask.Request], flask.Response]:
+def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "HandlerView":
     """Return a Flask view for functions-framework, configured from ``environ`` (default ``os.environ``).
+
+    The store's client is made in the process that serves, on its first request (:class:`PerProcess`), or when
+    :meth:`HandlerView.start_serving` is called there.
 
     The job is ``DEDUP_JOB`` (``DEDUP_TARGET_TYPE=python``, the default) or a proxy target
     (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``cloud_build_trigger`` | ``http`` with
@@ -84,16 +89,21 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
             premise.check()  # at start-up: an ERROR line now if the service is public or its policy unreadable
         verifier = build_caller_verifier(auth_settings, premise)
     app_engine_check = AppEngineCallerCheck() if startup.app_engine_caller.required else None
-    store = open_store(settings)  # DEDUP_STORE: the run store behind the store contract
-    probe_store(store, min(_PROBE_SECONDS, settings.store_timeout_seconds))  # names a misconfigured store now
-    handler = SchedulerHandler(settings, Idempotency(store, settings.lease_seconds, settings.retention_seconds), job)
+    open_run_store = store_opener(settings)  # DEDUP_STORE: its library now (a missing one stops the instance)
     job_state = None
     if settings.scheduler_api and settings.scheduler_job:
         from scheduler_dedup.handler.monitoring.job_state import JobStateReader
         from scheduler_dedup.handler.targets.google_api import google_api_session
 
         job_state = JobStateReader(settings.scheduler_job, google_api_session(target.auth), settings.scheduler_api)
-    run_check = _RunCheckOnFirstUse(settings, store, job_state)
+
+    def serving() -> _Serving:
+        store = open_run_store()  # the run store behind the store contract
+        probe_store(store, min(_PROBE_SECONDS, settings.store_timeout_seconds))  # names a misconfigured store now
+        idempotency = Idempotency(store, settings.lease_seconds, settings.retention_seconds)
+        return _Serving(SchedulerHandler(settings, idempotency, job), _RunCheckOnFirstUse(settings, store, job_state))
+
+    parts = PerProcess(serving)
 
     @json_errors
     def view(request: flask.Request) -> flask.Response:
@@ -115,12 +125,71 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> Callable
             data = bounded_body(request)
             if not isinstance(data, bytes):
                 return json_response(data[0], data[1])
-            body, status, headers = run_check.get().handle(request.headers, data)
+            body, status, headers = parts.get().run_check.get().handle(request.headers, data)
         else:
-            body, status, headers = handler.handle(request.headers)
+            body, status, headers = parts.get().handler.handle(request.headers)
         return json_response(body, status, headers)
 
-    return view
+    return HandlerView(view, parts.get)
+
+
+class HandlerView:
+    """The Flask view functions-framework serves (call it with a request), and what opens its store."""
+
+    def __init__(self, view: Callable[[flask.Request], flask.Response], start: Callable[[], object]):
+        self._view, self._start = view, start
+
+    def __call__(self, request: flask.Request) -> flask.Response:
+        return self._view(request)
+
+    def start_serving(self) -> None:
+        """Open the store in this process and check it (:func:`probe_store`), if not done in this process yet.
+
+        Raises:
+            StoreRefusedError: the store's client cannot be created.
+        """
+        self._start()
+
+
+T = TypeVar("T")
+
+
+class PerProcess(Generic[T]):
+    """A value made in the process that uses it: on the first :meth:`get` there, and again in a process forked
+    since.
+
+    For the store's client and what holds it. functions-framework imports ``main.py`` in gunicorn's arbiter and forks
+    the worker from it, and gRPC (Firestore's and Spanner's clients) does not survive a fork: "gRPC Python wraps
+    gRPC core, which uses multithreading for performance, and hence doesn't support fork()"; only objects made
+    after the fork are safe (https://github.com/grpc/grpc/blob/master/doc/fork_support.md). A worker that used a
+    channel the arbiter had used blocked for good on the channel's lock, in about 1 delivery in 50.
+
+    Args:
+        make: makes the value; what it raises, :meth:`get` raises (and the next call tries again).
+    """
+
+    def __init__(self, make: Callable[[], T]):
+        self._make = make
+        self._made: tuple[int, T] | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        """This process's value, made now if this process has none yet."""
+        made = self._made
+        if made is not None and made[0] == os.getpid():
+            return made[1]
+        with self._lock:
+            if self._made is None or self._made[0] != os.getpid():
+                self._made = (os.getpid(), self._make())
+            return self._made[1]
+
+
+@dataclass(frozen=True)
+class _Serving:
+    """What a delivery and the run check use that holds the store's client: made in the serving process."""
+
+    handler: SchedulerHandler
+    run_check: "_RunCheckOnFirstUse"
 
 
 class _RunCheckOnFirstUse:
@@ -179,11 +248,26 @@ def probe_store(store: RunStore, timeout_seconds: float) -> None:
                         store.display_name, exc)
 
 
-_process_view: Callable[[flask.Request], flask.Response] | None = None
+_process_view: HandlerView | None = None
 _process_view_lock = threading.Lock()
 
 
-def process_handler() -> Callable[[flask.Request], flask.Response]:
+def start_serving() -> None:
+    """Open the store of the view :func:`process_handler` built, in this process, and check it (:func:`probe_store`):
+    what a process that serves calls before its first request, so a misconfigured store is named at start-up.
+
+    gunicorn's worker calls it once it has loaded the app (``post_worker_init``, set by
+    :func:`~scheduler_dedup.handler.service.server.bound_server` under functions-framework; ``main.app`` on App
+    Engine). A process that never calls it opens the store on its first request. Nothing if no view was built.
+
+    Raises:
+        StoreRefusedError: the store's client cannot be created (the worker then fails to boot).
+    """
+    if _process_view is not None:
+        _process_view.start_serving()
+
+
+def process_handler() -> HandlerView:
     """This process's one view, built from ``os.environ`` on first call (:func:`build_handler_from_env`).
 
     ``main.py`` calls it at import. functions-framework imports ``main.py`` once; App Engine's ``gunicorn

@@ -24,6 +24,9 @@ functions-framework use :class:`BoundedGunicornApplication`, which sets
   :data:`BODY_READ_TIMEOUT_SECONDS` on a request's body, from the end of its headers: past it the body reads as
   ended, so a body that never ends (or trickles) holds a thread at most that long, whether the handler reads it
   or gunicorn discards it before the connection's next request;
+- ``post_worker_init``: the worker opens the store before it accepts (``main.py`` passes
+  :func:`~scheduler_dedup.handler.service.app.start_serving`): the arbiter imported ``main.py`` and forked the
+  worker, and no gRPC channel may exist before a fork;
 - ``limit_request_line`` 8190, ``limit_request_fields`` 100 and ``limit_request_field_size`` 8190 (gunicorn's own
   defaults, which functions-framework had lifted for the request line), answered by gunicorn with 414/431 before
   the handler sees the request; the handler's own, smaller limits answer JSON (:mod:`scheduler_dedup.handler.service.request_limits`).
@@ -39,6 +42,7 @@ import json
 import logging
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
@@ -146,31 +150,42 @@ class HeaderDeadlineWorker(ThreadWorker):
         return super().handle_request(req, conn)
 
 
-def _bounded_application() -> type:
+def _bounded_application(start_worker: Callable[[], None]) -> type:
     from functions_framework._http.gunicorn import GunicornApplication
 
     class BoundedGunicornApplication(GunicornApplication):
-        """functions-framework's gunicorn application with :data:`SERVER_SETTINGS` applied last."""
+        """functions-framework's gunicorn application with :data:`SERVER_SETTINGS` applied last, and
+        ``start_worker`` run in the worker before it accepts."""
 
         def load_config(self) -> None:
             super().load_config()
             for key, value in SERVER_SETTINGS.items():
                 self.cfg.set(key, value)
+            then = self.cfg.post_worker_init  # gunicorn's no-op, or the one the caller set (serve_socket's)
+
+            def post_worker_init(worker: Any) -> None:
+                start_worker()
+                then(worker)
+
+            self.cfg.set("post_worker_init", post_worker_init)
 
     return BoundedGunicornApplication
 
 
-def bound_server() -> None:
-    """Make functions-framework serve with :data:`SERVER_SETTINGS` (idempotent).
+def bound_server(start_worker: Callable[[], None]) -> None:
+    """Make functions-framework serve with :data:`SERVER_SETTINGS`, and have its worker call ``start_worker`` once it
+    has loaded the app, before it accepts a request (idempotent: the first call's ``start_worker`` stays).
 
     functions-framework picks its gunicorn application class when it builds the server, after it imported the
     source file (``main.py``), so calling this from ``main.py`` reaches the server that will serve it, whether
     started by the ``functions-framework`` command (Cloud Run) or by :mod:`scheduler_dedup.local.servers.serve_socket`.
+    The arbiter imports ``main.py`` and forks the worker: what must not exist before a fork (a gRPC channel) is
+    made by ``start_worker``.
     """
     from functions_framework._http import gunicorn as ff_gunicorn
 
     if getattr(ff_gunicorn.GunicornApplication, "_dedup_bounded", False):
         return
-    bounded = _bounded_application()
+    bounded = _bounded_application(start_worker)
     bounded._dedup_bounded = True  # type: ignore[attr-defined]
     ff_gunicorn.GunicornApplication = bounded  # type: ignore[assignment, misc]

@@ -2,7 +2,7 @@
 :mod:`.spanner`), each described by a :class:`~.kind.StoreKind` (:mod:`.kind`) registered in :mod:`.registry`, and
 the wire vocabulary the fault proxy reads their calls with (:mod:`.wire`).
 
-:func:`open_store` builds the store that ``DEDUP_STORE`` names. Each store's modules are imported only when it
+:func:`open_store` builds the store that ``DEDUP_STORE`` names (:func:`store_opener`: its library now, its client later). Each store's modules are imported only when it
 is used, so a handler on one store never loads another store's client library.
 """
 
@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from scheduler_dedup.handler.stores import registry
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scheduler_dedup.handler.config.settings import Settings
     from scheduler_dedup.handler.stores.base import RunStore
 
@@ -21,11 +23,12 @@ if TYPE_CHECKING:
 EMULATOR_VARIABLES = {kind.id: kind.emulator_variable for kind in registry.STORES if kind.emulator_variable}
 
 
-def open_store(settings: "Settings", collection: str | None = None) -> "RunStore":
-    """The run store ``settings.store`` names, on ``collection`` (default ``settings.collection``).
+def store_opener(settings: "Settings", collection: str | None = None) -> "Callable[[], RunStore]":
+    """Import the client library of the run store ``settings.store`` names, now, and return what opens the store on
+    ``collection`` (default ``settings.collection``) later: the client, its connections and threads are made only
+    when the returned function is called.
 
     Raises:
-        StoreRefusedError: the store's client cannot be created (no credentials, say).
         ConfigError: ``settings.store`` names no store (the settings refuse that already), or its client library
             is not installed (the message names the extra to install, e.g. ``scheduler-dedup[spanner]``).
     """
@@ -43,5 +46,20 @@ def open_store(settings: "Settings", collection: str | None = None) -> "RunStore
             raise
         raise ConfigError(f"DEDUP_STORE={settings.store} needs its client library, which is not installed "
                           f"({exc.name}): pip install 'scheduler-dedup[{kind.extra or kind.id}]'") from exc
-    store: RunStore = factory(settings, collection or settings.collection)
-    return store
+    name = collection or settings.collection
+
+    def open_it() -> "RunStore":
+        store: RunStore = factory(settings, name)
+        return store
+
+    return open_it
+
+
+def open_store(settings: "Settings", collection: str | None = None) -> "RunStore":
+    """The run store ``settings.store`` names, on ``collection`` (default ``settings.collection``).
+
+    Raises:
+        StoreRefusedError: the store's client cannot be created (no credentials, say).
+        ConfigError: as :func:`store_opener`.
+    """
+    return store_opener(settings, collection)()
