@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
+from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.servers.redis_server import RedisServer
 from tests.costs import pytest_collection_modifyitems, pytest_configure, pytest_runtest_protocol  # noqa: F401 (hooks)
 
@@ -17,6 +18,39 @@ if TYPE_CHECKING:
     import redis as redispy
 
 PROJECT = "demo-scheduler-dedup"
+
+# A pytest-xdist worker is started with COLUMNS=80 and LINES=24, a serial run with neither: the commands' tables and
+# messages wrap at $COLUMNS, so every run starts without them and a test that wants a width sets one.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
+
+#: The handler servers the running test started: on its failure, their threads' stacks and logs go in the report.
+_handlers: list[HandlerServer] = []
+_start_handler = HandlerServer.start
+
+
+def _start_and_remember(self: HandlerServer) -> HandlerServer:
+    _handlers.append(self)
+    return _start_handler(self)
+
+
+HandlerServer.start = _start_and_remember  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test gets a section per handler server it started that still runs: its log, ending with the stack of
+    each thread of each of its processes, so a handler that stopped answering says what it waits on."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.when == "call":
+        for server in _handlers:
+            if server.proc is not None and server.proc.poll() is None:
+                report.sections.append((f"handler {server.url} (its log, then its threads' stacks)",
+                                        server.dump_stacks()[-20000:]))
+    if call.when == "teardown":
+        _handlers.clear()
 
 
 @pytest.fixture(scope="session")

@@ -166,6 +166,18 @@ class HandlerServer(_ServerProcess):
         self.stop()
         self.remove_log()
 
+    def dump_stacks(self, wait: float = 1.0) -> str:
+        """Have the server's worker write every thread's stack to its log, and return the log.
+
+        For a server that stopped answering: the stacks say what its threads wait on. ``wait`` is the seconds
+        given to the worker to write; a server that has ended writes nothing."""
+        from scheduler_dedup.local.servers.serve_socket import DUMP_STACKS_SIGNAL
+
+        if self.proc is not None and self.proc.poll() is None:
+            self.signal(DUMP_STACKS_SIGNAL)
+            time.sleep(wait)
+        return self.log()
+
 
 class AppEngineServer(_ServerProcess):
     """The handler served as App Engine standard's Python 3 runtime serves an app: ``app.yaml``'s ``entrypoint``

@@ -14,11 +14,18 @@ listener. A socket bound to port 0 by the parent and inherited by the child cann
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
+import signal
 from typing import Any
 
 from functions_framework import create_app
 from functions_framework._http import create_server
+
+
+#: The signal on which the server's worker writes every thread's stack to its log (:mod:`faulthandler`; the arbiter
+#: ignores it): one gunicorn leaves alone (it acts on HUP, QUIT, INT, TERM, USR1, USR2, TTIN, TTOU, WINCH and CHLD).
+DUMP_STACKS_SIGNAL = signal.SIGRTMIN + 1
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,9 +36,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--listen-fd", type=int, required=True, help="inherited listening TCP socket")
     parser.add_argument("--ready-fd", type=int, required=True, help="inherited pipe; 'ready' is written once serving")
     args = parser.parse_args(argv)
+    signal.signal(DUMP_STACKS_SIGNAL, signal.SIG_IGN)  # the arbiter's; its worker writes its stacks
     app = create_app(args.target, args.source, "http")
 
     def post_worker_init(worker: Any) -> None:
+        faulthandler.register(DUMP_STACKS_SIGNAL, all_threads=True)
         # The worker has loaded the app and is about to accept: the readiness signal the parent waits on. A worker
         # gunicorn starts again (the job ended its process: os._exit, a crash, the OOM killer) writes to a pipe the
         # parent has closed; that worker must still serve, or gunicorn gives up ("Worker failed to boot").
