@@ -20,13 +20,14 @@ from typing import Any, ParamSpec, TypeVar
 
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import LeaseLostError, RunFailedError, RunInProgressError
+from scheduler_dedup.handler.core.per_process import PerProcess
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.stores import open_store
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_built: dict[str | None, Idempotency] = {}
+_built: dict[str | None, PerProcess[Idempotency]] = {}
 _built_lock = threading.Lock()
 
 
@@ -43,7 +44,8 @@ def default_scope(fn: Callable[..., Any]) -> str:
 
 def default_idempotency(collection: str | None = None) -> Idempotency:
     """The machinery built from the environment (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_STORE``, ``DEDUP_*``), one per
-    collection and process.
+    collection and process: a process forked after a call (gunicorn ``--preload``, ``multiprocessing``) builds its
+    own, since a store client does not survive a fork (:mod:`scheduler_dedup.handler.core.per_process`).
 
     Args:
         collection: collection of records; default ``DEDUP_COLLECTION``, else ``scheduler_runs``.
@@ -53,10 +55,14 @@ def default_idempotency(collection: str | None = None) -> Idempotency:
     """
     with _built_lock:
         if collection not in _built:
-            settings = Settings.from_env()
-            store = open_store(settings, collection)
-            _built[collection] = Idempotency(store, settings.lease_seconds, settings.retention_seconds)
-        return _built[collection]
+            def build() -> Idempotency:
+                settings = Settings.from_env()
+                return Idempotency(open_store(settings, collection), settings.lease_seconds,
+                                   settings.retention_seconds)
+
+            _built[collection] = PerProcess(build)
+        made = _built[collection]
+    return made.get()
 
 
 def idempotent(key: Callable[..., str], *, scope: str | None = None, idempotency: Idempotency | None = None,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
 import flask
 
@@ -16,6 +15,7 @@ from scheduler_dedup.handler.callers.app_engine import AppEngineCallerCheck
 from scheduler_dedup.handler.core.errors import store_config_error
 from scheduler_dedup.handler.core.logs import LogField, configure_logging
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
+from scheduler_dedup.handler.core.per_process import PerProcess
 from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
@@ -41,8 +41,9 @@ log = logging.getLogger("scheduler_dedup")
 def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "HandlerView":
     """Return a Flask view for functions-framework, configured from ``environ`` (default ``os.environ``).
 
-    The store's client is made in the process that serves, on its first request (:class:`PerProcess`), or when
-    :meth:`HandlerView.start_serving` is called there.
+    The store's client is made in the process that serves, on its first request
+    (:class:`~scheduler_dedup.handler.core.per_process.PerProcess`), or when :meth:`HandlerView.start_serving` is
+    called there.
 
     The job is ``DEDUP_JOB`` (``DEDUP_TARGET_TYPE=python``, the default) or a proxy target
     (``DEDUP_TARGET_TYPE`` = ``workflows`` | ``cloud_run_job`` | ``cloud_build_trigger`` | ``http`` with
@@ -149,39 +150,6 @@ class HandlerView:
             StoreRefusedError: the store's client cannot be created.
         """
         self._start()
-
-
-T = TypeVar("T")
-
-
-class PerProcess(Generic[T]):
-    """A value made in the process that uses it: on the first :meth:`get` there, and again in a process forked
-    since.
-
-    For the store's client and what holds it. functions-framework imports ``main.py`` in gunicorn's arbiter and forks
-    the worker from it, and gRPC (Firestore's and Spanner's clients) does not survive a fork: "gRPC Python wraps
-    gRPC core, which uses multithreading for performance, and hence doesn't support fork()"; only objects made
-    after the fork are safe (https://github.com/grpc/grpc/blob/master/doc/fork_support.md). A worker that used a
-    channel the arbiter had used blocked for good on the channel's lock, in about 1 delivery in 50.
-
-    Args:
-        make: makes the value; what it raises, :meth:`get` raises (and the next call tries again).
-    """
-
-    def __init__(self, make: Callable[[], T]):
-        self._make = make
-        self._made: tuple[int, T] | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> T:
-        """This process's value, made now if this process has none yet."""
-        made = self._made
-        if made is not None and made[0] == os.getpid():
-            return made[1]
-        with self._lock:
-            if self._made is None or self._made[0] != os.getpid():
-                self._made = (os.getpid(), self._make())
-            return self._made[1]
 
 
 @dataclass(frozen=True)
