@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
 from pathlib import Path
+
+import pytest
+
 from tests.paths import ROOT
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel ``pip wheel`` builds of a copy of the sources.
 
-def test_wheel_has_only_the_scheduler_dedup_package(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp_path), str(ROOT)],
+    pip builds in the source tree (its ``build/`` and ``*.egg-info``), so two builds of the tree at once (two
+    pytest-xdist workers) would share, and remove, each other's files: each build gets its own copy."""
+    source = tmp_path_factory.mktemp("source") / "scheduler-dedup"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "site", "*.egg-info", "__pycache__", ".*_cache", ".demo"))
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(source)],
                    check=True, capture_output=True, timeout=600)
-    (wheel,) = tmp_path.glob("scheduler_dedup-*.whl")
+    (built,) = out.glob("scheduler_dedup-*.whl")
+    return built
+
+
+def test_wheel_has_only_the_scheduler_dedup_package(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names}
     assert top_level == {"scheduler_dedup", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
@@ -40,11 +56,8 @@ def test_wheel_has_only_the_scheduler_dedup_package(tmp_path: Path) -> None:
     assert not any(name.startswith(("handler/", "infra/", "policies/", "local/", "tests/")) for name in names)
 
 
-def test_every_package_is_in_the_wheel(tmp_path: Path) -> None:
+def test_every_package_is_in_the_wheel(wheel: Path) -> None:
     """Each folder of Python modules under a package (``handler/stores``...) is listed in pyproject's packages."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(tmp_path), str(ROOT)],
-                   check=True, capture_output=True, timeout=600)
-    (wheel,) = tmp_path.glob("scheduler_dedup-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for top in ("handler", "infra", "policies", "local"):
         for module in (ROOT / top).rglob("*.py"):
