@@ -8,7 +8,7 @@
   (https://cloud.google.com/appengine/docs/standard/python3/runtime#application_startup).
 
 Wires settings and job together at import, and the store in the process that serves (never before gunicorn forks
-its worker: :class:`~scheduler_dedup.handler.service.app.PerProcess`); an invalid setting stops the instance with a
+its worker: :class:`~scheduler_dedup.handler.core.per_process.PerProcess`); an invalid setting stops the instance with a
 message that names the environment variable.
 """
 

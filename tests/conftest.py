@@ -41,7 +41,7 @@ HandlerServer.start = _start_and_remember  # type: ignore[method-assign]
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A failed test gets a section per handler server it started that still runs: its log, ending with the stack of
-    each thread of each of its processes, so a handler that stopped answering says what it waits on."""
+    each thread of its worker, so a handler that stopped answering says what it waits on."""
     outcome = yield
     report = outcome.get_result()
     if report.failed and call.when == "call":

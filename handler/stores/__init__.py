@@ -2,12 +2,14 @@
 :mod:`.spanner`), each described by a :class:`~.kind.StoreKind` (:mod:`.kind`) registered in :mod:`.registry`, and
 the wire vocabulary the fault proxy reads their calls with (:mod:`.wire`).
 
-:func:`open_store` builds the store that ``DEDUP_STORE`` names (:func:`store_opener`: its library now, its client later). Each store's modules are imported only when it
-is used, so a handler on one store never loads another store's client library.
+:func:`open_store` builds the store that ``DEDUP_STORE`` names (:func:`store_opener`: its library now, its client
+later). Each store's modules are imported only when it is used, so a handler on one store never loads another
+store's client library.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from scheduler_dedup.handler.stores import registry
@@ -46,13 +48,7 @@ def store_opener(settings: "Settings", collection: str | None = None) -> "Callab
             raise
         raise ConfigError(f"DEDUP_STORE={settings.store} needs its client library, which is not installed "
                           f"({exc.name}): pip install 'scheduler-dedup[{kind.extra or kind.id}]'") from exc
-    name = collection or settings.collection
-
-    def open_it() -> "RunStore":
-        store: RunStore = factory(settings, name)
-        return store
-
-    return open_it
+    return functools.partial(factory, settings, collection or settings.collection)
 
 
 def open_store(settings: "Settings", collection: str | None = None) -> "RunStore":
