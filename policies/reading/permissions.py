@@ -161,6 +161,9 @@ PREDEFINED_ROLES: Mapping[str, frozenset[str]] = {role: frozenset(perms) for rol
     "roles/cloudscheduler.viewer": ("cloudscheduler.jobs.get", "cloudscheduler.jobs.list"),
     # what the component's build account gets
     "roles/storage.objectViewer": ("storage.objects.get", "storage.objects.list"),
+    # a job's own work, as declared in Pulumi.example-nightly-report.yaml (storage.objects.create and its multipart
+    # uploads: https://cloud.google.com/iam/docs/roles-permissions/storage, Storage Object Creator)
+    "roles/storage.objectCreator": ("storage.objects.create",),
     "roles/storage.admin": ("storage.buckets.setIamPolicy", "storage.objects.create", "storage.objects.delete"),
     "roles/artifactregistry.writer": ("artifactregistry.repositories.uploadArtifacts",),
     "roles/logging.logWriter": ("logging.logEntries.create",),

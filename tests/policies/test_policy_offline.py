@@ -145,6 +145,15 @@ def test_a_test_flag_the_pack_cannot_read_counts_as_set(raw_program: ModuleType)
         any("DEDUP_OIDC_CERTS_URL points at https://storage.googleapis.com" in m for m in messages), messages
 
 
+def test_variables_that_redirect_the_handler_in_a_stack_fail_the_pack(raw_program: ModuleType) -> None:
+    """Named plain or from a secret (by name: the value of a secret is not readable)."""
+    change = {"HTTPS_PROXY": "http://10.0.0.9:3128",
+              "GOOGLE_APPLICATION_CREDENTIALS": raw_program.SecretEnv("runtime-key")}
+    findings = check_program(lambda: raw_program.good_program(change))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-handler-environment", "mandatory")] * 2, findings
+    assert sorted(f.message.split("'")[1] for f in findings) == ["GOOGLE_APPLICATION_CREDENTIALS", "HTTPS_PROXY"]
+
+
 def advisory_config(tmp_path: Path) -> Path:
     """good-image.yaml with the request timeout set equal to the attempt deadline: one advisory finding."""
     config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
