@@ -44,10 +44,10 @@ _REQUESTS_VARS = "https://requests.readthedocs.io/en/latest/user/advanced/ (Prox
 #: ``HTTPS_PROXY``: requests, curl and gRPC read both): name (upper case) -> (what it redirects, its source).
 REDIRECTING_ENV: dict[str, tuple[str, str]] = {
     "FIRESTORE_EMULATOR_HOST": ("the Firestore run store, to an unauthenticated emulator",
-                                "https://cloud.google.com/firestore/docs/emulator#connect_to_the_emulator"),
+                                "https://cloud.google.com/firestore/docs/emulator"),
     "DATASTORE_EMULATOR_HOST": ("Firestore's client, to an emulator", "https://cloud.google.com/datastore/docs/tools/datastore-emulator"),
     "SPANNER_EMULATOR_HOST": ("the Spanner run store, to an unauthenticated emulator",
-                              "https://cloud.google.com/spanner/docs/emulator#client-libraries"),
+                              "https://cloud.google.com/spanner/docs/emulator"),
     "GOOGLE_APPLICATION_CREDENTIALS": ("the handler's credentials, to a key file instead of its runtime account",
                                        _AUTH_VARS),
     "CLOUDSDK_CONFIG": ("where Application Default Credentials look for a user's credentials", _AUTH_VARS),

@@ -58,14 +58,14 @@ def service_env(service: Resource) -> dict[str, Any]:
                         else "envVariables")
         if is_unknown(variables):
             return {"*": UNKNOWN}
-        env = dict(variables) if isinstance(variables, Mapping) else {}
+        plain: dict[str, Any] = dict(variables) if isinstance(variables, Mapping) else {}
         secrets = get(service.props, "serviceConfig.secretEnvironmentVariables") \
             if service.type == CLOUD_FUNCTION_V2 else None
         for item in secrets if isinstance(secrets, list) else []:
-            name = get(item, "key")
-            if isinstance(name, str) and not is_unknown(name):
-                env.setdefault(name, UNKNOWN)  # its value is the secret's: not readable here
-        return env
+            key = get(item, "key")
+            if isinstance(key, str) and not is_unknown(key):
+                plain.setdefault(key, UNKNOWN)  # its value is the secret's: not readable here
+        return plain
     path = "template.spec.containers" if service.type == CLOUD_RUN_SERVICE_V1 else "template.containers"
     containers = get(service.props, path)
     if is_unknown(containers):
