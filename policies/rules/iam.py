@@ -283,7 +283,12 @@ def _pin_reaches_account(pin: str, email: str) -> bool:
                   "roles), at every level: nobody may act as or mint tokens for a dedup job's runtime, build or "
                   "Scheduler account (only Cloud Scheduler's service agent, the Scheduler account's OIDC tokens), "
                   "and no dedup identity may change IAM, administer the store or the service, or do anything ('*', a "
-                  "basic role).")
+                  "basic role). A role it cannot judge is a finding where it could reach a dedup identity.",
+      config_schema={"rolePermissions": {
+          "type": "object", "default": {},
+          "description": "role -> its permissions, for a role the pack's table does not know (as "
+                         "https://cloud.google.com/iam/docs/roles-permissions lists them): the role is then judged by "
+                         "them instead of being reported as unknown"}})
 def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Judge each grant of the stack by the permissions its role carries (:mod:`~..reading.permissions`: the dated
     table of predefined roles and the stack's own custom roles), at every level (resource, service account, project,
@@ -310,7 +315,11 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
     dedup account or on the project, folder or organization holding one (:func:`_unjudged`).
     """
     identities = Identities.of(resources)
-    book = RoleBook.of(resources)
+    given = config.get("rolePermissions") or {}
+    book = RoleBook({**RoleBook.of(resources).custom,
+                     **{str(role): frozenset(p for p in perms if isinstance(p, str))
+                        for role, perms in (given.items() if isinstance(given, Mapping) else ())
+                        if isinstance(perms, list)}})
     found: list[tuple[Resource | None, str]] = []
     keys = [r for r in resources if r.type == SERVICE_ACCOUNT_KEY]
     emails = {e.lower(): w for e, w in identities.emails.items()}
@@ -390,8 +399,9 @@ def _unjudged(grant: Grant, book: RoleBook, identities: Identities, keys: Sequen
                "stack")
     return (f"{grant.shown} by {grant.resource.name}: the pack cannot judge this role, {why}, so it cannot tell "
             f"whether it acts as or mints tokens for, changes IAM or administers: {'; '.join(reached)}. What the pack "
-            "cannot read counts as unknown, never as harmless: grant a predefined role the table knows, or define the "
-            "role in this stack (gcp.projects.IAMCustomRole with its permissions) and grant it by its name or output")
+            "cannot read counts as unknown, never as harmless: grant a predefined role the table knows, define the "
+            "role in this stack (gcp.projects.IAMCustomRole with its permissions) and grant it by its name or output, "
+            "or give its permissions in this rule's rolePermissions config")
 
 
 #: For a stack written without the component: the grants the component would make, as ``(identity, role, where)``,

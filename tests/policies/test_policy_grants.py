@@ -180,3 +180,17 @@ def test_a_harmless_custom_role_granted_by_its_output_passes(raw_program: Module
         _custom_role(["datastore.entities.get"], by_output=True)
 
     assert [f for f in check_program(program) if f.rule == "dedup-identity-powers"] == []
+
+
+def test_a_role_the_table_lacks_is_judged_by_the_permissions_given_in_the_config(raw_program: ModuleType) -> None:
+    def program() -> None:
+        raw_program.good_program()
+        gcp.projects.IAMMember("compute-admin", project="p", role="roles/compute.admin",
+                               member=f"serviceAccount:{RUNTIME}")
+
+    def powers(permissions: list[str]) -> list[str]:
+        config = {"dedup-identity-powers": {"rolePermissions": {"roles/compute.admin": permissions}}}
+        return [f.message for f in check_program(program, policy_config=config) if f.rule == "dedup-identity-powers"]
+
+    assert any("change IAM (compute.instances.setIamPolicy)" in m for m in powers(["compute.instances.setIamPolicy"]))
+    assert powers(["compute.instances.get"]) == []
