@@ -194,3 +194,20 @@ def test_a_role_the_table_lacks_is_judged_by_the_permissions_given_in_the_config
 
     assert any("change IAM (compute.instances.setIamPolicy)" in m for m in powers(["compute.instances.setIamPolicy"]))
     assert powers(["compute.instances.get"]) == []
+
+
+def test_a_role_declared_on_the_component_that_the_table_lacks_is_a_finding(tmp_path: Path) -> None:
+    """good-image.yaml plus one declared job role: a declared role is judged by its permissions like any other grant,
+    and one the pack cannot judge is named, never passed as harmless."""
+    import yaml
+
+    from scheduler_dedup.policies.offline.check import check_stack_config
+
+    root = EXAMPLES.parents[1]
+    config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
+    config["config"]["scheduler-dedup:jobRoles"] = [{"role": "roles/pubsub.admin", "resource": "projects/my-project-id"}]
+    stack = tmp_path / "Pulumi.declared.yaml"
+    stack.write_text(yaml.safe_dump(config))
+    findings = [f for f in check_stack_config(stack, root / "Pulumi.yaml") if f.level == "mandatory"]
+    assert any(f.rule == "dedup-identity-powers" and "roles/pubsub.admin" in f.message and "cannot judge" in f.message
+               for f in findings), findings
