@@ -211,3 +211,24 @@ def test_a_role_declared_on_the_component_that_the_table_lacks_is_a_finding(tmp_
     findings = [f for f in check_stack_config(stack, root / "Pulumi.yaml") if f.level == "mandatory"]
     assert any(f.rule == "dedup-identity-powers" and "roles/pubsub.admin" in f.message and "cannot judge" in f.message
                for f in findings), findings
+
+
+WORKFLOW = "projects/p/locations/europe-west1/workflows/w"
+
+
+@pytest.mark.parametrize(("expression", "passes"), [
+    (f'resource.name == "{WORKFLOW}" || resource.name.startsWith("{WORKFLOW}/")', True),
+    ('resource.name.startsWith("projects/p/locations/europe-west1/workflows/")', False),
+    ('resource.name == "projects/p/locations/europe-west1/workflows/other"', False),
+])
+def test_workflows_invoker_counts_as_the_components_only_pinned_to_the_target(raw_program: ModuleType,
+                                                                               expression: str, passes: bool) -> None:
+    target = {"DEDUP_JOB": None, "DEDUP_TARGET_TYPE": "workflows", "DEDUP_TARGET": WORKFLOW}
+
+    def program() -> None:
+        raw_program.good_program(target)
+        gcp.projects.IAMMember("wf-invoker", project="p", role="roles/workflows.invoker",
+                               member=f"serviceAccount:{RUNTIME}", condition=_condition(expression))
+
+    findings = [f for f in check_program(program) if f.rule == "dedup-identity-expected-grants"]
+    assert (findings == []) is passes, findings
