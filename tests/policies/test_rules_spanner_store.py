@@ -4,6 +4,8 @@ the advisory on drop protection; and the Firestore TTL rules leave Spanner servi
 
 from __future__ import annotations
 
+import pytest
+
 from typing import Any
 
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
@@ -163,3 +165,12 @@ def test_a_condition_on_the_request_alone_is_no_database_scope() -> None:
                   condition={"title": "t", "expression": 'request.time < timestamp("2030-01-01T00:00:00Z")'})
     findings = run("spanner-data-role-database-scoped", [job(), spanner_service(), timed])
     assert len(findings) == 1 and "grant it on the store's database only" in findings[0].message
+
+
+@pytest.mark.parametrize("expression", ['resource.name.startsWith("projects/p/")',
+                                        'resource.name.startsWith("projects/p/instances/inst/")',
+                                        'resource.name == "projects/p/instances/inst"'])
+def test_a_condition_pinning_a_project_or_instance_is_no_database_scope(expression: str) -> None:
+    """A pin narrows only to databases: the project or instance pinned holds every database in it."""
+    wide = grant("gcp:projects/iAMMember:IAMMember", project="p", condition={"title": "t", "expression": expression})
+    assert len(run("spanner-data-role-database-scoped", [job(), spanner_service(), wide])) == 1
