@@ -245,6 +245,11 @@ declare("DEDUP_ALLOW_TEST_ENDPOINTS", "local", """
     answers the certificate URL signs tokens the handler accepts; an API host receives the runtime account's access
     token), and `DEDUP_TARGET_AUTH=none` to a host that is not loopback. The policy pack refuses it in a stack.""")
 
+declare("DEDUP_IDEMPOTENCY_DISABLED", "local", """
+    `1` or `true` in unit tests only: `idempotent` and `idempotent_endpoint` run the function on every call and open
+    no run store (a warning is logged once). The policy pack refuses it in a stack. See
+    [idempotent](../idempotent.md#switching-it-off-in-unit-tests).""")
+
 # ---------------------------------------------------------------- schedule and monitoring
 
 declare("DEDUP_SCHEDULE", "schedule", """

@@ -98,6 +98,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("schedule", "STRING(MAX)"),
     Column("time_zone", "STRING(MAX)"),
     Column("schedule_since", "TIMESTAMP"),
+    # The fields of an ``idempotent`` / ``idempotent_endpoint`` record (handler/protocol/idempotent.py, payload.py).
+    Column("key", "STRING(MAX)"),
+    Column("scope", "STRING(MAX)"),
+    Column("function", "STRING(MAX)"),
+    Column("payload_fingerprint", "STRING(MAX)"),
 )
 #: Column name -> column, for the fields above.
 COLUMNS_BY_NAME = {column.name: column for column in COLUMNS}
