@@ -125,6 +125,14 @@ def test_a_stack_that_allows_test_endpoints_fails_the_pack(raw_program: ModuleTy
     assert "tests and local tools only" in findings[0].message
 
 
+def test_a_stack_that_switches_idempotency_off_fails_the_pack(raw_program: ModuleType) -> None:
+    """The good program plus one change: DEDUP_IDEMPOTENCY_DISABLED on the handler's service."""
+    findings = check_program(lambda: raw_program.good_program({"DEDUP_IDEMPOTENCY_DISABLED": "1"}))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-idempotency-enabled", "mandatory")], findings
+    assert "DEDUP_IDEMPOTENCY_DISABLED=1" in findings[0].message and "remove it" in findings[0].message
+    assert check_program(lambda: raw_program.good_program({"DEDUP_IDEMPOTENCY_DISABLED": "0"})) == []
+
+
 def advisory_config(tmp_path: Path) -> Path:
     """good-image.yaml with the request timeout set equal to the attempt deadline: one advisory finding."""
     config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())
