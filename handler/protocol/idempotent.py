@@ -18,7 +18,7 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
@@ -179,7 +179,7 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
             return response_hook(value, replay_info(outcome.run_id, raw_key, outcome.record or record()))
 
         if inspect.iscoroutinefunction(fn):
-            async_fn = cast(Callable[..., Awaitable[Any]], fn)
+            async_fn = cast(Callable[..., Coroutine[Any, Any, Any]], fn)
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -187,7 +187,8 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
                     warn_disabled_once()
                     return await async_fn(*args, **kwargs)
                 raw_key, record_id, fields, given = plan(args, kwargs)
-                machinery = idempotency or await asyncio.to_thread(default_idempotency, collection)
+                machinery = idempotency if idempotency is not None else \
+                    await asyncio.to_thread(default_idempotency, collection)
                 loop = asyncio.get_running_loop()
 
                 def work(_attempt: str) -> Any:  # on the worker thread: the coroutine runs on the caller's loop
