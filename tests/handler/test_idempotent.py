@@ -311,7 +311,13 @@ def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Id
         ran.append(request.get_json())
         return {"rows": 42}
 
+    @idempotent_endpoint(payload=lambda request: request.get_json()["order"], idempotency=machinery)
+    def by_order(request: flask.Request) -> dict[str, Any]:
+        ran.append(request.get_json())
+        return {"order": request.get_json()["order"]}
+
     app.add_url_rule("/", "export", lambda: export(flask.request), methods=["POST"])
+    app.add_url_rule("/order", "order", lambda: by_order(flask.request), methods=["POST"])
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}/"
@@ -320,10 +326,15 @@ def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Id
         first = requests.post(url, data='{"run_id": "run-1", "job_name": "nightly"}', headers=key, timeout=30)
         again = requests.post(url, data='{ "job_name": "nightly",  "run_id": "run-1" }', headers=key, timeout=30)
         other = requests.post(url, data='{"run_id": "run-1", "job_name": "other"}', headers=key, timeout=30)
+        # payload= picks what must match: another "sent_at" is the same payload, another "order" is not
+        orders = [requests.post(f"{url}order", json=body, headers={"Idempotency-Key": "o-1"}, timeout=30)
+                  for body in ({"order": 7, "sent_at": 1}, {"order": 7, "sent_at": 2}, {"order": 8, "sent_at": 3})]
     finally:
         server.shutdown()
     assert (first.status_code, first.json()["status"]) == (200, "processed")
     assert (again.status_code, again.json()["status"]) == (200, "duplicate")
     assert (other.status_code, other.json()["status"]) == (422, "payload_mismatch")
     assert "another payload" in other.json()["error"] and other.json()["key"] == "run-1"
-    assert ran == [{"run_id": "run-1", "job_name": "nightly"}]
+    assert [(o.status_code, o.json()["status"]) for o in orders] == [(200, "processed"), (200, "duplicate"),
+                                                                     (422, "payload_mismatch")]
+    assert ran == [{"run_id": "run-1", "job_name": "nightly"}, {"order": 7, "sent_at": 1}]
