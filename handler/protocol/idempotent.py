@@ -136,7 +136,8 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
         serializer: the result type (a dataclass or a Pydantic model class); default the function's return
             annotation when it is one (:mod:`~scheduler_dedup.handler.protocol.typed_results`).
         response_hook: called as ``response_hook(result, info)`` on a replay only (never when the function ran),
-            with a :class:`ReplayInfo`; what it returns is what the caller gets.
+            with a :class:`ReplayInfo`; what it returns is what the caller gets. A replay this process answers from
+            its own cache reads the record once for ``info`` (one store read, only when a hook is given).
         scope: the records' scope (see the module docstring); default ``module.qualified_name`` of the function.
         idempotency: the store and lease settings; by default built once, on first call, from
             the environment (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_DATABASE``, ``DEDUP_LEASE_SECONDS``...).
