@@ -255,6 +255,11 @@ declare("K_SERVICE", "local", """
     unless `DEDUP_ALLOW_TEST_ENDPOINTS` is set (https://cloud.google.com/run/docs/container-contract#env-vars).""",
         reader="Cloud Run")
 
+declare("DEDUP_IDEMPOTENCY_DISABLED", "local", """
+    `1` or `true` in unit tests only: `idempotent` and `idempotent_endpoint` run the function on every call and open
+    no run store (a warning is logged once). The policy pack refuses it in a stack. See
+    [idempotent](../idempotent.md#switching-it-off-in-unit-tests).""")
+
 # ---------------------------------------------------------------- schedule and monitoring
 
 declare("DEDUP_SCHEDULE", "schedule", """

@@ -1,8 +1,9 @@
 """Rules on the service that runs the dedup handler (a Cloud Run v2 or v1 service, or a gen2 function): its
 ``DEDUP_*`` settings and the handler's start-up checks, the audience it sends its proxy target, a lease that
 covers the request timeout and attempt deadline, retries that outlast a crashed attempt's lease, CPU always
-allocated, an instance kept for jobs that outlive the attempt deadline, a location Cloud Run is offered in, and
-environment variable names Cloud Run takes (on any Cloud Run service or job)."""
+allocated, an instance kept for jobs that outlive the attempt deadline, a location Cloud Run is offered in,
+environment variable names Cloud Run takes (on any Cloud Run service or job), and ``idempotent`` left on (on any
+service, function or job)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
+from scheduler_dedup.handler.config.environment import IDEMPOTENCY_DISABLED_ENV, idempotency_disabled
 from scheduler_dedup.handler.core.env_names import env_name_problem, redirecting_variable
 from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
@@ -42,6 +44,7 @@ from scheduler_dedup.policies.reading.topology import (
     CLOUD_FUNCTION_V2,
     CLOUD_RUN_SERVICE,
     CLOUD_RUN_SERVICE_V1,
+    SERVICE_TYPES,
     Topology,
     env_value,
     is_dedup_service,
@@ -445,3 +448,29 @@ def cloud_run_env_names(resource: Resource, config: Mapping[str, Any]) -> list[s
             if problem:
                 found.append(f"{path}[{index}].envs: {problem}")
     return found
+
+
+# ---------------------------------------------------------------- dedup-idempotency-enabled
+
+@rule(name="dedup-idempotency-enabled", enforcement="mandatory",
+      description="No Cloud Run service or job, function or App Engine version of the stack sets "
+                  "DEDUP_IDEMPOTENCY_DISABLED: it makes idempotent functions run on every call (unit tests only).")
+def dedup_idempotency_enabled(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """No deployed code runs with ``idempotent`` switched off (``DEDUP_IDEMPOTENCY_DISABLED``, read by
+    :func:`scheduler_dedup.handler.config.environment.idempotency_disabled`, whose rule this applies). Every container
+    of a Cloud Run service or job counts (``idempotent`` runs in any service, not only the handler's). Unknown
+    values pass."""
+    path = _CONTAINERS.get(resource.type)
+    if path is None:
+        envs = [service_env(resource)] if resource.type in SERVICE_TYPES else []  # a function, an App Engine version
+    else:
+        containers = get(resource.props, path)
+        envs = [{get(item, "name"): get(item, "value") for item in get(container, "envs") or []}
+                for container in (containers if isinstance(containers, list) else [])
+                if isinstance(get(container, "envs"), list)]
+    for env in envs:
+        value = env.get(IDEMPOTENCY_DISABLED_ENV)
+        if isinstance(value, str) and idempotency_disabled({IDEMPOTENCY_DISABLED_ENV: value}):
+            return [f"{resource.name} sets {IDEMPOTENCY_DISABLED_ENV}={value}, so its idempotent functions run on "
+                    "every call and duplicates run again: remove it (unit tests only)"]
+    return []

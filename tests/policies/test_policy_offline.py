@@ -154,6 +154,14 @@ def test_variables_that_redirect_the_handler_in_a_stack_fail_the_pack(raw_progra
     assert sorted(f.message.split("'")[1] for f in findings) == ["GOOGLE_APPLICATION_CREDENTIALS", "HTTPS_PROXY"]
 
 
+def test_a_stack_that_switches_idempotency_off_fails_the_pack(raw_program: ModuleType) -> None:
+    """The good program plus one change: DEDUP_IDEMPOTENCY_DISABLED on the handler's service."""
+    findings = check_program(lambda: raw_program.good_program({"DEDUP_IDEMPOTENCY_DISABLED": "1"}))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-idempotency-enabled", "mandatory")], findings
+    assert "DEDUP_IDEMPOTENCY_DISABLED=1" in findings[0].message and "remove it" in findings[0].message
+    assert check_program(lambda: raw_program.good_program({"DEDUP_IDEMPOTENCY_DISABLED": "0"})) == []
+
+
 def advisory_config(tmp_path: Path) -> Path:
     """good-image.yaml with the request timeout set equal to the attempt deadline: one advisory finding."""
     config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())

@@ -33,8 +33,8 @@ def database(ddls: Any = None, **props: Any) -> Any:
 
 
 def without_policy(table: str = "scheduler_runs") -> list[str]:
-    create, index = spanner_schema.ddl_statements(table)
-    return [create.replace(",\n  " + spanner_schema.row_deletion_policy(), ""), index]
+    create, index, *added = spanner_schema.ddl_statements(table)
+    return [create.replace(",\n  " + spanner_schema.row_deletion_policy(), ""), index, *added]
 
 
 def grant(typ: str, role: str = "roles/spanner.databaseUser", **props: Any) -> Any:
@@ -83,8 +83,8 @@ def test_row_deletion_policy_unknowns_pass() -> None:
 # ------------------------------------------------------------------ spanner-retention-covers-retries
 
 def _policy_on(column: str, days: int) -> list[str]:
-    create, index = without_policy()
-    return [create + f",\n  ROW DELETION POLICY (OLDER_THAN({column}, INTERVAL {days} DAY))", index]
+    create, index, *added = without_policy()
+    return [create + f",\n  ROW DELETION POLICY (OLDER_THAN({column}, INTERVAL {days} DAY))", index, *added]
 
 
 RETRYING = job(retryConfig={"retryCount": 5.0, "minBackoffDuration": "3600s", "maxBackoffDuration": "86400s",
