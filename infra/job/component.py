@@ -11,7 +11,6 @@ The OIDC audience is a custom audience derived from the inputs alone,
 needs it (a cycle), and ``.invalid`` can never be a real host.
 """
 
-import hashlib
 from collections.abc import Callable
 from typing import Optional
 
@@ -114,19 +113,6 @@ roles/logging.logWriter is its owner's to grant, once (one grant per binding, so
 """
 
 
-def _account_id(prefix: str, suffix: str) -> str:
-    """A service account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) from the component prefix.
-
-    A prefix too long to fit is cut and given 4 hex digits of its SHA-256, so two components
-    whose names share their first characters still get distinct accounts.
-    """
-    room = 30 - len(suffix) - 1
-    if len(prefix) <= room:
-        return f"{prefix}-{suffix}"
-    digest = hashlib.sha256(prefix.encode()).hexdigest()[:4]
-    return f"{prefix[: room - 5].rstrip('-')}-{digest}-{suffix}"
-
-
 class DedupScheduledJob(pulumi.ComponentResource):
     """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> Cloud Run dedup handler -> Firestore claim -> your job or proxy target."""
 
@@ -190,7 +176,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             return gcp.serviceaccount.Account(
                 f"{name}-{suffix}",
                 gcp.serviceaccount.AccountArgs(
-                    account_id=_account_id(s.resource_prefix, suffix), project=s.project,
+                    account_id=s.names.accounts[suffix], project=s.project,
                     display_name=f"scheduler-dedup {name}: {role}", description=description,
                 ),
                 opts=after_apis,
@@ -331,7 +317,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         bucket = gcp.storage.Bucket(
             f"{name}-source",
             gcp.storage.BucketArgs(
-                project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
+                name=s.names.bucket, project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
                 public_access_prevention="enforced", force_destroy=True, labels=labels,
             ),
             opts=opts,
@@ -369,7 +355,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             repository = gcp.artifactregistry.Repository(
                 f"{name}-images",
                 gcp.artifactregistry.RepositoryArgs(
-                    project=s.project, location=s.region, repository_id=f"{s.resource_prefix[:55].rstrip('-')}-images",
+                    project=s.project, location=s.region, repository_id=s.names.repository,
                     format="DOCKER", description=f"scheduler-dedup {name}: built handler images", labels=labels,
                 ),
                 opts=after_apis,
