@@ -40,7 +40,8 @@ MEMORYSTORE_OUTPUTS = ("kind", "project", "location", "collections", "redis_host
 #: Stack config keys of a Memorystore store stack, and the DedupStore input each sets.
 MEMORYSTORE_KEYS = {"redisMemorySizeGb": "memory_size_gb", "redisNetwork": "authorized_network",
                     "redisSubnetwork": "subnetwork", "redisWaitTimeoutMs": "wait_timeout_ms",
-                    "deletionProtection": "deletion_protection", "collection": "collections"}
+                    "deletionProtection": "deletion_protection", "protectDatabase": "protect_database",
+                    "collection": "collections"}
 #: Stack config keys of a Spanner store stack only (beyond :data:`STORE_KEYS`' shared ones).
 SPANNER_KEYS = {"spannerInstance": "instance_id", "createSpannerInstance": "create_instance",
                 "spannerInstanceConfig": "instance_config", "spannerProcessingUnits": "processing_units"}
@@ -416,7 +417,7 @@ def _memorystore_from_config(config: pulumi.Config) -> DedupStore:
     Raises:
         DedupConfigError: a Firestore-only key, or an invalid store input (naming the stack key).
     """
-    _refuse_store_keys(config, ("databaseId", "createDatabase", "databaseLocation", "protectDatabase", *SPANNER_KEYS),
+    _refuse_store_keys(config, ("databaseId", "createDatabase", "databaseLocation", *SPANNER_KEYS),
                        "memorystore", "a Firestore or Spanner database setting")
     args: dict[str, Any] = {"kind": "memorystore", "location": config.get("region") or "us-central1"}
     for key, arg in MEMORYSTORE_KEYS.items():

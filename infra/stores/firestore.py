@@ -33,6 +33,7 @@ from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.project.apis import FIRESTORE_API
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.project.providers import ProjectSource, child_project
+from scheduler_dedup.infra.stores.ownership import default_database_problem
 from scheduler_dedup.infra.stores.base import (JobKey, JobSettings, JobStore, JobStoreChildren, StoreRef,
                                                checked_database, claim_ttl_policy, database_ref)
 
@@ -87,6 +88,9 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: Optional
     deletion_protection = bool_input(args, "deletion_protection", False)
     protect_database = bool_input(args, "protect_database", True)
     database_id = args.get("database_id") or (DEFAULT_STORE_DATABASE if create_database else "(default)")
+    adopt = default_database_problem(database_id, create_database)
+    if adopt:
+        raise DedupConfigError("create_database", adopt)
     collections = args.get("collections", [DEFAULT_COLLECTION])
     if isinstance(collections, str) or not isinstance(collections, Sequence) or not collections:
         raise DedupConfigError("collections", f"must be a non-empty list of collection ids, got {collections!r}")
@@ -153,8 +157,11 @@ def firestore_children(
                 delete_protection_state=(
                     "DELETE_PROTECTION_ENABLED" if s.deletion_protection else "DELETE_PROTECTION_DISABLED"
                 ),
-                # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
-                deletion_policy="DELETE",
+                # pulumi-gcp's firestore.Database.deletion_policy (10.x): ABANDON (its default) leaves the database
+                # behind on `destroy`, PREVENT makes a plan deleting it fail at the provider, DELETE deletes it. PREVENT
+                # while protected (Pulumi's `protect` can be lifted by `pulumi state unprotect` alone); DELETE once
+                # protect_database is false and applied, so the documented destroy path removes what the stack made.
+                deletion_policy="PREVENT" if s.protect_database else "DELETE",
             ),
             # Pulumi `protect` (base.PROTECT_DATABASE_DOC): a plan that would delete or replace the database, and with
             # it the run records late retries are deduplicated against, fails instead of running.
@@ -254,11 +261,15 @@ def resolve_own(args: Mapping[str, Any], *, prefix: str, project: Optional[str],
     in ``database_location`` (default the region); its ids are checked by ``check_handler_settings``.
 
     Raises:
-        DedupConfigError: ``create_database``, ``database_id`` or ``database_location`` of the wrong type.
+        DedupConfigError: ``create_database``, ``database_id`` or ``database_location`` of the wrong type, or
+            ``create_database`` true for ``(default)`` (:func:`default_database_problem`).
     """
     create_database = bool_input(args, "create_database", True)
     default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
     database_id = read_str(args, "database_id") or default_db
+    adopt = default_database_problem(database_id, create_database)
+    if adopt:
+        raise DedupConfigError("create_database", adopt)
     return JobStore(None, "firestore", collection, create_database, database_id,
                     read_str(args, "database_location") or region or "")
 
