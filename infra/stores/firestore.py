@@ -26,7 +26,7 @@ from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.record import TTL_FIELD
 from scheduler_dedup.handler.stores.firestore.config import FirestoreConfig
-from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
+from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES, UNINDEXED_FIELDS
 
 from scheduler_dedup.infra.args import DedupStoreRefArgs
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
@@ -137,13 +137,14 @@ def firestore_children(
     s: FirestoreStoreSettings, *, opts: pulumi.ResourceOptions,
     database_name: str, ttl_name: Callable[[str], str], index_name: Callable[[str, int], str],
 ) -> FirestoreChildren:
-    """Create the database (unless adopted), and per collection its TTL policy and run history indexes.
+    """Create the database (unless adopted), and per collection its TTL policy, its single-field index exemptions
+    (:data:`~scheduler_dedup.handler.stores.firestore.schema.UNINDEXED_FIELDS`) and run history indexes.
 
     Args:
         s: the store's settings.
         opts: options of every child (parent, API dependencies).
-        database_name, ttl_name, index_name: logical names of the database, of a collection's TTL field and of
-            a collection's ``n``-th history index.
+        database_name, ttl_name, index_name: logical names of the database, of a collection's TTL field (its other
+            exempt fields are ``<ttl name>-<field>``) and of a collection's ``n``-th history index.
 
     The caller claims the TTL policies with :func:`~.base.claim_ttl_policy` first, before it creates any child.
     """
@@ -171,16 +172,22 @@ def firestore_children(
     ready: list[pulumi.Resource] = [*([database] if database else [])]
     for collection in s.collections:
         # TTL policy on expire_at: https://cloud.google.com/firestore/docs/ttl ; an empty index_config
-        # turns the field's single-field indexes off (a timestamp that only grows would hotspot them).
-        ready.append(gcp.firestore.Field(
-            ttl_name(collection),
-            gcp.firestore.FieldArgs(
-                project=s.project, database=s.database_id, collection=collection, field=TTL_FIELD,
-                ttl_config=gcp.firestore.FieldTtlConfigArgs(),
-                index_config=gcp.firestore.FieldIndexConfigArgs(),
-            ),
-            opts=after_db,
-        ))
+        # turns the field's single-field indexes off (a timestamp that only grows would hotspot them), and so on
+        # every other field of UNINDEXED_FIELDS. One after another: two index exemptions of one collection written
+        # at once fail (hashicorp/terraform-provider-google#14997, #16329).
+        previous: Optional[pulumi.Resource] = None
+        for field in UNINDEXED_FIELDS:
+            previous = gcp.firestore.Field(
+                ttl_name(collection) if field == TTL_FIELD else f"{ttl_name(collection)}-{field.replace('_', '-')}",
+                gcp.firestore.FieldArgs(
+                    project=s.project, database=s.database_id, collection=collection, field=field,
+                    ttl_config=gcp.firestore.FieldTtlConfigArgs() if field == TTL_FIELD else None,
+                    index_config=gcp.firestore.FieldIndexConfigArgs(),
+                ),
+                opts=pulumi.ResourceOptions.merge(after_db, pulumi.ResourceOptions(
+                    depends_on=[previous] if previous is not None else [])),
+            )
+            ready.append(previous)
         for n, fields in enumerate(RUN_HISTORY_INDEXES):
             ready.append(gcp.firestore.Index(
                 index_name(collection, n),

@@ -140,7 +140,7 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
 
 
 def test_ttl_policy_and_database(graph: list[RegisteredResource]) -> None:
-    field = _one(graph, "gcp:firestore/field:Field").inputs
+    field = _one(graph, "gcp:firestore/field:Field", "hello-dedup-ttl").inputs
     assert (field["collection"], field["field"], field["database"]) == ("scheduler_runs", "expire_at", "hello-dedup-runs")
     assert field["ttlConfig"] == {} and field["indexConfig"] == {}
     db = _one(graph, "gcp:firestore/database:Database").inputs
@@ -269,7 +269,7 @@ def test_prebuilt_image_and_existing_database() -> None:
     assert service["template"]["containers"][0]["image"] == "us-docker.pkg.dev/p1/r/handler:1"
     assert "buildConfig" not in service and service["deletionProtection"] is True
     assert outputs["database_name"] == "(default)"
-    assert _one(resources, "gcp:firestore/field:Field").inputs["database"] == "(default)"
+    assert _one(resources, "gcp:firestore/field:Field", "imgjob-ttl").inputs["database"] == "(default)"
 
 
 def test_misconfiguration_fails_before_any_resource(tmp_path: Path) -> None:

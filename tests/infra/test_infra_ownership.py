@@ -97,3 +97,28 @@ def test_a_job_in_an_adopted_spanner_instance_owns_its_database_only() -> None:
     assert db.inputs["instance"] == "shared-instance" and db.protect is True
     own = run_program(lambda: DedupScheduledJob("nightly", {**JOB, "store_kind": "spanner"}), CONFIG)  # type: ignore[typeddict-item]
     assert [r.protect for r in _of(own, "gcp:spanner/instance:Instance")] == [True]
+
+
+def _exempt(resources: list[RegisteredResource]) -> dict[str, list[str]]:
+    """Collection -> fields whose single-field indexes a ``gcp.firestore.Field`` turns off (``indexConfig`` empty)."""
+    found: dict[str, list[str]] = {}
+    for r in _of(resources, "gcp:firestore/field:Field"):
+        if r.inputs.get("indexConfig") == {}:
+            found.setdefault(r.inputs["collection"], []).append(r.inputs["field"])
+    return found
+
+
+def test_every_growing_field_is_exempt_from_single_field_indexing_one_exemption_after_another() -> None:
+    """tests/stores/test_firestore_index_exemptions.py finds the fields on real writes; here the component's own
+    store and a DedupStore exempt each, one Field after another (two at once on a collection fail)."""
+    from scheduler_dedup.handler.stores.firestore.schema import UNINDEXED_FIELDS
+
+    own = run_program(lambda: DedupScheduledJob("nightly", JOB), CONFIG)  # type: ignore[arg-type]
+    assert _exempt(own) == {"scheduler_runs": list(UNINDEXED_FIELDS)}
+    shared = run_program(lambda: DedupStore("shared", {"location": "eur3", "collections": ["a_runs", "b_runs"]}),
+                         CONFIG)
+    assert _exempt(shared) == {"a_runs": list(UNINDEXED_FIELDS), "b_runs": list(UNINDEXED_FIELDS)}
+    fields = _of(own, "gcp:firestore/field:Field")
+    assert [f.inputs["field"] for f in fields if "ttlConfig" in f.inputs] == ["expire_at"]
+    for before, after in zip(fields, fields[1:]):
+        assert before.urn in after.dependencies
