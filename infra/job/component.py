@@ -226,7 +226,17 @@ class DedupScheduledJob(pulumi.ComponentResource):
             pulumiverse_time.StaticArgs(rfc3339=pause_state.rfc3339),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=[] if s.paused else ["rfc3339"]),
         )
+        # The location run keys are made with: the region of the job's first deploy, kept when `region` moves
+        # (ignore_changes keeps the triggers Pulumi stored, https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/),
+        # so while `up` moves the job the old and the new Scheduler job key a fire time to one run (docs/renaming.md).
+        key_location = pulumiverse_time.Static(
+            f"{name}-key-location",
+            pulumiverse_time.StaticArgs(triggers={"region": s.region}),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["triggers"]),
+        )
         environment = {**handler_environment(s), store_piece.DATABASE_ENV: database_id,
+                       "DEDUP_RUN_KEY_LOCATION": key_location.triggers.apply(
+                           lambda kept, region=s.region: (kept or {}).get("region") or region),
                        "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339, "DEDUP_PAUSED_SINCE": paused_since.rfc3339,
                        **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339})}
         labels = dict(s.job_config.labels)

@@ -110,6 +110,8 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         # trust mode reads this service's own IAM policy; the handler serves this one job only
         "DEDUP_SERVICE": "projects/my-project-id/locations/europe-west1/services/hello-dedup",
         "DEDUP_SCHEDULER_JOB": "projects/my-project-id/locations/europe-west1/jobs/hello-dedup",
+        # run keys are made with the region of the first deploy, kept when region moves (time.Static below)
+        "DEDUP_RUN_KEY_LOCATION": "europe-west1",
         "THREADS": "8",
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
         # when the job got this schedule: the time.Static below, replaced when schedule, zone or job name change
