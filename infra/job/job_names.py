@@ -1,6 +1,6 @@
 """The GCP names a :class:`~scheduler_dedup.infra.job.component.DedupScheduledJob` derives from its resource prefix,
 project and region (:func:`derive_job_names`), and their check against Google's naming rules
-(:data:`~scheduler_dedup.infra.resource_names.NAME_RULES`) at preview (:func:`name_problems`).
+(:data:`~scheduler_dedup.infra.project.resource_names.NAME_RULES`) at preview (:func:`name_problems`).
 
 A derived name Google would refuse is derived again in a form it accepts where one exists (the source bucket of a
 prefix holding "google" takes a hashed name); any other refusal names the input to change.
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.infra.resource_names import name_problem, short_hash
+from scheduler_dedup.infra.project.resource_names import name_problem, short_hash
 
 #: The suffixes of the service accounts the component may create (Scheduler caller, runtime, source build).
 ACCOUNT_SUFFIXES = ("sched", "runtime", "build")

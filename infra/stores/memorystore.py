@@ -33,7 +33,7 @@ import pulumi_gcp as gcp
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.record import TTL_FIELD
-from scheduler_dedup.infra.resource_names import name_problem
+from scheduler_dedup.infra.project.resource_names import name_problem
 from scheduler_dedup.handler.stores.redis.config import DEFAULT_WAIT_TIMEOUT_MS, MAX_WAIT_TIMEOUT_MS
 
 from scheduler_dedup.infra.args import DedupStoreRefArgs

@@ -1,13 +1,13 @@
 """Rules on the names of GCP resources: each name the stack gives (or Pulumi's autonaming would give) a resource is
 one Google accepts for it, by the one table of naming rules
-(:data:`~scheduler_dedup.infra.resource_names.NAME_RULES`) the component derives its names by."""
+(:data:`~scheduler_dedup.infra.project.resource_names.NAME_RULES`) the component derives its names by."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler_dedup.infra.resource_names import NAMED_FIELDS, name_problem
+from scheduler_dedup.infra.project.resource_names import NAMED_FIELDS, name_problem
 from scheduler_dedup.policies.reading.model import Resource, get, is_unknown
 from scheduler_dedup.policies.rules.base import rule
 
@@ -20,7 +20,7 @@ AUTONAME_TAIL = "-0000000"
       description="Every bucket, service account, service, repository, Scheduler job, secret, metric, alert policy, "
                   "database and instance has a name Google accepts for it.")
 def gcp_resource_names(resource: Resource, config: Mapping[str, Any]) -> list[str]:
-    """The resource's name (its input of :data:`~scheduler_dedup.infra.resource_names.NAMED_FIELDS`) breaks no
+    """The resource's name (its input of :data:`~scheduler_dedup.infra.project.resource_names.NAMED_FIELDS`) breaks no
     rule of its kind, such as a bucket name containing "google", which ``pulumi up`` would only learn from Google
     halfway through. A name left to Pulumi's autonaming is checked as the logical name plus :data:`AUTONAME_TAIL`."""
     named = NAMED_FIELDS.get(resource.type)

@@ -1,5 +1,5 @@
 """Every name the component derives is one Google accepts, checked at preview by one table of naming rules
-(infra/resource_names.py): a component named ``google-ads-sync`` deploys or fails at preview, never at ``up``."""
+(infra/project/resource_names.py): a component named ``google-ads-sync`` deploys or fails at preview, never at ``up``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.component import DedupScheduledJob
 from scheduler_dedup.infra.job.job_names import bucket_name, derive_job_names, name_problems
 from scheduler_dedup.infra.job.settings import resolve_settings
-from scheduler_dedup.infra.resource_names import NAME_RULES, NAMED_FIELDS, name_problem
+from scheduler_dedup.infra.project.resource_names import NAME_RULES, NAMED_FIELDS, name_problem
 from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 from scheduler_dedup.infra.stores.store import DedupStore
 from scheduler_dedup.policies.offline.check import check_program, check_stack_config
