@@ -11,7 +11,8 @@ The OIDC audience is a custom audience derived from the inputs alone,
 needs it (a cycle), and ``.invalid`` can never be a real host.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Optional
 
 import pulumi
@@ -235,8 +236,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["triggers"]),
         )
         environment = {**handler_environment(s), store_piece.DATABASE_ENV: database_id,
-                       "DEDUP_RUN_KEY_LOCATION": key_location.triggers.apply(
-                           lambda kept, region=s.region: (kept or {}).get("region") or region),
+                       "DEDUP_RUN_KEY_LOCATION": key_location.triggers.apply(partial(_kept_region, s.region)),
                        "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339, "DEDUP_PAUSED_SINCE": paused_since.rfc3339,
                        **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339})}
         labels = dict(s.job_config.labels)
@@ -532,6 +532,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+
+
+def _kept_region(region: str, kept: Optional[Mapping[str, str]]) -> str:
+    """The region the key-location ``time.Static`` keeps (its first deploy's), else ``region``."""
+    return (kept or {}).get("region") or region
 
 
 def _service_account_name(email: str) -> str:
