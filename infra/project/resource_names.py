@@ -12,6 +12,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduler_dedup.handler.schedule.run_key import JOB_ID_RE
+from scheduler_dedup.handler.stores.firestore.config import DATABASE_ID_RE as FIRESTORE_DATABASE_RE
+from scheduler_dedup.handler.stores.spanner.schema import DATABASE_ID_RE as SPANNER_DATABASE_RE, INSTANCE_ID_RE
+
 
 @dataclass(frozen=True)
 class NameRule:
@@ -33,6 +37,12 @@ class NameRule:
 
 
 _LOWER_ID = r"[a-z](?:[-a-z0-9]{%d,%d}[a-z0-9])"
+
+
+def _whole(anchored: re.Pattern[str]) -> re.Pattern[str]:
+    """A rule the handler checks too (its ``^...$`` regex), as the table's full-match pattern: one rule, one regex."""
+    return re.compile(anchored.pattern.removeprefix("^").removesuffix("$"))
+
 
 NAME_RULES: Mapping[str, NameRule] = {
     "bucket": NameRule(
@@ -57,7 +67,7 @@ NAME_RULES: Mapping[str, NameRule] = {
         "1-63 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
         "https://cloud.google.com/artifact-registry/docs/repositories/create-repos#create"),
     "scheduler_job": NameRule(
-        "Cloud Scheduler job id", re.compile(r"[A-Za-z0-9_-]{1,500}"),
+        "Cloud Scheduler job id", _whole(JOB_ID_RE),
         "1-500 letters, digits, '-' and '_'",
         "https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job (name)"),
     "secret": NameRule(
@@ -73,15 +83,15 @@ NAME_RULES: Mapping[str, NameRule] = {
         "1-512 characters",
         "https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.alertPolicies#AlertPolicy (displayName)"),
     "firestore_database": NameRule(
-        "Firestore database id", re.compile(r"\(default\)|" + _LOWER_ID % (2, 61)),
+        "Firestore database id", _whole(FIRESTORE_DATABASE_RE),
         "(default), or 4-63 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
         "https://cloud.google.com/firestore/docs/manage-databases#database_id"),
     "spanner_instance": NameRule(
-        "Spanner instance id", re.compile(_LOWER_ID % (0, 62)),
+        "Spanner instance id", _whole(INSTANCE_ID_RE),
         "2-64 lower-case letters, digits and '-', starting with a letter and not ending with '-'",
         "https://cloud.google.com/spanner/docs/reference/rest/v1/projects.instances/create (instanceId)"),
     "spanner_database": NameRule(
-        "Spanner database id", re.compile(r"[a-z](?:[a-z0-9_-]{0,28}[a-z0-9])"),
+        "Spanner database id", _whole(SPANNER_DATABASE_RE),
         "2-30 lower-case letters, digits, '_' and '-', starting with a letter and not ending with '_' or '-'",
         "https://cloud.google.com/spanner/docs/reference/rest/v1/projects.instances.databases/create"),
     "memorystore_instance": NameRule(

@@ -14,6 +14,8 @@ from scheduler_dedup.policies.rules.base import rule
 #: What Pulumi's autonaming appends to a logical name when the name input is left out: '-' and 7 random hex digits
 #: (https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming).
 AUTONAME_TAIL = "-0000000"
+#: Types whose name a rule of their own checks (by the same rule as the table's): not reported twice.
+OWN_RULE = {"gcp:cloudscheduler/job:Job": "scheduler-job-name"}
 
 
 @rule(name="gcp-resource-names", enforcement="mandatory",
@@ -24,7 +26,7 @@ def gcp_resource_names(resource: Resource, config: Mapping[str, Any]) -> list[st
     rule of its kind, such as a bucket name containing "google", which ``pulumi up`` would only learn from Google
     halfway through. A name left to Pulumi's autonaming is checked as the logical name plus :data:`AUTONAME_TAIL`."""
     named = NAMED_FIELDS.get(resource.type)
-    if named is None:
+    if named is None or resource.type in OWN_RULE:
         return []
     key, kind = named
     value: Any = get(resource.props, key)
