@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from scheduler_dedup.infra.stores.store import DedupStore
 
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
+#: Single-field index configurations (exemptions) a Firestore database holds at most
+#: (https://cloud.google.com/firestore/quotas, Indexes).
+MAX_FIELD_CONFIGS = 200
 #: Inputs of a Firestore ``DedupStore``.
 KEYS = frozenset({"kind", "location", "project", "database_id", "create_database", "collections",
                   "deletion_protection", "protect_database"})
@@ -96,6 +99,11 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: Optional
         raise DedupConfigError("collections", f"must be a non-empty list of collection ids, got {collections!r}")
     if len(set(collections)) != len(collections):
         raise DedupConfigError("collections", f"lists a collection twice: {list(collections)!r}; one TTL policy each")
+    if len(collections) * len(UNINDEXED_FIELDS) > MAX_FIELD_CONFIGS:
+        raise DedupConfigError("collections", f"{len(collections)} collections need {len(UNINDEXED_FIELDS)} single-field "
+                                              f"index exemptions each, and a database holds at most {MAX_FIELD_CONFIGS} "
+                                              "(https://cloud.google.com/firestore/quotas, Indexes): split them into "
+                                              f"stores of at most {MAX_FIELD_CONFIGS // len(UNINDEXED_FIELDS)}")
     for collection in collections:
         if not isinstance(collection, str):
             raise DedupConfigError("collections", f"{collection!r} is not a collection id (a string)")

@@ -122,3 +122,15 @@ def test_every_growing_field_is_exempt_from_single_field_indexing_one_exemption_
     assert [f.inputs["field"] for f in fields if "ttlConfig" in f.inputs] == ["expire_at"]
     for before, after in zip(fields, fields[1:]):
         assert before.urn in after.dependencies
+
+
+def test_a_store_with_more_collections_than_the_database_has_index_exemptions_for_is_refused() -> None:
+    from scheduler_dedup.handler.stores.firestore.schema import UNINDEXED_FIELDS
+    from scheduler_dedup.infra.stores.firestore import MAX_FIELD_CONFIGS
+
+    most = MAX_FIELD_CONFIGS // len(UNINDEXED_FIELDS)
+    run_program(lambda: DedupStore("fits", {"location": "eur3", "collections": [f"c{n}" for n in range(most)]}), CONFIG)
+    with pytest.raises(DedupConfigError) as info:
+        run_program(lambda: DedupStore("too-many", {"location": "eur3",
+                                                    "collections": [f"c{n}" for n in range(most + 1)]}), CONFIG)
+    assert info.value.field == "collections" and f"at most {most}" in str(info.value)
