@@ -190,8 +190,9 @@ def plan(project: str, *, region: str, stores: Sequence[str], run_id: str, chann
                           f"force a run of {p.job}'s Scheduler job"))
         steps.append(Step("run", ("gcloud", "auth", "print-identity-token", "--impersonate-service-account",
                                   Ref(p.job, "scheduler_service_account_email"), "--audiences",
-                                  Ref(p.job, "oidc_audience")),
-                          "an ID token of the Scheduler identity (needs roles/iam.serviceAccountTokenCreator on it)",
+                                  Ref(p.job, "oidc_audience"), "--include-email"),
+                          "an ID token of the Scheduler identity, with its email (the handler admits that one caller; needs "
+                          "roles/iam.serviceAccountTokenCreator on it)",
                           capture=f"{p.job}-token", secret=True))
         for n in (1, 2):
             steps.append(Step("run", (
