@@ -122,7 +122,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("databaseLocation", "string", "database_location", "Firestore location of a created database"),
     ConfigKey("deletionProtection", "boolean", "deletion_protection", "Cloud Run / database deletion protection"),
     ConfigKey("protectDatabase", "boolean", "protect_database",
-              "Pulumi protect on the database: a plan replacing or deleting it fails (default true)"),
+              "Pulumi protect on the database, and on a Spanner or Memorystore instance the stack creates: a plan "
+              "replacing or deleting one fails (default true)"),
     ConfigKey("cpuAlwaysAllocated", "boolean", "cpu_always_allocated",
               "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice)"),
     ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
