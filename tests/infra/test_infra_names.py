@@ -149,3 +149,23 @@ def test_the_offline_check_passes_google_ads_sync_and_refuses_a_hand_written_goo
     findings = [f for f in check_program(raw, {"gcp:project": "p1"}) if f.rule == "gcp-resource-names"]
     assert sorted(f.resource.name for f in findings if f.resource) == ["google-ads-sync-source", "named"]
     assert all("google" in f.message and f.level == "mandatory" for f in findings)
+
+
+def test_scheduler_dedup_check_refuses_a_name_google_would_refuse_naming_the_stack_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``scheduler-dedup check`` prints and exits with: a component name whose alert policy display names
+    would pass Monitoring's 512 characters fails the check, naming scheduler-dedup:name; google-ads-sync passes."""
+    from rich.console import Console
+
+    from scheduler_dedup.policies.offline.check import run_check
+
+    monkeypatch.chdir(ROOT)
+    example = (ROOT / "Pulumi.example.yaml").read_text()
+    for name, prefix, code in (("google-ads-sync", "", 0), ("n" * 450, "ads-sync", 1)):
+        stack = tmp_path / f"Pulumi.{len(name)}.yaml"
+        stack.write_text(example.replace("scheduler-dedup:name: hello-dedup", f"scheduler-dedup:name: {name}" + (
+            f"\n  scheduler-dedup:resourcePrefix: {prefix}" if prefix else "")))
+        console = Console(record=True, width=300)
+        assert run_check(None, stack, console=console) == code, console.export_text()
+        if code:
+            assert "alert policy display name" in console.export_text()
