@@ -166,11 +166,11 @@ def firestore_children(
                 delete_protection_state=(
                     "DELETE_PROTECTION_ENABLED" if s.deletion_protection else "DELETE_PROTECTION_DISABLED"
                 ),
-                # pulumi-gcp's firestore.Database.deletion_policy (10.x): ABANDON (its default) leaves the database
-                # behind on `destroy`, PREVENT makes a plan deleting it fail at the provider, DELETE deletes it. PREVENT
-                # while protected (Pulumi's `protect` can be lifted by `pulumi state unprotect` alone); DELETE once
-                # protect_database is false and applied, so the documented destroy path removes what the stack made.
-                deletion_policy="PREVENT" if s.protect_database else "DELETE",
+                # pulumi-gcp's firestore.Database.deletion_policy: ABANDON (its default) would leave the database
+                # behind on `destroy`; DELETE deletes what the stack made once Pulumi `protect` (below) is lifted.
+                # PREVENT, which pulumi-gcp 10.x documents, is not used: older releases in range may lack it, and
+                # `protect` refuses first.
+                deletion_policy="DELETE",
             ),
             # Pulumi `protect` (base.PROTECT_DATABASE_DOC): a plan that would delete or replace the database, and with
             # it the run records late retries are deduplicated against, fails instead of running.

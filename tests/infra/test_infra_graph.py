@@ -147,7 +147,7 @@ def test_ttl_policy_and_database(graph: list[RegisteredResource]) -> None:
     assert field["ttlConfig"] == {} and field["indexConfig"] == {}
     db = _one(graph, "gcp:firestore/database:Database").inputs
     assert (db["name"], db["type"], db["locationId"]) == ("hello-dedup-runs", "FIRESTORE_NATIVE", "eur3")
-    assert db["deletionPolicy"] == "PREVENT"  # protected by default (tests/infra/test_infra_ownership.py)
+    assert db["deletionPolicy"] == "DELETE"  # once protect is lifted (tests/infra/test_infra_ownership.py)
 
 
 def test_apis_are_enabled_and_never_disabled_on_destroy(graph: list[RegisteredResource]) -> None:

@@ -66,13 +66,13 @@ def test_the_pack_refuses_a_hand_written_default_database() -> None:
     assert [f.resource.name for f in findings if f.resource] == ["default-db"]
 
 
-def test_a_created_firestore_database_is_protected_and_refuses_deletion_until_protection_is_lifted() -> None:
+def test_a_created_firestore_database_is_protected_until_protection_is_lifted() -> None:
     (db,) = _of(run_program(lambda: DedupScheduledJob("nightly", JOB), CONFIG),  # type: ignore[arg-type]
                 "gcp:firestore/database:Database")
-    assert db.protect is True and db.inputs["deletionPolicy"] == "PREVENT"
+    assert db.protect is True and db.inputs["deletionPolicy"] == "DELETE"
     (off,) = _of(run_program(lambda: DedupScheduledJob("nightly", {**JOB, "protect_database": False}),  # type: ignore[typeddict-item]
                              CONFIG), "gcp:firestore/database:Database")
-    assert off.protect is False and off.inputs["deletionPolicy"] == "DELETE"
+    assert off.protect is False
 
 
 @pytest.mark.parametrize(("args", "instance_type"), [
