@@ -289,6 +289,13 @@ declare("DEDUP_SCHEDULER_API", "schedule", """
     The Cloud Scheduler API, `https://cloudscheduler.googleapis.com`, that the run check reads its own job
     (`DEDUP_SCHEDULER_JOB`) from, so a pause made outside the stack (`gcloud scheduler jobs pause`) is reported as
     `paused`, not as missed runs. Unset: not read. The runtime account needs `roles/cloudscheduler.viewer`.""")
+declare("DEDUP_RUN_KEY_LOCATION", "schedule", """
+    The location run keys are made with, in place of the Scheduler job's region: the region of the job's first
+    deploy, kept when `region` moves, so the old and the new Scheduler job, both firing while `pulumi up` moves the
+    job, key a fire time to one run (and the run check reads the records of both). Unset: the delivery's location
+    (`X-Dedup-Location`, the full job name, or `DEDUP_SCHEDULER_JOB`'s). See
+    [moving a job to another region](../renaming.md#moving-a-job-to-another-region).""",
+        component="the region of the job's first deploy (pinned by `time.Static` `<name>-key-location`)")
 declare("DEDUP_KEY_LOCAL_TIME", "schedule", """
     `true` or `false`. `true` keys each run on its wall-clock time in `DEDUP_TIME_ZONE` instead of its UTC instant:
     on the day clocks go back, a delivery of the repeated hour at its second instant is then a duplicate. The

@@ -121,8 +121,8 @@ COLUMNS_BY_NAME = {column.name: column for column in COLUMNS}
 READ_COLUMNS: tuple[str, ...] = (KEY_COLUMN, VERSION_COLUMN, CREATE_TIME_COLUMN, *COLUMNS_BY_NAME)
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_INSTANCE_RE = re.compile(r"^[a-z][-a-z0-9]{0,62}[a-z0-9]$")
-_DATABASE_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,28}[a-z0-9]$")
+INSTANCE_ID_RE = re.compile(r"^[a-z][-a-z0-9]{0,62}[a-z0-9]$")
+DATABASE_ID_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,28}[a-z0-9]$")
 # GoogleSQL reserved keywords (https://cloud.google.com/spanner/docs/reference/standard-sql/lexical#reserved_keywords):
 # an unquoted table name must not be one.
 _RESERVED = frozenset("""
@@ -154,7 +154,7 @@ def table_name_problem(table: str, setting: str = "DEDUP_COLLECTION") -> str | N
 
 def instance_id_problem(instance: str, setting: str = "DEDUP_SPANNER_INSTANCE") -> str | None:
     """Why ``instance`` is not a Spanner instance id, or None."""
-    if _INSTANCE_RE.match(instance):
+    if INSTANCE_ID_RE.match(instance):
         return None
     return (f"{setting}={instance!r} is not a Spanner instance id: use 2 to 64 lower-case letters, digits and '-', "
             "starting with a letter and not ending with '-', e.g. scheduler-dedup")
@@ -162,7 +162,7 @@ def instance_id_problem(instance: str, setting: str = "DEDUP_SPANNER_INSTANCE") 
 
 def database_id_problem(database: str, setting: str = "DEDUP_SPANNER_DATABASE") -> str | None:
     """Why ``database`` is not a Spanner database id, or None."""
-    if _DATABASE_RE.match(database):
+    if DATABASE_ID_RE.match(database):
         return None
     return (f"{setting}={database!r} is not a Spanner database id: use 2 to 30 lower-case letters, digits, '_' and "
             "'-', starting with a letter and not ending with '_' or '-', e.g. scheduler-dedup")
