@@ -24,9 +24,10 @@ from scheduler_dedup.infra.job.alerts import resolve_alerts, provision_alerts
 from scheduler_dedup.infra.project.apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
 from scheduler_dedup.infra.job.app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
 from scheduler_dedup.infra.job.archive import DeployArchive, build_deploy_archive
+from scheduler_dedup.infra.job.function_deploy import deploy_function, upload_archive
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
+from scheduler_dedup.handler.service.server import SERVER_THREADS
 
 from scheduler_dedup.infra.project.enable import enable_apis
 from scheduler_dedup.infra.project.providers import project_source
@@ -265,7 +266,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             version_id: Optional[pulumi.Input[str]] = app_engine.version
             job_depends: list[pulumi.Resource] = [*enabled]
             if archive is not None:
-                bucket, source_object = self._upload_archive(name, s, archive, after_apis, labels)
+                bucket, source_object = upload_archive(self, name, s, archive, after_apis, labels)
                 version = app_engine_version(
                     name, project=s.project, app_engine=app_engine,
                     version_id=app_engine.version or default_version_id(archive.sha256),
@@ -325,27 +326,6 @@ class DedupScheduledJob(pulumi.ComponentResource):
             }
         )
 
-    def _upload_archive(self, name: str, s: DedupSettings, archive: DeployArchive, opts: pulumi.ResourceOptions,
-                        labels: dict[str, str]) -> tuple[gcp.storage.Bucket, gcp.storage.BucketObject]:
-        """The private source bucket and the deploy archive in it, named after its SHA-256."""
-        bucket = gcp.storage.Bucket(
-            f"{name}-source",
-            gcp.storage.BucketArgs(
-                project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
-                public_access_prevention="enforced", force_destroy=True, labels=labels,
-            ),
-            opts=opts,
-        )
-        source_object = gcp.storage.BucketObject(
-            f"{name}-archive",
-            gcp.storage.BucketObjectArgs(
-                bucket=bucket.name, name=f"{s.resource_prefix}-{archive.sha256[:16]}.zip",
-                source=pulumi.FileAsset(str(archive.write())), content_type="application/zip",
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        return bucket, source_object
-
     def _cloud_run(self, name: str, s: DedupSettings, archive: Optional[DeployArchive],
                    environment: dict[str, pulumi.Input[str]], runtime_sa: gcp.serviceaccount.Account,
                    scheduler_email: pulumi.Input[str], scheduler_member: pulumi.Input[str],
@@ -358,59 +338,51 @@ class DedupScheduledJob(pulumi.ComponentResource):
         """The Cloud Run service (built from the archive, or the prebuilt image) and the Scheduler identity's
         invoker grant on it; returns ``(service URL, invoker grant)``."""
         child = pulumi.ResourceOptions(parent=self)
-        build_config: Optional[gcp.cloudrunv2.ServiceBuildConfigArgs] = None
-        service_depends: list[pulumi.Resource] = [*enabled]
-        if archive is not None:
+        depends: list[pulumi.Resource] = [*enabled, *([database] if database else []),
+                                          *(store_wiring.grants if store_wiring else []), *(secret_grants or [])]
+        service_name: pulumi.Input[str]
+        if archive is not None:  # the source deploy: Cloud Run functions builds the archive and serves the image
             build_email, build_member = self._identity(
                 s.build_service_account_email, lambda: service_account(
                     "build", "source build",
                     "Cloud Build identity of the source deploy: reads the archive, pushes the image."))
-            bucket, source_object = self._upload_archive(name, s, archive, after_apis, labels or {})
-            repository = gcp.artifactregistry.Repository(
-                f"{name}-images",
-                gcp.artifactregistry.RepositoryArgs(
-                    project=s.project, location=s.region, repository_id=f"{s.resource_prefix[:55].rstrip('-')}-images",
-                    format="DOCKER", description=f"scheduler-dedup {name}: built handler images", labels=labels,
-                ),
-                opts=after_apis,
-            )
-            build_grants = [
-                gcp.storage.BucketIAMMember(
-                    f"{name}-build-source-reader",
-                    gcp.storage.BucketIAMMemberArgs(bucket=bucket.name, role="roles/storage.objectViewer", member=build_member),
-                    opts=child,
-                ),
-                gcp.artifactregistry.RepositoryIamMember(
-                    f"{name}-build-image-writer",
-                    gcp.artifactregistry.RepositoryIamMemberArgs(
-                        project=s.project, location=s.region, repository=repository.repository_id,
-                        role="roles/artifactregistry.writer", member=build_member,
-                    ),
-                    opts=child,
-                ),
-            ]
-            if s.build_service_account_email is None:  # a shared account's project role is its owner's
-                build_grants.append(gcp.projects.IAMMember(
-                    f"{name}-build-log-writer",
-                    gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_member),
-                    opts=child,
-                ))
-            service_depends += build_grants
-            image: pulumi.Input[str] = pulumi.Output.concat(
-                s.region, "-docker.pkg.dev/", s.project, "/", repository.repository_id, "/", s.service_name
-            )
-            build_config = gcp.cloudrunv2.ServiceBuildConfigArgs(
-                source_location=pulumi.Output.concat("gs://", bucket.name, "/", source_object.output_name),
-                function_target=FUNCTION_TARGET,
-                image_uri=image,
-                base_image=s.base_image,
-                enable_automatic_updates=True,
-                service_account=pulumi.Output.from_input(build_email).apply(_service_account_name),
-            )
+            built = deploy_function(
+                self, name, s, archive, environment={**environment, "DEDUP_ALLOWED_CALLERS": scheduler_email},
+                runtime_email=runtime_sa.email, build_email=build_email, build_member=build_member,
+                after_apis=after_apis, labels=labels or {}, store_wiring=store_wiring, depends_on=depends,
+                service_account_name=_service_account_name)
+            url, service_name = built.url, built.service_name
         else:
-            assert s.image is not None
-            image = s.image
+            url, service_name = self._prebuilt_service(name, s, environment, runtime_sa, scheduler_email, store_wiring,
+                                                       labels, depends)
+        # The Cloud Run service the handler runs in (a function's service has the function's name): the invoker and
+        # trust mode's self-check are granted on it; a gen2 function's invoker is run.invoker "assigned on the Cloud
+        # Run service resource" (https://cloud.google.com/functions/docs/securing/authenticating).
+        gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-runtime-self-viewer",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service_name,
+                role=SELF_CHECK_ROLE, member=runtime_sa.member,
+            ),
+            opts=child,
+        )
+        invoker = gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-scheduler-invoker",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service_name,
+                role="roles/run.invoker", member=scheduler_member,
+            ),
+            opts=child,
+        )
+        return url, invoker
 
+    def _prebuilt_service(self, name: str, s: DedupSettings, environment: dict[str, pulumi.Input[str]],
+                          runtime_sa: gcp.serviceaccount.Account, scheduler_email: pulumi.Input[str],
+                          store_wiring: Optional[StoreWiring], labels: Optional[dict[str, str]],
+                          depends: list[pulumi.Resource]) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """The Cloud Run service of the prebuilt ``image``; returns ``(URL, service name)``."""
+        assert s.image is not None
+        image = s.image
         envs = [
             gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
             for key, value in environment.items()
@@ -429,7 +401,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ingress="INGRESS_TRAFFIC_ALL",
                 invoker_iam_disabled=False,
                 custom_audiences=[s.oidc_audience],
-                build_config=build_config, labels=labels,
+                labels=labels,
                 template=gcp.cloudrunv2.ServiceTemplateArgs(
                     labels=labels,
                     service_account=runtime_sa.email,
@@ -450,27 +422,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     vpc_access=vpc_access(s.job_config, store_wiring.vpc_access if store_wiring else None),
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[
-                *service_depends, *([database] if database else []), *(store_wiring.grants if store_wiring else []),
-                *(secret_grants or [])]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )
-        gcp.cloudrunv2.ServiceIamMember(
-            f"{name}-runtime-self-viewer",
-            gcp.cloudrunv2.ServiceIamMemberArgs(
-                project=s.project, location=s.region, name=service.name,
-                role=SELF_CHECK_ROLE, member=runtime_sa.member,
-            ),
-            opts=child,
-        )
-        invoker = gcp.cloudrunv2.ServiceIamMember(
-            f"{name}-scheduler-invoker",
-            gcp.cloudrunv2.ServiceIamMemberArgs(
-                project=s.project, location=s.region, name=service.name,
-                role="roles/run.invoker", member=scheduler_member,
-            ),
-            opts=child,
-        )
-        return service.uri, invoker
+        return service.uri, service.name
 
     @staticmethod
     def _identity(

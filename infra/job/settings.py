@@ -36,6 +36,7 @@ from scheduler_dedup.infra.job.deadlines import (
     resolve_retention,
     resolve_tolerance,
 )
+from scheduler_dedup.infra.job.function_deploy import function_path_problems, function_url
 from scheduler_dedup.infra.job.environment import check_handler_settings, handler_environment
 from scheduler_dedup.infra.job.inputs import Problems, required_str, resource_prefix, service_account_email
 from scheduler_dedup.infra.job.instances import DEFAULT_MAX_INSTANCE_COUNT, resolve_max_instances, resolve_min_instances
@@ -128,7 +129,14 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             problems.add(DedupConfigError("scheduler_service_account_email", misplaced))
     build_email = problems.run(lambda: service_account_email(args, "build_service_account_email"), None)
     deletion_protection = problems.run(lambda: bool_input(args, "deletion_protection", False), False)
-    cpu_always_allocated = problems.run(lambda: bool_input(args, "cpu_always_allocated", True), True)
+    # The source deploy (job_source, or a proxy target: no image, no App Engine) is a Cloud Run function, which cannot
+    # have what function_path_problems names; its CPU is allocated per request.
+    source_deploy = target is not None and target.image is None and args.get("app_engine") is None
+    if source_deploy:
+        for problem in function_path_problems(args):
+            problems.add(problem)
+    cpu_always_allocated = problems.run(lambda: bool_input(args, "cpu_always_allocated", not source_deploy),
+                                        not source_deploy)
     protect_database = problems.run(lambda: bool_input(args, "protect_database", True), True)
     paused = problems.run(lambda: bool_input(args, "paused", False), False)
     max_instances = problems.run(lambda: resolve_max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
@@ -156,7 +164,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
     service_name = prefix[:49].rstrip("-")
     scheduler_job_name = prefix[:500]
-    audience = audience or f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}"
+    audience = audience or (function_url(project, region, service_name) if source_deploy else
+                            f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}")
     settings = DedupSettings(
         name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,
         target_type=target.type, job=target.job, job_source=target.job_source, image=target.image,
