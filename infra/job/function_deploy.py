@@ -157,9 +157,10 @@ def deploy_function(parent: pulumi.Resource, name: str, s: DedupSettings, archiv
     grants on them, and the function that builds the archive and serves it.
 
     A new archive is a new object name, so a new ``storage_source.object``: the function rebuilds and rolls a new
-    revision; nothing else changes the build. A failed build fails the function's create or update, and so
-    ``pulumi up``, at this resource; the Functions API's error names the build and its log URL
-    (https://cloud.google.com/functions/docs/troubleshooting#build).
+    revision; nothing else changes the build. A failed build fails the function's create or update operation, and so
+    ``pulumi up``, at this resource, with the operation's "Build failed: ..." error; the operation's BUILD stage names
+    the Cloud Build build and its console URL, where its log is (https://cloud.google.com/functions/docs/troubleshooting;
+    public reports: hashicorp/terraform-provider-google#14456, firebase/firebase-tools#3125 and #7369).
     """
     child = pulumi.ResourceOptions(parent=parent)
     bucket, source_object = upload_archive(parent, name, s, archive, after_apis, labels)
