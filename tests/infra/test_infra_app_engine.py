@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pytest
 
+from tests.infra.served import handler_env, handler_of
 from scheduler_dedup.handler.service.startup import startup_problems
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
 from scheduler_dedup.infra.job.archive import APP_ENGINE_ENTRYPOINT, APP_ENGINE_RUNTIME
@@ -184,8 +185,7 @@ def test_app_engine_stack_keys_set_the_app_engine_input(tmp_path: Path) -> None:
 def test_cloud_build_trigger_target_gets_the_builds_editor_role_on_its_project_and_act_as_on_its_account() -> None:
     resources, _ = _component("build", {"schedule": "0 1 * * *", "region": "us-east1", "cloud_build_trigger_target": {
         "trigger": TRIGGER, "service_account_email": "builder@builds-p.iam.gserviceaccount.com"}})
-    [service] = _of(resources, "gcp:cloudrunv2/service:Service")
-    env = {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+    env = handler_env(handler_of(resources))
     assert (env["DEDUP_TARGET_TYPE"], env["DEDUP_TARGET"]) == ("cloud_build_trigger", TRIGGER)
     assert "DEDUP_JOB" not in env
     runtime = "serviceAccount:build-runtime@p1.iam.gserviceaccount.com"

@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pytest
 
+from tests.infra.served import handler_env, handler_of
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
 from scheduler_dedup.infra.job.component import TYPE_TOKEN as JOB_TYPE
@@ -37,8 +38,7 @@ def _of(resources: list[RegisteredResource], typ: str) -> list[RegisteredResourc
 
 
 def _env(resources: list[RegisteredResource], job: str) -> dict[str, str]:
-    service = next(r for r in resources if r.type == "gcp:cloudrunv2/service:Service" and r.name == f"{job}-service")
-    return {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+    return handler_env(handler_of(resources, job))
 
 
 def test_a_spanner_store_is_the_smallest_regional_instance_and_a_protected_database_with_the_ddl() -> None:

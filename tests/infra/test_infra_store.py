@@ -14,6 +14,7 @@ import pulumi
 import pytest
 import yaml
 
+from tests.infra.served import handler_env, handler_of
 from scheduler_dedup.handler.core.record import TTL_FIELD
 from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob, DedupStore
@@ -73,8 +74,7 @@ def _grants(resources: list[RegisteredResource]) -> list[RegisteredResource]:
 
 
 def _env(resources: list[RegisteredResource], job: str) -> dict[str, str]:
-    service = next(r for r in resources if r.type == "gcp:cloudrunv2/service:Service" and r.name == f"{job}-service")
-    return {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+    return handler_env(handler_of(resources, job))
 
 
 def test_the_same_jobs_sharing_a_store_register_one_ttl_policy_and_one_database() -> None:
@@ -206,8 +206,8 @@ def test_shared_scheduler_and_build_accounts_replace_the_dedicated_ones() -> Non
     }, "no project-wide log writer grant per job on a shared account"
     env = _env(resources, "report")
     assert env["DEDUP_ALLOWED_CALLERS"] == sched
-    service = next(r for r in resources if r.type == "gcp:cloudrunv2/service:Service").inputs
-    assert service["buildConfig"]["serviceAccount"] == f"projects/p1/serviceAccounts/{build}"
+    function = handler_of(resources).inputs  # the shared account builds the function
+    assert function["buildConfig"]["serviceAccount"] == f"projects/p1/serviceAccounts/{build}"
     job = next(r for r in resources if r.type == "gcp:cloudscheduler/job:Job").inputs
     assert job["httpTarget"]["oidcToken"]["serviceAccountEmail"] == sched
 
