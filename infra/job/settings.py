@@ -37,6 +37,7 @@ from scheduler_dedup.infra.job.deadlines import (
     resolve_tolerance,
 )
 from scheduler_dedup.infra.job.function_deploy import function_path_problems, function_url
+from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
 from scheduler_dedup.infra.job.environment import check_handler_settings, handler_environment
 from scheduler_dedup.infra.job.inputs import Problems, required_str, resource_prefix, service_account_email
 from scheduler_dedup.infra.job.instances import DEFAULT_MAX_INSTANCE_COUNT, resolve_max_instances, resolve_min_instances
@@ -209,6 +210,8 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
       (:func:`~scheduler_dedup.handler.schedule.cron.oversized_steps.oversized_step_forms`; pack: ``scheduler-schedule-step``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.schedule.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
+    * a Python job built from source runs on a Cloud Run function, with CPU per request
+      (:func:`~scheduler_dedup.infra.job.cpu_allocation.function_cpu_advisory`; pack: ``dedup-cpu-always-allocated``);
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in (not on App Engine)
       (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``);
     * a plain environment variable looks like a credential
@@ -222,6 +225,10 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     if overlap:
         found.append(overlap)
     # on App Engine the handler runs in no Cloud Run service, which the advisory is about
+    python_on_function = s.target_type == "python" and s.image is None and s.app_engine is None
+    per_request = function_cpu_advisory(python_on_function)
+    if per_request:
+        found.append(per_request)
     scale_in = scale_in_advisory(s.target_type == "python" and s.app_engine is None, s.min_instance_count,
                                  s.attempt_deadline_seconds)
     if scale_in:

@@ -14,6 +14,7 @@ from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
 from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
+from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
 from scheduler_dedup.infra.job.scale_in import scale_in_advisory
 from scheduler_dedup.handler.schedule.retry_windows import (
     RetryPolicy,
@@ -219,11 +220,19 @@ def dedup_cpu_always_allocated(resources: Sequence[Resource], config: Mapping[st
     (https://cloud.google.com/run/docs/configuring/billing-settings,
     https://cloud.google.com/run/docs/tips/general#avoid_background_activities): the renewals can stall, the
     lease expire under a live job, and a retry run the job a second time. Advisory: request-based billing is
-    cheaper for sparse jobs, and safe while every job finishes well within its attempt deadline. Cloud Run v1
-    services and Cloud Functions are not checked. Unknown values (preview) pass.
+    cheaper for sparse jobs, and safe while every job finishes well within its attempt deadline. A Cloud Functions
+    gen2 function running a Python job (``DEDUP_JOB``) is flagged with the component's own advisory
+    (:func:`~scheduler_dedup.infra.job.cpu_allocation.function_cpu_advisory`): its CPU is always per request. Cloud
+    Run v1 services are not checked. Unknown values (preview) pass.
     """
     findings: list[tuple[Resource | None, str]] = []
     for service in Topology.of(resources).dedup_services():
+        if service.type == CLOUD_FUNCTION_V2:  # CPU per request, always: the component's own advisory
+            job = env_value(service_env(service), "DEDUP_JOB", None)
+            advisory = function_cpu_advisory(job is not None and not is_unknown(job))
+            if advisory:
+                findings.append((service, f"function {service.name}: {advisory}"))
+            continue
         if service.type != CLOUD_RUN_SERVICE or not _cpu_throttled(service):
             continue
         findings.append((service, f"service {service.name} runs the dedup handler with CPU allocated only during "
