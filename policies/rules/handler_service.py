@@ -47,6 +47,7 @@ from scheduler_dedup.policies.reading.topology import (
     env_value,
     is_dedup_service,
     service_env,
+    service_timeout_field,
 )
 
 
@@ -114,7 +115,7 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
                                       + (f" plus {_fmt(margin)}" if margin else "") +
                                       f" of service {service.name}: a retry could take over a run that is still "
                                       f"executing. Set {limits.ENV_LEASE} to at least {timeout + margin:g} or lower "
-                                      "template.timeout"))
+                                      f"{service_timeout_field(service)[0]}"))
         for pairing in topology.jobs_of(service):
             deadline_reading, _ = _deadline_and_timeout(pairing)
             if deadline_reading.problem:
@@ -125,7 +126,7 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
                 findings.append((pairing.job, f"attemptDeadline {deadline_reading.shown} of job {pairing.job.name} is longer "
                                               f"than service {service.name}'s request timeout {timeout_reading.shown}: set the "
                                               "service's "
-                                              f"template.timeout to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
+                                              f"{service_timeout_field(service)[0]} to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
                                               "with it) or lower attemptDeadline" + pairing.note))
             # With a known timeout, lease < deadline is already reported above (lease < timeout, or
             # timeout < deadline "and DEDUP_LEASE_SECONDS with it").
@@ -380,13 +381,15 @@ def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> 
 # ---------------------------------------------------------------- cloud-run-service-location
 
 @rule(name="cloud-run-service-location", enforcement="mandatory",
-      description="A Cloud Run service's location is one Cloud Run is offered in.")
+      description="A Cloud Run service's (or Cloud Run function's) location is one Cloud Run is offered in.")
 def cloud_run_service_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
-    """A Cloud Run (v2) service's ``location`` is one Cloud Run is offered in
+    """A Cloud Run (v2) service's, or a Cloud Functions gen2 function's (a Cloud Run service too), ``location`` is one
+    Cloud Run is offered in
     (:func:`scheduler_dedup.infra.project.locations.region_problem`, the component's check of ``region`` too). Unknown
     values pass."""
     location = get(resource.props, "location")
-    if resource.type != CLOUD_RUN_SERVICE or not isinstance(location, str) or is_unknown(location):
+    if resource.type not in (CLOUD_RUN_SERVICE, CLOUD_FUNCTION_V2) or not isinstance(location, str) \
+            or is_unknown(location):
         return []
     problem = region_problem(location, ("Cloud Run",))
     return [f"location {problem}"] if problem else []
@@ -401,13 +404,16 @@ _CONTAINERS = {CLOUD_RUN_SERVICE: "template.containers", CLOUD_RUN_SERVICE_V1: "
 
 
 @rule(name="cloud-run-env-names", enforcement="mandatory",
-      description="Every environment variable of a Cloud Run service or job has a name Cloud Run takes: a letter or "
+      description="Every environment variable of a Cloud Run service, job or function has a name Cloud Run takes: a letter or "
                   "'_' first, then letters, digits and '_'; no X_GOOGLE_ prefix; not a name Cloud Run sets itself "
                   "(PORT, K_SERVICE...).")
 def cloud_run_env_names(resource: Resource, config: Mapping[str, Any]) -> list[str]:
-    """Every environment variable of a Cloud Run service (v2 or v1) or Cloud Run job has a name Cloud Run takes
+    """Every environment variable of a Cloud Run service (v2 or v1), Cloud Run job or Cloud Functions gen2 function
+    (``serviceConfig.environmentVariables`` and ``secretEnvironmentVariables[].key``) has a name Cloud Run takes
     (:func:`scheduler_dedup.handler.core.env_names.env_name_problem`, the component's check of a job's ``env`` too,
     without the handler's own names, which the component sets itself). Unknown names pass."""
+    if resource.type == CLOUD_FUNCTION_V2:
+        return _function_env_name_problems(resource)
     path = _CONTAINERS.get(resource.type)
     containers = get(resource.props, path) if path else None
     found = []
@@ -418,4 +424,19 @@ def cloud_run_env_names(resource: Resource, config: Mapping[str, Any]) -> list[s
             problem = None if is_unknown(name) else env_name_problem(name, jobs_own=False)
             if problem:
                 found.append(f"{path}[{index}].envs: {problem}")
+    return found
+
+
+def _function_env_name_problems(resource: Resource) -> list[str]:
+    """:func:`cloud_run_env_names` of a function: its plain and its secret variables' names."""
+    plain = get(resource.props, "serviceConfig.environmentVariables")
+    secret = get(resource.props, "serviceConfig.secretEnvironmentVariables")
+    named = [("serviceConfig.environmentVariables", name) for name in (plain if isinstance(plain, Mapping) else {})]
+    named += [("serviceConfig.secretEnvironmentVariables", get(item, "key"))
+              for item in (secret if isinstance(secret, list) else [])]
+    found = []
+    for where, name in named:
+        problem = None if is_unknown(name) or not isinstance(name, str) else env_name_problem(name, jobs_own=False)
+        if problem:
+            found.append(f"{where}: {problem}")
     return found
