@@ -1,14 +1,15 @@
 """``DedupScheduledJob`` (type ``scheduler-dedup:index:DedupScheduledJob``): one Pulumi component that deploys a
-deduplicated Cloud Scheduler job, its handler (a Cloud Run service, or an App Engine version with ``app_engine``),
+deduplicated Cloud Scheduler job, its handler (a Cloud Run function built from the deploy archive
+(:mod:`.function_deploy`), a Cloud Run service of a prebuilt ``image``, or an App Engine version with ``app_engine``),
 their service accounts, the job's own store unless ``store`` is given, and non-authoritative grants only
 (:data:`GRANTS_DOC`). Children are ``parent=self`` and named ``<name>-<part>``; docs/deploying.md lists them. The
 store's part (its own store, the runtime identity's grant on it, its wiring) is the store's component piece's
 (:mod:`scheduler_dedup.infra.stores.base`).
 
-The OIDC audience is a custom audience derived from the inputs alone,
-``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``, set on the service, the Scheduler job's
-``oidc_token`` and ``DEDUP_OIDC_AUDIENCE``: the service URL would be an output of the service whose environment
-needs it (a cycle), and ``.invalid`` can never be a real host.
+The OIDC audience is derived from the inputs alone (the service URL would be an output of the service whose
+environment needs it, a cycle): a function's URL ``https://R-P.cloudfunctions.net/NAME``, or for an image a custom
+audience ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S`` set on the service; the same value is
+the Scheduler job's ``oidc_token`` audience and ``DEDUP_OIDC_AUDIENCE``.
 """
 
 import hashlib
@@ -89,8 +90,9 @@ JOB_VIEWER_ROLE = "roles/run.viewer"
 SELF_CHECK_ROLE = "roles/run.viewer"
 
 GRANTS_DOC = """\
-scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM).
-runtime SA   : roles/run.viewer on this Cloud Run service only (the handler reads its own IAM policy and
+scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM); with a
+               source deploy, on the service the function runs as (it has the function's name).
+runtime SA   : roles/run.viewer on that same service only (the handler reads its own IAM policy and
                invokerIamDisabled to prove that Cloud Run IAM guards it before trusting verified tokens).
                roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
                (Firestore has no per-database IAM resource; the condition is Firestore's documented way to
@@ -108,8 +110,9 @@ runtime SA   : roles/run.viewer on this Cloud Run service only (the handler read
                on the account its builds run as).
 App Engine   : no scheduler SA (its target sends no token) and no invoker grant; the runtime SA is the version's
                service account.
-build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
-               repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
+build SA     : (source deploys: the function's Cloud Build identity) roles/storage.objectViewer on the source
+               bucket, roles/artifactregistry.writer on the image repository, roles/logging.logWriter on the project
+               (Cloud Build writes build logs).
 A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
 roles/logging.logWriter is its owner's to grant, once (one grant per binding, so no job's destroy removes it).
 """
