@@ -59,6 +59,21 @@ def function_url(project: str, region: str, name: str) -> str:
     return f"https://{region}-{project}.cloudfunctions.net/{name}"
 
 
+#: "For a single function, the total bytes used by runtime environment variable names and values is limited to 32 KiB"
+#: (https://cloud.google.com/run/docs/configuring/services/overview-environment-variables, variable size limits).
+FUNCTION_ENV_BYTES_MAX = 32 * 1024
+
+
+def function_env_problem(env: Mapping[str, Any]) -> str | None:
+    """Why ``env`` (name -> value; values not known yet count as empty) is too large for a function, or None."""
+    size = sum(len(name.encode()) + (len(value.encode()) if isinstance(value, str) else 0) for name, value in env.items())
+    if size <= FUNCTION_ENV_BYTES_MAX:
+        return None
+    return (f"the function's environment variables take {size} bytes (names and values, the handler's included); a "
+            f"function takes at most {FUNCTION_ENV_BYTES_MAX} (32 KiB, https://cloud.google.com/run/docs/configuring/"
+            "services/overview-environment-variables): move large values into a mounted file (secret_files)")
+
+
 def function_path_problems(args: Mapping[str, Any]) -> list[DedupConfigError]:
     """Each input in ``args`` the source deploy cannot honour (:data:`FUNCTION_REFUSED`), as an error naming the fix.
 

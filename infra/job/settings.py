@@ -36,7 +36,7 @@ from scheduler_dedup.infra.job.deadlines import (
     resolve_retention,
     resolve_tolerance,
 )
-from scheduler_dedup.infra.job.function_deploy import function_path_problems, function_url
+from scheduler_dedup.infra.job.function_deploy import function_env_problem, function_path_problems, function_url
 from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
 from scheduler_dedup.infra.job.environment import check_handler_settings, handler_environment
 from scheduler_dedup.infra.job.inputs import Problems, required_str, resource_prefix, service_account_email
@@ -192,6 +192,9 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         problems.add(DedupConfigError("env", f"{count} environment variables with the handler's; Cloud Run takes at "
                                              f"most {MAX_ENV_VARS} per container: move settings into a mounted file "
                                              "(secret_files) or fewer variables"))
+    too_large = function_env_problem({**handler_environment(settings), **job_config.env}) if source_deploy else None
+    if too_large:
+        problems.add(DedupConfigError("env", too_large))
     if crash_problem is not None:
         problems.add(DedupConfigError(*crash_problem))
     problems.raise_any()

@@ -106,6 +106,14 @@ def test_what_a_function_cannot_do_is_refused_at_preview_all_at_once(target: dic
     resolve_settings("nightly", _args(cpu_always_allocated=False), default_project="p1")  # what a function does
 
 
+def test_an_environment_larger_than_a_function_takes_is_refused_naming_the_limit() -> None:
+    env = {f"V{i}": "x" * 1000 for i in range(40)}  # each value fits, together 40 kB
+    found = _errors(_args(env=env))
+    assert "32768" in found["env"] and "secret_files" in found["env"]
+    resolve_settings("nightly", {"schedule": "0 3 * * *", "region": "us-central1", "image": "us-docker.pkg.dev/p/r/h:1",
+                                 "job": "jobs:run", "env": env}, default_project="p1")  # a service has no such cap
+
+
 def test_check_refuses_what_a_function_cannot_do_naming_the_stack_keys(tmp_path: Path) -> None:
     stack = tmp_path / "Pulumi.dev.yaml"
     stack.write_text("\n".join([
