@@ -8,7 +8,6 @@ from typing import Any
 import pulumi
 import pytest
 
-from tests.infra.served import handler_env, handler_of
 from scheduler_dedup.handler.service.startup import startup_problems
 from scheduler_dedup.infra import DedupConfigError, DedupScheduledJob
 from scheduler_dedup.infra.job.archive import APP_ENGINE_ENTRYPOINT, APP_ENGINE_RUNTIME
@@ -17,6 +16,7 @@ from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stack.program import args_from_config
 from tests.paths import ROOT, HELLO_JOB
+from tests.infra.served import handler_env, handler_of
 
 HELLO = str(HELLO_JOB)
 TRIGGER = "projects/builds-p/locations/us-east1/triggers/nightly-build"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.infra.served import handler_env, handler_of
 from scheduler_dedup.infra.errors import DedupConfigError, DedupConfigErrors
 from scheduler_dedup.infra.job.environment import handler_environment
 from scheduler_dedup.infra.job.settings import resolve_settings
+from tests.infra.served import handler_env, handler_of
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 

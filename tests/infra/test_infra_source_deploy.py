@@ -17,8 +17,8 @@ from scheduler_dedup.infra.errors import DedupConfigErrors
 from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 from scheduler_dedup.policies.offline.check import COMPONENT_CONFIG_RULE, check_stack_config
-from tests.infra.served import FUNCTION, SERVICE, handler_env
 from tests.paths import HELLO_JOB, ROOT
+from tests.infra.served import FUNCTION, SERVICE, handler_env
 
 OBJECT = "gcp:storage/bucketObject:BucketObject"
 

@@ -20,6 +20,7 @@ from scheduler_dedup.infra.stack.mock_run import run_stack_config
 from scheduler_dedup.policies.offline.check import check_program, check_stack_config, run_check
 from scheduler_dedup.policies.rules import RULES
 from tests.paths import ROOT, HELLO_JOB
+from tests.infra.served import beyond_function_cpu
 
 EXAMPLES = ROOT / "policies" / "examples"
 BAD_CONFIGS = sorted(EXAMPLES.glob("bad-*.yaml"))
@@ -47,23 +48,17 @@ def test_example_stack_passes_every_mandatory_rule(monkeypatch: pytest.MonkeyPat
     assert "mandatory" not in text.replace("0 mandatory", "")
 
 
-def _beyond_function_cpu(findings: list[Any]) -> list[Any]:
-    """``findings`` without the one advisory every Python job built from source gets, by design: its function has CPU
-    per request (the component gives it at preview too; docs/deploying.md, "What builds my code")."""
-    return [f for f in findings if not (f.rule == "dedup-cpu-always-allocated" and "Cloud Run function" in f.message)]
-
-
 def test_component_defaults_and_good_examples_pass_every_rule(raw_program: ModuleType) -> None:
     """Our own defaults and every example documented as good pass every rule, advisory ones included."""
     every = {rule.name: "mandatory" for rule in RULES}  # advisory rules raised, so none is skipped
     # good-image.yaml: only what the component cannot default (project, image, entry point)
     for config in (EXAMPLES / "good-image.yaml", ROOT / "Pulumi.example.yaml", ROOT / "Pulumi.example-store.yaml"):
-        assert _beyond_function_cpu(check_stack_config(config, ROOT / "Pulumi.yaml")) == [], config
-        assert _beyond_function_cpu(check_stack_config(config, ROOT / "Pulumi.yaml", every)) == [], config
+        assert beyond_function_cpu(check_stack_config(config, ROOT / "Pulumi.yaml")) == [], config
+        assert beyond_function_cpu(check_stack_config(config, ROOT / "Pulumi.yaml", every)) == [], config
     # a job stack on the store stack, its StackReference answered from the store example's outputs
     store = run_stack_config(ROOT / "Pulumi.example-store.yaml")
     on_store = {"acme/scheduler-dedup/store": store.exports}
-    assert _beyond_function_cpu(check_stack_config(ROOT / "Pulumi.example-job-on-store.yaml", ROOT / "Pulumi.yaml",
+    assert beyond_function_cpu(check_stack_config(ROOT / "Pulumi.example-job-on-store.yaml", ROOT / "Pulumi.yaml",
                                                    every, on_store)) == []
     # the hand-written stack done right, alerting (a watchdog job and an alert policy) and CPU allocation included
     assert check_program(raw_program.good_program) == []
