@@ -132,20 +132,20 @@ def _account_id(prefix: str, suffix: str) -> str:
 
 
 class DedupScheduledJob(pulumi.ComponentResource):
-    """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> Cloud Run dedup handler -> Firestore claim -> your job or proxy target."""
+    """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> the dedup handler (a Cloud Run function built from source, or a Cloud Run service of an image) -> store claim -> your job or proxy target."""
 
     service_url: pulumi.Output[str]
-    """URL of the Cloud Run service that runs the dedup handler (with ``app_engine``: of its App Engine version, ``https://VERSION-dot-SERVICE-dot-PROJECT.REGION_ID.r.appspot.com``)."""
+    """URL the Scheduler job calls: a source deploy's function URL ``https://REGION-PROJECT.cloudfunctions.net/NAME``, the Cloud Run service URL of an ``image`` (with ``app_engine``: of its App Engine version, ``https://VERSION-dot-SERVICE-dot-PROJECT.REGION_ID.r.appspot.com``)."""
     job_name: pulumi.Output[str]
     """Full name of the Cloud Scheduler job, projects/P/locations/R/jobs/J."""
     scheduler_service_account_email: pulumi.Output[str]
     """Email of the identity whose OIDC token Scheduler sends (the only allowed caller); empty with ``app_engine``, whose target sends no token."""
     runtime_service_account_email: pulumi.Output[str]
-    """Email of the Cloud Run service's runtime identity."""
+    """Email of the handler's runtime identity (the function's or the Cloud Run service's)."""
     database_name: pulumi.Output[str]
     """Firestore database id holding the run records."""
     oidc_audience: pulumi.Output[str]
-    """Audience of the Scheduler's OIDC token (a Cloud Run custom audience, also DEDUP_OIDC_AUDIENCE); empty with ``app_engine``."""
+    """Audience of the Scheduler's OIDC token, also DEDUP_OIDC_AUDIENCE: the function URL of a source deploy, a Cloud Run custom audience with ``image``; empty with ``app_engine``."""
 
     def __init__(self, name: str, args: DedupScheduledJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         """Validate ``args`` and create the children.
