@@ -58,6 +58,17 @@ def test_the_source_deploy_is_a_function_that_builds_the_uploaded_archive() -> N
     assert len(grants) == 3 and grants <= set(_one(resources, FUNCTION).dependencies)
 
 
+def test_a_failed_build_stops_up_before_the_invoker_grant_and_the_scheduler_job() -> None:
+    """The function's create fails when its build fails; everything that calls it waits for it."""
+    resources = _deploy(_args(alerts={"notification_channels": ["projects/p1/notificationChannels/1"]}))
+    function = _one(resources, FUNCTION).urn
+    by_name = {r.name: r for r in resources}
+    for grant in ("nightly-scheduler-invoker", "nightly-runtime-self-viewer"):
+        assert function in by_name[grant].dependencies, grant
+    for job in ("nightly-job", "nightly-watchdog"):
+        assert by_name["nightly-scheduler-invoker"].urn in by_name[job].dependencies, job
+
+
 def test_a_code_change_alone_gives_a_new_object_and_so_a_new_build(tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     shutil.copytree(HELLO_JOB, first)
