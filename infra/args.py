@@ -239,7 +239,7 @@ class DedupScheduledJobArgs(TypedDict):
     database_location: NotRequired[str]
     """Firestore location id of a created database, e.g. ``nam5`` or ``us-central1``. Default: ``region``."""
     cpu_always_allocated: NotRequired[bool]
-    """CPU always allocated on the Cloud Run service (``cpu_idle=false``, instance-based billing), so the lease renewal thread keeps running after Scheduler hangs up. False: request-based billing, cheaper for sparse jobs, but a job that outlives its attempt deadline (or a slow lease renewal) may lose its lease and run twice. Default true."""
+    """CPU always allocated on the Cloud Run service (``cpu_idle=false``, instance-based billing), so the lease renewal thread keeps running after Scheduler hangs up. False: request-based billing, cheaper for sparse jobs, but a job that outlives its attempt deadline (or a slow lease renewal) may lose its lease and run twice. Default true with ``image``; with ``job_source`` or a proxy target the handler is a Cloud Run function, whose CPU is per request: default false there, and true is refused at preview (docs/deploying.md, "What builds my code")."""
     resource_prefix: NotRequired[str]
     """Prefix every GCP resource id derives from (the database ``<prefix>-dedup``, the service, the Scheduler job, the accounts, the image repository), 1-40 lowercase letters, digits or hyphens. Default: the component name. To rename the component without replacing anything, set it to the old name and give the component ``aliases`` with the old name (docs/renaming.md)."""
     protect_database: NotRequired[bool]
@@ -247,13 +247,13 @@ class DedupScheduledJobArgs(TypedDict):
     deletion_protection: NotRequired[bool]
     """Cloud Run service deletion protection (the provider defaults it on; we default it off so ``pulumi destroy`` works). Default false."""
     base_image: NotRequired[str]
-    """Cloud Run functions base image for source deploys. Default ``<region>-docker.pkg.dev/serverless-runtimes/google-22/runtimes/python312``."""
+    """Unused: a source deploy's function picks its base image from its runtime (python312), so it is refused with ``job_source`` or a proxy target; a prebuilt ``image`` has its own. Kept so that existing stack files still load with ``image``."""
     max_instance_count: NotRequired[int]
     """Upper bound of Cloud Run instances. Default 3."""
     min_instance_count: NotRequired[int]
     """Cloud Run instances kept running even without requests (``template.scaling.min_instance_count``), 0 to ``max_instance_count``. Default 0 (Cloud Run's). A Python job that outlives its attempt deadline keeps running with no request in flight, and with 0 Cloud Run may scale its instance in and kill it: 1 keeps one instance (billed while it lives). Preview warns about 0 for Python jobs. With ``app_engine``: the deployed version's automatic scaling ``min_instances``."""
     oidc_audience: NotRequired[str]
-    """Audience of the Scheduler's OIDC token, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``."""
+    """Audience of the Scheduler's OIDC token with ``image``, accepted by the service as a custom audience and checked by the handler. Default ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``. A source deploy's audience is its function URL ``https://R-P.cloudfunctions.net/NAME`` (a function takes no custom audience): refused there."""
     store_kind: NotRequired[str]
     """The run store without ``store``: ``firestore`` (a Firestore database of the job's own) or ``spanner`` (a Spanner database of the job's own with its table and row deletion policy, in ``spanner_instance``; DEDUP_STORE). With ``store``, the store's kind (giving another is refused). Default ``firestore``."""
     spanner_instance: NotRequired[str]

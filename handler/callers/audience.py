@@ -67,6 +67,23 @@ def _function_url(url: str) -> str | None:
     return f"{origin}/{name}" if origin and name else None
 
 
+def routed_base(url: str) -> str | None:
+    """What picks the receiver of a request to ``url``: the function URL on ``*.cloudfunctions.net`` (its first path
+    segment names the function; many functions share a host), else the origin. None when ``url`` is not absolute."""
+    return _function_url(url) if host_kind(url) == "cloud_functions" else url_origin(url)
+
+
+def served_path(url: str) -> str:
+    """The path the receiver sees for a request to ``url``: on ``*.cloudfunctions.net`` the platform strips the
+    function's name before the function sees the request (GoogleCloudPlatform/functions-framework-python#54:
+    "the Cloud Functions deployment strips the function name out of the URL"), so
+    ``https://R-P.cloudfunctions.net/NAME/dedup/run-check`` serves ``/dedup/run-check``."""
+    path = urlsplit(url.strip()).path
+    if host_kind(url) == "cloud_functions":
+        path = "/" + path.lstrip("/").partition("/")[2]
+    return path
+
+
 def target_audience(url: str) -> str:
     """The ID-token audience the handler uses for an HTTP target when ``DEDUP_TARGET_AUDIENCE`` is not set.
 

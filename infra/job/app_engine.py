@@ -150,7 +150,7 @@ def resolve_app_engine(value: Any, args: Mapping[str, Any]) -> AppEngineSettings
     if unknown:
         raise DedupConfigError(f"app_engine.{unknown[0]}", f"unknown key; valid keys are {', '.join(sorted(_KEYS))}")
     for key, why in CLOUD_RUN_ONLY_INPUTS.items():
-        # cpu_always_allocated true (the default, also the root stack's project default) is what App Engine does
+        # cpu_always_allocated true is what App Engine does (its default there)
         if args.get(key) is not None and not (key == "cpu_always_allocated" and args[key] is True):
             raise DedupConfigError(key, f"cannot be used with app_engine ({why}): remove it, or remove app_engine")
     store = args.get("store")

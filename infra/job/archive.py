@@ -23,7 +23,8 @@ https://cloud.google.com/functions/docs/writing#directory-structure):
 
 The zip is deterministic: entries sorted, fixed timestamps (1980-01-01 00:00:00) and modes, so its
 SHA-256 only changes when content changes. The component names the uploaded object after the
-hash; a new hash is a new object name, a new ``build_config.source_location`` and a new revision.
+hash; a new hash is a new object name, a new function ``build_config.source.storage_source`` (a build) and a new
+revision.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """``DedupScheduledJob`` (type ``scheduler-dedup:index:DedupScheduledJob``): one Pulumi component that deploys a
-deduplicated Cloud Scheduler job, its handler (a Cloud Run service, or an App Engine version with ``app_engine``),
+deduplicated Cloud Scheduler job, its handler (a Cloud Run function built from the deploy archive
+(:mod:`.function_deploy`), a Cloud Run service of a prebuilt ``image``, or an App Engine version with ``app_engine``),
 their service accounts, the job's own store unless ``store`` is given, and non-authoritative grants only
 (:data:`GRANTS_DOC`). Children are ``parent=self`` and named ``<name>-<part>``; docs/deploying.md lists them. The
 store's part (its own store, the runtime identity's grant on it, its wiring) is the store's component piece's
 (:mod:`scheduler_dedup.infra.stores.base`).
 
-The OIDC audience is a custom audience derived from the inputs alone,
-``https://scheduler-dedup.invalid/projects/P/locations/R/services/S``, set on the service, the Scheduler job's
-``oidc_token`` and ``DEDUP_OIDC_AUDIENCE``: the service URL would be an output of the service whose environment
-needs it (a cycle), and ``.invalid`` can never be a real host.
+The OIDC audience is derived from the inputs alone (the service URL would be an output of the service whose
+environment needs it, a cycle): a function's URL ``https://R-P.cloudfunctions.net/NAME``, or for an image a custom
+audience ``https://scheduler-dedup.invalid/projects/P/locations/R/services/S`` set on the service; the same value is
+the Scheduler job's ``oidc_token`` audience and ``DEDUP_OIDC_AUDIENCE``.
 """
 
 from collections.abc import Callable, Mapping
@@ -24,9 +25,10 @@ from scheduler_dedup.infra.job.alerts import resolve_alerts, provision_alerts
 from scheduler_dedup.infra.project.apis import ALERT_APIS, BASE_APIS, PLATFORM_APIS, SOURCE_DEPLOY_APIS, TARGET_APIS, for_store
 from scheduler_dedup.infra.job.app_engine import app_engine_http_target, app_engine_url, app_engine_version, default_version_id
 from scheduler_dedup.infra.job.archive import DeployArchive, build_deploy_archive
+from scheduler_dedup.infra.job.function_deploy import deploy_function, upload_archive
 from scheduler_dedup.infra.args import DedupScheduledJobArgs
 from scheduler_dedup.infra.errors import DedupConfigError
-from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREADS
+from scheduler_dedup.handler.service.server import SERVER_THREADS
 
 from scheduler_dedup.infra.project.enable import enable_apis
 from scheduler_dedup.infra.project.providers import project_source
@@ -88,8 +90,9 @@ JOB_VIEWER_ROLE = "roles/run.viewer"
 SELF_CHECK_ROLE = "roles/run.viewer"
 
 GRANTS_DOC = """\
-scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM).
-runtime SA   : roles/run.viewer on this Cloud Run service only (the handler reads its own IAM policy and
+scheduler SA : roles/run.invoker on this Cloud Run service only (Scheduler's OIDC call passes Cloud Run IAM); with a
+               source deploy, on the service the function runs as (it has the function's name).
+runtime SA   : roles/run.viewer on that same service only (the handler reads its own IAM policy and
                invokerIamDisabled to prove that Cloud Run IAM guards it before trusting verified tokens).
                roles/datastore.user on the project, with an IAM condition resource.name == the dedup database
                (Firestore has no per-database IAM resource; the condition is Firestore's documented way to
@@ -107,28 +110,29 @@ runtime SA   : roles/run.viewer on this Cloud Run service only (the handler read
                on the account its builds run as).
 App Engine   : no scheduler SA (its target sends no token) and no invoker grant; the runtime SA is the version's
                service account.
-build SA     : roles/storage.objectViewer on the source bucket, roles/artifactregistry.writer on the image
-               repository, roles/logging.logWriter on the project (Cloud Build writes build logs).
+build SA     : (source deploys: the function's Cloud Build identity) roles/storage.objectViewer on the source
+               bucket, roles/artifactregistry.writer on the image repository, roles/logging.logWriter on the project
+               (Cloud Build writes build logs).
 A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
 roles/logging.logWriter is its owner's to grant, once (one grant per binding, so no job's destroy removes it).
 """
 
 
 class DedupScheduledJob(pulumi.ComponentResource):
-    """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> Cloud Run dedup handler -> Firestore claim -> your job or proxy target."""
+    """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> the dedup handler (a Cloud Run function built from source, or a Cloud Run service of an image) -> store claim -> your job or proxy target."""
 
     service_url: pulumi.Output[str]
-    """URL of the Cloud Run service that runs the dedup handler (with ``app_engine``: of its App Engine version, ``https://VERSION-dot-SERVICE-dot-PROJECT.REGION_ID.r.appspot.com``)."""
+    """URL the Scheduler job calls: a source deploy's function URL ``https://REGION-PROJECT.cloudfunctions.net/NAME``, the Cloud Run service URL of an ``image`` (with ``app_engine``: of its App Engine version, ``https://VERSION-dot-SERVICE-dot-PROJECT.REGION_ID.r.appspot.com``)."""
     job_name: pulumi.Output[str]
     """Full name of the Cloud Scheduler job, projects/P/locations/R/jobs/J."""
     scheduler_service_account_email: pulumi.Output[str]
     """Email of the identity whose OIDC token Scheduler sends (the only allowed caller); empty with ``app_engine``, whose target sends no token."""
     runtime_service_account_email: pulumi.Output[str]
-    """Email of the Cloud Run service's runtime identity."""
+    """Email of the handler's runtime identity (the function's or the Cloud Run service's)."""
     database_name: pulumi.Output[str]
     """Firestore database id holding the run records."""
     oidc_audience: pulumi.Output[str]
-    """Audience of the Scheduler's OIDC token (a Cloud Run custom audience, also DEDUP_OIDC_AUDIENCE); empty with ``app_engine``."""
+    """Audience of the Scheduler's OIDC token, also DEDUP_OIDC_AUDIENCE: the function URL of a source deploy, a Cloud Run custom audience with ``image``; empty with ``app_engine``."""
 
     def __init__(self, name: str, args: DedupScheduledJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         """Validate ``args`` and create the children.
@@ -261,7 +265,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             version_id: Optional[pulumi.Input[str]] = app_engine.version
             job_depends: list[pulumi.Resource] = [*enabled]
             if archive is not None:
-                bucket, source_object = self._upload_archive(name, s, archive, after_apis, labels)
+                bucket, source_object = upload_archive(self, name, s, archive, after_apis, labels)
                 version = app_engine_version(
                     name, project=s.project, app_engine=app_engine,
                     version_id=app_engine.version or default_version_id(archive.sha256),
@@ -321,27 +325,6 @@ class DedupScheduledJob(pulumi.ComponentResource):
             }
         )
 
-    def _upload_archive(self, name: str, s: DedupSettings, archive: DeployArchive, opts: pulumi.ResourceOptions,
-                        labels: dict[str, str]) -> tuple[gcp.storage.Bucket, gcp.storage.BucketObject]:
-        """The private source bucket and the deploy archive in it, named after its SHA-256."""
-        bucket = gcp.storage.Bucket(
-            f"{name}-source",
-            gcp.storage.BucketArgs(
-                name=s.names.bucket, project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
-                public_access_prevention="enforced", force_destroy=True, labels=labels,
-            ),
-            opts=opts,
-        )
-        source_object = gcp.storage.BucketObject(
-            f"{name}-archive",
-            gcp.storage.BucketObjectArgs(
-                bucket=bucket.name, name=f"{s.resource_prefix}-{archive.sha256[:16]}.zip",
-                source=pulumi.FileAsset(str(archive.write())), content_type="application/zip",
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        return bucket, source_object
-
     def _cloud_run(self, name: str, s: DedupSettings, archive: Optional[DeployArchive],
                    environment: dict[str, pulumi.Input[str]], runtime_sa: gcp.serviceaccount.Account,
                    scheduler_email: pulumi.Input[str], scheduler_member: pulumi.Input[str],
@@ -354,59 +337,51 @@ class DedupScheduledJob(pulumi.ComponentResource):
         """The Cloud Run service (built from the archive, or the prebuilt image) and the Scheduler identity's
         invoker grant on it; returns ``(service URL, invoker grant)``."""
         child = pulumi.ResourceOptions(parent=self)
-        build_config: Optional[gcp.cloudrunv2.ServiceBuildConfigArgs] = None
-        service_depends: list[pulumi.Resource] = [*enabled]
-        if archive is not None:
+        depends: list[pulumi.Resource] = [*enabled, *([database] if database else []),
+                                          *(store_wiring.grants if store_wiring else []), *(secret_grants or [])]
+        service_name: pulumi.Input[str]
+        if archive is not None:  # the source deploy: Cloud Run functions builds the archive and serves the image
             build_email, build_member = self._identity(
                 s.build_service_account_email, lambda: service_account(
                     "build", "source build",
                     "Cloud Build identity of the source deploy: reads the archive, pushes the image."))
-            bucket, source_object = self._upload_archive(name, s, archive, after_apis, labels or {})
-            repository = gcp.artifactregistry.Repository(
-                f"{name}-images",
-                gcp.artifactregistry.RepositoryArgs(
-                    project=s.project, location=s.region, repository_id=s.names.repository,
-                    format="DOCKER", description=f"scheduler-dedup {name}: built handler images", labels=labels,
-                ),
-                opts=after_apis,
-            )
-            build_grants = [
-                gcp.storage.BucketIAMMember(
-                    f"{name}-build-source-reader",
-                    gcp.storage.BucketIAMMemberArgs(bucket=bucket.name, role="roles/storage.objectViewer", member=build_member),
-                    opts=child,
-                ),
-                gcp.artifactregistry.RepositoryIamMember(
-                    f"{name}-build-image-writer",
-                    gcp.artifactregistry.RepositoryIamMemberArgs(
-                        project=s.project, location=s.region, repository=repository.repository_id,
-                        role="roles/artifactregistry.writer", member=build_member,
-                    ),
-                    opts=child,
-                ),
-            ]
-            if s.build_service_account_email is None:  # a shared account's project role is its owner's
-                build_grants.append(gcp.projects.IAMMember(
-                    f"{name}-build-log-writer",
-                    gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_member),
-                    opts=child,
-                ))
-            service_depends += build_grants
-            image: pulumi.Input[str] = pulumi.Output.concat(
-                s.region, "-docker.pkg.dev/", s.project, "/", repository.repository_id, "/", s.service_name
-            )
-            build_config = gcp.cloudrunv2.ServiceBuildConfigArgs(
-                source_location=pulumi.Output.concat("gs://", bucket.name, "/", source_object.output_name),
-                function_target=FUNCTION_TARGET,
-                image_uri=image,
-                base_image=s.base_image,
-                enable_automatic_updates=True,
-                service_account=pulumi.Output.from_input(build_email).apply(_service_account_name),
-            )
+            built = deploy_function(
+                self, name, s, archive, environment={**environment, "DEDUP_ALLOWED_CALLERS": scheduler_email},
+                runtime_email=runtime_sa.email, build_email=build_email, build_member=build_member,
+                after_apis=after_apis, labels=labels or {}, store_wiring=store_wiring, depends_on=depends,
+                service_account_name=_service_account_name)
+            url, service_name = built.url, built.service_name
         else:
-            assert s.image is not None
-            image = s.image
+            url, service_name = self._prebuilt_service(name, s, environment, runtime_sa, scheduler_email, store_wiring,
+                                                       labels, depends)
+        # The Cloud Run service the handler runs in (a function's service has the function's name): the invoker and
+        # trust mode's self-check are granted on it; a gen2 function's invoker is run.invoker "assigned on the Cloud
+        # Run service resource" (https://cloud.google.com/functions/docs/securing/authenticating).
+        gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-runtime-self-viewer",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service_name,
+                role=SELF_CHECK_ROLE, member=runtime_sa.member,
+            ),
+            opts=child,
+        )
+        invoker = gcp.cloudrunv2.ServiceIamMember(
+            f"{name}-scheduler-invoker",
+            gcp.cloudrunv2.ServiceIamMemberArgs(
+                project=s.project, location=s.region, name=service_name,
+                role="roles/run.invoker", member=scheduler_member,
+            ),
+            opts=child,
+        )
+        return url, invoker
 
+    def _prebuilt_service(self, name: str, s: DedupSettings, environment: dict[str, pulumi.Input[str]],
+                          runtime_sa: gcp.serviceaccount.Account, scheduler_email: pulumi.Input[str],
+                          store_wiring: Optional[StoreWiring], labels: Optional[dict[str, str]],
+                          depends: list[pulumi.Resource]) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """The Cloud Run service of the prebuilt ``image``; returns ``(URL, service name)``."""
+        assert s.image is not None
+        image = s.image
         envs = [
             gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=key, value=value)
             for key, value in environment.items()
@@ -425,7 +400,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ingress="INGRESS_TRAFFIC_ALL",
                 invoker_iam_disabled=False,
                 custom_audiences=[s.oidc_audience],
-                build_config=build_config, labels=labels,
+                labels=labels,
                 template=gcp.cloudrunv2.ServiceTemplateArgs(
                     labels=labels,
                     service_account=runtime_sa.email,
@@ -446,27 +421,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
                     vpc_access=vpc_access(s.job_config, store_wiring.vpc_access if store_wiring else None),
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[
-                *service_depends, *([database] if database else []), *(store_wiring.grants if store_wiring else []),
-                *(secret_grants or [])]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )
-        gcp.cloudrunv2.ServiceIamMember(
-            f"{name}-runtime-self-viewer",
-            gcp.cloudrunv2.ServiceIamMemberArgs(
-                project=s.project, location=s.region, name=service.name,
-                role=SELF_CHECK_ROLE, member=runtime_sa.member,
-            ),
-            opts=child,
-        )
-        invoker = gcp.cloudrunv2.ServiceIamMember(
-            f"{name}-scheduler-invoker",
-            gcp.cloudrunv2.ServiceIamMemberArgs(
-                project=s.project, location=s.region, name=service.name,
-                role="roles/run.invoker", member=scheduler_member,
-            ),
-            opts=child,
-        )
-        return service.uri, invoker
+        return service.uri, service.name
 
     @staticmethod
     def _identity(

@@ -13,7 +13,8 @@ How Cloud Run turns a line of stdout into a log entry
 (https://cloud.google.com/logging/docs/structured-logging): ``severity`` becomes the entry's
 severity, the other keys stay in ``jsonPayload``; the entry's resource is ``cloud_run_revision`` with
 labels ``service_name``, ``revision_name``, ``location``, ``project_id`` and its log name
-``projects/P/logs/run.googleapis.com%2Fstdout``.
+``projects/P/logs/run.googleapis.com%2Fstdout``. A source deploy's Cloud Run function logs the same way, under the
+service of its own name (gen2 functions log as ``cloud_run_revision``: googleapis/google-cloud-go#6367).
 """
 
 from __future__ import annotations

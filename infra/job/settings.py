@@ -36,6 +36,8 @@ from scheduler_dedup.infra.job.deadlines import (
     resolve_retention,
     resolve_tolerance,
 )
+from scheduler_dedup.infra.job.function_deploy import function_env_problem, function_path_problems, function_url
+from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
 from scheduler_dedup.infra.job.environment import check_handler_settings, handler_environment
 from scheduler_dedup.infra.job.inputs import Problems, required_str, resource_prefix, service_account_email
 from scheduler_dedup.infra.job.instances import DEFAULT_MAX_INSTANCE_COUNT, resolve_max_instances, resolve_min_instances
@@ -129,7 +131,14 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
             problems.add(DedupConfigError("scheduler_service_account_email", misplaced))
     build_email = problems.run(lambda: service_account_email(args, "build_service_account_email"), None)
     deletion_protection = problems.run(lambda: bool_input(args, "deletion_protection", False), False)
-    cpu_always_allocated = problems.run(lambda: bool_input(args, "cpu_always_allocated", True), True)
+    # The source deploy (job_source, or a proxy target: no image, no App Engine) is a Cloud Run function, which cannot
+    # have what function_path_problems names; its CPU is allocated per request.
+    source_deploy = target is not None and target.image is None and args.get("app_engine") is None
+    if source_deploy:
+        for problem in function_path_problems(args):
+            problems.add(problem)
+    cpu_always_allocated = problems.run(lambda: bool_input(args, "cpu_always_allocated", not source_deploy),
+                                        not source_deploy)
     protect_database = problems.run(lambda: bool_input(args, "protect_database", True), True)
     paused = problems.run(lambda: bool_input(args, "paused", False), False)
     max_instances = problems.run(lambda: resolve_max_instances(args), DEFAULT_MAX_INSTANCE_COUNT)
@@ -160,7 +169,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
 
     names = derive_job_names(name, prefix, project, region)
     service_name, scheduler_job_name = names.service, names.scheduler_job
-    audience = audience or f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}"
+    audience = audience or (function_url(project, region, service_name) if source_deploy else
+                            f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}")
     settings = DedupSettings(
         name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,
         target_type=target.type, job=target.job, job_source=target.job_source, image=target.image,
@@ -186,6 +196,9 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         problems.add(DedupConfigError("env", f"{count} environment variables with the handler's; Cloud Run takes at "
                                              f"most {MAX_ENV_VARS} per container: move settings into a mounted file "
                                              "(secret_files) or fewer variables"))
+    too_large = function_env_problem({**handler_environment(settings), **job_config.env}) if source_deploy else None
+    if too_large:
+        problems.add(DedupConfigError("env", too_large))
     if crash_problem is not None:
         problems.add(DedupConfigError(*crash_problem))
     problems.raise_any()
@@ -204,6 +217,8 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
       (:func:`~scheduler_dedup.handler.schedule.cron.oversized_steps.oversized_step_forms`; pack: ``scheduler-schedule-step``);
     * a run's retry window, or one slow attempt, reaches the next fire time, so Scheduler delays or skips it
       (:func:`~scheduler_dedup.handler.schedule.overlap.overlap_advisory`; pack: ``scheduler-runs-overlap``);
+    * a Python job built from source runs on a Cloud Run function, with CPU per request
+      (:func:`~scheduler_dedup.infra.job.cpu_allocation.function_cpu_advisory`; pack: ``dedup-cpu-always-allocated``);
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in (not on App Engine)
       (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``);
     * a plain environment variable looks like a credential
@@ -217,6 +232,10 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     if overlap:
         found.append(overlap)
     # on App Engine the handler runs in no Cloud Run service, which the advisory is about
+    python_on_function = s.target_type == "python" and s.image is None and s.app_engine is None
+    per_request = function_cpu_advisory(python_on_function)
+    if per_request:
+        found.append(per_request)
     scale_in = scale_in_advisory(s.target_type == "python" and s.app_engine is None, s.min_instance_count,
                                  s.attempt_deadline_seconds)
     if scale_in:

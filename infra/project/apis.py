@@ -14,8 +14,11 @@ BASE_APIS = ("cloudscheduler.googleapis.com", FIRESTORE_API, "iam.googleapis.com
 PLATFORM_APIS = {"http": ("run.googleapis.com",), "app_engine": ("appengine.googleapis.com",)}
 #: What a proxy target adds: a Cloud Build trigger target calls the Cloud Build API.
 TARGET_APIS = {"cloud_build_trigger": ("cloudbuild.googleapis.com",)}
-#: What a source deploy adds: Cloud Build builds the image, Artifact Registry holds it, Cloud Storage the zip.
-SOURCE_DEPLOY_APIS = ("cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "storage.googleapis.com")
+#: What a source deploy adds: Cloud Run functions (the Cloud Functions API) has Cloud Build build the image, Artifact
+#: Registry holds it, Cloud Storage the zip (https://cloud.google.com/functions/docs/reference/rest: the function is a
+#: cloudfunctions.googleapis.com resource; https://cloud.google.com/run/docs/functions/overview).
+SOURCE_DEPLOY_APIS = ("cloudfunctions.googleapis.com", "cloudbuild.googleapis.com", "artifactregistry.googleapis.com",
+                      "storage.googleapis.com")
 #: What the alerts need: Cloud Logging (log-based metrics) and Cloud Monitoring (alert policies).
 ALERT_APIS = ("logging.googleapis.com", "monitoring.googleapis.com")
 #: What a Firestore store enables for every job that uses it, so that jobs on a store enable none themselves

@@ -163,6 +163,13 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
     if typ == "gcp:cloudrunv2/service:Service":
         state["uri"] = f"https://{inputs.get('name', name)}-abc123xyz-uc.a.run.app"
         return f"projects/{project}/locations/{inputs.get('location')}/services/{inputs.get('name', name)}", state
+    if typ == "gcp:cloudfunctionsv2/function:Function":  # the function URL, and the service it runs as
+        function, location = inputs.get("name", name), inputs.get("location")
+        state["url"] = f"https://{location}-{project}.cloudfunctions.net/{function}"
+        state["serviceConfig"] = {**(inputs.get("serviceConfig") or {}),
+                                  "service": f"projects/{project}/locations/{location}/services/{function}",
+                                  "uri": f"https://{function}-abc123xyz-uc.a.run.app"}
+        return f"projects/{project}/locations/{location}/functions/{function}", state
     if typ == "gcp:storage/bucket:Bucket":
         state.setdefault("name", f"{name}-0a1b2c3")
         state["url"] = f"gs://{state['name']}"

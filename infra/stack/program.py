@@ -125,12 +125,13 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Pulumi protect on the database, and on a Spanner or Memorystore instance the stack creates: a plan "
               "replacing or deleting one fails (default true)"),
     ConfigKey("cpuAlwaysAllocated", "boolean", "cpu_always_allocated",
-              "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice)"),
-    ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
+              "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice); "
+              "image only: jobSource's function is per request"),
+    ConfigKey("baseImage", "string", "base_image", "unused (refused with jobSource: the function's runtime picks it)"),
     ConfigKey("maxInstanceCount", "integer", "max_instance_count", "max Cloud Run instances"),
     ConfigKey("minInstanceCount", "integer", "min_instance_count",
               "Cloud Run instances kept without requests (1: a job outliving its attempt deadline is not scaled in)"),
-    ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience"),
+    ConfigKey("oidcAudience", "string", "oidc_audience", "override the OIDC audience (image only)"),
     ConfigKey("env", "object", "env", "the job's environment variables, NAME: value (not DEDUP_*, PORT, K_*)"),
     ConfigKey("secretEnv", "object", "secret_env",
               "Secret Manager secrets as env vars, NAME: {secret: ID, version: N or latest}"),

@@ -6,7 +6,8 @@ version of this stack it routes to: the same ``appEngineRouting.service`` (``def
 routing names one, the same version id; without a version in the routing, the service's only version in the stack.
 A job with an HTTP target is paired with the Cloud Run service it calls, in this order:
 
-1. by URL: the job's ``httpTarget.uri`` has the origin of the service's ``uri`` or one of its ``urls``
+1. by URL: the job's ``httpTarget.uri`` has the origin of the service's ``uri`` or one of its ``urls`` (on
+   ``*.cloudfunctions.net``, the same function URL: many functions share that host)
    (known after the service exists, and under mocks when the mock returns them);
 2. by property dependency: the engine reports that the job's ``httpTarget`` was computed from the
    service (``pulumi preview`` of a new stack, where both URLs are still unknown);
@@ -22,7 +23,7 @@ from typing import Any
 
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_AUTOMATIC_SCALING_DEADLINE_SECONDS
 from scheduler_dedup.policies.limits import CLOUD_RUN_TIMEOUT_DEFAULT_S
-from scheduler_dedup.handler.callers.audience import url_origin as origin
+from scheduler_dedup.handler.callers.audience import routed_base
 from scheduler_dedup.policies.reading.model import UNKNOWN, Resource, get, host, is_unknown
 
 SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
@@ -294,9 +295,9 @@ def _pair(job: Resource, services: Sequence[Resource]) -> Pairing | None:
         return None
     uri = get(job.props, "httpTarget.uri")
     if isinstance(uri, str):
-        job_origin = origin(uri)
+        job_origin = routed_base(uri)  # a function's URL, else the origin
         for service in services:
-            if job_origin and any(origin(u) == job_origin for u in service_urls(service)):
+            if job_origin and any(routed_base(u) == job_origin for u in service_urls(service)):
                 return Pairing(job, service, "url")
     service_urns = {s.urn: s for s in services}
     for dep in job.dependencies.get("httpTarget", ()):

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
+from scheduler_dedup.handler.callers.audience import served_path
 from scheduler_dedup.handler.core.paths import CHECK_PATH
 
 from scheduler_dedup.policies.reading.readings import Seconds, read_attempt_deadline, read_seconds
@@ -152,4 +152,4 @@ def _calls_run_check(job_resource: Resource) -> bool | None:
     uri = get(job_resource.props, "httpTarget.uri")
     if is_unknown(uri):
         return None
-    return isinstance(uri, str) and urlsplit(uri.strip()).path.rstrip("/") == CHECK_PATH
+    return isinstance(uri, str) and served_path(uri).rstrip("/") == CHECK_PATH

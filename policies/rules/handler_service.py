@@ -16,6 +16,7 @@ from scheduler_dedup.handler.config.environment import IDEMPOTENCY_DISABLED_ENV,
 from scheduler_dedup.handler.core.env_names import env_name_problem, redirecting_variable
 from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
+from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
 from scheduler_dedup.infra.job.scale_in import scale_in_advisory
 from scheduler_dedup.handler.schedule.retry_windows import (
     RetryPolicy,
@@ -49,6 +50,7 @@ from scheduler_dedup.policies.reading.topology import (
     env_value,
     is_dedup_service,
     service_env,
+    service_timeout_field,
 )
 
 
@@ -116,7 +118,7 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
                                       + (f" plus {_fmt(margin)}" if margin else "") +
                                       f" of service {service.name}: a retry could take over a run that is still "
                                       f"executing. Set {limits.ENV_LEASE} to at least {timeout + margin:g} or lower "
-                                      "template.timeout"))
+                                      f"{service_timeout_field(service)[0]}"))
         for pairing in topology.jobs_of(service):
             deadline_reading, _ = _deadline_and_timeout(pairing)
             if deadline_reading.problem:
@@ -127,7 +129,7 @@ def dedup_lease_covers_deadline(resources: Sequence[Resource], config: Mapping[s
                 findings.append((pairing.job, f"attemptDeadline {deadline_reading.shown} of job {pairing.job.name} is longer "
                                               f"than service {service.name}'s request timeout {timeout_reading.shown}: set the "
                                               "service's "
-                                              f"template.timeout to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
+                                              f"{service_timeout_field(service)[0]} to at least \"{_fmt(deadline)}\" (and {limits.ENV_LEASE} "
                                               "with it) or lower attemptDeadline" + pairing.note))
             # With a known timeout, lease < deadline is already reported above (lease < timeout, or
             # timeout < deadline "and DEDUP_LEASE_SECONDS with it").
@@ -222,11 +224,19 @@ def dedup_cpu_always_allocated(resources: Sequence[Resource], config: Mapping[st
     (https://cloud.google.com/run/docs/configuring/billing-settings,
     https://cloud.google.com/run/docs/tips/general#avoid_background_activities): the renewals can stall, the
     lease expire under a live job, and a retry run the job a second time. Advisory: request-based billing is
-    cheaper for sparse jobs, and safe while every job finishes well within its attempt deadline. Cloud Run v1
-    services and Cloud Functions are not checked. Unknown values (preview) pass.
+    cheaper for sparse jobs, and safe while every job finishes well within its attempt deadline. A Cloud Functions
+    gen2 function running a Python job (``DEDUP_JOB``) is flagged with the component's own advisory
+    (:func:`~scheduler_dedup.infra.job.cpu_allocation.function_cpu_advisory`): its CPU is always per request. Cloud
+    Run v1 services are not checked. Unknown values (preview) pass.
     """
     findings: list[tuple[Resource | None, str]] = []
     for service in Topology.of(resources).dedup_services():
+        if service.type == CLOUD_FUNCTION_V2:  # CPU per request, always: the component's own advisory
+            job = env_value(service_env(service), "DEDUP_JOB", None)
+            advisory = function_cpu_advisory(job is not None and not is_unknown(job))
+            if advisory:
+                findings.append((service, f"function {service.name}: {advisory}"))
+            continue
         if service.type != CLOUD_RUN_SERVICE or not _cpu_throttled(service):
             continue
         findings.append((service, f"service {service.name} runs the dedup handler with CPU allocated only during "
@@ -409,13 +419,15 @@ def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> 
 # ---------------------------------------------------------------- cloud-run-service-location
 
 @rule(name="cloud-run-service-location", enforcement="mandatory",
-      description="A Cloud Run service's location is one Cloud Run is offered in.")
+      description="A Cloud Run service's (or Cloud Run function's) location is one Cloud Run is offered in.")
 def cloud_run_service_location(resource: Resource, config: Mapping[str, Any]) -> list[str]:
-    """A Cloud Run (v2) service's ``location`` is one Cloud Run is offered in
+    """A Cloud Run (v2) service's, or a Cloud Functions gen2 function's (a Cloud Run service too), ``location`` is one
+    Cloud Run is offered in
     (:func:`scheduler_dedup.infra.project.locations.region_problem`, the component's check of ``region`` too). Unknown
     values pass."""
     location = get(resource.props, "location")
-    if resource.type != CLOUD_RUN_SERVICE or not isinstance(location, str) or is_unknown(location):
+    if resource.type not in (CLOUD_RUN_SERVICE, CLOUD_FUNCTION_V2) or not isinstance(location, str) \
+            or is_unknown(location):
         return []
     problem = region_problem(location, ("Cloud Run",))
     return [f"location {problem}"] if problem else []
@@ -430,13 +442,16 @@ _CONTAINERS = {CLOUD_RUN_SERVICE: "template.containers", CLOUD_RUN_SERVICE_V1: "
 
 
 @rule(name="cloud-run-env-names", enforcement="mandatory",
-      description="Every environment variable of a Cloud Run service or job has a name Cloud Run takes: a letter or "
+      description="Every environment variable of a Cloud Run service, job or function has a name Cloud Run takes: a letter or "
                   "'_' first, then letters, digits and '_'; no X_GOOGLE_ prefix; not a name Cloud Run sets itself "
                   "(PORT, K_SERVICE...).")
 def cloud_run_env_names(resource: Resource, config: Mapping[str, Any]) -> list[str]:
-    """Every environment variable of a Cloud Run service (v2 or v1) or Cloud Run job has a name Cloud Run takes
+    """Every environment variable of a Cloud Run service (v2 or v1), Cloud Run job or Cloud Functions gen2 function
+    (``serviceConfig.environmentVariables`` and ``secretEnvironmentVariables[].key``) has a name Cloud Run takes
     (:func:`scheduler_dedup.handler.core.env_names.env_name_problem`, the component's check of a job's ``env`` too,
     without the handler's own names, which the component sets itself). Unknown names pass."""
+    if resource.type == CLOUD_FUNCTION_V2:
+        return _function_env_name_problems(resource)
     path = _CONTAINERS.get(resource.type)
     containers = get(resource.props, path) if path else None
     found = []
@@ -474,3 +489,18 @@ def dedup_idempotency_enabled(resource: Resource, config: Mapping[str, Any]) -> 
             return [f"{resource.name} sets {IDEMPOTENCY_DISABLED_ENV}={value}, so its idempotent functions run on "
                     "every call and duplicates run again: remove it (unit tests only)"]
     return []
+
+
+def _function_env_name_problems(resource: Resource) -> list[str]:
+    """:func:`cloud_run_env_names` of a function: its plain and its secret variables' names."""
+    plain = get(resource.props, "serviceConfig.environmentVariables")
+    secret = get(resource.props, "serviceConfig.secretEnvironmentVariables")
+    named = [("serviceConfig.environmentVariables", name) for name in (plain if isinstance(plain, Mapping) else {})]
+    named += [("serviceConfig.secretEnvironmentVariables", get(item, "key"))
+              for item in (secret if isinstance(secret, list) else [])]
+    found = []
+    for where, name in named:
+        problem = None if is_unknown(name) or not isinstance(name, str) else env_name_problem(name, jobs_own=False)
+        if problem:
+            found.append(f"{where}: {problem}")
+    return found

@@ -47,6 +47,7 @@ from scheduler_dedup.policies.reading.topology import (
     Topology,
     env_value,
     service_env,
+    service_timeout_field,
     service_urls,
 )
 
@@ -295,7 +296,8 @@ def scheduler_attempt_deadline_margin(resources: Sequence[Resource], config: Map
             continue
         if timeout.value - deadline.value < margin:
             findings.append((pairing.job, f"attemptDeadline {deadline.shown} is within {_fmt(margin)} of service "
-                                          f"{pairing.service.name}'s request timeout {timeout.shown}: raise template.timeout "
+                                          f"{pairing.service.name}'s request timeout {timeout.shown}: raise "
+                                          f"{service_timeout_field(pairing.service)[0]} "
                                           f"to at least {_fmt(deadline.value + margin)} (and DEDUP_LEASE_SECONDS with it) or "
                                           f"lower attemptDeadline to "
                                           f"{_fmt(max(timeout.value - margin, limits.SCHEDULER_HTTP_DEADLINE_MIN_S))}"

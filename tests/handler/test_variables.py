@@ -88,9 +88,12 @@ def _service_env_names(**args: Any) -> set[str]:
     resources = run_program(lambda: DedupScheduledJob("nightly", {"schedule": "0 3 * * *", "region": "europe-west1",
                                                                   **args}), {"gcp:project": "p1"})
     [service] = [r for r in resources if r.type in ("gcp:cloudrunv2/service:Service",
+                                                    "gcp:cloudfunctionsv2/function:Function",
                                                     "gcp:appengine/standardAppVersion:StandardAppVersion")]
     if "envVariables" in service.inputs:  # App Engine (app_engine): the version's environment
         return set(service.inputs["envVariables"])
+    if "serviceConfig" in service.inputs:  # a source deploy's function
+        return set(service.inputs["serviceConfig"]["environmentVariables"])
     return {env["name"] for env in service.inputs["template"]["containers"][0]["envs"]}
 
 

@@ -21,9 +21,10 @@ UTC = timezone.utc
 
 
 def _settings(**overrides: Any) -> Any:
-    # one instance kept, so only the advisory under test is given (a python job with 0 gets the scale-in one)
-    args: dict[str, Any] = {"schedule": "0 * * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run",
-                            "min_instance_count": 1}
+    # one instance kept, so only the advisory under test is given (a python job with 0 gets the scale-in one); an
+    # image, since a job built from source runs on a function and gets the per-request CPU one
+    args: dict[str, Any] = {"schedule": "0 * * * *", "region": "us-central1", "image": "us-docker.pkg.dev/p1/r/h:1",
+                            "job": "jobs:run", "min_instance_count": 1}
     args.update(overrides)
     return resolve_settings("nightly", {k: v for k, v in args.items() if v is not None}, default_project="p1")
 
@@ -98,7 +99,7 @@ def test_a_python_job_on_a_service_cloud_run_may_scale_in_is_an_advisory_with_th
     assert "removes instances that are not processing requests" in advisory
     assert "min_instance_count=1" in advisory and "cloud_run_job_target" in advisory
     assert not [a for a in _settings(min_instance_count=1).advisories if "scale" in a.lower()]
-    proxy = _settings(job_source=None, job=None, min_instance_count=None,
+    proxy = _settings(image=None, job=None, min_instance_count=None,
                       cloud_run_job_target={"job": "projects/p1/locations/us-central1/jobs/report"})
     assert not [a for a in proxy.advisories if "scale" in a.lower()]  # the job runs to completion elsewhere
 
@@ -113,3 +114,15 @@ def test_min_instances_reach_the_service_and_stay_within_the_cap() -> None:
     assert service.inputs["template"]["scaling"] == {"minInstanceCount": 1, "maxInstanceCount": 3}
     with pytest.raises(DedupConfigError, match="min_instance_count"):
         _settings(min_instance_count=4)
+
+
+def test_a_python_job_built_from_source_is_told_its_function_has_cpu_per_request() -> None:
+    """The component's advisory and the pack's dedup-cpu-always-allocated give the same message."""
+    from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
+
+    s = _settings(image=None, job_source=HELLO)
+    (advisory,) = [a for a in s.advisories if "Cloud Run function" in a]
+    assert advisory == function_cpu_advisory(True) and "give image instead of job_source" in advisory
+    assert not [a for a in _settings().advisories if "Cloud Run function" in a], "an image's service keeps its CPU"
+    proxy = _settings(image=None, job=None, http_target={"url": "https://example.com/hook"})
+    assert not [a for a in proxy.advisories if "Cloud Run function" in a], "a proxy call ends within its request"

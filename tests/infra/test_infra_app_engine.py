@@ -16,6 +16,7 @@ from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 from scheduler_dedup.infra.job.settings import resolve_settings
 from scheduler_dedup.infra.stack.program import args_from_config
 from tests.paths import ROOT, HELLO_JOB
+from tests.infra.served import handler_env, handler_of
 
 HELLO = str(HELLO_JOB)
 TRIGGER = "projects/builds-p/locations/us-east1/triggers/nightly-build"
@@ -184,8 +185,7 @@ def test_app_engine_stack_keys_set_the_app_engine_input(tmp_path: Path) -> None:
 def test_cloud_build_trigger_target_gets_the_builds_editor_role_on_its_project_and_act_as_on_its_account() -> None:
     resources, _ = _component("build", {"schedule": "0 1 * * *", "region": "us-east1", "cloud_build_trigger_target": {
         "trigger": TRIGGER, "service_account_email": "builder@builds-p.iam.gserviceaccount.com"}})
-    [service] = _of(resources, "gcp:cloudrunv2/service:Service")
-    env = {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+    env = handler_env(handler_of(resources))
     assert (env["DEDUP_TARGET_TYPE"], env["DEDUP_TARGET"]) == ("cloud_build_trigger", TRIGGER)
     assert "DEDUP_JOB" not in env
     runtime = "serviceAccount:build-runtime@p1.iam.gserviceaccount.com"

@@ -18,7 +18,10 @@ from tests.paths import ROOT, HELLO_JOB
 
 EXAMPLE = ROOT / "Pulumi.example.yaml"
 HELLO = str(HELLO_JOB)
-AUDIENCE = "https://scheduler-dedup.invalid/projects/my-project-id/locations/europe-west1/services/hello-dedup"
+#: The function's URL: the OIDC audience of a source deploy (function_deploy.function_url).
+AUDIENCE = "https://europe-west1-my-project-id.cloudfunctions.net/hello-dedup"
+FUNCTION = "gcp:cloudfunctionsv2/function:Function"
+SERVICE = "gcp:cloudrunv2/service:Service"
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +36,17 @@ def _one(resources: list[RegisteredResource], typ: str, name: str | None = None)
 
 
 def _env(service: RegisteredResource) -> dict[str, str]:
+    """The handler's plain environment on a function (source deploy) or a Cloud Run service (prebuilt image)."""
+    if service.type == FUNCTION:
+        return dict(service.inputs["serviceConfig"]["environmentVariables"])
     return {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+
+
+def _handler(resources: list[RegisteredResource]) -> RegisteredResource:
+    """The one resource that serves the handler: the function of a source deploy, or the prebuilt image's service."""
+    found = [r for r in resources if r.type in (FUNCTION, SERVICE)]
+    assert len(found) == 1, [(r.type, r.name) for r in found]
+    return found[0]
 
 
 def _grants(resources: list[RegisteredResource]) -> set[tuple[str, str, str]]:
@@ -51,9 +64,10 @@ def test_example_stack_creates_every_resource_type(graph: list[RegisteredResourc
         TYPE_TOKEN, "gcp:projects/service:Service", "gcp:serviceaccount/account:Account",
         "gcp:firestore/database:Database", "gcp:firestore/field:Field", "gcp:storage/bucket:Bucket",
         "gcp:storage/bucketObject:BucketObject", "gcp:artifactregistry/repository:Repository",
-        "gcp:cloudrunv2/service:Service", "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+        FUNCTION, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
         "gcp:cloudscheduler/job:Job", "gcp:projects/iAMMember:IAMMember",
     } <= types
+    assert SERVICE not in types, "the source deploy's service is the function's own"
     assert not any(t.endswith(("IamPolicy", "IAMPolicy", "IamBinding", "IAMBinding")) for t in types)
 
 
@@ -68,7 +82,7 @@ def test_every_child_has_the_component_as_parent_and_a_derived_name(graph: list[
 def test_scheduler_job_oidc_deadline_retry_and_headers(graph: list[RegisteredResource]) -> None:
     job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
     sched_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-sched").state["email"]
-    service = _one(graph, "gcp:cloudrunv2/service:Service")
+    function = _one(graph, FUNCTION)
     assert job["schedule"] == "0 * * * *" and job["timeZone"] == "Europe/Berlin"
     assert job["attemptDeadline"] == "300s"
     assert job["retryConfig"] == {
@@ -76,27 +90,28 @@ def test_scheduler_job_oidc_deadline_retry_and_headers(graph: list[RegisteredRes
         "maxBackoffDuration": "300s", "maxDoublings": 3,
     }
     target = job["httpTarget"]
-    assert target["httpMethod"] == "POST" and target["uri"] == service.state["uri"]
+    assert target["httpMethod"] == "POST" and target["uri"] == function.state["url"]
     assert target["oidcToken"] == {"serviceAccountEmail": sched_sa, "audience": AUDIENCE}
     assert target["headers"] == {"X-Dedup-Project": "my-project-id", "X-Dedup-Location": "europe-west1"}
 
 
 def test_audience_is_the_same_in_scheduler_env_and_service(graph: list[RegisteredResource]) -> None:
     job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
-    service = _one(graph, "gcp:cloudrunv2/service:Service")
-    env = _env(service)
+    function = _one(graph, FUNCTION)
+    env = _env(function)
     audience = job["httpTarget"]["oidcToken"]["audience"]
     assert env["DEDUP_OIDC_AUDIENCE"] == audience
-    # Cloud Run accepts tokens whose aud is the run.app URL or a configured custom audience.
-    assert audience in service.inputs["customAudiences"]
+    # A function takes no custom audience: its token's audience is its function URL, which it is called at.
+    assert audience == function.state["url"] == job["httpTarget"]["uri"] == AUDIENCE
     sched_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-sched").state["email"]
     assert env["DEDUP_ALLOWED_CALLERS"] == sched_sa == job["httpTarget"]["oidcToken"]["serviceAccountEmail"]
 
 
 def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None:
-    service = _one(graph, "gcp:cloudrunv2/service:Service").inputs
+    function = _one(graph, FUNCTION).inputs
+    service = function["serviceConfig"]
     runtime_sa = _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-runtime").state["email"]
-    env = _env(_one(graph, "gcp:cloudrunv2/service:Service"))
+    env = _env(_one(graph, FUNCTION))
     job = _one(graph, "gcp:cloudscheduler/job:Job", "hello-dedup-job").inputs
     assert (job["schedule"], job["timeZone"]) == ("0 * * * *", "Europe/Berlin")
     assert env == {
@@ -123,22 +138,19 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
     since = _one(graph, "time:index/static:Static", "hello-dedup-schedule-since")
     assert env["DEDUP_SCHEDULE_SINCE"] == since.state["rfc3339"]
     assert since.inputs["triggers"] == {"schedule": job["schedule"], "time_zone": job["timeZone"], "job": job["name"]}
-    assert service["template"]["serviceAccount"] == runtime_sa
-    assert service["template"]["timeout"] == "315s"
-    assert service["template"]["maxInstanceRequestConcurrency"] == int(env["THREADS"])
+    assert service["serviceAccountEmail"] == runtime_sa
+    assert service["timeoutSeconds"] == 315
+    assert service["maxInstanceRequestConcurrency"] == int(env["THREADS"])
+    assert service["ingressSettings"] == "ALLOW_ALL" and service["allTrafficOnLatestRevision"] is True
     self_viewer = [r for r in graph if r.type == "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
                    and r.inputs["role"] == "roles/run.viewer"]
     assert len(self_viewer) == 1 and self_viewer[0].inputs["member"] == f"serviceAccount:{runtime_sa}"
-    assert self_viewer[0].inputs["name"] == service["name"]
-    assert service["deletionProtection"] is False and service["invokerIamDisabled"] is False
-    build = service["buildConfig"]
+    # the function's service has the function's name: the self-check reads it
+    assert self_viewer[0].inputs["name"] == function["name"] == "hello-dedup"
     obj = _one(graph, "gcp:storage/bucketObject:BucketObject").inputs
     bucket = _one(graph, "gcp:storage/bucket:Bucket")
-    assert build["functionTarget"] == "handle_scheduled_job"
-    assert build["sourceLocation"] == f"gs://{bucket.state['name']}/{obj['name']}"
     assert obj["name"].startswith("hello-dedup-") and obj["name"].endswith(".zip")
     assert bucket.inputs["uniformBucketLevelAccess"] is True and bucket.inputs["publicAccessPrevention"] == "enforced"
-    assert build["imageUri"] == service["template"]["containers"][0]["image"]
 
 
 def test_ttl_policy_and_database(graph: list[RegisteredResource]) -> None:
@@ -177,7 +189,7 @@ def test_exact_role_set_per_account_and_no_public_or_primitive_grant(graph: list
     assert not members & {"allUsers", "allAuthenticatedUsers"}
     assert not {role for _, role, _ in grants} & {"roles/owner", "roles/editor", "roles/viewer"}
     invoker = next(r for r in graph if r.name == "hello-dedup-scheduler-invoker").inputs
-    assert invoker["name"] == _one(graph, "gcp:cloudrunv2/service:Service").inputs["name"]
+    assert invoker["name"] == _one(graph, FUNCTION).inputs["name"], "run.invoker on the function's own service"
     datastore = next(r for r in graph if r.name == "hello-dedup-runtime-datastore-user").inputs
     assert datastore["condition"]["expression"] == 'resource.name == "projects/my-project-id/databases/hello-dedup-runs"'
 
@@ -199,12 +211,12 @@ def test_component_outputs() -> None:
     resources, outputs = _component("nightly", {"schedule": "0 3 * * *", "region": "us-east1",
                                                 "job_source": HELLO, "job": "jobs:run"})
     assert outputs == {
-        "service_url": "https://nightly-abc123xyz-uc.a.run.app",
+        "service_url": "https://us-east1-p1.cloudfunctions.net/nightly",
         "job_name": "projects/p1/locations/us-east1/jobs/nightly",
         "scheduler_service_account_email": "nightly-sched@p1.iam.gserviceaccount.com",
         "runtime_service_account_email": "nightly-runtime@p1.iam.gserviceaccount.com",
         "database_name": "nightly-dedup",
-        "oidc_audience": "https://scheduler-dedup.invalid/projects/p1/locations/us-east1/services/nightly",
+        "oidc_audience": "https://us-east1-p1.cloudfunctions.net/nightly",
     }
     job = _one(resources, "gcp:cloudscheduler/job:Job").inputs
     assert job["attemptDeadline"] == f"{DEFAULT_ATTEMPT_DEADLINE_SECONDS}s" and job["timeZone"] == "Etc/UTC"
@@ -227,7 +239,7 @@ def test_proxy_targets_get_one_role_on_the_target_only(
     target: str, value: dict[str, str], target_type: str, grant_type: str, role: str
 ) -> None:
     resources, _ = _component("etl", {"schedule": "0 1 * * *", "region": "us-east1", target: value})
-    env = _env(_one(resources, "gcp:cloudrunv2/service:Service"))
+    env = _env(_one(resources, FUNCTION))  # the handler of a proxy target is built from the archive too
     assert env["DEDUP_TARGET_TYPE"] == target_type and "DEDUP_JOB" not in env
     expected_target = next(iter(value.values())) if target != "http_target" else value["url"]
     assert env["DEDUP_TARGET"] == expected_target
@@ -356,30 +368,32 @@ def test_programs_that_call_data_sources_run_under_the_mocks() -> None:
 def test_the_http_target_audience_is_settable_and_written_out(http_target: dict[str, str], audience: str) -> None:
     """A Cloud Functions target only works with the full function URL as audience: the component writes it."""
     resources, _ = _component("fn", {"schedule": "0 1 * * *", "region": "us-central1", "http_target": http_target})
-    env = _env(_one(resources, "gcp:cloudrunv2/service:Service"))
+    env = _env(_one(resources, FUNCTION))
     assert env["DEDUP_TARGET_AUDIENCE"] == audience
 
 
-def test_cpu_is_always_allocated_and_boosted_at_start_up(graph: list[RegisteredResource]) -> None:
+IMAGE_JOB = {"schedule": "0 1 * * *", "region": "us-central1", "image": "us-docker.pkg.dev/p1/r/handler:1",
+             "job": "jobs:run"}
+
+
+def test_cpu_is_always_allocated_and_boosted_at_start_up_on_the_prebuilt_image() -> None:
     """Lease renewal runs in a background thread while the job runs, also after Scheduler hung up: CPU must not be
     throttled outside requests (pulumi-gcp defaults cpu_idle to true once resources are set)."""
-    service = _one(graph, "gcp:cloudrunv2/service:Service").inputs
-    [container] = service["template"]["containers"]
+    resources, _ = _component("img", dict(IMAGE_JOB))
+    [container] = _one(resources, SERVICE).inputs["template"]["containers"]
     assert container["resources"]["cpuIdle"] is False and container["resources"]["startupCpuBoost"] is True
 
 
 def test_cpu_always_allocated_can_be_turned_off_from_the_component_and_the_stack_config(tmp_path: Path) -> None:
-    """Request-based billing is the user's choice (cheaper for sparse jobs); the default stays CPU always allocated."""
-    resources, _ = _component("sparse", {"schedule": "0 1 * * *", "region": "us-central1",
-                                         "job_source": HELLO, "job": "jobs:run", "cpu_always_allocated": False})
-    [container] = _one(resources, "gcp:cloudrunv2/service:Service").inputs["template"]["containers"]
+    """Request-based billing is the user's choice (cheaper for sparse jobs); with an image the default stays CPU always
+    allocated."""
+    resources, _ = _component("sparse", {**IMAGE_JOB, "cpu_always_allocated": False})
+    [container] = _one(resources, SERVICE).inputs["template"]["containers"]
     assert container["resources"]["cpuIdle"] is True and container["resources"]["startupCpuBoost"] is True
     config = yaml.safe_load(EXAMPLE.read_text())
     config["config"]["scheduler-dedup:cpuAlwaysAllocated"] = False
     off = tmp_path / "Pulumi.off.yaml"
     off.write_text(yaml.safe_dump(config))
-    service = _one(run_stack_config(off, project_file=ROOT / "Pulumi.yaml"), "gcp:cloudrunv2/service:Service")
-    assert service.inputs["template"]["containers"][0]["resources"]["cpuIdle"] is True
+    assert _one(run_stack_config(off, project_file=ROOT / "Pulumi.yaml"), FUNCTION), "false is what a function does"
     with pytest.raises(DedupConfigError, match="cpu_always_allocated"):
-        _component("typo", {"schedule": "0 1 * * *", "region": "us-central1", "job_source": HELLO, "job": "jobs:run",
-                            "cpu_always_allocated": "no"})
+        _component("typo", {**IMAGE_JOB, "cpu_always_allocated": "no"})

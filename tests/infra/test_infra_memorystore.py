@@ -12,6 +12,7 @@ from scheduler_dedup.infra.stack.mock_run import RegisteredResource, run_program
 from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import RULES, evaluate
 from tests.paths import ROOT, HELLO_JOB
+from tests.infra.served import beyond_function_cpu, handler_env, handler_of
 
 HELLO = str(HELLO_JOB)
 REDIS = "gcp:redis/instance:Instance"
@@ -43,12 +44,12 @@ def test_the_docs_program_passes_every_mandatory_rule() -> None:
 
 
 def _env(service: RegisteredResource) -> dict[str, Any]:
-    return {e["name"]: e.get("value") for e in service.inputs["template"]["containers"][0]["envs"]}
+    return handler_env(service)
 
 
 def _clean(resources: list[RegisteredResource], stack_outputs: Any = None) -> None:
     every = {rule.name: "mandatory" for rule in RULES}
-    findings = evaluate(resources_from_registered(resources), every)
+    findings = beyond_function_cpu(evaluate(resources_from_registered(resources), every))
     assert findings == [], [(f.rule, f.message) for f in findings]
 
 
@@ -66,18 +67,19 @@ def test_the_instance_is_a_dedup_store_and_the_job_reaches_it_by_its_secrets_and
     assert set(versions) == {"runs-redis-auth-version", "runs-redis-ca-version"}
     ca_file = str(versions["runs-redis-ca-version"]["secretData"])
     assert "mock" in ca_file and "next" in ca_file, "the CA file trusts every CA the instance lists (a rotation)"
-    (service,) = [r for r in resources if r.type == SERVICE]
+    service = handler_of(resources)
     env = _env(service)
     assert {k: env[k] for k in env if "REDIS" in k or k == "DEDUP_STORE"} == {
         "DEDUP_STORE": "redis", "DEDUP_REDIS_URL": "rediss://10.128.0.3:6378/0",
         "DEDUP_REDIS_AUTH_FILE": "/secrets/redis-auth/auth", "DEDUP_REDIS_CA_FILE": "/secrets/redis-ca/ca.pem",
         "DEDUP_REDIS_WAIT_TIMEOUT_MS": "500"}
     assert not any("auth-string" in str(v) for v in env.values()), "the AUTH string is never an env value"
-    template = service.inputs["template"]
-    assert template["vpcAccess"] == {"egress": "PRIVATE_RANGES_ONLY", "networkInterfaces": [
-        {"network": "projects/p1/global/networks/default", "subnetwork": "default"}]}
-    assert {v["name"]: v["secret"]["secret"] for v in template["volumes"]} == {"redis-auth": "runs-dedup-auth",
-                                                                               "redis-ca": "runs-dedup-ca"}
+    config = service.inputs["serviceConfig"]  # the function a source deploy builds
+    assert config["directVpcEgress"] == "VPC_EGRESS_PRIVATE_RANGES_ONLY"
+    assert config["directVpcNetworkInterfaces"] == [
+        {"network": "projects/p1/global/networks/default", "subnetwork": "default"}]
+    assert {v["mountPath"]: v["secret"] for v in config["secretVolumes"]} == {
+        "/secrets/redis-auth": "runs-dedup-auth", "/secrets/redis-ca": "runs-dedup-ca"}
     grants = [r.inputs for r in resources if "IamMember" in r.type or r.type == "gcp:projects/iAMMember:IAMMember"]
     secret_grants = [g for g in grants if g.get("role") == "roles/secretmanager.secretAccessor"]
     assert sorted(g["secretId"] for g in secret_grants) == ["runs-dedup-auth", "runs-dedup-ca"]
@@ -122,10 +124,10 @@ def test_the_stack_config_recipe_deploys_a_store_and_a_job_on_it() -> None:
     _clean(list(store))
     job = run_stack_config(ROOT / "Pulumi.example-job-on-memorystore.yaml",
                            stack_outputs={"acme/scheduler-dedup/redis-store": store.exports})
-    (service,) = [r for r in job if r.type == SERVICE]
+    service = handler_of(list(job))
     env = _env(service)
     assert env["DEDUP_STORE"] == "redis" and env["DEDUP_REDIS_URL"] == f"rediss://{store.exports['redis_host']}:6378/0"
     assert env["DEDUP_REDIS_WAIT_TIMEOUT_MS"] == "500"
-    assert service.inputs["template"]["vpcAccess"]["egress"] == "PRIVATE_RANGES_ONLY"
+    assert service.inputs["serviceConfig"]["directVpcEgress"] == "VPC_EGRESS_PRIVATE_RANGES_ONLY"
     assert not [r for r in job if r.type.startswith(("gcp:firestore/", "gcp:redis/"))], "the store stack owns them"
     _clean(list(job))

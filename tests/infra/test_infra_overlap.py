@@ -11,6 +11,7 @@ import pytest
 from scheduler_dedup.infra.errors import DedupConfigError, DedupConfigErrors
 from scheduler_dedup.infra.job.environment import handler_environment
 from scheduler_dedup.infra.job.settings import resolve_settings
+from tests.infra.served import handler_env, handler_of
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello_job")
 
@@ -48,6 +49,5 @@ def test_the_stack_key_sets_the_policy(tmp_path: Path) -> None:
     config = tmp_path / "Pulumi.example.yaml"
     config.write_text(text)
     resources = run_stack_config(config, project_file=root / "Pulumi.yaml")
-    [service] = [r for r in resources if r.type == "gcp:cloudrunv2/service:Service"]
-    envs = {e["name"]: e.get("value") for e in service.inputs["template"]["containers"][0]["envs"]}
+    envs = handler_env(handler_of(resources))
     assert envs["DEDUP_OVERLAP"] == "buffer_one"

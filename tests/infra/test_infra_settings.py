@@ -37,7 +37,9 @@ def test_defaults_are_the_documented_ones() -> None:
     assert s.time_zone == "Etc/UTC" and s.target_type == "python" and s.deletion_protection is False
     assert s.retry == RetryPolicy(5, 0, 15, 3600, 5)
     assert s.database_id == "nightly-dedup" and s.database_location == "us-central1"
-    assert s.oidc_audience == "https://scheduler-dedup.invalid/projects/p1/locations/us-central1/services/nightly"
+    # a source deploy is a function: its URL is the audience (a function takes no custom audience)
+    assert s.oidc_audience == "https://us-central1-p1.cloudfunctions.net/nightly"
+    assert s.cpu_always_allocated is False, "a function's CPU is allocated per request"
 
 
 @pytest.mark.parametrize("deadline", [14, 1801, 0])

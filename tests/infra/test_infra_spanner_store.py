@@ -18,6 +18,7 @@ from scheduler_dedup.infra.stores.store import store_apis
 from scheduler_dedup.policies.offline.check import resources_from_registered
 from scheduler_dedup.policies.rules import evaluate
 from tests.paths import ROOT, HELLO_JOB
+from tests.infra.served import beyond_function_cpu, handler_env, handler_of
 
 HELLO = str(HELLO_JOB)
 INSTANCE, DATABASE = "gcp:spanner/instance:Instance", "gcp:spanner/database:Database"
@@ -37,8 +38,7 @@ def _of(resources: list[RegisteredResource], typ: str) -> list[RegisteredResourc
 
 
 def _env(resources: list[RegisteredResource], job: str) -> dict[str, str]:
-    service = next(r for r in resources if r.type == "gcp:cloudrunv2/service:Service" and r.name == f"{job}-service")
-    return {e["name"]: e["value"] for e in service.inputs["template"]["containers"][0]["envs"]}
+    return handler_env(handler_of(resources, job))
 
 
 def test_a_spanner_store_is_the_smallest_regional_instance_and_a_protected_database_with_the_ddl() -> None:
@@ -102,7 +102,7 @@ def test_jobs_on_a_spanner_store_get_database_user_on_that_database_only() -> No
     assert not [r for r in resources if r.parent == job.urn and r.type.startswith(("gcp:spanner/instance",
                                                                                    "gcp:spanner/database:",
                                                                                    "gcp:projects/service"))]
-    assert evaluate(resources_from_registered(resources), {"dedup-job-alerting": "disabled"}) == []
+    assert beyond_function_cpu(evaluate(resources_from_registered(resources), {"dedup-job-alerting": "disabled"})) == []
 
 
 def test_a_job_puts_its_own_table_on_a_spanner_database_without_a_store() -> None:
@@ -179,7 +179,7 @@ def test_the_two_line_recipe_deploys_a_job_on_a_spanner_store_stack_and_every_ru
         "spanner", "scheduler-dedup", "scheduler-dedup")
     assert not _of(job, DATABASE) and not _of(job, INSTANCE) and len(_of(job, MEMBER)) == 1
     assert evaluate(resources_from_registered(store)) == []
-    assert evaluate(resources_from_registered(job)) == []
+    assert beyond_function_cpu(evaluate(resources_from_registered(job))) == []
 
 
 def test_a_job_stack_naming_a_firestore_store_stack_as_spanner_is_refused() -> None:

@@ -7,6 +7,7 @@ including the engine's unknown-value sentinels, so the adapters are tested end t
 
 from __future__ import annotations
 
+import json
 import runpy
 from typing import Any
 from unittest import mock
@@ -155,3 +156,56 @@ def test_the_test_switch_of_idempotent_is_refused_through_the_engine_path(servic
         assert "DEDUP_IDEMPOTENCY_DISABLED=true" in found[0].message
         for value in ("0", None):
             assert not [d for d in _analyze(servicer, typ, props(value)) if d.policyName == "dedup-idempotency-enabled"]
+
+
+FUNCTION = "gcp:cloudfunctionsv2/function:Function"
+
+
+def _source_deploy_stack() -> list[tuple[str, str, dict[str, Any]]]:
+    """The component's source deploy (a Cloud Run function) as the engine sends it after an update."""
+    from scheduler_dedup.infra import DedupScheduledJob
+    from scheduler_dedup.infra.stack.mock_run import run_program
+
+    registered = run_program(lambda: DedupScheduledJob("nightly", {
+        "schedule": "0 3 * * *", "region": "us-central1", "job_source": str(ROOT / "examples" / "hello_job"),
+        "job": "jobs:run", "attempt_deadline_seconds": 300, "min_instance_count": 1}), {"gcp:project": "p1"})
+    return [(r.type, r.name, json.loads(json.dumps(r.state or r.inputs, default=str))) for r in registered]
+
+
+def _with_function(stack: list[tuple[str, str, dict[str, Any]]], change: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    out = []
+    for typ, name, props in stack:
+        if typ == FUNCTION:
+            props = change(json.loads(json.dumps(props)))
+        out.append((typ, name, props))
+    return out
+
+
+def test_the_pack_judges_the_source_deploys_function_as_it_judges_a_service(servicer: Any) -> None:
+    """The component's function passes every mandatory rule through the pack's entry point; each one change to the
+    function is caught by the rule that owns it."""
+    stack = _source_deploy_stack()
+    good = _analyze_stack(servicer, stack)
+    assert not [d for d in good if d.enforcementLevel == proto.MANDATORY], [(d.policyName, d.message) for d in good]
+    # advisories only: the function's per-request CPU, and no alerting (none was asked for)
+    assert {d.policyName for d in good} == {"dedup-cpu-always-allocated", "dedup-job-alerting"}
+
+    def short_timeout(props: dict[str, Any]) -> dict[str, Any]:
+        props["serviceConfig"]["timeoutSeconds"] = 60
+        return props
+
+    def other_audience(props: dict[str, Any]) -> dict[str, Any]:
+        props["serviceConfig"]["environmentVariables"]["DEDUP_OIDC_AUDIENCE"] = "https://other.example.com"
+        return props
+
+    def reserved_name(props: dict[str, Any]) -> dict[str, Any]:
+        props["serviceConfig"]["environmentVariables"]["K_SERVICE"] = "x"
+        return props
+
+    for change, rule, words in ((short_timeout, "dedup-lease-covers-deadline", "serviceConfig.timeoutSeconds"),
+                                (other_audience, "scheduler-job-oidc-auth", "DEDUP_OIDC_AUDIENCE"),
+                                (reserved_name, "cloud-run-env-names", "K_SERVICE")):
+        found = [d for d in _analyze_stack(servicer, _with_function(stack, change)) +
+                 [d for t, n, p in _with_function(stack, change) if t == FUNCTION for d in _analyze(servicer, t, p, n)]
+                 if d.policyName == rule]
+        assert found and words in found[0].message, (rule, [(d.policyName, d.message) for d in found])
