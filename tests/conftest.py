@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+pytest.register_assert_rewrite("tests.server_watch", "tests.missing_tools")  # plugins this module also imports
+
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.servers.redis_server import RedisServer
@@ -52,6 +54,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if server.proc is not None and server.proc.poll() is None:
                 report.sections.append((f"handler {server.url} (its log, then its threads' stacks)",
                                         server.dump_stacks()[-20000:]))
+            elif server.proc is not None:  # it exited (or was killed) during the test: say how, and its last lines
+                report.sections.append((f"handler {server.url} of worker {server_watch.worker()} exited with "
+                                        f"{server.proc.returncode} (its log ends)", server.log()[-5000:]))
     if call.when == "teardown":
         _handlers.clear()
 

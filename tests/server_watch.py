@@ -2,7 +2,7 @@
 pytest-xdist worker, its exit code and its log's last lines), restarted between tests on the same port, and where
 the restart fails the tests that need it fail at once with that reason, not with "Connection refused".
 
-The deaths are a section of the report of the test they happened in (its own long traceback replaced by the death:
+The deaths are in the report of the test they happened in (its own long traceback replaced by the death:
 the first cause), a line as the run goes, and the first section of the terminal summary ("servers that died").
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from scheduler_dedup.local.servers.store_servers import ProcessStoreServer
 
-#: The title of a report section that names a server's death; the controller collects these.
+#: The name of a report's user property that names a server's death; the controller collects these.
 SECTION = "server died"
 
 
@@ -119,8 +119,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     _sweep()
     deaths, _state.pending[:] = list(_state.pending), []
-    for text in deaths:
-        report.sections.append((SECTION, text))
+    for text in deaths:  # user properties travel from a pytest-xdist worker to the controller, unprinted
+        report.user_properties.append((SECTION, text))
     if report.failed and deaths and call.excinfo is not None and not call.excinfo.errisinstance(pytest.fail.Exception):
         own = str(report.longrepr).strip().splitlines()[-3:]
         report.longrepr = "\n".join([*deaths, "the test's own error (its end):", *("    " + line for line in own)])
@@ -129,14 +129,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """On the controller (or a run without workers): print each death as it arrives, and keep it for the summary."""
     config = _config[0] if _config else None
-    for title, text in report.sections:
+    for title, text in report.user_properties:
         if title != SECTION:
             continue
         _state.seen.append(text)
         reporter = config.pluginmanager.get_plugin("terminalreporter") if config else None
         if reporter is not None:
             reporter.ensure_newline()
-            reporter.write_line(f"SERVER DIED ({report.nodeid}): {text.splitlines()[0]}", red=True, bold=True)
+            reporter.write_line(f"server watch ({report.nodeid}): {text.splitlines()[0]}", red=True, bold=True)
 
 
 _config: list[pytest.Config] = []

@@ -44,7 +44,7 @@ ignore_python_version_warning()  # before anything imports google.api_core
 from scheduler_dedup.local.commands.backfill import backfill, rerun  # noqa: E402
 from scheduler_dedup.local.commands.runs import runs  # noqa: E402  (after the warning filter)
 from scheduler_dedup.local.commands.store_init import store  # noqa: E402
-from scheduler_dedup.local.servers.store_servers import SERVER_KINDS  # noqa: E402
+from scheduler_dedup.local.commands.store_option import StoreName  # noqa: E402
 
 _restore_signals(_AT_IMPORT)  # imported (by a test, say): the handlers as they were; main() sets them again
 
@@ -77,7 +77,7 @@ main.add_command(runs)
 main.add_command(backfill)
 main.add_command(store)
 
-_STORE_OPTION = click.option("--store", default="firestore", show_default=True, type=click.Choice(SERVER_KINDS),
+_STORE_OPTION = click.option("--store", default="firestore", show_default=True, type=StoreName(local_server=True),
                              help="the run store (DEDUP_STORE) whose real local server is started.")
 
 

@@ -28,9 +28,8 @@ from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.job_spec import job_spec_problem
-from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
-from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
+from scheduler_dedup.handler.schedule.overlap_policy import DEFAULT_OVERLAP, OVERLAP_POLICIES
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, RELEASED
 from scheduler_dedup.handler.monitoring.comparison import compare
 from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Report
@@ -38,6 +37,7 @@ from scheduler_dedup.handler.monitoring.run_history import RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.local.commands.console import in_words, make_console, runs_command_line
+from scheduler_dedup.local.commands.setting_options import option_problems, print_advisories
 from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, running,
                                                          store_server)
 from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
@@ -106,8 +106,11 @@ def secret_file_env(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: Sequence[str],
-                 store_faults: Sequence[str] = (), speed: float = 1.0) -> None:
-    """Validate the command's inputs before anything starts, and name every bad one at once.
+                 store_faults: Sequence[str] = (), speed: float = 1.0, overlap: str = DEFAULT_OVERLAP,
+                 catch_up_window: float = 0) -> None:
+    """Validate the command's inputs before anything starts, and name every bad one at once; the job's settings
+    (schedule, time zone, overlap, catch-up window) as ``check`` and ``pulumi preview`` read them
+    (:func:`~scheduler_dedup.local.commands.setting_options.option_problems`).
 
     Raises:
         LocalRunError: one line per bad option, each naming the option and the fix.
@@ -124,11 +127,7 @@ def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: 
     elif not spec_problem and not ((source / f"{module}.py").is_file()
                                       or (source / module / "__init__.py").is_file()):
         problems.append(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
-    problem = unix_cron_problem(schedule)
-    if problem:
-        problems.append(f"--schedule {problem}")
-    if not is_iana_time_zone(time_zone):
-        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: {time_zone_suggestion(time_zone)}")
+    problems += option_problems(schedule, time_zone, overlap, catch_up_window)
     unknown = [f for f in faults if f not in DELIVERY_FAULTS]
     if unknown:
         problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
@@ -230,7 +229,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
               store_faults: Sequence[str] = (), store_fault_rate: float = 0.0, seed: int = 1,
               lease_seconds: float = 10.0, attempt_deadline: float = 10.0, extra_env: Mapping[str, str] | None = None,
               console: Console | None = None, status: Console | None = None, store: str = "firestore",
-              keep_emulator: bool = False) -> int:
+              keep_emulator: bool = False, overlap: str = DEFAULT_OVERLAP, catch_up_window: float = 0) -> int:
     """Run ``job`` from ``source`` under the dedup handler with the Scheduler simulator firing ``schedule``.
 
     Args:
@@ -252,6 +251,9 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         store: the run store (``DEDUP_STORE``) whose local server the handler uses.
         keep_emulator: leave the store server running afterwards, so the printed ``runs`` command keeps
             working; the closing lines say its PID and how to stop it.
+        overlap: the job's overlap policy (``DEDUP_OVERLAP``: one of
+            :data:`~scheduler_dedup.handler.schedule.overlap_policy.OVERLAP_POLICIES`).
+        catch_up_window: the job's catch-up window, seconds (``DEDUP_CATCH_UP_WINDOW_SECONDS``; 0: off).
 
     Returns:
         0 if nothing was missed, failed or stuck; 1 otherwise (a ``skipped`` fault makes a missed run).
@@ -264,7 +266,8 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
     console = console or make_console()
     status = status or console
     source = source.expanduser().resolve()
-    check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed)
+    check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed, overlap, catch_up_window)
+    print_advisories(status, schedule, time_zone)
     name = job_name or job_name_for(job)
     now = datetime.now(timezone.utc)
     server = store_server(store)
@@ -306,7 +309,8 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
     pythonpath = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
     env = {**(extra_env or {}), **server.endpoint_env(store_host), "DEDUP_COLLECTION": COLLECTION,
            "DEDUP_JOB": job, "PYTHONPATH": pythonpath, "DEDUP_SCHEDULE": schedule, "DEDUP_TIME_ZONE": time_zone,
-           "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}",
+           "DEDUP_LEASE_SECONDS": f"{lease_seconds:g}", "DEDUP_OVERLAP": overlap,
+           "DEDUP_CATCH_UP_WINDOW_SECONDS": f"{catch_up_window:g}",
            "DEDUP_STORE_TIMEOUT_SECONDS": str(store_timeout_for(int(attempt_deadline)))}
     status.print(f"{server.display_name} on {server.host}" + (f", store faults through {proxy.host}" if proxy
                                                               else "") + f"; starting the handler with {job} ...")

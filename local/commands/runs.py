@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_STORE, STORE_KINDS
+from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_STORE
 from scheduler_dedup.handler.core.errors import ConfigError, StoreCallError, StoreUnavailableError
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone, time_zone_suggestion
@@ -34,6 +34,7 @@ from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import STATES, HistoryRun, rfc3339
 from scheduler_dedup.local.commands.console import make_console
 from scheduler_dedup.local.commands.rerun import previous_attempts
+from scheduler_dedup.local.commands.store_option import StoreName
 
 #: Rows per printed table chunk: rows appear as pages arrive instead of after the whole scan.
 CHUNK_ROWS = 50
@@ -274,7 +275,7 @@ def _progress(console: Console) -> Any:
 
 _COMMON = [
     click.option("--store", envvar="DEDUP_STORE", default=DEFAULT_STORE, show_default=True,
-                 type=click.Choice(STORE_KINDS), help="the run store [env DEDUP_STORE]."),
+                 type=StoreName(), help="the run store [env DEDUP_STORE]."),
     click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", default=None,
                  help="project id of the run store [env GOOGLE_CLOUD_PROJECT; else from ADC]."),
     click.option("--database", default=None,
