@@ -97,12 +97,18 @@ def _utc_text(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+#: Characters of a run id the tables show: enough to be unique among a job's runs, and what ``runs show`` and
+#: ``runs rerun`` accept as a prefix (:func:`_by_run_id`).
+RUN_ID_CHARS = 12
+
+
 def runs_table(*, header: bool = True, title: str | None = None) -> Table:
     """An empty run table with fixed column widths, so chunks printed one after another line up."""
     table = Table(box=box.SIMPLE_HEAD, show_header=header, show_edge=False, pad_edge=False, title=title,
                   title_justify="left")
     table.add_column("schedule time (job)", width=26, no_wrap=True)
     table.add_column("UTC", width=20, no_wrap=True)
+    table.add_column("run id", width=RUN_ID_CHARS, no_wrap=True)
     table.add_column("status", width=11, no_wrap=True)
     table.add_column("attempts", width=8, justify="right", no_wrap=True)
     table.add_column("takeover", width=8, no_wrap=True)
@@ -117,7 +123,7 @@ def add_run_row(table: Table, run: HistoryRun, time_zone: str) -> None:
     result size or why it was dropped, error."""
     state = run.state + (" (forced)" if run.manual else "")
     result = f"dropped: {run.result_dropped}" if run.result_dropped else _size(run.result_bytes)
-    table.add_row(_local(run.schedule_time, time_zone), _utc_text(run.schedule_time),
+    table.add_row(_local(run.schedule_time, time_zone), _utc_text(run.schedule_time), run.run_id[:RUN_ID_CHARS],
                   f"[{_STYLE.get(run.state, '')}]{state}[/]" if run.state in _STYLE else state,
                   str(run.attempts), "yes" if run.took_over else "", _duration(run.duration_seconds), result,
                   run.error or "")
@@ -132,11 +138,11 @@ def report_table(report: Report, findings: list[Finding]) -> Table:
     table.add_column("finding", width=10, no_wrap=True)
     table.add_column("schedule time (job)", width=26, no_wrap=True)
     table.add_column("UTC", width=20, no_wrap=True)
-    table.add_column("run id", width=12, no_wrap=True)
+    table.add_column("run id", width=RUN_ID_CHARS, no_wrap=True)
     table.add_column("why", min_width=30, overflow="fold")
     for f in findings:
         table.add_row(f"[{_STYLE[f.kind]}]{f.kind}[/]", _local(f.schedule_time, report.time_zone),
-                      _utc_text(f.schedule_time), f.run.run_id[:12] if f.run else "", f.detail)
+                      _utc_text(f.schedule_time), f.run.run_id[:RUN_ID_CHARS] if f.run else "", f.detail)
     return table
 
 
