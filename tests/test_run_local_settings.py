@@ -104,3 +104,12 @@ def test_a_slow_job_overlaps_the_next_fire_time_and_the_policy_shows(tmp_path: P
     for run_id in re.findall(r"Z\s+([0-9a-f]{12})\s+(?:completed|skipped)", out.stdout):  # the short run ids
         assert len(run_id) == 12
     assert len(re.findall(r"Z\s+([0-9a-f]{12})\s+(?:completed|skipped)", out.stdout)) == 3, out.stdout
+
+
+@pytest.mark.parametrize("command", [pytest.param(["demo"], marks=pytest.mark.campaign), ["backfill", "--job", "nightly", "--since", "1d", "--dry-run"]])
+def test_the_demo_and_backfill_refuse_what_check_refuses_with_its_message(command: list[str]) -> None:
+    [finding] = run("scheduler-time-zone-fixed-offset", [job(timeZone="EST")])
+    out = subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), *command, "--time-zone", "EST"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"--time-zone {finding.message.removeprefix('timeZone ')}" in _words(out.stderr), out.stderr

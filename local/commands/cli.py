@@ -95,11 +95,19 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
     """Start a local store server (the Firestore emulator by default) and the handler, play at-least-once
     Scheduler traffic with faults (one fire time skipped on purpose), then show the run history and the runs
     it expected but did not find. With --overlap: a job slower than its interval, with and without skip."""
+    from scheduler_dedup.local.commands.setting_options import option_problems, print_advisories
+
+    problems = option_problems(schedule, time_zone)  # as `check` and `pulumi preview` read them
+    if problems:
+        raise click.UsageError("\n".join(problems))
     if overlap:
         from scheduler_dedup.local.commands.demo_overlap import run_overlap_demo
 
         sys.exit(run_overlap_demo(store=store))
+    from scheduler_dedup.local.commands.console import make_console
     from scheduler_dedup.local.commands.demo import run_demo
+
+    print_advisories(make_console(), schedule, time_zone)
 
     with _owned_lifetime():
         sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator,

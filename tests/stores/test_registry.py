@@ -45,7 +45,7 @@ def test_every_list_of_stores_derives_from_the_registry() -> None:
 
 def test_a_toy_store_is_one_registration_line() -> None:
     env = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_STORE": "toy"}
-    with pytest.raises(ConfigError, match=r"DEDUP_STORE='toy' is not a run store: use one of firestore, redis, spanner"):
+    with pytest.raises(ConfigError, match=r"DEDUP_STORE=.toy. is not a run store: use one of firestore, redis \(or memorystore\), spanner"):
         Settings.from_env(env)
     with registered(TOY), ToyServer() as server:
         settings = Settings.from_env({**env, "DEDUP_COLLECTION": "toys"})
