@@ -20,6 +20,8 @@ from scheduler_dedup.handler.core.safe_text import exception_text, scrub_secrets
 MAX_TRACEBACK_CHARS = 1500
 #: The job's own frames shown (the innermost), and the other frames named by file and line (the innermost).
 OWN_FRAMES, OTHER_FRAMES = 8, 4
+#: The first line of a traceback, where it starts in an output tail (:func:`split_output`).
+TRACEBACK_HEAD = "Traceback (the job's own frames first, most recent call last):"
 #: A source line shown, characters at most.
 _LINE_CHARS = 160
 
@@ -66,10 +68,21 @@ def job_traceback(exc: BaseException, limit: int = MAX_TRACEBACK_CHARS) -> str:
     if other:
         named = ", ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in other[-OTHER_FRAMES:])
         lines.append(f"  under {len(other)} frame(s) of the handler, libraries and Python (innermost: {named})")
-    head = "Traceback (the job's own frames first, most recent call last):"
+    head = TRACEBACK_HEAD
     last = exception_text(exc, limit // 3)
     body = scrub_secrets(utf8_safe("\n".join(lines)))
     room = limit - len(head) - len(last) - 2
     if len(body) > room:
         body = "  ...\n" + body[len(body) - max(room - 6, 0):]
     return f"{head}\n{body}\n{last}"
+
+
+def split_output(output: str | None) -> tuple[str | None, str | None]:
+    """An output tail as recorded and answered, split into what the job wrote and the traceback that ends it
+    (:func:`job_traceback`); either is None when absent."""
+    if not output:
+        return None, None
+    at = output.rfind(TRACEBACK_HEAD)
+    if at < 0:
+        return output, None
+    return output[:at].removesuffix("\n") or None, output[at:]

@@ -50,7 +50,7 @@ def test_a_toy_store_is_one_registration_line() -> None:
     with registered(TOY), ToyServer() as server:
         settings = Settings.from_env({**env, "DEDUP_COLLECTION": "toys"})
         assert settings.store == "toy" and settings.store_config is None
-        with pytest.raises(ConfigError, match="one of firestore, redis, spanner, toy"):
+        with pytest.raises(ConfigError, match=r"did you mean .toy.\? use one of firestore, redis \(or memorystore\), spanner, toy"):
             Settings.from_env({**env, "DEDUP_STORE": "tyo"})
         store = server.connect("toys")
         assert isinstance(store, ToyRunStore) and store.collection == "toys"
