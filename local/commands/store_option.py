@@ -26,7 +26,7 @@ class StoreName(click.ParamType):
     def _kinds(self) -> list[registry.StoreKind]:
         return [kind for kind in registry.STORES if kind.local_server or not self.local_server]
 
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         names = [name for kind in self._kinds() for name in dict.fromkeys((kind.id, kind.component_kind))]
         return "[" + "|".join(names) + "]"
 
