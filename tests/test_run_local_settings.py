@@ -28,6 +28,9 @@ def run(scheduled):
         fh.write(scheduled.schedule_time.isoformat() + "\\n")
     time.sleep(float(os.environ["JOB_SECONDS"]))
     return {"ok": True}
+
+def unstorable(scheduled):
+    return {"rows": {1, 2, 3}}  # a set: no JSON
 '''
 
 
@@ -113,3 +116,10 @@ def test_the_demo_and_backfill_refuse_what_check_refuses_with_its_message(comman
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2, out.stdout + out.stderr
     assert f"--time-zone {finding.message.removeprefix('timeZone ')}" in _words(out.stderr), out.stderr
+
+
+def test_a_dropped_result_is_a_finding_in_the_report_not_a_failure(tmp_path: Path) -> None:
+    out = _run_local(tmp_path, "--schedule", "*/10 * * * *", "--runs", "1", "--job", "slow:unstorable")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(r"result dropped: the run of \S+ \S+Z \([0-9a-f]{12}\) completed, but its result was not stored: ",
+                     _words(out.stdout)), out.stdout

@@ -77,3 +77,13 @@ def test_a_handler_server_nobody_removes_the_log_of_leaves_none(tmp_path: Path) 
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert list(tmpdir.iterdir()) == []
+
+
+@pytest.mark.campaign  # tests/costs.py: the demo
+@pytest.mark.parametrize("args", [["--overlap"], ["--runs", "6"]])
+def test_the_demo_leaves_nothing(tmp_path: Path, args: list[str]) -> None:
+    tmpdir = tmp_path / "tmp"
+    out = subprocess.run([str(Path(sys.executable).parent / "scheduler-dedup"), "demo", *args], capture_output=True,
+                         text=True, env=_env(tmpdir), timeout=600, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert list(tmpdir.iterdir()) == []

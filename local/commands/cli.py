@@ -103,7 +103,8 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
     if overlap:
         from scheduler_dedup.local.commands.demo_overlap import run_overlap_demo
 
-        sys.exit(run_overlap_demo(store=store))
+        with _owned_lifetime():
+            sys.exit(run_overlap_demo(store=store))
     from scheduler_dedup.local.commands.console import make_console
     from scheduler_dedup.local.commands.demo import run_demo
 
