@@ -330,7 +330,8 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
     instances.start()
     history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
     runs_command = runs_command_line(server.shell_env(), name)
-    status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
+    status.print(f"Handler on {instances.server.url} (its log, removed when this ends: {instances.server.log_path}; "
+                 "a failing job's traceback is in the report). From another shell"
                  + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
                  + f"\n  {runs_command}", soft_wrap=True)
     mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
