@@ -123,3 +123,10 @@ def test_a_dropped_result_is_a_finding_in_the_report_not_a_failure(tmp_path: Pat
     assert out.returncode == 0, out.stdout + out.stderr
     assert re.search(r"result dropped: the run of \S+ \S+Z \([0-9a-f]{12}\) completed, but its result was not stored: ",
                      _words(out.stdout)), out.stdout
+
+
+def test_a_misspelt_time_zone_is_refused_with_the_message_check_gives(tmp_path: Path) -> None:
+    [finding] = run("scheduler-job-unix-cron", [job(timeZone="Europe/Berlinn")])
+    assert finding.message == "timeZone 'Europe/Berlinn' is not an IANA time zone name; did you mean 'Europe/Berlin'?"
+    out = _run_local(tmp_path, "--schedule", "0 9 * * *", "--time-zone", "Europe/Berlinn", "--runs", "1")
+    assert out.returncode == 2 and f"--time-zone {finding.message.removeprefix('timeZone ')}" in _words(out.stderr)
