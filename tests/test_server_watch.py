@@ -35,10 +35,40 @@ def test_a_test_without_it():
 '''
 
 
+EMULATORS = {
+    "spanner": '''
+import os, signal, time
+import pytest
+
+@pytest.mark.parametrize("store_server_session", ["spanner"], indirect=True)
+def test_the_server_dies(server):
+    os.kill(server.pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert server.pid is None
+
+@pytest.mark.parametrize("store_server_session", ["spanner"], indirect=True)
+def test_then_its_table_is_back(store):
+    assert store.get("0" * 64) is None
+''',
+    "firestore": '''
+import os, signal, time
+
+def test_the_server_dies(emulator):
+    os.kill(emulator.pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert emulator.pid is None
+
+def test_then_it_answers(emulator):
+    emulator.wipe()
+''',
+}
+
+
 def _run(tmp_path: Path, suite: str, **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_tiny.py").write_text(suite)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider", "-n", "1",
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "tests.stores.conftest", "-p",
+         "no:cacheprovider", "-n", "1",
          "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(tmp_path / "test_tiny.py")],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env})
@@ -72,3 +102,14 @@ def test_a_server_that_cannot_restart_fails_the_tests_that_need_it_at_once(tmp_p
         assert line.startswith("ERROR") and "Failed: redis-server on 127.0.0.1:" in line, line
     assert out.count("could not be restarted: REDIS_SERVER=/nonexistent/redis-server is not a file") >= 2, out
     assert "Connection refused" not in short, out
+
+
+@pytest.mark.parametrize("kind", sorted(EMULATORS))
+def test_a_killed_emulator_comes_back_with_what_the_tests_need(tmp_path: Path, kind: str) -> None:
+    """The Firestore emulator's JVM (with its sizing flags) and the Spanner emulator (its tables made again)."""
+    done = _run(tmp_path, EMULATORS[kind])
+    out = done.stdout
+    assert done.returncode == 0 and "2 passed" in out, out
+    died = out[out.index("servers that died"):]
+    assert "emulator on 127.0.0.1:" in died and "of worker gw0 exited: killed by signal 9" in died, out
+    assert "emulator of worker gw0 restarted on 127.0.0.1:" in died, out

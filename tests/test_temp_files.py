@@ -62,6 +62,8 @@ def test_run_local_of_a_failing_job_leaves_nothing_and_reports_its_traceback(tmp
     assert f'File "{job}", line 8, in boom return export()' in text, out.stdout
     assert f'File "{job}", line 11, in export raise RuntimeError("disk full on /data")' in text, out.stdout
     assert "checking /data before the export" in text, out.stdout
+    # Scheduler's retries of the failing run take 20 s and more: the run says it is still being delivered
+    assert "still delivering" in text, out.stdout
 
 
 def test_a_handler_server_nobody_removes_the_log_of_leaves_none(tmp_path: Path) -> None:
