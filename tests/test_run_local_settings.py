@@ -130,3 +130,11 @@ def test_a_misspelt_time_zone_is_refused_with_the_message_check_gives(tmp_path: 
     assert finding.message == "timeZone 'Europe/Berlinn' is not an IANA time zone name; did you mean 'Europe/Berlin'?"
     out = _run_local(tmp_path, "--schedule", "0 9 * * *", "--time-zone", "Europe/Berlinn", "--runs", "1")
     assert out.returncode == 2 and f"--time-zone {finding.message.removeprefix('timeZone ')}" in _words(out.stderr)
+
+
+def test_the_component_takes_every_name_of_a_store_and_suggests_one() -> None:
+    from scheduler_dedup.infra.stores.store import store_kind
+
+    assert store_kind({"kind": "redis"}) == store_kind({"kind": "memorystore"}) == "memorystore"
+    with pytest.raises(DedupConfigError, match=r"'spaner' is not a store kind: did you mean 'spanner'\?"):
+        store_kind({"kind": "spaner"})

@@ -49,19 +49,21 @@ def named(name: str) -> StoreKind | None:
     return next((kind for kind in STORES if wanted in (kind.id, kind.component_kind)), None)
 
 
-def store_name_problem(name: str, setting: str) -> str | None:
+def store_name_problem(name: str, setting: str, component: bool = False) -> str | None:
     """Why ``name`` names no registered store (:func:`named`), with the closest name (difflib), or None.
 
     Args:
         name: the store as written.
         setting: what it was written in, named in the message (``DEDUP_STORE``, ``--store``).
+        component: list each store by its component kind first (``memorystore (or redis)``), as the component's
+            ``kind`` input is written; else by its ``DEDUP_STORE`` id first.
     """
     import difflib
 
     if named(name) is not None:
         return None
-    names = ", ".join(f"{kind.id} (or {kind.component_kind})" if kind.component_kind != kind.id else kind.id
-                      for kind in STORES)
+    pairs = [(kind.component_kind, kind.id) if component else (kind.id, kind.component_kind) for kind in STORES]
+    names = ", ".join(f"{first} (or {second})" if first != second else first for first, second in pairs)
     close = difflib.get_close_matches(str(name).strip().lower(), store_names(), n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}? " if close else ""
     return f"{setting}={name!r} is not a run store: {hint}use one of {names}"
