@@ -41,16 +41,24 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   fi
   echo "$WANT" > "$STAMP"
 fi
-# redis-server (Debian package) runs the Redis store's tests, demo and campaigns: install it where it is missing
-# and we may (CI runs as root on Debian); otherwise fail below with the install command.
-if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "==> installing redis-server (apt-get install -y redis-server)"
-  if ! APT_LOG="$( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) 2>&1)"; then
+# Debian packages the suite needs, installed where missing and we may (CI runs as root on Debian): redis-server runs
+# the Redis store's tests, demo and campaigns (missing: fail below with the install command); chromium and
+# chromium-driver run tests/test_docs_browser.py (missing: those tests skip, and fail under CI=true). apt-get's
+# output is shown only when it fails.
+apt_install() {  # apt_install COMMAND PACKAGE...: install the packages when COMMAND is not on PATH
+  local command="$1"; shift
+  if command -v "$command" >/dev/null 2>&1 || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "==> installing $* (apt-get install -y $*)"
+  if ! APT_LOG="$( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") 2>&1)"; then
     echo "$APT_LOG" >&2
-    echo "error: apt-get install -y redis-server failed (output above)" >&2
+    echo "error: apt-get install -y $* failed (output above)" >&2
     exit 2
   fi
-fi
+}
+apt_install redis-server redis-server
+apt_install chromedriver chromium chromium-driver
 # Fail early, with the install command, when java, the Firestore emulator jar, the Spanner emulator or redis-server
 # is missing.
 "$VENV/bin/python" -c '

@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+pytest.register_assert_rewrite("tests.server_watch", "tests.missing_tools")  # plugins this module also imports
+
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.servers.redis_server import RedisServer
+from tests import server_watch
 from tests.costs import pytest_collection_modifyitems, pytest_configure, pytest_runtest_protocol  # noqa: F401 (hooks)
 
 if TYPE_CHECKING:
     import redis as redispy
+
+pytest_plugins = ["tests.server_watch", "tests.missing_tools"]
 
 PROJECT = "demo-scheduler-dedup"
 
@@ -49,6 +54,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if server.proc is not None and server.proc.poll() is None:
                 report.sections.append((f"handler {server.url} (its log, then its threads' stacks)",
                                         server.dump_stacks()[-20000:]))
+            elif server.proc is not None:  # it exited (or was killed) during the test: say how, and its last lines
+                report.sections.append((f"handler {server.url} of worker {server_watch.worker()} exited with "
+                                        f"{server.proc.returncode} (its log ends)", server.log()[-5000:]))
     if call.when == "teardown":
         _handlers.clear()
 
@@ -57,12 +65,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def firestore_emulator() -> Iterator[FirestoreEmulator]:
     """The running emulator; ``FIRESTORE_EMULATOR_HOST`` and ``GOOGLE_CLOUD_PROJECT`` point at it."""
     with FirestoreEmulator(project=PROJECT) as emulator:
+        server_watch.watch(emulator, "firestore_emulator", "emulator")
         old = {k: os.environ.get(k) for k in ("FIRESTORE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")}
         os.environ["FIRESTORE_EMULATOR_HOST"] = emulator.host
         os.environ["GOOGLE_CLOUD_PROJECT"] = PROJECT
         try:
             yield emulator
         finally:
+            server_watch.unwatch(emulator)
             for key, value in old.items():
                 if value is None:
                     os.environ.pop(key, None)
@@ -73,6 +83,7 @@ def firestore_emulator() -> Iterator[FirestoreEmulator]:
 @pytest.fixture()
 def emulator(firestore_emulator: FirestoreEmulator) -> FirestoreEmulator:
     """The session's emulator, wiped clean before the test."""
+    server_watch.ready(firestore_emulator)
     firestore_emulator.wipe()
     return firestore_emulator
 
@@ -81,12 +92,15 @@ def emulator(firestore_emulator: FirestoreEmulator) -> FirestoreEmulator:
 def redis_server() -> Iterator[RedisServer]:
     """A running redis-server (no persistence, noeviction, AUTH on) for the whole session."""
     with RedisServer(project=PROJECT) as server:
+        server_watch.watch(server, "redis_server", "redis")
         yield server
+        server_watch.unwatch(server)
 
 
 @pytest.fixture()
 def redis(redis_server: RedisServer) -> RedisServer:
     """The session's redis-server, flushed before the test."""
+    server_watch.ready(redis_server)
     redis_server.wipe()
     return redis_server
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_dedup.local.commands import reference
+from tests.missing_tools import missing
 from tests.paths import ROOT
 README = ROOT / "README.md"
 
@@ -90,7 +91,7 @@ def test_every_page_under_docs_is_in_the_nav() -> None:
 
 
 @pytest.mark.skipif(shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None,
-                    reason="the docs extra is not installed")
+                    reason=missing("the docs extra is not installed (pip install -e '.[docs]')"))
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     """``mkdocs build --strict``: a broken link, a missing anchor, a page outside the nav or a docstring mkdocstrings
     cannot render fails the build (mkdocs.yml's validation settings make them warnings, --strict errors)."""
@@ -125,7 +126,7 @@ def _opens_from_disk(site: Path) -> None:
 def test_the_broken_link_check_works(tmp_path: Path) -> None:
     """The validation the strict build relies on: a link to a missing anchor is an error."""
     if shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None:
-        pytest.skip("the docs extra is not installed")
+        pytest.skip(missing("the docs extra is not installed (pip install -e '.[docs]')"))
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "index.md").write_text("# Home\n\n[there](other.md#nowhere)\n")

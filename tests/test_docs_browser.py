@@ -22,14 +22,15 @@ from typing import Any
 
 import pytest
 
+from tests.missing_tools import missing
 from tests.paths import ROOT
 
 pytestmark = [
     pytest.mark.processes,  # tests/costs.py: a browser and a site build
     pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")),
-                       reason="no chromium and chromedriver (apt-get install chromium chromium-driver)"),
+                       reason=missing("no chromium and chromedriver (apt-get install chromium chromium-driver)")),
     pytest.mark.skipif(shutil.which("mkdocs", path=str(Path(sys.executable).parent)) is None,
-                       reason="the docs extra is not installed"),
+                       reason=missing("the docs extra is not installed (pip install -e '.[docs]')")),
 ]
 
 #: Characters after which a line may break inside a token: the site's break points (docs/hooks.py), and those a

@@ -42,8 +42,11 @@ def test_own_job_with_delivery_faults_runs_once_per_fire_time_and_the_skipped_on
     # An 8 s lease for a 1.5 s job: on a loaded machine renewals (every third of the lease, each bounded by the
     # 2 s store timeout) can fail for a few seconds, and a retry then rightly takes a live run over: with a 2 s
     # or 4 s lease that made "2 repeated" under load, the crashed run and one more.
+    # Fire times come 4 s apart (--speed 150): each is delivered on schedule whether or not the one before was
+    # answered, and the crash fault SIGKILLs the instance serving every run in flight; 4 s lets the run before
+    # finish first, so only the crashed run is taken over.
     out = _run_local(tmp_path, "--runs", "4", "--delivery-faults", "clean,crash,skipped,concurrent", "--lease", "8",
-                     "--attempt-deadline", "5", "--env", "JOB_SECONDS=1.5")
+                     "--attempt-deadline", "5", "--env", "JOB_SECONDS=1.5", "--speed", "150")
     assert out.returncode == 1, out.stdout + out.stderr  # the skipped fire time is missed
     assert "warning" not in (out.stdout + out.stderr).lower()
     executions = _executions(tmp_path)

@@ -12,7 +12,8 @@ from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE, location_problem
-from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
+from scheduler_dedup.handler.stores.registry import (DEFAULT_STORE as _DEFAULT_STORE, STORES, find, named,
+                                                     store_ids, store_name_problem)
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.config.environment import read_environment
 from scheduler_dedup.handler.schedule.overlap_policy import (DEFAULT_OVERLAP, catch_up_window_problem,
@@ -249,8 +250,8 @@ class Settings:
         if "DEDUP_FIRESTORE_TIMEOUT_SECONDS" in env:
             raise ConfigError("DEDUP_FIRESTORE_TIMEOUT_SECONDS was renamed DEDUP_STORE_TIMEOUT_SECONDS (it bounds "
                               "every store's calls): rename the variable, keeping its value")
-        store = env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE
-        kind = _store_kind(store)
+        kind = _store_kind(env.get("DEDUP_STORE", "").strip() or DEFAULT_STORE)
+        store = kind.id  # memorystore is redis: one name from here on
         for other in STORES:  # each store refuses its own variables set for another store
             problem = load(other.config).env_problem(env, store) if other.config else None
             if problem:
@@ -285,9 +286,9 @@ def _store_kind(store: str) -> StoreKind:
     Raises:
         ConfigError: it names none.
     """
-    kind = find(store)
+    kind = named(store)
     if kind is None:
-        raise ConfigError(f"DEDUP_STORE={store!r} is not a run store: use one of {', '.join(store_ids())}")
+        raise ConfigError(store_name_problem(store, "DEDUP_STORE") or store)
     return kind
 
 

@@ -81,6 +81,7 @@ DELIVERY: tuple[Answer, ...] = (
     Answer(500, "released", ("error", "output", "released"),
            "The job raised any other exception, or was interrupted (`KeyboardInterrupt`, `GeneratorExit`). `error` "
            "is the exception's type and message and `output` the tail of what the job wrote to stdout and stderr, "
+           "ending with the exception's traceback (the job's own frames first), "
            "as [the run record](../how-it-works.md#the-run-record) keeps them: the run was recorded `released` with "
            "both first, so Scheduler's next retry runs the job at once, and once the retries are over run history "
            "reports the run failed with that error."),

@@ -69,6 +69,7 @@ from typing import Any
 from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryableJobError, StoreError,
                                                  StoreRefusedError, StoreUnavailableError)
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease, held_lease_fields
+from scheduler_dedup.handler.core.job_traceback import job_traceback
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, RELEASED,
                                                  SKIPPED_OVERLAP, TTL_FIELD, RunRecord, claim_landed_late)
@@ -273,7 +274,7 @@ class Idempotency:
             return self._skip(run_id, attempt_id, keeper, claim, exc)
         except NonRetryableJobError as exc:
             keeper.stop()
-            error, tail = _error_text(exc), _output_tail(output)
+            error, tail = _error_text(exc), _output_tail(output, exc)
             done = self._recorded(run_id, attempt_id, "record_failure", lambda: self._finish(
                 run_id, attempt_id, keeper, claim, FAILED, {"error": error, "output": tail, "result": None}),
                 job_error=error, output=tail)
@@ -287,7 +288,7 @@ class Idempotency:
             keeper.stop()
             error = _error_text(exc) if isinstance(exc, Exception) else \
                 _error_text(exc)[:_MAX_ERROR_CHARS - len(_EXITED)] + _EXITED
-            tail = _output_tail(output)
+            tail = _output_tail(output, exc)
             released = self._recorded(run_id, attempt_id, "release",
                                       lambda: self._release(run_id, attempt_id, keeper, claim, error, tail),
                                       job_error=error, output=tail)
@@ -581,14 +582,14 @@ def _error_text(exc: BaseException) -> str:
     return exception_text(exc, _MAX_ERROR_CHARS)
 
 
-def _output_tail(output: Callable[[], str] | None) -> str | None:
-    """The work's output tail as stored (the last :data:`_MAX_OUTPUT_CHARS` characters), or None if it wrote
-    nothing or nothing was captured; a failure to read it is no output (the outcome is recorded all the same)."""
-    if output is None:
-        return None
+def _output_tail(output: Callable[[], str] | None, exc: BaseException) -> str | None:
+    """The work's output tail as stored (the last :data:`_MAX_OUTPUT_CHARS` characters), ending with ``exc``'s
+    traceback as a failing script's stderr would (:func:`~scheduler_dedup.handler.core.job_traceback.job_traceback`:
+    scrubbed, the job's frames first, bounded); a failure to read the output is no output (the outcome is recorded
+    all the same)."""
+    text = ""
     try:
-        text = output()
+        text = output()[-_MAX_OUTPUT_CHARS:] if output is not None else ""
     except Exception:  # noqa: BLE001 - the tail is a courtesy; recording the outcome must not depend on it
         log.exception("could not read the job's output tail")
-        return None
-    return text[-_MAX_OUTPUT_CHARS:] or None
+    return (text + ("\n" if text and not text.endswith("\n") else "") + job_traceback(exc)) or None

@@ -43,6 +43,39 @@ def find(store_id: str) -> StoreKind | None:
     return next((kind for kind in STORES if kind.id == store_id), None)
 
 
+def store_names() -> tuple[str, ...]:
+    """Every name a registered store goes by, in :data:`STORES` order: its ``DEDUP_STORE`` id, then its component
+    kind where that differs (``redis``, ``memorystore``: the docs call the Redis store Memorystore)."""
+    return tuple(name for kind in STORES for name in dict.fromkeys((kind.id, kind.component_kind)))
+
+
+def named(name: str) -> StoreKind | None:
+    """The registered store ``name`` names, by its id or its component kind, in any case (``memorystore`` and
+    ``redis`` are the same store), or None."""
+    wanted = str(name).strip().lower()
+    return next((kind for kind in STORES if wanted in (kind.id, kind.component_kind)), None)
+
+
+def store_name_problem(name: str, setting: str, component: bool = False) -> str | None:
+    """Why ``name`` names no registered store (:func:`named`), with the closest name (difflib), or None.
+
+    Args:
+        name: the store as written.
+        setting: what it was written in, named in the message (``DEDUP_STORE``, ``--store``).
+        component: list each store by its component kind first (``memorystore (or redis)``), as the component's
+            ``kind`` input is written; else by its ``DEDUP_STORE`` id first.
+    """
+    import difflib
+
+    if named(name) is not None:
+        return None
+    pairs = [(kind.component_kind, kind.id) if component else (kind.id, kind.component_kind) for kind in STORES]
+    names = ", ".join(f"{first} (or {second})" if first != second else first for first, second in pairs)
+    close = difflib.get_close_matches(str(name).strip().lower(), store_names(), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{setting}={name!r} is not a run store: {hint}use one of {names}"
+
+
 def by_component_kind(component_kind: str) -> StoreKind | None:
     """The registered store a ``DedupStore`` ``kind`` names (its declared alias, e.g. ``memorystore``), or None."""
     return next((kind for kind in STORES if kind.component_kind == component_kind), None)

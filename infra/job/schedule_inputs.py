@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
-from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
-from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem
+from scheduler_dedup.handler.schedule.schedule_checks import time_zone_problem
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.inputs import required_str
 from scheduler_dedup.infra.project.locations import region_problem
@@ -37,13 +36,9 @@ def validate_time_zone(time_zone: str) -> str:
             such as ``EST`` (UTC-5 all year; :func:`~scheduler_dedup.handler.schedule.time_zones.fixed_offset_abbreviation_problem`).
             An alias such as ``US/Eastern`` passes with an advisory (:func:`advisories_of`).
     """
-    if not is_iana_time_zone(time_zone):
-        raise DedupConfigError(
-            "time_zone", f"{time_zone!r} is not an IANA time zone name; {time_zone_suggestion(time_zone)}"
-        )
-    fixed = fixed_offset_abbreviation_problem(time_zone)
-    if fixed:
-        raise DedupConfigError("time_zone", fixed)
+    problem = time_zone_problem(time_zone)
+    if problem:
+        raise DedupConfigError("time_zone", problem)
     return time_zone
 
 

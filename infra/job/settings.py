@@ -16,12 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 from scheduler_dedup.handler.config.settings import DEFAULT_LEASE_SECONDS
-from scheduler_dedup.handler.schedule.cron.oversized_steps import oversized_step_forms
-from scheduler_dedup.handler.schedule.cron.readings import unsettled_cron_forms
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
 from scheduler_dedup.handler.schedule.retry_windows import recovers_crash, retry_window_seconds
-from scheduler_dedup.handler.schedule.time_zones import time_zone_alias_advisory
+from scheduler_dedup.handler.schedule.schedule_checks import schedule_advisories
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.job.app_engine import resolve_app_engine
 from scheduler_dedup.infra.args import DedupScheduledJobArgs, input_keys
@@ -224,10 +222,7 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     * a plain environment variable looks like a credential
       (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`).
     """
-    found = [f"schedule {message}" for message in (*unsettled_cron_forms(s.schedule), *oversized_step_forms(s.schedule))]
-    alias = time_zone_alias_advisory(s.time_zone)
-    if alias:
-        found.append(f"time_zone {alias}")
+    found = schedule_advisories(s.schedule, s.time_zone)
     overlap = overlap_advisory(s.schedule, s.time_zone, s.attempt_deadline_seconds, s.retry_window_seconds)
     if overlap:
         found.append(overlap)

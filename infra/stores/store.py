@@ -67,16 +67,23 @@ def store_kind(args: Mapping[str, Any], key: str = "kind", field: Optional[str] 
     """The store kind ``args[key]`` names (default ``firestore``): a plain string known at preview, since it decides
     what is created.
 
+    Returns:
+        The store's component kind (:data:`STORE_KINDS`), whichever of its names was given
+        (:func:`~scheduler_dedup.handler.stores.registry.named`: ``redis`` is ``memorystore``).
+
     Raises:
-        DedupConfigError: field ``field`` (default ``key``): an output, or not one of :data:`STORE_KINDS`.
+        DedupConfigError: field ``field`` (default ``key``): an output, or no store's name (with the closest one).
     """
     kind = args.get(key) or DEFAULT_KIND
     if isinstance(kind, pulumi.Output):
         raise DedupConfigError(field or key, "must be known at preview (it decides what is created): pass a plain "
                                              f"string, one of {', '.join(STORE_KINDS)}")
-    if kind not in STORE_KINDS:
-        raise DedupConfigError(field or key, f"{kind!r} is not a store kind: use one of {', '.join(STORE_KINDS)}")
-    return str(kind)
+    store = registry.named(str(kind))  # any name a store goes by: redis is memorystore
+    if store is None:
+        problem = registry.store_name_problem(str(kind), field or key, component=True) or ""
+        raise DedupConfigError(field or key, problem.partition("=")[2].replace("is not a run store",
+                                                                              "is not a store kind"))
+    return store.component_kind
 
 
 def kind_apis(kind: str) -> tuple[str, ...]:

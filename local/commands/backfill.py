@@ -31,6 +31,7 @@ from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.local.commands.console import make_console
 from scheduler_dedup.local.commands.rerun import RerunRefused, plan_rerun, reset
+from scheduler_dedup.local.commands.setting_options import option_problems
 from scheduler_dedup.local.commands.runs import _by_run_id, _common, _history, _read_failed, parse_when
 
 #: Answers after which a fire time is decided (Scheduler stops on 2xx).
@@ -145,6 +146,9 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
     """
     if not dry_run and not url:
         raise click.UsageError("give --url (the handler's URL) to deliver, or --dry-run to list")
+    problems = option_problems(schedule, time_zone)  # as check and preview read them; a record's are the handler's
+    if problems:
+        raise click.UsageError("\n".join(problems))
     console, err = make_console(), make_console(stderr=True)
     history = _history(store, project, database, instance, collection)
     scope = JobScope.parse(job)

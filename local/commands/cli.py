@@ -38,13 +38,14 @@ from pathlib import Path  # noqa: E402
 import click  # noqa: E402
 
 from scheduler_dedup.handler.core.logs import ignore_python_version_warning  # noqa: E402
+from scheduler_dedup.handler.schedule.overlap_policy import DEFAULT_OVERLAP, OVERLAP_POLICIES  # noqa: E402
 
 ignore_python_version_warning()  # before anything imports google.api_core
 
 from scheduler_dedup.local.commands.backfill import backfill, rerun  # noqa: E402
 from scheduler_dedup.local.commands.runs import runs  # noqa: E402  (after the warning filter)
 from scheduler_dedup.local.commands.store_init import store  # noqa: E402
-from scheduler_dedup.local.servers.store_servers import SERVER_KINDS  # noqa: E402
+from scheduler_dedup.local.commands.store_option import StoreName  # noqa: E402
 
 _restore_signals(_AT_IMPORT)  # imported (by a test, say): the handlers as they were; main() sets them again
 
@@ -77,7 +78,7 @@ main.add_command(runs)
 main.add_command(backfill)
 main.add_command(store)
 
-_STORE_OPTION = click.option("--store", default="firestore", show_default=True, type=click.Choice(SERVER_KINDS),
+_STORE_OPTION = click.option("--store", default="firestore", show_default=True, type=StoreName(local_server=True),
                              help="the run store (DEDUP_STORE) whose real local server is started.")
 
 
@@ -94,11 +95,20 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
     """Start a local store server (the Firestore emulator by default) and the handler, play at-least-once
     Scheduler traffic with faults (one fire time skipped on purpose), then show the run history and the runs
     it expected but did not find. With --overlap: a job slower than its interval, with and without skip."""
+    from scheduler_dedup.local.commands.setting_options import option_problems, print_advisories
+
+    problems = option_problems(schedule, time_zone)  # as `check` and `pulumi preview` read them
+    if problems:
+        raise click.UsageError("\n".join(problems))
     if overlap:
         from scheduler_dedup.local.commands.demo_overlap import run_overlap_demo
 
-        sys.exit(run_overlap_demo(store=store))
+        with _owned_lifetime():
+            sys.exit(run_overlap_demo(store=store))
+    from scheduler_dedup.local.commands.console import make_console
     from scheduler_dedup.local.commands.demo import run_demo
+
+    print_advisories(make_console(), schedule, time_zone)
 
     with _owned_lifetime():
         sys.exit(run_demo(schedule=schedule, runs=runs, seed=seed, time_zone=time_zone, keep_emulator=keep_emulator,
@@ -131,12 +141,17 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
               help="NAME=path: env var NAME holds the file's text, standing in for a secret_env secret; repeatable.")
 @click.option("--keep-emulator", is_flag=True, help="leave the store server running, so the printed runs command "
               "keeps working afterwards.")
+@click.option("--overlap", default=DEFAULT_OVERLAP, show_default=True,
+              help=f"the job's overlap policy (DEDUP_OVERLAP): {', '.join(OVERLAP_POLICIES)}; each fire time is "
+                   "delivered on schedule, so a job slower than the schedule's interval overlaps the next.")
+@click.option("--catch-up-window", default=0.0, show_default=True, type=float,
+              help="the job's catch-up window in seconds (DEDUP_CATCH_UP_WINDOW_SECONDS; 0: off).")
 @_STORE_OPTION
 def run_local_command(source: Path, job: str, schedule: str, time_zone: str, speed: float, runs: int | None,
                       job_name: str | None, delivery_faults: str, store_faults: tuple[str, ...],
                       store_fault_rate: float, seed: int, lease_seconds: float, attempt_deadline: float,
                       env_pairs: tuple[str, ...], secret_files: tuple[str, ...], keep_emulator: bool,
-                      store: str) -> None:
+                      overlap: str, catch_up_window: float, store: str) -> None:
     """Run your own job locally as in production: a local store server (the Firestore emulator by default),
     the handler under functions-framework with DEDUP_JOB, and the Scheduler simulator firing your schedule,
     with optional delivery and store faults. Prints each run's history row as it lands, then the report.
@@ -159,7 +174,8 @@ def run_local_command(source: Path, job: str, schedule: str, time_zone: str, spe
             code = run_local(source, job, schedule, time_zone=time_zone, runs=runs, speed=speed, job_name=job_name,
                              delivery_faults=faults, store_faults=store_faults, store_fault_rate=store_fault_rate,
                              seed=seed, lease_seconds=lease_seconds, attempt_deadline=attempt_deadline,
-                             extra_env=extra_env, store=store, keep_emulator=keep_emulator)
+                             extra_env=extra_env, store=store, keep_emulator=keep_emulator, overlap=overlap,
+                             catch_up_window=catch_up_window)
     except LocalRunError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -58,8 +58,12 @@ def run_overlap_demo(store: str = "firestore", runs: int = 8, interval_seconds: 
         server = store_server(store).start()
         server.prepare("scheduler_runs")
     except (EmulatorNotFoundError, EmulatorStartError) as exc:
+        shutil.rmtree(workdir, ignore_errors=True)
         console.print(f"[red]error:[/red] {exc}")
         return 2
+    except BaseException:  # Ctrl-C while the server starts: its workdir goes too
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     sides: dict[str, list[HandlerServer]] = {}
     answers: dict[str, dict[str, str]] = {policy: {} for policy in POLICIES}
     try:

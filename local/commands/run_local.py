@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -28,22 +30,23 @@ from scheduler_dedup.handler.config.settings import store_timeout_for
 from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.job_spec import job_spec_problem
-from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
-from scheduler_dedup.handler.schedule.time_zones import is_iana_time_zone, time_zone_suggestion
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, RELEASED
+from scheduler_dedup.handler.schedule.overlap_policy import DEFAULT_OVERLAP, OVERLAP_POLICIES
+from scheduler_dedup.handler.core.record import COMPLETED, FAILED, RELEASED, SKIPPED_OVERLAP
 from scheduler_dedup.handler.monitoring.comparison import compare
 from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Report
 from scheduler_dedup.handler.monitoring.run_history import RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.local.commands.console import in_words, make_console, runs_command_line
+from scheduler_dedup.local.commands.setting_options import option_problems, print_advisories
 from scheduler_dedup.local.servers.store_servers import (EmulatorNotFoundError, EmulatorStartError, StoreServer, running,
                                                          store_server)
-from scheduler_dedup.local.commands.runs import add_run_row, report_summary, report_table, runs_table
+from scheduler_dedup.local.commands.runs import RUN_ID_CHARS, add_run_row, report_summary, report_table, runs_table
 from scheduler_dedup.local.servers.handlers import HandlerServer
 from scheduler_dedup.local.servers.held_signals import signals_held
-from scheduler_dedup.local.demo.simulator import FAULT_TITLES, Delivery, RetryConfig, Scheduler, schedule_times
+from scheduler_dedup.local.demo.simulator import (FAULT_TITLES, Delivery, RetryConfig, RunReport, Scheduler,
+                                                  schedule_times)
 
 #: Delivery faults that work with any job (the others of the demo need its scripted job).
 DELIVERY_FAULTS = ("clean", "lost_response", "concurrent", "crash", "skipped")
@@ -53,6 +56,12 @@ COLLECTION = "scheduler_runs"
 
 class LocalRunError(Exception):
     """Bad input or a handler that does not start; the message says what to change."""
+
+
+#: The handler settings run-local sets from its own options, and those options.
+_OPTION_OF = {"DEDUP_JOB": "--job", "DEDUP_SCHEDULE": "--schedule", "DEDUP_TIME_ZONE": "--time-zone",
+              "DEDUP_OVERLAP": "--overlap", "DEDUP_CATCH_UP_WINDOW_SECONDS": "--catch-up-window",
+              "DEDUP_LEASE_SECONDS": "--lease", "DEDUP_STORE": "--store"}
 
 
 def env_pairs_env(pairs: Sequence[str]) -> dict[str, str]:
@@ -70,7 +79,8 @@ def env_pairs_env(pairs: Sequence[str]) -> dict[str, str]:
             continue
         problem = env_name_problem(key)
         if problem:
-            problems.append(f"--env {key}: {problem}")
+            option = _OPTION_OF.get(key)
+            problems.append(f"--env {key}: {problem}" + (f"; run-local sets it from {option}" if option else ""))
             continue
         env[key] = value
     if problems:
@@ -106,8 +116,11 @@ def secret_file_env(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: Sequence[str],
-                 store_faults: Sequence[str] = (), speed: float = 1.0) -> None:
-    """Validate the command's inputs before anything starts, and name every bad one at once.
+                 store_faults: Sequence[str] = (), speed: float = 1.0, overlap: str = DEFAULT_OVERLAP,
+                 catch_up_window: float = 0) -> None:
+    """Validate the command's inputs before anything starts, and name every bad one at once; the job's settings
+    (schedule, time zone, overlap, catch-up window) as ``check`` and ``pulumi preview`` read them
+    (:func:`~scheduler_dedup.local.commands.setting_options.option_problems`).
 
     Raises:
         LocalRunError: one line per bad option, each naming the option and the fix.
@@ -124,11 +137,7 @@ def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: 
     elif not spec_problem and not ((source / f"{module}.py").is_file()
                                       or (source / module / "__init__.py").is_file()):
         problems.append(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
-    problem = unix_cron_problem(schedule)
-    if problem:
-        problems.append(f"--schedule {problem}")
-    if not is_iana_time_zone(time_zone):
-        problems.append(f"--time-zone {time_zone!r} is not a tz database time zone: {time_zone_suggestion(time_zone)}")
+    problems += option_problems(schedule, time_zone, overlap, catch_up_window)
     unknown = [f for f in faults if f not in DELIVERY_FAULTS]
     if unknown:
         problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
@@ -230,7 +239,7 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
               store_faults: Sequence[str] = (), store_fault_rate: float = 0.0, seed: int = 1,
               lease_seconds: float = 10.0, attempt_deadline: float = 10.0, extra_env: Mapping[str, str] | None = None,
               console: Console | None = None, status: Console | None = None, store: str = "firestore",
-              keep_emulator: bool = False) -> int:
+              keep_emulator: bool = False, overlap: str = DEFAULT_OVERLAP, catch_up_window: float = 0) -> int:
     """Run ``job`` from ``source`` under the dedup handler with the Scheduler simulator firing ``schedule``.
 
     Args:
@@ -252,6 +261,9 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
         store: the run store (``DEDUP_STORE``) whose local server the handler uses.
         keep_emulator: leave the store server running afterwards, so the printed ``runs`` command keeps
             working; the closing lines say its PID and how to stop it.
+        overlap: the job's overlap policy (``DEDUP_OVERLAP``: one of
+            :data:`~scheduler_dedup.handler.schedule.overlap_policy.OVERLAP_POLICIES`).
+        catch_up_window: the job's catch-up window, seconds (``DEDUP_CATCH_UP_WINDOW_SECONDS``; 0: off).
 
     Returns:
         0 if nothing was missed, failed or stuck; 1 otherwise (a ``skipped`` fault makes a missed run).
@@ -264,7 +276,8 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
     console = console or make_console()
     status = status or console
     source = source.expanduser().resolve()
-    check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed)
+    check_inputs(source, job, schedule, time_zone, delivery_faults, store_faults, speed, overlap, catch_up_window)
+    print_advisories(status, schedule, time_zone)
     name = job_name or job_name_for(job)
     now = datetime.now(timezone.utc)
     server = store_server(store)
@@ -278,8 +291,10 @@ def run_local(source: Path, job: str, schedule: str, *, time_zone: str = "Etc/UT
             raise LocalRunError(str(exc)) from None
         code, runs_command = _serve_and_fire(owned, server, source, job, name, schedule, time_zone, runs, speed,
                                              now, delivery_faults, store_faults, store_fault_rate, seed,
-                                             lease_seconds, attempt_deadline, extra_env, console, status,
-                                             keep_emulator)
+                                             lease_seconds, attempt_deadline,
+                                             {**(extra_env or {}), "DEDUP_OVERLAP": overlap,
+                                              "DEDUP_CATCH_UP_WINDOW_SECONDS": f"{catch_up_window:g}"},
+                                             console, status, keep_emulator)
     if keep_emulator:
         status.print(f"The {server.display_name} keeps running (pid {server.pid}; stop it, and remove its files, "
                      f"with `{server.stop_command()}`). Its run history, from another shell:\n  {runs_command}",
@@ -315,7 +330,8 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
     instances.start()
     history = RunHistory(server.connect(COLLECTION))  # this process reads the history without faults
     runs_command = runs_command_line(server.shell_env(), name)
-    status.print(f"Handler on {instances.server.url} (log: {instances.server.log_path}). From another shell"
+    status.print(f"Handler on {instances.server.url} (its log, removed when this ends: {instances.server.log_path}; "
+                 "a failing job's traceback is in the report). From another shell"
                  + (":" if keep_emulator else ", while this runs (--keep-emulator keeps it readable after):")
                  + f"\n  {runs_command}", soft_wrap=True)
     mode = "real time" if speed == 1 else f"the last {runs or 10} fire times, {speed:g} times faster"
@@ -323,23 +339,26 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
                   + (f"; delivery faults in turn: {', '.join(delivery_faults)}" if delivery_faults else ""),
                   highlight=False)
     delivered: list[datetime] = []
-    current: dict[str, str] = {}
+    this_run = threading.local()  # the run a delivery thread plays, for the crash fault it may apply
     scheduler = Scheduler(instances.urls, name, RetryConfig(attempt_deadline, 5, 1.0, 10.0),
-                          crash=lambda url: instances.crash(history, current["run_id"]))
-    printed = 0
+                          crash=lambda url: instances.crash(history, this_run.run_id))
+    rows = _Rows(console, history, name, time_zone)
     interrupted = False
     try:
         for n, (when, at) in enumerate(_fire_plan(schedule, time_zone, runs, speed, now)):
-            wait = at - time.monotonic()
-            if wait >= 1:
-                console.print(f"[dim]next fire time {when:%Y-%m-%d %H:%M:%S}Z in {in_words(wait)}[/]")
-            if wait > 0:
-                time.sleep(wait)
+            if at - time.monotonic() >= 1:
+                console.print(f"[dim]next fire time {when:%Y-%m-%d %H:%M:%S}Z in {in_words(at - time.monotonic())}[/]")
+            rows.print_until(at)
             fault = delivery_faults[n % len(delivery_faults)] if delivery_faults else "clean"
-            current["run_id"] = RunKey(server.project, "", name, when).run_id
-            report = scheduler.play(when, fault)
+
+            def play(when: datetime = when, fault: str = fault) -> RunReport:
+                this_run.run_id = RunKey(server.project, "", name, when).run_id
+                return scheduler.play(when, fault)
+
+            # Scheduler delivers each fire time when it comes, whether or not the one before has been answered
+            rows.add(when, fault, _in_background(play))
             delivered.append(when)
-            printed += _print_run(console, history, name, when, time_zone, fault, report.deliveries, printed)
+        rows.print_until(None)
     except KeyboardInterrupt:  # Ctrl-C ends the command (exit 130) once the report of what was delivered is out
         interrupted = True
         if delivered:
@@ -352,7 +371,7 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
     runs_command = runs_command_line(server.shell_env(), name, rfc3339(delivered[0]),
                                      rfc3339(delivered[-1] + timedelta(seconds=1)), grace_zero=True)
     time.sleep(0.5)
-    result = _report(console, history, name, schedule, time_zone, delivered)
+    result = _report(console, history, name, schedule, time_zone, delivered, env.get("DEDUP_OVERLAP", DEFAULT_OVERLAP))
     if proxy is not None and proxy.injected:
         kinds = Counter(f"{i['step']} {i['kind']}" for i in proxy.injected)
         console.print("Store faults injected: " + ", ".join(f"{n}× {k}" for k, n in sorted(kinds.items())))
@@ -364,6 +383,55 @@ def _serve_and_fire(owned: ExitStack, server: StoreServer, source: Path, job: st
     if interrupted:
         raise KeyboardInterrupt
     return (0 if result.ok else 1), runs_command
+
+
+def _in_background(play: Callable[[], RunReport]) -> "Future[RunReport]":
+    """Run ``play`` in a daemon thread (one that cannot hold the command open after Ctrl-C); its future."""
+    future: Future[RunReport] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(play())
+        except BaseException as exc:  # noqa: BLE001 (handed to the reader of the future)
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="delivery", daemon=True).start()
+    return future
+
+
+class _Rows:
+    """The fire times delivered, printed in order as each one's deliveries end; a fire time still being delivered
+    is said to be, every :data:`STILL_GOING_SECONDS`, so a slow or failing run is never silent."""
+
+    STILL_GOING_SECONDS = 5.0
+
+    def __init__(self, console: Console, history: RunHistory, name: str, time_zone: str):
+        self.console, self.history, self.name, self.time_zone = console, history, name, time_zone
+        self.pending: list[tuple[datetime, str, Future[RunReport], float]] = []
+        self.printed = 0
+        self._said = 0.0
+
+    def add(self, when: datetime, fault: str, future: "Future[RunReport]") -> None:
+        self.pending.append((when, fault, future, time.monotonic()))
+
+    def print_until(self, deadline: float | None) -> None:
+        """Print the rows of the fire times whose deliveries have ended, oldest first, until the monotonic
+        ``deadline`` (None: until every fire time's deliveries have ended)."""
+        while True:
+            while self.pending and self.pending[0][2].done():
+                when, fault, future, _ = self.pending.pop(0)
+                self.printed += _print_run(self.console, self.history, self.name, when, self.time_zone, fault,
+                                           future.result().deliveries, self.printed)
+            now = time.monotonic()
+            if (deadline is None and not self.pending) or (deadline is not None and now >= deadline):
+                return
+            if self.pending and now - max(self.pending[0][3], self._said) >= self.STILL_GOING_SECONDS:
+                self._said = now
+                going = ", ".join(f"{w:%H:%M:%S}Z" for w, *_ in self.pending)
+                self.console.print(f"[dim]  still delivering {going}: {in_words(now - self.pending[0][3])} since "
+                                   f"{self.pending[0][0]:%H:%M:%S}Z was sent (Scheduler retries until it is "
+                                   "answered 2xx or its retries run out)[/]", highlight=False)
+            time.sleep(min(0.05, deadline - now) if deadline is not None else 0.05)
 
 
 def _fault_proxy(server: StoreServer, planned: Sequence[str], rate: float, seed: int) -> Any:
@@ -427,13 +495,36 @@ def _crash_title(rows: Sequence[HistoryRun]) -> str:
 
 
 def _report(console: Console, history: RunHistory, name: str, schedule: str, time_zone: str,
-            delivered: list[datetime]) -> Report:
+            delivered: list[datetime], overlap: str) -> Report:
     """Expected against actual over the delivered fire times, with no grace: every delivery is over, so a run
     whose every attempt failed is reported failed with its error."""
     since, until = delivered[0], delivered[-1] + timedelta(seconds=1)
-    report = compare(history.runs(name, since=since, until=until), job_name=name, schedule=schedule,
-                     time_zone=time_zone, since=since, until=until, grace_seconds=0)
+    runs = list(history.runs(name, since=since, until=until))
+    report = compare(runs, job_name=name, schedule=schedule, time_zone=time_zone, since=since, until=until,
+                     grace_seconds=0)
     if report.findings:
         console.print(report_table(report, list(report.findings)))
     console.print(report_summary(report))
+    for line in (overlap_line(runs, overlap), *dropped_result_lines(runs)):
+        if line:
+            console.print(line, highlight=False, soft_wrap=True)
     return report
+
+
+def overlap_line(runs: Sequence[HistoryRun], policy: str) -> str:
+    """What the overlap policy did over ``runs``: how many were skipped (``skipped_overlap``) and how many executed
+    while another run of the job was executing (from their claim and finish times)."""
+    skipped = sum(run.status == SKIPPED_OVERLAP for run in runs)
+    spans = [(run.claimed_at, run.finished_at or datetime.now(timezone.utc)) for run in runs
+             if run.status != SKIPPED_OVERLAP and run.claimed_at is not None]
+    together = sum(any(a < end and start < b for j, (a, b) in enumerate(spans) if j != i)
+                   for i, (start, end) in enumerate(spans))
+    return (f"Overlap policy {policy}: {skipped} of {len(runs)} run(s) skipped (skipped_overlap: a run of the job "
+            f"was still executing), {together} executed while another run of the job executed")
+
+
+def dropped_result_lines(runs: Sequence[HistoryRun]) -> list[str]:
+    """A finding per run whose result was not stored (too large, not JSON): the run completed, but whoever reads its
+    result gets none. Not a failure; never silent."""
+    return [f"result dropped: the run of {run.schedule_time:%Y-%m-%d %H:%M:%S}Z ({run.run_id[:RUN_ID_CHARS]}) "
+            f"completed, but its result was not stored: {run.result_dropped}" for run in runs if run.result_dropped]

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_STORE, STORE_KINDS
+from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, DEFAULT_STORE
 from scheduler_dedup.handler.core.errors import ConfigError, StoreCallError, StoreUnavailableError
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone, time_zone_suggestion
@@ -34,6 +34,7 @@ from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import STATES, HistoryRun, rfc3339
 from scheduler_dedup.local.commands.console import make_console
 from scheduler_dedup.local.commands.rerun import previous_attempts
+from scheduler_dedup.local.commands.store_option import StoreName
 
 #: Rows per printed table chunk: rows appear as pages arrive instead of after the whole scan.
 CHUNK_ROWS = 50
@@ -96,12 +97,18 @@ def _utc_text(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+#: Characters of a run id the tables show: enough to be unique among a job's runs, and what ``runs show`` and
+#: ``runs rerun`` accept as a prefix (:func:`_by_run_id`).
+RUN_ID_CHARS = 12
+
+
 def runs_table(*, header: bool = True, title: str | None = None) -> Table:
     """An empty run table with fixed column widths, so chunks printed one after another line up."""
     table = Table(box=box.SIMPLE_HEAD, show_header=header, show_edge=False, pad_edge=False, title=title,
                   title_justify="left")
     table.add_column("schedule time (job)", width=26, no_wrap=True)
     table.add_column("UTC", width=20, no_wrap=True)
+    table.add_column("run id", width=RUN_ID_CHARS, no_wrap=True)
     table.add_column("status", width=11, no_wrap=True)
     table.add_column("attempts", width=8, justify="right", no_wrap=True)
     table.add_column("takeover", width=8, no_wrap=True)
@@ -116,7 +123,7 @@ def add_run_row(table: Table, run: HistoryRun, time_zone: str) -> None:
     result size or why it was dropped, error."""
     state = run.state + (" (forced)" if run.manual else "")
     result = f"dropped: {run.result_dropped}" if run.result_dropped else _size(run.result_bytes)
-    table.add_row(_local(run.schedule_time, time_zone), _utc_text(run.schedule_time),
+    table.add_row(_local(run.schedule_time, time_zone), _utc_text(run.schedule_time), run.run_id[:RUN_ID_CHARS],
                   f"[{_STYLE.get(run.state, '')}]{state}[/]" if run.state in _STYLE else state,
                   str(run.attempts), "yes" if run.took_over else "", _duration(run.duration_seconds), result,
                   run.error or "")
@@ -131,11 +138,11 @@ def report_table(report: Report, findings: list[Finding]) -> Table:
     table.add_column("finding", width=10, no_wrap=True)
     table.add_column("schedule time (job)", width=26, no_wrap=True)
     table.add_column("UTC", width=20, no_wrap=True)
-    table.add_column("run id", width=12, no_wrap=True)
+    table.add_column("run id", width=RUN_ID_CHARS, no_wrap=True)
     table.add_column("why", min_width=30, overflow="fold")
     for f in findings:
         table.add_row(f"[{_STYLE[f.kind]}]{f.kind}[/]", _local(f.schedule_time, report.time_zone),
-                      _utc_text(f.schedule_time), f.run.run_id[:12] if f.run else "", f.detail)
+                      _utc_text(f.schedule_time), f.run.run_id[:RUN_ID_CHARS] if f.run else "", f.detail)
     return table
 
 
@@ -274,7 +281,7 @@ def _progress(console: Console) -> Any:
 
 _COMMON = [
     click.option("--store", envvar="DEDUP_STORE", default=DEFAULT_STORE, show_default=True,
-                 type=click.Choice(STORE_KINDS), help="the run store [env DEDUP_STORE]."),
+                 type=StoreName(), help="the run store [env DEDUP_STORE]."),
     click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", default=None,
                  help="project id of the run store [env GOOGLE_CLOUD_PROJECT; else from ADC]."),
     click.option("--database", default=None,

@@ -7,8 +7,9 @@ import sys
 
 import click
 
-from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, STORE_KINDS
+from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION
 from scheduler_dedup.local.commands.console import make_console
+from scheduler_dedup.local.commands.store_option import StoreName
 
 _EXIT_ERROR = 2
 
@@ -19,7 +20,7 @@ def store() -> None:
 
 
 @store.command()
-@click.option("--store", "kind", required=True, type=click.Choice(STORE_KINDS), help="the run store (DEDUP_STORE).")
+@click.option("--store", "kind", required=True, type=StoreName(), help="the run store (DEDUP_STORE).")
 @click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", required=True,
               help="project id of the store [env GOOGLE_CLOUD_PROJECT].")
 @click.option("--instance", envvar="DEDUP_SPANNER_INSTANCE", default=None,

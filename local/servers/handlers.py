@@ -11,11 +11,19 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from scheduler_dedup.local.servers.held_signals import signals_held
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _source_of(module: str) -> Path:
@@ -39,12 +47,16 @@ class _ServerProcess:
 
     def remove_log(self) -> None:
         """Delete the process's log file (after :meth:`stop`), if it has one."""
-        if not self.log_path:
-            return
-        try:
-            os.unlink(self.log_path)
-        except OSError:
-            pass
+        if self.log_path:
+            _unlink(self.log_path)
+
+    def _own_log(self, prefix: str) -> None:
+        """Make :attr:`log_path`, a new temporary file that goes at the latest when this object is collected or
+        this program exits (also on Ctrl-C, which ends it by an exception): a caller that never calls
+        :meth:`remove_log` leaves nothing in the temp folder."""
+        fd, self.log_path = tempfile.mkstemp(prefix=prefix, suffix=".log")
+        os.close(fd)
+        weakref.finalize(self, _unlink, self.log_path)
 
     def signal(self, sig: int) -> None:
         """Send ``sig`` (e.g. SIGKILL, SIGSTOP, SIGCONT) to the whole process group; nothing if it has ended.
@@ -121,8 +133,8 @@ class HandlerServer(_ServerProcess):
         ready_read, ready_write = os.pipe()
         try:
             with listener, signals_held():  # self.log_path and self.proc are set before Ctrl-C acts
-                fd, self.log_path = tempfile.mkstemp(prefix="handler-", suffix=".log")
-                with os.fdopen(fd, "ab") as log:
+                self._own_log("handler-")
+                with open(self.log_path, "ab") as log:
                     self.proc = subprocess.Popen(
                         [sys.executable, "-m", "scheduler_dedup.local.servers.serve_socket", "--source",
                          str(self._source), "--target", self._target, "--listen-fd", str(listener.fileno()),
@@ -214,8 +226,7 @@ class AppEngineServer(_ServerProcess):
                      "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
         self._start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None
-        fd, self.log_path = tempfile.mkstemp(prefix="app-engine-", suffix=".log")
-        os.close(fd)
+        self._own_log("app-engine-")
 
     def start(self) -> "AppEngineServer":
         """Run the entrypoint and wait until the worker answers (functions-framework's ``/favicon.ico`` 404 comes

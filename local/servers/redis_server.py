@@ -18,6 +18,7 @@ import socket
 import ssl
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -103,6 +104,7 @@ class RedisServer(ProcessStoreServer):
         """
         binary = find_redis_server()
         self._dir = Path(tempfile.mkdtemp(prefix="scheduler-dedup-redis-"))  # mode 0700
+        weakref.finalize(self, shutil.rmtree, self._dir, True)  # should no stop() run: gone at exit all the same
         try:
             self.auth_file = str(self._dir / "auth")
             fd = os.open(self.auth_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

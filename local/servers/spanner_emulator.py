@@ -118,10 +118,21 @@ class SpannerEmulator(ProcessStoreServer):
             EmulatorStartError: the process died or did not serve within ``start_timeout`` seconds.
         """
         binary = find_emulator()
-        args = [str(binary), f"--host_port={self.host}"]
+        # the change-stream churning thread wakes every 20 s by default; no store here uses change streams
+        args = [str(binary), f"--host_port={self.host}", "--enable_change_stream_churning=false"]
         if self.abort_probability is not None:
             args.append(f"--abort_current_transaction_probability={self.abort_probability}")
         self._spawn(args, lambda: _READY_LINE in self.log() and _accepts(self.port))
+        return self
+
+    def restart(self) -> "SpannerEmulator":
+        """As :meth:`ProcessStoreServer.restart`, then create again the tables :meth:`prepare` had made (the new
+        process starts with no instance, database or table)."""
+        super().restart()
+        collections, self._prepared, self._admin_client = self._prepared, set(), None
+        self.database = self._base_database
+        for collection in sorted(collections):
+            self.prepare(collection)
         return self
 
     @property

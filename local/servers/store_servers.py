@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
@@ -37,6 +38,15 @@ _S = TypeVar("_S", bound="StoreServer")
 
 #: Serialises the brief changes of process environment some clients need to reach a given host.
 ENV_LOCK = threading.Lock()
+
+
+def _unlink(path: str) -> None:
+    import os
+
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 class EmulatorNotFoundError(RuntimeError):
@@ -326,6 +336,8 @@ class ProcessStoreServer(StoreServer):
 
         with signals_held():  # the log file and the process are recorded (for stop()) before Ctrl-C acts
             fd, self._log_path = tempfile.mkstemp(prefix=f"scheduler-dedup-{self.kind}-", suffix=".log")
+            # gone at the latest when this object goes or the program exits, should no stop() run
+            weakref.finalize(self, _unlink, self._log_path)
             with os.fdopen(fd, "wb") as log:
                 self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                               start_new_session=True)
@@ -363,6 +375,40 @@ class ProcessStoreServer(StoreServer):
             return Path(self._log_path).read_text(errors="replace")
         except OSError:
             return ""
+
+    @property
+    def started_pid(self) -> int | None:
+        """PID of the process :meth:`start` started, running or ended, until :meth:`stop`."""
+        return self._proc.pid if self._proc is not None else None
+
+    def exit_status(self) -> "tuple[int, str] | None":
+        """How the process :meth:`start` started ended, when it ended on its own (it crashed, or something killed
+        it) and :meth:`stop` has not run yet.
+
+        Returns:
+            ``(exit code, the last 3,000 characters of its log)``; the code is negative for a signal (``-9``:
+            SIGKILL, as :attr:`subprocess.Popen.returncode` says). None while it runs, before it starts and after
+            :meth:`stop`.
+        """
+        proc = self._proc
+        if proc is None or proc.poll() is None:
+            return None
+        return int(proc.returncode), self.log()[-3000:]
+
+    def restart(self: _S) -> _S:
+        """Start the server again on the same port after its process ended (:meth:`exit_status`): its files are
+        removed, the port stays reserved throughout, and the new process starts empty.
+
+        Raises:
+            RuntimeError: the process still runs.
+            EmulatorStartError: as :meth:`start`.
+        """
+        if self.pid is not None:
+            raise RuntimeError(f"{self.display_name} on {self.host} still runs: stop it before a restart")
+        reservation, self._reservation = self._reservation, None
+        self.stop()
+        self._reservation = reservation
+        return self.start()
 
     def stop(self) -> None:
         """Stop the process this object started (and only that PID, :func:`terminate`), give up the port

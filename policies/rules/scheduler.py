@@ -22,6 +22,7 @@ from scheduler_dedup.handler.schedule.cron.oversized_steps import oversized_step
 from scheduler_dedup.handler.schedule.cron.readings import unsettled_cron_forms
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
+from scheduler_dedup.handler.schedule.schedule_checks import time_zone_problem
 from scheduler_dedup.handler.schedule.time_zones import fixed_offset_abbreviation_problem, time_zone_alias_advisory
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.job.oidc_account import oidc_account_problem
@@ -76,7 +77,7 @@ def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> li
             messages.append(f"schedule {problem}")
     time_zone = get(resource.props, "timeZone")
     if isinstance(time_zone, str) and not is_unknown(time_zone) and not is_iana_time_zone(time_zone):
-        messages.append(f"timeZone {time_zone!r} is not an IANA time zone name: use e.g. 'Etc/UTC' or 'Europe/Paris'")
+        messages.append(f"timeZone {time_zone_problem(time_zone)}")  # the component's and run-local's words
     return messages
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from scheduler_dedup.handler.core.job_traceback import MAX_TRACEBACK_CHARS, split_output
 from scheduler_dedup.handler.protocol.job import OUTPUT_TAIL_CHARS
 
 from .conftest import Harness, deliver, scheduler_headers
@@ -49,9 +50,11 @@ def test_the_output_is_bounded_and_concurrent_attempts_keep_their_own(harness: H
     with ThreadPoolExecutor(2) as pool:
         loud, quiet = pool.map(lambda job: strict_json(deliver(server.url, scheduler_headers(job, T))),
                                ["loud", "quiet"])
-    assert len(loud["output"]) <= OUTPUT_TAIL_CHARS + 60 and "earlier characters not kept" in loud["output"], loud
+    written, traceback = split_output(loud["output"])
+    assert written is not None and traceback is not None and len(traceback) <= MAX_TRACEBACK_CHARS, loud
+    assert len(written) <= OUTPUT_TAIL_CHARS + 60 and "earlier characters not kept" in written, loud
     assert "only mine" not in loud["output"], loud
-    assert quiet["output"].strip().splitlines() == ["only mine", "only mine"], quiet
+    assert (split_output(quiet["output"])[0] or "").strip().splitlines() == ["only mine", "only mine"], quiet
 
 
 def test_a_job_that_succeeds_answers_no_output(harness: Harness) -> None:

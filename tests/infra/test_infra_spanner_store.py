@@ -137,7 +137,7 @@ def test_a_job_puts_its_own_table_on_a_spanner_database_without_a_store() -> Non
     ({"kind": "spanner", "location": "us-central1", "collections": ["select"]}, "collections", "reserved keyword"),
     ({"kind": "spanner", "location": "us-central1", "collections": ["Runs", "runs"]}, "collections", "twice"),
     ({"location": "eur3", "processing_units": 100}, "processing_units", "kind to 'spanner'"),
-    ({"kind": "redis", "location": "eur3"}, "kind", "not a store kind"),
+    ({"kind": "bigtable", "location": "eur3"}, "kind", "not a store kind"),
     ({"location": "eur3", "memory_size_gb": 1}, "memory_size_gb", "kind to 'memorystore'"),
     ({"location": "eur3", "instance_id": "x1"}, "instance_id", "kind to 'memorystore' or 'spanner'"),
     ({"kind": "spanner", "location": "us-central1", "memory_size_gb": 1}, "memory_size_gb", "Spanner DedupStore"),

@@ -15,7 +15,8 @@ import pytest
 from scheduler_dedup.handler.stores.base import RunStore
 from scheduler_dedup.handler.stores import registry
 from scheduler_dedup.handler.stores.registry import registered
-from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, StoreServer, store_server
+from scheduler_dedup.local.servers.store_servers import SERVER_KINDS, ProcessStoreServer, StoreServer, store_server
+from tests import server_watch
 
 from .toy_store import TOY
 
@@ -49,12 +50,18 @@ def store_server_session(request: pytest.FixtureRequest) -> Iterator[StoreServer
         return
     with store_server(request.param) as server:
         server.prepare(COLLECTION)
+        if isinstance(server, ProcessStoreServer):
+            server_watch.watch(server)
         yield server
+        if isinstance(server, ProcessStoreServer):
+            server_watch.unwatch(server)
 
 
 @pytest.fixture()
 def server(store_server_session: StoreServer) -> Iterator[StoreServer]:
     """The store's server, wiped clean before the test (the toy store registered for the test only)."""
+    if isinstance(store_server_session, ProcessStoreServer):
+        server_watch.ready(store_server_session)
     store_server_session.wipe()
     if store_server_session.kind != TOY.id:
         yield store_server_session

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from scheduler_dedup.handler.core.errors import StoreError, StoreUnavailableError
+from scheduler_dedup.handler.core.job_traceback import split_output
 from scheduler_dedup.handler.core.record import RunRecord
 from scheduler_dedup.handler.monitoring.comparison import compare
 from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, RETRYING
@@ -59,10 +60,11 @@ def test_a_released_run_keeps_its_error_and_output_and_the_next_delivery_runs_it
     first = Idempotency(store, lease_seconds=30).execute(run_id, _boom(runs), _fields(),
                                                          output=lambda: "checking /data\nno space left")
     assert first.outcome is Outcome.RELEASED and first.error == ERROR, first
-    assert first.output == "checking /data\nno space left", first
+    assert split_output(first.output)[0] == "checking /data\nno space left", first
+    assert (split_output(first.output)[1] or "").endswith(ERROR), first  # the traceback ends the output
     record = store.get(run_id)
     assert record is not None and record.status == "released" and record.attempt_id == runs[0], record
-    assert record.error == ERROR and record.output == "checking /data\nno space left" and record.releases == 1
+    assert record.error == ERROR and record.output == first.output and record.releases == 1
     assert record.data["finished_at"] is not None and record.data["attempts"] == 1
 
     # 20 retries at once, each as its own process would (no shared cache): the run is claimed exactly once.
@@ -171,7 +173,7 @@ def test_a_release_that_never_commits_leaves_the_claim_to_expire_and_the_answer_
         Idempotency(via, lease_seconds=2).execute(run_id, _boom(runs), _fields(), output=lambda: "no space left")
     error = caught.value
     assert error.step == "release" and error.executed is True, error
-    assert error.job_error == ERROR and error.output == "no space left", vars(error)
+    assert error.job_error == ERROR and split_output(error.output)[0] == "no space left", vars(error)
     record = store.get(run_id)
     assert record is not None and record.held_by(runs[0]) and record.releases == 0, record
     deadline = time.monotonic() + 30
@@ -217,8 +219,8 @@ def test_run_history_reports_a_run_whose_every_attempt_failed_as_failed_never_mi
     assert len(runs) == 1, runs
     run = runs[0]
     assert run.state == "released" and run.attempts == 3 and run.releases == 3 and not run.took_over, run
-    assert run.error == ERROR and run.output == "no space left", run
-    assert run.to_json()["output"] == "no space left" and run.to_json()["releases"] == 3
+    assert run.error == ERROR and split_output(run.output)[0] == "no space left", run
+    assert run.to_json()["output"] == run.output and run.to_json()["releases"] == 3
 
     def report(now: datetime) -> Any:
         return compare(runs, job_name="nightly", schedule="* * * * *", time_zone="Etc/UTC", since=when,

@@ -76,8 +76,9 @@ def start(server: StoreServer, job_source: Path) -> Iterator[Any]:
 
 
 def test_a_failing_jobs_error_and_output_are_in_the_answer_the_record_and_runs_show(
-        server: StoreServer, store: Any, start: Any) -> None:
+        server: StoreServer, store: Any, start: Any, job_source: Path) -> None:
     handler = start("bad:boom")
+    frame = f'File "{job_source / "bad.py"}", line 7, in boom\n    raise RuntimeError("disk full on /data")'
     (when,) = fire_times(1)
     rid = run_id(when, server.project)
     for attempt in range(1, 4):  # Scheduler's first delivery and two retries: each runs the job once and fails
@@ -87,6 +88,9 @@ def test_a_failing_jobs_error_and_output_are_in_the_answer_the_record_and_runs_s
         assert body["error"] == ERROR, body
         assert "checking /data before the export" in body["output"], body
         assert "hunter2" not in body["output"] and "password=[redacted]" in body["output"], body
+        # the traceback ends the output: the job's own frame (file, line, source) first, then the handler's
+        assert frame in body["output"] and body["output"].endswith(ERROR), body
+        assert body["output"].index(frame) < body["output"].index("frame(s) of the handler, libraries and Python")
         record = store.get(rid)
         assert record is not None and record.status == "released" and record.releases == attempt, record
         assert record.error == ERROR and record.output == body["output"], record
@@ -97,9 +101,11 @@ def test_a_failing_jobs_error_and_output_are_in_the_answer_the_record_and_runs_s
     fields = json.loads(shown.stdout)
     assert fields["state"] == "released" and fields["error"] == ERROR and fields["releases"] == 3, fields
     assert "checking /data before the export" in fields["output"] and not fields["took_over"], fields
+    assert frame in fields["output"], fields
 
     table = cli(server, "runs", "show", rid)
     assert ERROR in table.stdout and "checking /data before the export" in table.stdout, table.stdout
+    assert "line 7, in boom" in " ".join(table.stdout.split()), table.stdout
 
     # Scheduler's retries are over (grace 0): the run failed, with the job's error; nothing was missed.
     report = cli(server, "runs", "--job", JOB, "--since", when, "--until", f"{when[:-3]}59Z", "--grace", "0", "--json")

@@ -67,12 +67,12 @@ def test_an_installed_store_registers_through_its_entry_point_on_import() -> Non
 
 def test_a_toy_store_is_one_registration_line() -> None:
     env = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_STORE": "toy"}
-    with pytest.raises(ConfigError, match=r"DEDUP_STORE='toy' is not a run store: use one of firestore, redis, spanner"):
+    with pytest.raises(ConfigError, match=r"DEDUP_STORE=.toy. is not a run store: use one of firestore, redis \(or memorystore\), spanner"):
         Settings.from_env(env)
     with registered(TOY), ToyServer() as server:
         settings = Settings.from_env({**env, "DEDUP_COLLECTION": "toys"})
         assert settings.store == "toy" and settings.store_config is None
-        with pytest.raises(ConfigError, match="one of firestore, redis, spanner, toy"):
+        with pytest.raises(ConfigError, match=r"did you mean .toy.\? use one of firestore, redis \(or memorystore\), spanner, toy"):
             Settings.from_env({**env, "DEDUP_STORE": "tyo"})
         store = server.connect("toys")
         assert isinstance(store, ToyRunStore) and store.collection == "toys"
