@@ -70,8 +70,10 @@ from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryable
                                                  StoreRefusedError, StoreUnavailableError)
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease, held_lease_fields
 from scheduler_dedup.handler.core.logs import LogField
-from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, RELEASED,
-                                                 SKIPPED_OVERLAP, TTL_FIELD, RunRecord, claim_landed_late)
+from scheduler_dedup.handler.core.downstream import DownstreamExecution, execution_name
+from scheduler_dedup.handler.core.record import (CANCELLED, CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS,
+                                                 RELEASED, RUNNING_DOWNSTREAM, SKIPPED_OVERLAP, TTL_FIELD, RunRecord,
+                                                 claim_landed_late)
 from scheduler_dedup.handler.protocol.overlap_lease import RunSkipped
 from scheduler_dedup.handler.core.safe_text import exception_text
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, Increment, RunStore
@@ -124,6 +126,8 @@ class RunOutcome:
         result_dropped: why the result was not stored, or None.
         output: the tail of what the work wrote to stdout/stderr (failed, released), scrubbed; None if none or
             not captured.
+        downstream: the downstream execution the run was forwarded to and is recorded ``running_downstream`` for
+            (processed, or a duplicate of such a run), or None.
     """
 
     outcome: Outcome
@@ -137,6 +141,7 @@ class RunOutcome:
     took_over: bool = False
     result_dropped: str | None = None
     output: str | None = None
+    downstream: str | None = None
 
 
 @dataclass(frozen=True)
@@ -237,9 +242,10 @@ class Idempotency:
         """Cache a final outcome, with a copy of its stored result that no caller can change."""
         # Not a failed run: `runs rerun` deletes its record (fenced) to run it again, and a cached replay would
         # answer "failed" to that re-run's delivery for the whole retention period.
+        # Nor a run whose downstream execution still runs: it may yet fail and be re-run the same way.
         final = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.DUPLICATE: Outcome.DUPLICATE,
                  Outcome.SKIPPED_OVERLAP: Outcome.SKIPPED_OVERLAP}.get(outcome.outcome)
-        if final is None:
+        if final is None or outcome.downstream is not None:
             return
         result = fresh_copy(outcome.result) if final is Outcome.DUPLICATE else None
         entry = _Finished(final, result, outcome.error, outcome.result_dropped,
@@ -288,7 +294,7 @@ class Idempotency:
         if stored is None:
             return RunOutcome(Outcome.FENCED, run_id, attempt_id, executed=True, took_over=claim.took_over)
         return RunOutcome(Outcome.PROCESSED, run_id, attempt_id, executed=True, result=stored.value,
-                          took_over=claim.took_over, result_dropped=stored.dropped)
+                          took_over=claim.took_over, result_dropped=stored.dropped, downstream=_downstream(value))
 
     def _skip(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, exc: RunSkipped) -> RunOutcome:
         """Record the run ``skipped_overlap`` (the work did not execute), fenced like a completion."""
@@ -395,12 +401,15 @@ class Idempotency:
 
     def _complete(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim,
                   value: Any) -> StoredResult | None:
-        """Record the run completed with its result; returns what was stored, or None if fenced."""
-        finish = self._finish_fields(COMPLETED, {"error": None, "output": None})
+        """Record the run completed with its result (``running_downstream`` when the work started a downstream
+        execution it names: :class:`~scheduler_dedup.handler.core.downstream.DownstreamExecution`); returns what was
+        stored, or None if fenced."""
+        status = RUNNING_DOWNSTREAM if _downstream(value) else COMPLETED
+        finish = self._finish_fields(status, {"error": None, "output": None})
         record_fields = {**claim.fields, **finish, "result_dropped": None}
         stored = prepare_result(value, lambda form: self.store.result_refusal(form, run_id, record_fields))
         try:
-            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
+            done = self._finish(run_id, attempt_id, keeper, claim, status,
                                 {"error": None, "output": None, "result": stored.value,
                                  "result_dropped": stored.dropped})
         except Exception as exc:
@@ -412,7 +421,7 @@ class Idempotency:
                                         f"{exception_text(exc.__cause__ or exc, _MAX_ERROR_CHARS)}")
             log.warning("completion refused as invalid; completing without the result: %s", stored.dropped,
                         extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
-            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
+            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,  # no name kept: nothing to follow
                                 {"error": None, "output": None, "result": None,
                                  "result_dropped": stored.dropped})
         if stored.dropped is not None:
@@ -421,7 +430,9 @@ class Idempotency:
         return stored if done else None
 
     def _finish_fields(self, status: str, fields: dict[str, Any]) -> dict[str, Any]:
-        return {**fields, "status": status, "finished_at": SERVER_TIME,
+        # A run forwarded downstream finishes when its execution does (protocol.downstream_outcome writes it).
+        finished = {} if status == RUNNING_DOWNSTREAM else {"finished_at": SERVER_TIME}
+        return {**fields, "status": status, **finished,
                 TTL_FIELD: self.store.server_now() + timedelta(seconds=self.retention_seconds)}
 
     def _finish(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, status: str,
@@ -550,11 +561,18 @@ def _landed_late(update_time: datetime, written: Mapping[str, Any]) -> bool:
     return claim_landed_late(update_time, deadline if isinstance(deadline, datetime) else None)
 
 
+def _downstream(value: Any) -> str | None:
+    """The name of the downstream execution ``value`` says the work started, or None."""
+    return value.name if isinstance(value, DownstreamExecution) else None
+
+
 def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
-    if record.status == COMPLETED:
+    if record.status in (COMPLETED, RUNNING_DOWNSTREAM, CANCELLED):
+        # The run was started (and its execution perhaps ended, or was cancelled): no delivery starts it again.
         stored = replayable(record.result)
+        running = execution_name(record.result) if record.status == RUNNING_DOWNSTREAM else None
         return RunOutcome(Outcome.DUPLICATE, record.run_id, attempt_id, result=stored.value,
-                          result_dropped=record.result_dropped or stored.dropped)
+                          result_dropped=record.result_dropped or stored.dropped, downstream=running)
     if record.status == FAILED:
         return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error, output=record.output)
     if record.status == SKIPPED_OVERLAP:

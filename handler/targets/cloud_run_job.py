@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, first_listed, json_object
@@ -55,7 +56,7 @@ class CloudRunJobTarget:
         found = first_listed(page, "executions", carries_run_id, CLOUD_RUN_SCAN_PAGES)
         return str(found.get("name")) if found is not None else None
 
-    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+    def __call__(self, run: ScheduledRun) -> DownstreamExecution:
         """Run the job, or find the execution already started for ``run``.
 
         Returns:
@@ -73,12 +74,12 @@ class CloudRunJobTarget:
         if existing is not None:
             log.warning("Cloud Run job execution for this run already exists; not running another",
                         extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: existing})
-            return {"target": "cloud_run_job", "operation": None, "execution": existing, "status_code": 200,
-                    "existing": True}
+            return DownstreamExecution("cloud_run_job", {"target": "cloud_run_job", "operation": None,
+                                                         "execution": existing, "status_code": 200, "existing": True})
         body = {"overrides": {"containerOverrides": [{"env": [{"name": RUN_ID_ENV, "value": run.run_id}]}]}}
         response = call(self.session, "POST", f"{self.api}/v2/{self.job}:run", self.timeout, "Cloud Run jobs.run",
                          "cloud_run_job", json=body)
         operation = json_object(response, "run")
-        return {"target": "cloud_run_job", "operation": operation.get("name"),
-                "execution": (operation.get("metadata") or {}).get("name"), "status_code": response.status_code,
-                "existing": False}
+        return DownstreamExecution("cloud_run_job", {"target": "cloud_run_job", "operation": operation.get("name"),
+                                                     "execution": (operation.get("metadata") or {}).get("name"),
+                                                     "status_code": response.status_code, "existing": False})

@@ -13,6 +13,7 @@ import json
 import logging
 from typing import Any
 
+from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, json_object, rfc3339
@@ -38,7 +39,7 @@ class WorkflowsTarget:
                  timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
         self.workflow, self.session, self.api, self.timeout = workflow, session, api, timeout_seconds
 
-    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+    def __call__(self, run: ScheduledRun) -> DownstreamExecution:
         """Start the execution, or find the one already started for ``run``.
 
         Returns:
@@ -60,11 +61,12 @@ class WorkflowsTarget:
             if listed is not None and (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
                 log.warning("workflow execution for this run already exists; not starting another",
                             extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: execution.get("name")})
-                return {"target": "workflows", "execution": execution.get("name"),
-                        "status_code": listed.status_code, "existing": True}
+                return DownstreamExecution("workflows", {"target": "workflows", "execution": execution.get("name"),
+                                                         "status_code": listed.status_code, "existing": True})
         argument = json.dumps({"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run),
                                "attempt_id": run.attempt_id})
         created = call(self.session, "POST", url, self.timeout, "Workflows executions.create", "workflows",
                         json={"argument": argument, "labels": {RUN_ID_LABEL: label}})
-        return {"target": "workflows", "execution": json_object(created, "create").get("name"),
-                "status_code": created.status_code, "existing": False}
+        name = json_object(created, "create").get("name")
+        return DownstreamExecution("workflows", {"target": "workflows", "execution": name,
+                                                 "status_code": created.status_code, "existing": False})
