@@ -82,9 +82,10 @@ def _outcome_fields(store: RunStore, record: RunRecord, state: ExecutionState, s
     now = store.server_now()
     claimed = record.data.get("claimed_at")
     end: Any = SERVER_TIME
-    if state.end_time is not None and state.end_time <= now - timedelta(seconds=_CLOCK_SLACK_SECONDS) and (
-            not isinstance(claimed, datetime) or state.end_time >= claimed):
-        end = state.end_time  # the execution's own end: the run's duration is the execution's
+    if state.end_time is not None and state.end_time <= now - timedelta(seconds=_CLOCK_SLACK_SECONDS):
+        # the execution's own end (the run's duration is the execution's), never before the run's claim (the
+        # API's clock and the store's may differ)
+        end = max(state.end_time, claimed) if isinstance(claimed, datetime) else state.end_time
     result = dict(record.result) if isinstance(record.result, dict) else {}
     result.update({"execution_state": state.detail.split(":", 1)[0],
                    "execution_seconds": state.duration_seconds})

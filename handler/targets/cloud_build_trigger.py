@@ -18,6 +18,7 @@ from typing import Any
 from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.targets.executions import reusable
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, first_listed, json_object
 from scheduler_dedup.handler.targets.settings import BUILD_TRIGGER_RE, DEFAULT_CLOUD_BUILD_API, DEFAULT_TIMEOUT_SECONDS
 
@@ -95,7 +96,7 @@ class CloudBuildTriggerTarget:
 
         def carries_run_id(build: dict[str, Any]) -> bool:
             return ((build.get("substitutions") or {}).get(RUN_ID_SUBSTITUTION) == run.run_id
-                    and build.get("buildTriggerId") in (None, trigger_id))
+                    and build.get("buildTriggerId") in (None, trigger_id) and reusable("cloud_build_trigger", build))
 
         return first_listed(page, "builds", carries_run_id, CLOUD_BUILD_SCAN_PAGES)
 

@@ -2,7 +2,7 @@
 
 The job runs with the container env override ``DEDUP_RUN_ID=<run id>``. ``jobs.run`` takes no labels and
 ``executions.list`` no filter, so before running, the target pages through the newest executions
-(:data:`CLOUD_RUN_SCAN_PAGES` pages of 100) for that override; one found completes the run. The job should still
+(:data:`CLOUD_RUN_SCAN_PAGES` pages of 100) for that override; one found that has not failed or been cancelled stands for the run. The job should still
 treat ``DEDUP_RUN_ID`` as an idempotency token (docs/targets-and-auth.md). API:
 https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run
 """
@@ -15,6 +15,7 @@ from typing import Any
 from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.targets.executions import reusable
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, first_listed, json_object
 from scheduler_dedup.handler.targets.settings import DEFAULT_RUN_API, DEFAULT_TIMEOUT_SECONDS
 
@@ -50,8 +51,9 @@ class CloudRunJobTarget:
 
         def carries_run_id(execution: dict[str, Any]) -> bool:
             containers = (execution.get("template") or {}).get("containers") or []
-            return any(env.get("name") == RUN_ID_ENV and env.get("value") == run_id
-                       for container in containers for env in container.get("env") or [])
+            return reusable("cloud_run_job", execution) and any(
+                env.get("name") == RUN_ID_ENV and env.get("value") == run_id
+                for container in containers for env in container.get("env") or [])
 
         found = first_listed(page, "executions", carries_run_id, CLOUD_RUN_SCAN_PAGES)
         return str(found.get("name")) if found is not None else None

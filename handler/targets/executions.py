@@ -97,6 +97,14 @@ class ExecutionApi:
         return self.target  # type: ignore[return-value]
 
 
+def reusable(target: str, execution: dict[str, Any]) -> bool:
+    """True if an execution a target's existence check found for a run may stand for it: any that has not failed or
+    been cancelled. A failed or cancelled one is kept in the history and a new one is started (``runs rerun`` of a
+    failed run, or a retry after the answer to a start that then failed was lost)."""
+    state = _cloud_run_state(execution) if target == "cloud_run_job" else _stated(target, execution)
+    return state.ending not in ("failed", "cancelled")
+
+
 def _time(value: Any) -> datetime | None:
     """An RFC 3339 time of the API (``2026-10-16T12:00:00.123456789Z``) as aware UTC, or None."""
     if not isinstance(value, str) or not value:

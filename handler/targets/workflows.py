@@ -2,7 +2,8 @@
 
 The execution carries the label ``dedup_run_id`` (the run id's first 63 characters, a label value's limit) and the
 full run id in its ``argument``. Before creating one, the target lists executions with that label on every call (a
-lost answer releases the claim, so a retry looks like a first delivery); one found in any state completes the run.
+lost answer releases the claim, so a retry looks like a first delivery); one found that has not failed or been
+cancelled stands for the run (a failed one stays in the history, and a re-run starts a new one).
 What it cannot see (an execution deleted by retention, one whose create is still in flight) is on
 docs/targets-and-auth.md. API: https://cloud.google.com/workflows/docs/reference/executions/rest/v1/projects.locations.workflows.executions
 """
@@ -16,6 +17,7 @@ from typing import Any
 from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.targets.executions import reusable
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, json_object, rfc3339
 from scheduler_dedup.handler.targets.settings import DEFAULT_TIMEOUT_SECONDS, DEFAULT_WORKFLOWS_API
 
@@ -58,7 +60,8 @@ class WorkflowsTarget:
             listed = None
         executions = json_object(listed, "list").get("executions", []) if listed is not None else []
         for execution in executions:
-            if listed is not None and (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
+            if listed is not None and (execution.get("labels") or {}).get(RUN_ID_LABEL) == label \
+                    and reusable("workflows", execution):
                 log.warning("workflow execution for this run already exists; not starting another",
                             extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: execution.get("name")})
                 return DownstreamExecution("workflows", {"target": "workflows", "execution": execution.get("name"),
