@@ -18,7 +18,7 @@ EXECUTION_KEYS = ("execution", "build")
 Ending = Literal["completed", "failed", "cancelled"]
 
 
-class DownstreamExecution(dict):  # type: ignore[type-arg]
+class DownstreamExecution(dict[str, Any]):
     """What a proxy target returns when it started (or found) a downstream execution: the target's result dict, marked
     so the protocol records the run ``running_downstream`` until the execution ends.
 

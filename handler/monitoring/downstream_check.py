@@ -48,16 +48,18 @@ def settle_ended(history: RunHistory, scope: JobScope, control: ExecutionControl
         StoreUnavailableError, StoreRefusedError: reading or writing a record failed.
     """
     found = Settled()
+    if control is None:
+        return found  # a python job or an HTTP target starts no execution: no record to read
     pending = sorted((run for run in scope.runs(history, since=since, until=until) if run.status == RUNNING_DOWNSTREAM),
                      key=lambda run: run.schedule_time)
     for n, run in enumerate(pending):
-        record = history.record(run.run_id) if control is not None and n < max_reads else None
+        record = history.record(run.run_id) if n < max_reads else None
         if record is None or record.status != RUNNING_DOWNSTREAM:
             if record is None:
                 found.running.append(run.schedule_time)
             continue
         name = execution_name(record.result)
-        state = read_state(control, name, run.run_id) if control is not None and name is not None else None
+        state = read_state(control, name, run.run_id) if name is not None else None
         if state is not None and state.ending is not None and settle(history.store, record, state, retention_seconds):
             found.settled.append(run.schedule_time)
         else:
