@@ -349,7 +349,7 @@ def test_a_job_forwarded_to_a_cloud_run_job_pages_each_failed_execution_from_the
     """Its executions fail after the delivery has answered: only the run check sees it, so the failed policy matches
     the run check's failure_streak line, even at failure_threshold 1."""
     graph = run_program(lambda: DedupScheduledJob("nightly", {  # type: ignore[arg-type]
-        "schedule": "*/15 * * * *", "alerts": {"notification_channels": [CHANNEL]},
+        "schedule": "*/15 * * * *", "region": "us-central1", "alerts": {"notification_channels": [CHANNEL]},
         "cloud_run_job_target": {"job": "projects/p1/locations/us-central1/jobs/export"}}), {"gcp:project": "p1"})
     failed = _policy(graph, "failed")
     text = failed["conditions"][0]["conditionMatchedLog"]["filter"]
