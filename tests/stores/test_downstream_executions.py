@@ -5,6 +5,7 @@ APIs (:mod:`tests.handler.fake_google`), whose executions run until the test end
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,3 +161,23 @@ def test_replace_whose_cancel_fails_starts_nothing_beside_the_running_execution(
     retried = deliver(handler.url, t2)  # Scheduler's retry: the cancel goes through now
     assert retried.json()["status"] == "processed", retried.text
     assert fake.builds[0]["status"] == "CANCELLED" and len(fake.builds) == 2
+
+
+def test_buffer_one_waits_for_the_running_execution_then_starts_the_next(server: StoreServer, store: Any, start: Any,
+                                                                         fake: FakeGoogle) -> None:
+    handler = start("cloud_build_trigger", DEDUP_OVERLAP="buffer_one")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    answers: list[requests.Response] = []
+    waiter = threading.Thread(target=lambda: answers.append(deliver(handler.url, t2, timeout=120)))
+    waiter.start()
+    deadline = time.monotonic() + 60
+    while len(fake.gets("/builds/")) < 1:  # the waiter asked the API about the running build: it is waiting
+        assert time.monotonic() < deadline and not answers, answers
+        time.sleep(0.1)
+    assert len(fake.builds) == 1 and not answers
+    fake.end("cloud_build_trigger", "completed")
+    waiter.join(120)
+    assert answers and answers[0].json()["status"] == "processed", answers
+    assert len(fake.builds) == 2
+    assert store.get(run_id(t1, server.project)).status == "completed"
