@@ -100,7 +100,8 @@ def still_executing(store: RunStore, control: ExecutionControl | None, run_id: s
     ``running_downstream`` with an execution its API says still runs (one that ended is settled first).
 
     An execution whose state cannot be read (the API did not answer) counts as still running: an overlap policy
-    then holds the next run back rather than start it beside one that may still run.
+    then holds the next run back rather than start it beside one that may still run. Without ``control`` (a handler
+    whose target starts no execution) a ``running_downstream`` run does not hold the job.
 
     Raises:
         StoreUnavailableError, StoreRefusedError: reading or settling the record failed.
@@ -114,7 +115,9 @@ def still_executing(store: RunStore, control: ExecutionControl | None, run_id: s
         return None
     name = execution_name(record.result)
     if control is None or name is None:
-        return record
+        # Nothing here can read it (the job's target changed to one that starts no execution): holding the job back
+        # until the record expires would stop it for the whole retention period.
+        return None
     state = read_state(control, name, record.run_id)
     if state is None or state.ending is None:
         return record

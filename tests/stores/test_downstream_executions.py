@@ -75,6 +75,11 @@ def test_a_failed_execution_fails_its_run_alerts_and_can_be_rerun(server: StoreS
     assert running["running_downstream"] == [t] and running["settled"] == [] and running["failing"] == []
     assert store.get(rid).status == "running_downstream"
 
+    # backfill: a fire time whose execution runs has a record, so it is not delivered again
+    window = ["--job", JOB, "--since", t, "--until", f"{t[:-3]}59Z", "--reprocess", "failed", "--dry-run",
+              "--schedule", "* * * * *", "--time-zone", "UTC"]
+    assert t not in cli(server, "backfill", *window).stdout
+
     fake.end(kind, "failed", message="exit code 1")
     checked = run_check(handler.url)
     assert checked["settled"] == [t], checked
@@ -83,6 +88,8 @@ def test_a_failed_execution_fails_its_run_alerts_and_can_be_rerun(server: StoreS
     assert record.status == "failed" and "exit code 1" in (record.error or "")
     assert record.result["execution_state"] in ("FAILED", "FAILURE")
     assert run_check(handler.url)["settled"] == []  # settled once
+    listed = cli(server, "backfill", *window)  # and once failed, backfill --reprocess failed picks it up
+    assert listed.returncode == 0 and t in listed.stdout, listed.stdout + listed.stderr
 
     rerun = cli(server, "runs", "rerun", rid[:12], "--url", handler.url)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
