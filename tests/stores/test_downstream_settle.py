@@ -19,8 +19,12 @@ from scheduler_dedup.handler.protocol.downstream_outcome import settle
 from scheduler_dedup.handler.stores.base import SERVER_TIME, RunStore
 from scheduler_dedup.handler.targets.executions import ExecutionApi
 from scheduler_dedup.handler.targets.settings import TargetSettings
+from scheduler_dedup.local.faults.grpc_proxy import Fault
+from scheduler_dedup.local.servers.store_servers import StoreServer
 
 from tests.handler.fake_google import FakeGoogle
+
+from .conftest import COLLECTION
 
 JOB = "long-export"
 CLOUD_RUN_JOB = "projects/p1/locations/us-central1/jobs/export"
@@ -92,3 +96,26 @@ def test_an_execution_still_running_or_unreadable_leaves_the_record(store: Any, 
                          retention_seconds=3600)
     assert found.settled == [] and len(found.running) == 2
     assert [store.get(r).status for r in ids] == ["running_downstream"] * 2
+
+
+@pytest.mark.parametrize("kind", ["lose_answer", "unavailable"])
+def test_an_outcome_whose_write_lost_its_answer_or_failed_is_decided_by_reading(server: StoreServer, store: Any,
+                                                                               fake: FakeGoogle, kind: str) -> None:
+    """The failure write applied and its answer lost, or refused as unavailable before it was sent: settle reads the
+    record back and writes (again) on its current version; the record ends failed, once."""
+    [run_id] = forwarded(store, fake, 1)
+    try:
+        proxy = server.fault_proxy()
+    except NotImplementedError as exc:  # the in-memory toy store has no wire to break
+        pytest.skip(str(exc))
+    try:
+        via = server.connect(COLLECTION, timeout_seconds=10.0, host=proxy.host)
+        proxy.add(Fault(step="failure", kind=kind))
+        ended = ExecutionState("failed", "FAILED: exit 1", None, datetime.now(timezone.utc) - timedelta(minutes=1))
+        assert settle(via, via.get(run_id), ended, 3600) is True
+        assert sum(1 for i in proxy.injected if i["step"] == "failure" and i["kind"] == kind) == 1
+        via.close()
+    finally:
+        proxy.stop()
+    record = store.get(run_id)
+    assert record.status == "failed" and "exit 1" in (record.error or "")
