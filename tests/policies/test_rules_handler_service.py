@@ -220,3 +220,21 @@ def test_replace_passes_for_a_target_whose_executions_can_be_cancelled() -> None
     env = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_OVERLAP": "replace", "DEDUP_TARGET_TYPE": "cloud_run_job",
            "DEDUP_TARGET": "projects/p/locations/us-central1/jobs/nightly"}
     assert run("dedup-handler-settings", [service(env)]) == []
+
+
+def test_a_gen2_function_redirecting_the_handler_by_a_secret_is_named() -> None:
+    """A gen2 function's secret variables are read by name, as the pack's reading layer extracts every handler env."""
+    fn = gen2_function({"DEDUP_JOB": "jobs:run"})
+    fn.props["serviceConfig"]["secretEnvironmentVariables"] = [
+        {"key": "GCE_METADATA_HOST", "projectId": "p", "secret": "meta", "version": "latest"}]
+    findings = run("dedup-handler-environment", [fn])
+    assert len(findings) == 1 and "'GCE_METADATA_HOST' redirects the metadata server" in findings[0].message
+    assert run("dedup-handler-environment", [gen2_function({"DEDUP_JOB": "jobs:run"})]) == []
+
+
+def test_a_flag_from_a_secret_on_a_gen2_function_counts_as_set() -> None:
+    fn = gen2_function({"DEDUP_JOB": "jobs:run", "GOOGLE_CLOUD_PROJECT": "p"})
+    fn.props["serviceConfig"]["secretEnvironmentVariables"] = [
+        {"key": "DEDUP_ALLOW_TEST_ENDPOINTS", "projectId": "p", "secret": "flag", "version": "latest"}]
+    findings = run("dedup-handler-settings", [fn])
+    assert any("counts as set" in f.message for f in findings), findings
