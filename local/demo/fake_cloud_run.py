@@ -13,8 +13,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from scheduler_dedup.local.servers.loopback_http import serve_loopback
 
 
 def _rfc3339(seconds: float) -> str:
@@ -53,22 +55,7 @@ class LocalCloudRun:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> "LocalCloudRun":
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                api._serve(self, "GET")
-
-            def do_POST(self) -> None:
-                api._serve(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.url = serve_loopback(self._serve)
         return self
 
     def stop(self) -> None:

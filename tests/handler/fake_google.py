@@ -33,7 +33,7 @@ import re
 import threading
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -42,6 +42,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from google.auth import crypt, jwt
+
+from scheduler_dedup.local.servers.loopback_http import serve_loopback
 
 
 @dataclass
@@ -76,22 +78,7 @@ class FakeGoogle:
     release: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> "FakeGoogle":
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                fake._serve(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._serve(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.url = serve_loopback(self._serve)
         return self
 
     def stop(self) -> None:
