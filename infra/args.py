@@ -225,7 +225,7 @@ class DedupScheduledJobArgs(TypedDict):
     manual_tolerance_seconds: NotRequired[int]
     """Tolerance for manual "force run" requests (DEDUP_MANUAL_TOLERANCE_SECONDS). Default 5."""
     overlap: NotRequired[str]
-    """Overlap policy (DEDUP_OVERLAP): ``allow`` (runs of the job may execute at once), ``skip`` (a run due while another run executes is recorded ``skipped_overlap`` and does not run) or ``buffer_one`` (it waits for that run, one waiter at most). Default ``allow``."""
+    """Overlap policy (DEDUP_OVERLAP): ``allow`` (runs of the job may execute at once), ``skip`` (a run due while another run executes is recorded ``skipped_overlap`` and does not run), ``buffer_one`` (it waits for that run, one waiter at most) or ``replace`` (it cancels that run's downstream execution and runs; a Cloud Run job, Workflows or Cloud Build trigger target only, refused at preview otherwise). Default ``allow``."""
     catch_up_window_seconds: NotRequired[int]
     """Catch-up window (DEDUP_CATCH_UP_WINDOW_SECONDS), 0 to 604800 seconds: on a delivery after a gap, the handler first runs the job's fire times of the last this-many seconds that have no record, once each, through the same claim. Default 0 (off)."""
     retry: NotRequired[RetryConfigArgs]

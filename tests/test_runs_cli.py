@@ -83,7 +83,8 @@ def test_json_lines_have_stable_fields_and_status_filters(emulator: FirestoreEmu
     assert set(runs[0]) == {"record", "run_id", "job_name", "schedule_time", "schedule_time_local", "time_zone",
                             "state", "status", "attempts", "took_over", "attempt_id", "previous_attempt_id", "manual",
                             "claimed_at", "finished_at", "duration_seconds", "result_bytes", "result_dropped",
-                            "error", "output", "releases", "schedule", "schedule_since", "project", "location"}
+                            "error", "output", "releases", "execution", "schedule", "schedule_since", "project",
+                            "location"}
     assert runs[0]["schedule_time_local"] == "2026-11-02T03:45:00+01:00" and runs[0]["schedule"] == SCHEDULE
     findings = [o for o in objects if o["record"] == "finding"]
     assert {(f["kind"], f["schedule_time"]) for f in findings} == {("missed", "2026-11-02T02:15:00Z"),

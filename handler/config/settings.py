@@ -110,8 +110,8 @@ class Settings:
             :class:`~scheduler_dedup.handler.stores.spanner.config.SpannerConfig`), read from the store's own
             variables by that class; None for a store without one. Left None for a store with one, it is that
             class's empty settings (so the store's check names what is missing).
-        overlap: the job's overlap policy (``DEDUP_OVERLAP``, default ``allow``): ``allow``, ``skip`` or
-            ``buffer_one`` (:mod:`scheduler_dedup.handler.protocol.overlap_lease`).
+        overlap: the job's overlap policy (``DEDUP_OVERLAP``, default ``allow``): ``allow``, ``skip``,
+            ``buffer_one`` or ``replace`` (:mod:`scheduler_dedup.handler.protocol.overlap_lease`).
         catch_up_window_seconds: the catch-up window (``DEDUP_CATCH_UP_WINDOW_SECONDS``, default 0: off), seconds
             (:mod:`scheduler_dedup.handler.protocol.catch_up`).
     """

@@ -21,8 +21,17 @@ SKIPPED_OVERLAP = "skipped_overlap"
 #: fenced on its version like a takeover, so of concurrent retries exactly one runs the job. It stays ``released``
 #: once Scheduler's retries are over: run history then reports the run failed, with that error.
 RELEASED = "released"
+#: A run whose job was forwarded to a downstream execution (Cloud Run job, Workflows, Cloud Build) that has not ended
+#: yet: the record holds the execution's name in its ``result``, no delivery starts it again, and the run check (or an
+#: overlap policy's look at it) records the execution's own outcome, fenced on the record's version
+#: (:mod:`scheduler_dedup.handler.protocol.downstream_outcome`).
+RUNNING_DOWNSTREAM = "running_downstream"
+#: A run whose downstream execution was cancelled (overlap policy ``replace``, or by hand): final, not a failure.
+CANCELLED = "cancelled"
 #: The statuses a run keeps once written: no delivery runs the job again.
-FINAL_STATUSES = (COMPLETED, FAILED, SKIPPED_OVERLAP)
+FINAL_STATUSES = (COMPLETED, FAILED, SKIPPED_OVERLAP, CANCELLED)
+#: The statuses of a run still executing: its job in the handler, or its downstream execution.
+EXECUTING_STATUSES = (IN_PROGRESS, RUNNING_DOWNSTREAM)
 
 #: The TTL field: the time after which the store may delete the record (a Firestore TTL policy, a Spanner row
 #: deletion policy, a Redis key expiry; each store's module says how soon after it passes).
@@ -71,7 +80,8 @@ class RunRecord:
 
     Attributes:
         run_id: the record id, the run id.
-        status: ``in_progress`` | ``completed`` | ``failed`` | ``skipped_overlap`` | ``released``.
+        status: ``in_progress`` | ``running_downstream`` | ``completed`` | ``failed`` | ``skipped_overlap`` |
+            ``cancelled`` | ``released``.
         attempt_id: the attempt that holds (or held) the run, 32 hex characters.
         lease_seconds: the lease length the holder wrote, in seconds.
         update_time: the store's commit time of the last write (the holder's last claim or renewal), aware

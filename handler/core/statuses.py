@@ -35,12 +35,14 @@ _NOT_JSON_PAGE = "the answer is still JSON, never the framework's HTML error pag
 
 #: A delivery: ``POST`` (or any method) from Cloud Scheduler with the ``X-CloudScheduler-*`` headers.
 DELIVERY: tuple[Answer, ...] = (
-    Answer(200, "processed", ("result", "result_dropped"),
+    Answer(200, "processed", ("result", "result_dropped", "running_downstream"),
            "This delivery ran the job and recorded the run completed, whatever the result's type. `result` is its "
-           "stored form; `result_dropped` says why it was not stored."),
-    Answer(200, "duplicate", ("result", "result_dropped"),
-           "The run was completed before: the job did not run. The same `result` and `result_dropped` as the "
-           "first answer."),
+           "stored form; `result_dropped` says why it was not stored. A proxy target that started a Cloud Run job "
+           "execution, a Workflows execution or a Cloud Build build records the run `running_downstream` instead, "
+           "`running_downstream` naming the execution: the run check records its own outcome once it ends."),
+    Answer(200, "duplicate", ("result", "result_dropped", "running_downstream"),
+           "The run was completed (or started downstream, or cancelled by overlap policy `replace`) before: the job "
+           "did not run. The same `result` and `result_dropped` as the first answer."),
     Answer(200, "failed", ("error", "output"),
            "The job raised `NonRetryableJobError`, or exited (`SystemExit`: `error` names the exit code and the fix), "
            "now or on an earlier delivery; the run is recorded `failed` and will not run again. `error` and "
@@ -110,8 +112,10 @@ DELIVERY: tuple[Answer, ...] = (
 RUN_CHECK: tuple[Answer, ...] = (
     Answer(200, "ok", ("job_name", "since", "until", "now", "grace_seconds", "expected", "recorded", "missed",
                        "stuck", "active_since", "active_since_source", "paused_since", "failing", "recovered",
-                       "long_run", "findings"),
-           "Every expected fire time of the window has a record, and none is stuck."),
+                       "long_run", "findings", "settled", "running_downstream"),
+           "Every expected fire time of the window has a record, and none is stuck. `settled` lists the schedule "
+           "times whose downstream execution this check found ended (their run now recorded with its outcome), "
+           "`running_downstream` those whose execution still runs."),
     Answer(200, "missed", ("the same fields",),
            "Some fire times of the window have no record after the grace period; each is also logged as one "
            "`missed_run` ERROR line, which the `missed run` alert policy matches. 200 all the same: a retry would "
@@ -123,8 +127,8 @@ RUN_CHECK: tuple[Answer, ...] = (
            "`failure_threshold` consecutive runs have failed, the last in the window; logged as one `failure_streak` "
            "ERROR line, which the `run failed` alert policy matches when the threshold is above 1."),
     Answer(200, "long_run", ("the same fields",),
-           "A run is still in progress `max_runtime_seconds` after its claim, renewed lease or not; logged as one "
-           "`long_run` ERROR line."),
+           "A run is still in progress (or its downstream execution still runs) `max_runtime_seconds` after its "
+           "claim, renewed lease or not; logged as one `long_run` ERROR line."),
     Answer(200, "paused", ("the same fields",),
            "The job is paused, or was in the window (`DEDUP_PAUSED_SINCE` until `DEDUP_RESUMED_AT`): its fire times "
            "in the pause are one `paused` finding, not missed runs, and no `missed_run` line is logged for them; a "

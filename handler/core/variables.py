@@ -135,9 +135,11 @@ declare("DEDUP_MANUAL_TOLERANCE_SECONDS", "store", """
         default="5", component="`manual_tolerance_seconds`")
 declare("DEDUP_OVERLAP", "store", """
     The job's overlap policy: `allow` (runs of the job may execute at once; each still runs once), `skip` (a run due
-    while another run of the job executes is recorded `skipped_overlap` and does not run) or `buffer_one` (it waits
-    for that run; one waiter at most, a third is skipped). Enforced across instances by a per-job lease record in the
-    run store. See [Overlap and backfill](../overlap-and-backfill.md).""",
+    while another run of the job executes is recorded `skipped_overlap` and does not run), `buffer_one` (it waits
+    for that run; one waiter at most, a third is skipped) or `replace` (it cancels that run's downstream execution,
+    records that run `cancelled`, then runs; only for a `cloud_run_job`, `workflows` or `cloud_build_trigger`
+    target). A run forwarded to a downstream execution executes until that execution ends. Enforced across instances
+    by a per-job lease record in the run store. See [Overlap and backfill](../overlap-and-backfill.md).""",
         default="allow", component="`overlap`")
 declare("DEDUP_CATCH_UP_WINDOW_SECONDS", "schedule", """
     Catch-up window, 0 (off) to 604800 seconds. When the fire time just before a delivery's has no record (a gap:

@@ -126,6 +126,8 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
                 newest = run
             retrying = run.status == RELEASED and not run.retries_over(now, grace_seconds)
             end = now if retrying else run.finished_at or (now if run.state == IN_PROGRESS else None)
+            if run.execution is not None and not retrying:
+                end = run.claimed_at  # its delivery only started a downstream execution: Scheduler was free after it
             if end is not None and run.claimed_at is not None:
                 busy.append((run.schedule_time, _busy_from(run, grace_seconds), end))
         match = None if run.manual else next(iter(slots.get(run.schedule_time, ())), None)

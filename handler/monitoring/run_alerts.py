@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RELEASED
+from scheduler_dedup.handler.core.record import COMPLETED, EXECUTING_STATUSES, FAILED, RELEASED, RUNNING_DOWNSTREAM
 from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 
@@ -23,7 +23,8 @@ class RunAlert:
     Attributes:
         kind: ``failing`` (this run's failure made ``streak`` consecutive failed runs, reaching the failure
             threshold), ``recovered`` (this run completed after ``streak`` consecutive failures that reached it) or
-            ``long_run`` (this run is still in progress ``max_runtime_seconds`` after its claim, renewals or not).
+            ``long_run`` (this run is still in progress, or its downstream execution still runs,
+            ``max_runtime_seconds`` after its claim, renewals or not).
         run: the run concerned.
         at: when it happened, aware UTC: the run's ``finished_at`` (a released run's: when its retries were over,
             :func:`finished`), or its claim plus the maximum runtime.
@@ -41,7 +42,8 @@ class RunAlert:
 def finished(run: HistoryRun, grace_seconds: float) -> tuple[str, datetime] | None:
     """``(completed | failed, when)`` of a run that is over, else None: a completed or failed run at its
     ``finished_at``; a released run as failed once its retries are over, at its last release or the end of its grace
-    period, whichever is later; a run in progress, skipped or still retried is not over."""
+    period, whichever is later; a run in progress (or running downstream), skipped, cancelled or still retried is not
+    over."""
     if run.finished_at is None:
         return None
     if run.status in (COMPLETED, FAILED):
@@ -73,10 +75,12 @@ def run_alerts(runs: Iterable[HistoryRun], *, since: datetime, until: datetime, 
     found: list[RunAlert] = []
     streak = 0
     for run in sorted((r for r in runs if not r.manual), key=lambda r: r.schedule_time):
-        if run.state == IN_PROGRESS and max_runtime_seconds is not None and run.claimed_at is not None:
+        if run.state in EXECUTING_STATUSES and max_runtime_seconds is not None and run.claimed_at is not None:
             limit = run.claimed_at + timedelta(seconds=max_runtime_seconds)
             if since <= limit < until:
-                found.append(RunAlert(LONG_RUN, run, limit, 0, f"still in progress {max_runtime_seconds:g} s after "
+                what = (f"its downstream execution {run.execution} still runs" if run.state == RUNNING_DOWNSTREAM
+                        else "still in progress")
+                found.append(RunAlert(LONG_RUN, run, limit, 0, f"{what} {max_runtime_seconds:g} s after "
                                       f"its claim at {rfc3339(run.claimed_at)} (max_runtime_seconds), whether or not "
                                       "its lease is renewed: the job may hang"))
         over = finished(run, grace_seconds)

@@ -22,6 +22,8 @@ from scheduler_dedup.handler.core.errors import RequestHeaderError, store_config
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.core.paths import CHECK_PATH
+from scheduler_dedup.handler.core.downstream import ExecutionControl
+from scheduler_dedup.handler.monitoring.downstream_check import settle_ended
 from scheduler_dedup.handler.monitoring.job_state import JobState
 from scheduler_dedup.handler.monitoring.comparison import check
 from scheduler_dedup.handler.monitoring.findings import MISSED, PAUSED, STUCK_RUN
@@ -133,14 +135,18 @@ class RunCheck:
         job_state: reads the job's state from the Cloud Scheduler API
             (:class:`~scheduler_dedup.handler.monitoring.job_state.JobStateReader`), or None: only
             ``DEDUP_PAUSED_SINCE`` tells of a pause.
+        executions: reads the proxy target's downstream executions
+            (:class:`~scheduler_dedup.handler.targets.executions.ExecutionApi`), or None: runs recorded
+            ``running_downstream`` are not settled (:mod:`.downstream_check`).
     """
 
     def __init__(self, settings: Settings, history: RunHistory, server_now: Any,
-                 job_state: Callable[[], JobState] | None = None):
+                 job_state: Callable[[], JobState] | None = None, executions: ExecutionControl | None = None):
         self.settings = settings
         self.history = history
         self.server_now = server_now
         self.job_state = job_state
+        self.executions = executions
 
     def handle(self, headers: HeaderSource, body: bytes) -> Response:
         """Run one check; returns ``(body, status_code, extra_headers)`` (see the module docstring)."""
@@ -175,7 +181,13 @@ class RunCheck:
         since = now - timedelta(seconds=request.window_seconds) - grace
         until = now - grace
         scope = JobScope(request.job_name, project, location)
+        # runs that finished (or outlived the maximum runtime) in the window before the check; the runtime
+        # limit and a day of retries bound how old a run still in progress may be
+        reach = now - timedelta(seconds=request.window_seconds + (request.max_runtime_seconds or 0) + 86400)
         try:
+            # first the downstream executions that ended: their runs' outcomes count in this very check
+            downstream = settle_ended(self.history, scope, self.executions, since=reach, until=now,
+                                      retention_seconds=self.settings.retention_seconds)
             # the stack's pause (going on, or the last one, over), else a pause made outside the stack, if any
             pause = self.settings.pause
             paused_since = pause[0] if pause is not None and pause[1] is None else self._paused_outside(scope)
@@ -184,9 +196,6 @@ class RunCheck:
                            since=since, until=until, now=now, grace_seconds=request.grace_seconds,
                            active_since=self.settings.schedule_since, project=project, location=location,
                            pauses=list(dict.fromkeys(pauses)))
-            # runs that finished (or outlived the maximum runtime) in the window before the check; the runtime
-            # limit and a day of retries bound how old a run still in progress may be
-            reach = now - timedelta(seconds=request.window_seconds + (request.max_runtime_seconds or 0) + 86400)
             recent = recent_runs(self.history, scope, since=reach, until=now,
                                  finished_before=request.failure_threshold)
         except STORE_ERRORS as exc:
@@ -230,6 +239,8 @@ class RunCheck:
             "paused_since": rfc3339(paused_since),
             "failing": of[FAILING], "recovered": of[RECOVERED], "long_run": of[LONG_RUN],
             "findings": summary["findings"],
+            "settled": [rfc3339(t) for t in downstream.settled],
+            "running_downstream": [rfc3339(t) for t in downstream.running],
         }, code(RUN_CHECK, status), {}
 
     def _paused_outside(self, scope: JobScope) -> datetime | None:

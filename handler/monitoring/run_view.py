@@ -10,13 +10,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RELEASED, RunRecord
+from scheduler_dedup.handler.core.downstream import execution_name
+from scheduler_dedup.handler.core.record import (CANCELLED, COMPLETED, EXECUTING_STATUSES, FAILED, IN_PROGRESS,
+                                                 RELEASED, RUNNING_DOWNSTREAM, RunRecord)
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 
 #: Derived run states (:attr:`HistoryRun.state`): the stored status, except that an ``in_progress``
 #: record whose lease has expired is ``stuck``. ``released``: the last attempt failed retryably.
+#: ``running_downstream``: the run's downstream execution still runs; ``cancelled``: it was cancelled.
 STUCK = "stuck"
-STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK, RELEASED)
+STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK, RELEASED, RUNNING_DOWNSTREAM, CANCELLED)
 
 
 def _utc(value: Any) -> datetime | None:
@@ -41,7 +44,8 @@ class HistoryRun:
         job_name: the Scheduler job id.
         schedule_time: the run's schedule time, aware UTC.
         status: the stored status: ``completed`` | ``failed`` | ``in_progress`` | ``released`` (the last attempt
-            failed retryably) | ``skipped_overlap``.
+            failed retryably) | ``skipped_overlap`` | ``running_downstream`` (its downstream execution still runs) |
+            ``cancelled``.
         stuck: True for an ``in_progress`` record whose lease expired without renewal (by the store's
             clock: last write + lease <= read time): its holder died and no retry took it over.
         attempts: how many attempts claimed the run (1, plus one per retry after a release or takeover after a
@@ -50,9 +54,10 @@ class HistoryRun:
         previous_attempt_id: the attempt taken over, when a takeover happened.
         manual: True for a forced run (``gcloud scheduler jobs run``), keyed apart from scheduled runs.
         claimed_at: when the holding attempt claimed (or took over) the run, aware UTC.
-        finished_at: when it was recorded completed, failed or released, aware UTC, or None.
-        duration_seconds: ``finished_at - claimed_at``; for a run in progress, the time since its
-            claim by the store's clock; None if unknown.
+        finished_at: when it was recorded completed, failed or released (a run forwarded downstream: when its
+            execution ended, by the execution's API), aware UTC, or None.
+        duration_seconds: ``finished_at - claimed_at``; for a run in progress or running downstream, the time since
+            its claim by the store's clock; None if unknown.
         result_bytes: size of the stored result as JSON, in bytes; None without a result.
         result_dropped: why the result was not stored (too large, not JSON), or None.
         error: the recorded error of a failed or released run (the exception's type and message), or None.
@@ -63,6 +68,7 @@ class HistoryRun:
         location: the Scheduler region, or ``""``.
         output: the tail of what the failed or released attempt's job wrote to stdout/stderr, or None.
         releases: how many attempts failed retryably (each released the run for a retry).
+        execution: the downstream execution (or build) the run was forwarded to, or None.
     """
 
     run_id: str
@@ -87,6 +93,7 @@ class HistoryRun:
     schedule_since: datetime | None = None
     output: str | None = None
     releases: int = 0
+    execution: str | None = None
 
     @classmethod
     def from_record(cls, record: RunRecord) -> "HistoryRun":
@@ -103,7 +110,7 @@ class HistoryRun:
         stuck = record.status == IN_PROGRESS and record.lease_seconds > 0 and record.lease_remaining_seconds <= 0
         if claimed_at is not None and finished_at is not None:
             duration: float | None = (finished_at - claimed_at).total_seconds()
-        elif claimed_at is not None and record.status == IN_PROGRESS:
+        elif claimed_at is not None and record.status in EXECUTING_STATUSES:
             duration = (record.read_time - claimed_at).total_seconds()
         else:
             duration = None
@@ -132,11 +139,13 @@ class HistoryRun:
             schedule_since=_utc(d.get("schedule_since")),
             output=record.output,
             releases=record.releases,
+            execution=execution_name(result),
         )
 
     @property
     def state(self) -> str:
-        """``completed`` | ``failed`` | ``in_progress`` | ``stuck`` | ``released`` (:data:`STATES`)."""
+        """``completed`` | ``failed`` | ``in_progress`` | ``stuck`` | ``released`` | ``running_downstream`` |
+        ``cancelled`` | ``skipped_overlap`` (:data:`STATES`)."""
         return STUCK if self.stuck else self.status
 
     @property
@@ -177,6 +186,7 @@ class HistoryRun:
             "error": self.error,
             "output": self.output,
             "releases": self.releases,
+            "execution": self.execution,
             "schedule": self.schedule,
             "schedule_since": rfc3339(self.schedule_since),
             "project": self.project,

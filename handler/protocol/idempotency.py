@@ -71,8 +71,10 @@ from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryable
 from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease, held_lease_fields
 from scheduler_dedup.handler.core.job_traceback import job_traceback
 from scheduler_dedup.handler.core.logs import LogField
-from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, RELEASED,
-                                                 SKIPPED_OVERLAP, TTL_FIELD, RunRecord, claim_landed_late)
+from scheduler_dedup.handler.core.downstream import DownstreamExecution, execution_name
+from scheduler_dedup.handler.core.record import (CANCELLED, CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS,
+                                                 RELEASED, RUNNING_DOWNSTREAM, SKIPPED_OVERLAP, TTL_FIELD, RunRecord,
+                                                 claim_landed_late)
 from scheduler_dedup.handler.protocol.overlap_lease import RunSkipped
 from scheduler_dedup.handler.protocol.payload import FINGERPRINT_FIELD, check_payload
 from scheduler_dedup.handler.core.safe_text import exception_text
@@ -126,6 +128,8 @@ class RunOutcome:
         result_dropped: why the result was not stored, or None.
         output: the tail of what the work wrote to stdout/stderr (failed, released), scrubbed; None if none or
             not captured.
+        downstream: the downstream execution the run was forwarded to and is recorded ``running_downstream`` for
+            (processed, or a duplicate of such a run), or None.
         record: the record a replay was read from (duplicate, failed), or None (the process's own cache).
     """
 
@@ -140,6 +144,7 @@ class RunOutcome:
     took_over: bool = False
     result_dropped: str | None = None
     output: str | None = None
+    downstream: str | None = None
     record: RunRecord | None = field(default=None, repr=False, compare=False)
 
 
@@ -245,11 +250,11 @@ class Idempotency:
 
     def _remember(self, outcome: RunOutcome, fingerprint: str | None) -> None:
         """Cache a final outcome, with a copy of its stored result that no caller can change."""
-        # Not a failed run: `runs rerun` deletes its record (fenced) to run it again, and a cached replay would
-        # answer "failed" to that re-run's delivery for the whole retention period.
+        # Not a failed run (nor one whose downstream execution runs, which may yet fail): `runs rerun` deletes its
+        # record (fenced) to run it again, and a cached replay would answer that re-run's delivery for the retention.
         final = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.DUPLICATE: Outcome.DUPLICATE,
                  Outcome.SKIPPED_OVERLAP: Outcome.SKIPPED_OVERLAP}.get(outcome.outcome)
-        if final is None:
+        if final is None or outcome.downstream is not None:
             return
         result = fresh_copy(outcome.result) if final is Outcome.DUPLICATE else None
         if outcome.record is not None:  # a replay: the fingerprint of the call that ran it
@@ -301,7 +306,8 @@ class Idempotency:
         if stored is None:
             return RunOutcome(Outcome.FENCED, run_id, attempt_id, executed=True, took_over=claim.took_over)
         return RunOutcome(Outcome.PROCESSED, run_id, attempt_id, executed=True, result=stored.value,
-                          took_over=claim.took_over, result_dropped=stored.dropped)
+                          took_over=claim.took_over, result_dropped=stored.dropped,
+                          downstream=value.name if isinstance(value, DownstreamExecution) else None)
 
     def _skip(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, exc: RunSkipped) -> RunOutcome:
         """Record the run ``skipped_overlap`` (the work did not execute), fenced like a completion."""
@@ -410,12 +416,14 @@ class Idempotency:
 
     def _complete(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim,
                   value: Any) -> StoredResult | None:
-        """Record the run completed with its result; returns what was stored, or None if fenced."""
-        finish = self._finish_fields(COMPLETED, {"error": None, "output": None})
+        """Record the run completed with its result (``running_downstream`` when the work started a downstream
+        execution it names, a ``DownstreamExecution``); returns what was stored, or None if fenced."""
+        status = RUNNING_DOWNSTREAM if isinstance(value, DownstreamExecution) and value.name else COMPLETED
+        finish = self._finish_fields(status, {"error": None, "output": None})
         record_fields = {**claim.fields, **finish, "result_dropped": None}
         stored = prepare_result(value, lambda form: self.store.result_refusal(form, run_id, record_fields))
         try:
-            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
+            done = self._finish(run_id, attempt_id, keeper, claim, status,
                                 {"error": None, "output": None, "result": stored.value,
                                  "result_dropped": stored.dropped})
         except Exception as exc:
@@ -427,7 +435,7 @@ class Idempotency:
                                         f"{exception_text(exc.__cause__ or exc, _MAX_ERROR_CHARS)}")
             log.warning("completion refused as invalid; completing without the result: %s", stored.dropped,
                         extra={LogField.RUN_ID: run_id, LogField.ATTEMPT_ID: attempt_id})
-            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,
+            done = self._finish(run_id, attempt_id, keeper, claim, COMPLETED,  # no name kept: nothing to follow
                                 {"error": None, "output": None, "result": None,
                                  "result_dropped": stored.dropped})
         if stored.dropped is not None:
@@ -436,7 +444,9 @@ class Idempotency:
         return stored if done else None
 
     def _finish_fields(self, status: str, fields: dict[str, Any]) -> dict[str, Any]:
-        return {**fields, "status": status, "finished_at": SERVER_TIME,
+        # A run forwarded downstream finishes when its execution does (protocol.downstream_outcome writes it).
+        finished = {} if status == RUNNING_DOWNSTREAM else {"finished_at": SERVER_TIME}
+        return {**fields, "status": status, **finished,
                 TTL_FIELD: self.store.server_now() + timedelta(seconds=self.retention_seconds)}
 
     def _finish(self, run_id: str, attempt_id: str, keeper: LeaseKeeper, claim: _Claim, status: str,
@@ -566,10 +576,13 @@ def _landed_late(update_time: datetime, written: Mapping[str, Any]) -> bool:
 
 
 def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
-    if record.status == COMPLETED:
+    if record.status in (COMPLETED, RUNNING_DOWNSTREAM, CANCELLED):
+        # The run was started (and its execution perhaps ended, or was cancelled): no delivery starts it again.
         stored = replayable(record.result)
+        running = execution_name(record.result) if record.status == RUNNING_DOWNSTREAM else None
         return RunOutcome(Outcome.DUPLICATE, record.run_id, attempt_id, result=stored.value,
-                          result_dropped=record.result_dropped or stored.dropped, record=record)
+                          result_dropped=record.result_dropped or stored.dropped, downstream=running,
+                          record=record)
     if record.status == FAILED:
         return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error, output=record.output,
                           record=record)

@@ -50,6 +50,8 @@ def outcome_answer(outcome: RunOutcome) -> tuple[dict[str, Any], dict[str, str]]
         body["result"] = outcome.result
     if outcome.result_dropped:
         body["result_dropped"] = outcome.result_dropped
+    if outcome.downstream is not None:
+        body["running_downstream"] = outcome.downstream
     if outcome.error is not None:
         body["error"] = outcome.error
     if outcome.output and outcome.outcome in (Outcome.FAILED, Outcome.RELEASED, Outcome.FENCED):

@@ -32,6 +32,7 @@ from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
 if TYPE_CHECKING:
     from scheduler_dedup.handler.callers.oidc import CallerVerifier
     from scheduler_dedup.handler.config.settings import Settings
+    from scheduler_dedup.handler.core.downstream import ExecutionControl
     from scheduler_dedup.handler.monitoring.job_state import JobStateReader
     from scheduler_dedup.handler.monitoring.run_check import RunCheck
 
@@ -70,12 +71,14 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "Handler
     # Each module below is imported only by a handler configured to use it (google-auth, requests and the
     # targets' and run check's code are not what a delivery of a python job needs); each still runs at start-up,
     # so whatever it refuses (no credentials, a public service in trust mode) stops or names it there.
+    executions = None
     if target.type == "python":
         job = load_job(env.get("DEDUP_JOB"))
     else:
-        from scheduler_dedup.handler.targets.build_target import build_target
+        from scheduler_dedup.handler.targets.build_target import build_execution_control, build_target
 
         job = build_target(target)
+        executions = build_execution_control(target)
     verifier: CallerVerifier | None = None
     if auth_settings is not None:
         from scheduler_dedup.handler.callers.oidc import build_caller_verifier
@@ -102,7 +105,8 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "Handler
         store = open_run_store()  # the run store behind the store contract
         probe_store(store, min(_PROBE_SECONDS, settings.store_timeout_seconds))  # names a misconfigured store now
         idempotency = Idempotency(store, settings.lease_seconds, settings.retention_seconds)
-        return _Serving(SchedulerHandler(settings, idempotency, job), _RunCheckOnFirstUse(settings, store, job_state))
+        return _Serving(SchedulerHandler(settings, idempotency, job, executions),
+                        _RunCheckOnFirstUse(settings, store, job_state, executions))
 
     parts = PerProcess(serving)
 
@@ -165,8 +169,10 @@ class _RunCheckOnFirstUse:
     run history, fire times) on the first ``POST`` to :data:`CHECK_PATH`, which comes minutes after a delivery if
     ever; building it checks nothing, so nothing that start-up would refuse waits for it."""
 
-    def __init__(self, settings: "Settings", store: RunStore, job_state: "JobStateReader | None"):
+    def __init__(self, settings: "Settings", store: RunStore, job_state: "JobStateReader | None",
+                 executions: "ExecutionControl | None" = None):
         self._settings, self._store, self._job_state = settings, store, job_state
+        self._executions = executions
         self._check: RunCheck | None = None
         self._lock = threading.Lock()
 
@@ -177,7 +183,8 @@ class _RunCheckOnFirstUse:
                 from scheduler_dedup.handler.monitoring.run_history import RunHistory
 
                 history = RunHistory(self._store, timeout_seconds=self._settings.store_timeout_seconds)
-                self._check = RunCheck(self._settings, history, self._store.server_now, self._job_state)
+                self._check = RunCheck(self._settings, history, self._store.server_now, self._job_state,
+                                       self._executions)
             return self._check
 
 

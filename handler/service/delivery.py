@@ -29,6 +29,7 @@ from scheduler_dedup.handler.service.answers import outcome_answer, store_error_
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import (OtherJobError, RequestHeaderError, StoreConfigError, StoreError,
                                                  store_config_error)
+from scheduler_dedup.handler.core.downstream import ExecutionControl
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error, store_answered
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, call_job, captured_output
@@ -54,13 +55,17 @@ class SchedulerHandler:
         settings: the handler's settings.
         idempotency: the claim/lease/fence/complete machinery on the run store.
         job: the callable run once per run, with a :class:`ScheduledRun`.
+        executions: reads and cancels the downstream executions a proxy target starts, or None (a python job): the
+            overlap policy asks it whether the previous run still executes.
     """
 
-    def __init__(self, settings: Settings, idempotency: Idempotency, job: Job):
+    def __init__(self, settings: Settings, idempotency: Idempotency, job: Job,
+                 executions: ExecutionControl | None = None):
         self.settings = settings
         self.idempotency = idempotency
         self.job = job
-        self.overlap = OverlapGuard(idempotency.store, settings.overlap, idempotency.lease_seconds)
+        self.overlap = OverlapGuard(idempotency.store, settings.overlap, idempotency.lease_seconds,
+                                    downstream=executions, retention_seconds=idempotency.retention_seconds)
 
     def handle(self, headers: HeaderSource) -> Response:
         """Handle one delivery given its request headers.

@@ -23,6 +23,7 @@ from scheduler_dedup.handler.core.env_names import redirecting_variable
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.google_endpoints import GOOGLE_ENDPOINTS, google_endpoint_problem
 from scheduler_dedup.handler.protocol.job import check_job_spec
+from scheduler_dedup.handler.schedule.overlap_policy import replace_problem
 from scheduler_dedup.handler.targets.settings import TargetSettings
 from scheduler_dedup.handler.core.variables import declared
 
@@ -100,6 +101,18 @@ def _test_only_settings(env: Mapping[str, str]) -> None:
                               f"{ALLOW_TEST_ENDPOINTS_ENV}=1 in a test")
 
 
+def _overlap_target(env: Mapping[str, str]) -> None:
+    """Refuse ``DEDUP_OVERLAP=replace`` for a target whose runs cannot be cancelled (:func:`replace_problem`).
+
+    Raises:
+        ConfigError: the message names both variables and the fix.
+    """
+    problem = replace_problem((env.get("DEDUP_OVERLAP") or "").strip(),
+                              (env.get("DEDUP_TARGET_TYPE") or "python").strip())
+    if problem:
+        raise ConfigError(problem)
+
+
 def _redirected(env: Mapping[str, str]) -> None:
     """A deployed handler (``K_SERVICE``: Cloud Run; ``GAE_APPLICATION``/``GAE_SERVICE``: App Engine) does not start
     beside a variable that redirects its store, credentials, metadata, TLS trust or proxy
@@ -123,7 +136,7 @@ def _redirected(env: Mapping[str, str]) -> None:
 #: The start-up checks, each reading the environment on its own (so one refusal does not hide another).
 _CHECKS: tuple[Callable[[Mapping[str, str]], Any], ...] = (
     Settings.from_env, TargetSettings.from_env, _job_spec, CallerAuthSettings.from_env, _trust_premise,
-    AppEngineCallerSettings.from_env, _test_only_settings, _redirected,
+    AppEngineCallerSettings.from_env, _test_only_settings, _overlap_target, _redirected,
 )
 
 
@@ -144,6 +157,7 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
     _job_spec(env)
     _trust_premise(env)
     _test_only_settings(env)
+    _overlap_target(env)
     _redirected(env)
     return StartupSettings(settings, target, CallerAuthSettings.from_env(env), AppEngineCallerSettings.from_env(env))
 

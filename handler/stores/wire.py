@@ -11,7 +11,8 @@ step            what the call does
 ``claim``       a put-if-absent of a run record
 ``takeover``    a conditional write setting ``status: in_progress``
 ``renewal``     a conditional write that leaves ``status`` alone (heartbeat, lease expiry)
-``completion``  a conditional write setting ``status: completed``
+``completion``  a conditional write setting ``status: completed`` (or ``running_downstream``,
+                ``skipped_overlap``, ``cancelled``)
 ``failure``     a conditional write setting ``status: failed``
 ``release``     a conditional write setting ``status: released`` (a retryable failure), or a
                 conditional delete (an overlap lease's release, ``runs rerun``'s reset)
@@ -26,14 +27,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler_dedup.handler.core.record import COMPLETED, FAILED, IN_PROGRESS, RELEASED, SKIPPED_OVERLAP
+from scheduler_dedup.handler.core.record import (CANCELLED, COMPLETED, FAILED, IN_PROGRESS, RELEASED,
+                                                 RUNNING_DOWNSTREAM, SKIPPED_OVERLAP)
 
 STEPS = ("claim", "takeover", "renewal", "completion", "failure", "release", "read", "query", "other")
 #: The steps that are store calls of the dedup protocol (what a campaign injects faults into).
 PROTOCOL_STEPS = ("claim", "read", "takeover", "renewal", "completion", "failure", "release")
 #: The step of a write that sets the record's status to this value (a write that sets none is a renewal).
 STATUS_STEPS = {IN_PROGRESS: "takeover", COMPLETED: "completion", FAILED: "failure", SKIPPED_OVERLAP: "completion",
-                RELEASED: "release"}
+                RUNNING_DOWNSTREAM: "completion", CANCELLED: "completion", RELEASED: "release"}
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ The trigger runs with the substitution ``_DEDUP_RUN_ID=<run id>``. Before runnin
 trigger's id (``triggers.get``, once per instance) and lists that trigger's builds created since the run could have
 started (from the schedule time less :data:`CLOUD_BUILD_CLOCK_SKEW_SECONDS`; for a forced run, from
 :data:`CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS` before now), newest first; a build carrying the run id, in any status,
-completes the run. The handler starts builds and does not wait for them. The trigger's config must use
+holds the run until it ends (the run check reads it, :mod:`.executions`). The trigger's config must use
 ``$_DEDUP_RUN_ID`` (docs/targets-and-auth.md). API: https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.triggers/run
 """
 
@@ -15,8 +15,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.targets.executions import reusable
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, first_listed, json_object
 from scheduler_dedup.handler.targets.settings import BUILD_TRIGGER_RE, DEFAULT_CLOUD_BUILD_API, DEFAULT_TIMEOUT_SECONDS
 
@@ -94,11 +96,11 @@ class CloudBuildTriggerTarget:
 
         def carries_run_id(build: dict[str, Any]) -> bool:
             return ((build.get("substitutions") or {}).get(RUN_ID_SUBSTITUTION) == run.run_id
-                    and build.get("buildTriggerId") in (None, trigger_id))
+                    and build.get("buildTriggerId") in (None, trigger_id) and reusable("cloud_build_trigger", build))
 
         return first_listed(page, "builds", carries_run_id, CLOUD_BUILD_SCAN_PAGES)
 
-    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+    def __call__(self, run: ScheduledRun) -> DownstreamExecution:
         """Run the trigger, or find the build already started for ``run``.
 
         Returns:
@@ -117,14 +119,16 @@ class CloudBuildTriggerTarget:
             name = existing.get("name") or existing.get("id")
             log.warning("Cloud Build build for this run already exists; not running the trigger again",
                         extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: name})
-            return {"target": "cloud_build_trigger", "operation": None, "build": name,
-                    "build_status": existing.get("status"), "status_code": 200, "existing": True}
+            return DownstreamExecution("cloud_build_trigger", {
+                "target": "cloud_build_trigger", "operation": None, "build": name,
+                "build_status": existing.get("status"), "status_code": 200, "existing": True})
         body = {"projectId": self.project, "triggerId": self.trigger_ref,
                 "source": {"projectId": self.project, "substitutions": {RUN_ID_SUBSTITUTION: run.run_id}}}
         response = call(self.session, "POST", f"{self.api}/v1/{self.trigger}:run", self.timeout,
                          "Cloud Build triggers.run", "cloud_build_trigger", json=body)
         operation = json_object(response, "run")
         build = (operation.get("metadata") or {}).get("build") or {}
-        return {"target": "cloud_build_trigger", "operation": operation.get("name"),
+        return DownstreamExecution("cloud_build_trigger", {
+                "target": "cloud_build_trigger", "operation": operation.get("name"),
                 "build": build.get("name") or build.get("id"), "build_status": build.get("status"),
-                "status_code": response.status_code, "existing": False}
+                "status_code": response.status_code, "existing": False})

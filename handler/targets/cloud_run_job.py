@@ -2,7 +2,7 @@
 
 The job runs with the container env override ``DEDUP_RUN_ID=<run id>``. ``jobs.run`` takes no labels and
 ``executions.list`` no filter, so before running, the target pages through the newest executions
-(:data:`CLOUD_RUN_SCAN_PAGES` pages of 100) for that override; one found completes the run. The job should still
+(:data:`CLOUD_RUN_SCAN_PAGES` pages of 100) for that override; one found that has not failed or been cancelled stands for the run. The job should still
 treat ``DEDUP_RUN_ID`` as an idempotency token (docs/targets-and-auth.md). API:
 https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs/run
 """
@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.targets.executions import reusable
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, first_listed, json_object
 from scheduler_dedup.handler.targets.settings import DEFAULT_RUN_API, DEFAULT_TIMEOUT_SECONDS
 
@@ -49,13 +51,14 @@ class CloudRunJobTarget:
 
         def carries_run_id(execution: dict[str, Any]) -> bool:
             containers = (execution.get("template") or {}).get("containers") or []
-            return any(env.get("name") == RUN_ID_ENV and env.get("value") == run_id
-                       for container in containers for env in container.get("env") or [])
+            return reusable("cloud_run_job", execution) and any(
+                env.get("name") == RUN_ID_ENV and env.get("value") == run_id
+                for container in containers for env in container.get("env") or [])
 
         found = first_listed(page, "executions", carries_run_id, CLOUD_RUN_SCAN_PAGES)
         return str(found.get("name")) if found is not None else None
 
-    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+    def __call__(self, run: ScheduledRun) -> DownstreamExecution:
         """Run the job, or find the execution already started for ``run``.
 
         Returns:
@@ -73,12 +76,12 @@ class CloudRunJobTarget:
         if existing is not None:
             log.warning("Cloud Run job execution for this run already exists; not running another",
                         extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: existing})
-            return {"target": "cloud_run_job", "operation": None, "execution": existing, "status_code": 200,
-                    "existing": True}
+            return DownstreamExecution("cloud_run_job", {"target": "cloud_run_job", "operation": None,
+                                                         "execution": existing, "status_code": 200, "existing": True})
         body = {"overrides": {"containerOverrides": [{"env": [{"name": RUN_ID_ENV, "value": run.run_id}]}]}}
         response = call(self.session, "POST", f"{self.api}/v2/{self.job}:run", self.timeout, "Cloud Run jobs.run",
                          "cloud_run_job", json=body)
         operation = json_object(response, "run")
-        return {"target": "cloud_run_job", "operation": operation.get("name"),
-                "execution": (operation.get("metadata") or {}).get("name"), "status_code": response.status_code,
-                "existing": False}
+        return DownstreamExecution("cloud_run_job", {"target": "cloud_run_job", "operation": operation.get("name"),
+                                                     "execution": (operation.get("metadata") or {}).get("name"),
+                                                     "status_code": response.status_code, "existing": False})

@@ -2,7 +2,8 @@
 
 The execution carries the label ``dedup_run_id`` (the run id's first 63 characters, a label value's limit) and the
 full run id in its ``argument``. Before creating one, the target lists executions with that label on every call (a
-lost answer releases the claim, so a retry looks like a first delivery); one found in any state completes the run.
+lost answer releases the claim, so a retry looks like a first delivery); one found that has not failed or been
+cancelled stands for the run (a failed one stays in the history, and a re-run starts a new one).
 What it cannot see (an execution deleted by retention, one whose create is still in flight) is on
 docs/targets-and-auth.md. API: https://cloud.google.com/workflows/docs/reference/executions/rest/v1/projects.locations.workflows.executions
 """
@@ -13,8 +14,10 @@ import json
 import logging
 from typing import Any
 
+from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
+from scheduler_dedup.handler.targets.executions import reusable
 from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, json_object, rfc3339
 from scheduler_dedup.handler.targets.settings import DEFAULT_TIMEOUT_SECONDS, DEFAULT_WORKFLOWS_API
 
@@ -38,7 +41,7 @@ class WorkflowsTarget:
                  timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS):
         self.workflow, self.session, self.api, self.timeout = workflow, session, api, timeout_seconds
 
-    def __call__(self, run: ScheduledRun) -> dict[str, Any]:
+    def __call__(self, run: ScheduledRun) -> DownstreamExecution:
         """Start the execution, or find the one already started for ``run``.
 
         Returns:
@@ -57,14 +60,16 @@ class WorkflowsTarget:
             listed = None
         executions = json_object(listed, "list").get("executions", []) if listed is not None else []
         for execution in executions:
-            if listed is not None and (execution.get("labels") or {}).get(RUN_ID_LABEL) == label:
+            if listed is not None and (execution.get("labels") or {}).get(RUN_ID_LABEL) == label \
+                    and reusable("workflows", execution):
                 log.warning("workflow execution for this run already exists; not starting another",
                             extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: execution.get("name")})
-                return {"target": "workflows", "execution": execution.get("name"),
-                        "status_code": listed.status_code, "existing": True}
+                return DownstreamExecution("workflows", {"target": "workflows", "execution": execution.get("name"),
+                                                         "status_code": listed.status_code, "existing": True})
         argument = json.dumps({"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run),
                                "attempt_id": run.attempt_id})
         created = call(self.session, "POST", url, self.timeout, "Workflows executions.create", "workflows",
                         json={"argument": argument, "labels": {RUN_ID_LABEL: label}})
-        return {"target": "workflows", "execution": json_object(created, "create").get("name"),
-                "status_code": created.status_code, "existing": False}
+        name = json_object(created, "create").get("name")
+        return DownstreamExecution("workflows", {"target": "workflows", "execution": name,
+                                                 "status_code": created.status_code, "existing": False})

@@ -31,6 +31,7 @@ from scheduler_dedup.handler.core.paths import CHECK_LOCATION_GUARD, CHECK_PATH
 from scheduler_dedup.infra.args import AlertsArgs, input_keys
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.log_query import LogQuery, event, extract, field_is, handler_lines
+from scheduler_dedup.handler.schedule.overlap_policy import CANCELLABLE_TARGETS
 from scheduler_dedup.handler.schedule.retry_windows import RetryPolicy, retry_window_seconds
 from scheduler_dedup.infra.job.settings import DedupSettings
 
@@ -426,13 +427,16 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         )
 
     job = s.scheduler_job_name
-    streak = a.failure_threshold > 1
+    # A run forwarded to a downstream execution fails when the execution does, which only the run check reads: its
+    # failures page from the run check's failure_streak line, whatever the threshold (the check logs one at 1 too).
+    streak = a.failure_threshold > 1 or s.target_type in CANCELLABLE_TARGETS
     policies = {
         "failed": log_match(
-            "failed", f"{a.failure_threshold} runs failed in a row" if streak else "run failed", "ERROR",
+            "failed", f"{a.failure_threshold} runs failed in a row" if a.failure_threshold > 1 else "run failed",
+            "ERROR",
             (LogField.RUN_ID, LogField.SCHEDULE_TIME),
-            (f"{a.failure_threshold} consecutive runs of Scheduler job `{job}` failed (the hourly run check counts "
-             "them in the records; failure_threshold)" if streak else
+            (f"{a.failure_threshold} consecutive run(s) of Scheduler job `{job}` failed, its downstream execution "
+             "included (the hourly run check counts them in the records; failure_threshold)" if streak else
              f"A run of Scheduler job `{job}` failed with a non-retryable error and is recorded as failed")
             + "; Scheduler will not retry it. The log line's `error` says why; fix the cause and force a new run if it "
               "must happen. A `recovered` notice follows the next completed run.",

@@ -16,7 +16,7 @@ def resolve_overlap(args: Mapping[str, Any]) -> str:
     """The overlap policy (default ``allow``).
 
     Raises:
-        DedupConfigError: not one of allow, skip, buffer_one.
+        DedupConfigError: not one of allow, skip, buffer_one, replace.
     """
     value = args.get("overlap", DEFAULT_OVERLAP)
     problem = overlap_policy_problem(value if isinstance(value, str) else repr(value), "overlap")

@@ -23,6 +23,7 @@ from scheduler_dedup.handler.schedule.schedule_checks import schedule_advisories
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.job.app_engine import resolve_app_engine
 from scheduler_dedup.infra.args import DedupScheduledJobArgs, input_keys
+from scheduler_dedup.handler.schedule.overlap_policy import replace_problem
 from scheduler_dedup.infra.job.overlap_inputs import resolve_catch_up_window, resolve_overlap
 from scheduler_dedup.infra.job.deadlines import (
     DEFAULT_ATTEMPT_DEADLINE_SECONDS,
@@ -115,6 +116,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     retention = problems.run(lambda: resolve_retention(args, window), None)
     tolerance = problems.run(lambda: resolve_tolerance(args), None)
     overlap = problems.run(lambda: resolve_overlap(args), "allow")
+    if target is not None:
+        cannot = replace_problem(overlap, target.type, "overlap", "the target's type")
+        if cannot:
+            problems.add(DedupConfigError("overlap", cannot.split(": ", 1)[1]))
     catch_up = problems.run(lambda: resolve_catch_up_window(args), 0)
 
     store = problems.run(lambda: resolve_job_store(args, prefix or name, project or None, region), None)

@@ -108,7 +108,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("leaseSeconds", "integer", "lease_seconds", "claim lease, s"),
     ConfigKey("retentionSeconds", "integer", "retention_seconds", "run record retention (TTL), s"),
     ConfigKey("manualToleranceSeconds", "integer", "manual_tolerance_seconds", "manual run tolerance, s"),
-    ConfigKey("overlap", "string", "overlap", "overlap policy: allow, skip or buffer_one"),
+    ConfigKey("overlap", "string", "overlap", "overlap policy: allow, skip, buffer_one or replace (proxy targets only)"),
     ConfigKey("catchUpWindowSeconds", "integer", "catch_up_window_seconds",
               "run missed fire times of this window once each on the next delivery, s (0 = off)"),
     ConfigKey("retryCount", "integer", "retry.retry_count", "Scheduler retries, 0..5"),

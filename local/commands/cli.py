@@ -90,16 +90,26 @@ _STORE_OPTION = click.option("--store", default="firestore", show_default=True, 
 @click.option("--keep-emulator", is_flag=True, help="leave the store server running, to try `scheduler-dedup runs` on it.")
 @click.option("--overlap", is_flag=True, help="instead: a job slower than its interval, overlap policy allow and "
                                               "skip side by side (about 20 s).")
+@click.option("--downstream", is_flag=True, help="instead: runs forwarded to a Cloud Run job (a local stand-in of its "
+                                                 "API) whose executions outlast the interval, overlap policy skip and "
+                                                 "replace side by side (about 20 s).")
 @_STORE_OPTION
-def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: bool, overlap: bool, store: str) -> None:
+def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: bool, overlap: bool, downstream: bool,
+         store: str) -> None:
     """Start a local store server (the Firestore emulator by default) and the handler, play at-least-once
     Scheduler traffic with faults (one fire time skipped on purpose), then show the run history and the runs
-    it expected but did not find. With --overlap: a job slower than its interval, with and without skip."""
+    it expected but did not find. With --overlap: a job slower than its interval, with and without skip. With
+    --downstream: long downstream executions under skip and replace."""
     from scheduler_dedup.local.commands.setting_options import option_problems, print_advisories
 
     problems = option_problems(schedule, time_zone)  # as `check` and `pulumi preview` read them
     if problems:
         raise click.UsageError("\n".join(problems))
+    if downstream:
+        from scheduler_dedup.local.commands.demo_downstream import run_downstream_demo
+
+        with _owned_lifetime():
+            sys.exit(run_downstream_demo(store=store))
     if overlap:
         from scheduler_dedup.local.commands.demo_overlap import run_overlap_demo
 

@@ -20,6 +20,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_dedup.handler.core.downstream import execution_name
 from scheduler_dedup.handler.core.record import FAILED, RELEASED, RunRecord
 from scheduler_dedup.handler.monitoring.run_view import rfc3339
 from scheduler_dedup.handler.stores.base import RunStore
@@ -109,7 +110,9 @@ def plan_rerun(store: RunStore, run_id: str) -> RerunPlan:
         raise RerunRefused(f"run {run_id} was re-run {MAX_PREVIOUS_ATTEMPTS} times already")
     fields = {key: record.data.get(key) for key in _COPIED if key in record.data}
     fields["result"] = {"previous_attempt_of": run_id, "job_name": record.data.get("job_name"),
-                        "schedule_time": rfc3339(record.data.get("schedule_time")), "rank": rank}
+                        "schedule_time": rfc3339(record.data.get("schedule_time")), "rank": rank,
+                        # a failed downstream execution stays named in the history; the re-run starts a new one
+                        "execution": execution_name(record.result)}
     return RerunPlan(record, previous_attempt_id(run_id, rank), fields, rank)
 
 

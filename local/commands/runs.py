@@ -40,7 +40,8 @@ from scheduler_dedup.local.commands.store_option import StoreName
 CHUNK_ROWS = 50
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_STYLE = {"completed": "green", "failed": "red", "stuck": "red", "in_progress": "yellow", "missed": "red",
+_STYLE = {"completed": "green", "failed": "red", "stuck": "red", "in_progress": "yellow", "running_downstream": "cyan",
+          "cancelled": "magenta", "missed": "red",
           "late": "yellow", "repeated": "yellow", "unexpected": "magenta", "skipped": "cyan", "dst_repeated": "yellow",
           "paused": "cyan", "released": "red", "retrying": "yellow"}
 _EXIT_PROBLEMS, _EXIT_ERROR = 1, 2

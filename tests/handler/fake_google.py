@@ -7,6 +7,8 @@ One :class:`FakeGoogle` is a stdlib ``ThreadingHTTPServer`` in a thread serving:
 - ``POST /v2/{job}:run`` and ``GET /v2/{job}/executions`` (Cloud Run Admin API v2),
 - ``GET /v1/{trigger}``, ``POST /v1/{trigger}:run`` and ``GET /v1/projects/P/locations/L/builds`` with
   ``filter=trigger_id="..." AND create_time>="..."`` (Cloud Build API v1; triggers named by id or name),
+- ``GET`` and ``POST ...:cancel`` of one Workflows execution, Cloud Run execution or Cloud Build build: each runs
+  until :meth:`FakeGoogle.end` ends it (succeeded or failed) or a cancel does,
 - ``GET /v1/{job}`` (Cloud Scheduler API v1): the Job's ``state`` and ``userUpdateTime`` from
   :attr:`FakeGoogle.scheduler_jobs`; a job not there answers 403 (no ``cloudscheduler.jobs.get``),
 - ``POST /hook`` (an HTTP target that deduplicates on ``Idempotency-Key``),
@@ -31,7 +33,7 @@ import re
 import threading
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -40,6 +42,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from google.auth import crypt, jwt
+
+from scheduler_dedup.local.servers.loopback_http import serve_loopback
 
 
 @dataclass
@@ -74,22 +78,7 @@ class FakeGoogle:
     release: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> "FakeGoogle":
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                fake._serve(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._serve(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.url = serve_loopback(self._serve)
         return self
 
     def stop(self) -> None:
@@ -105,6 +94,34 @@ class FakeGoogle:
         """Answer the next executions.list with ``status`` (e.g. 403: the caller lacks list permission)."""
         with self.lock:
             self.list_faults.append(status)
+
+    def end(self, kind: str, outcome: str = "completed", index: int = -1, message: str = "") -> dict[str, Any]:
+        """End the ``index``-th execution of ``kind`` (a target type) as its API would show it: ``completed`` or
+        ``failed`` (with ``message``), ten seconds ago (nanoseconds, as Google's APIs write times); returns it."""
+        ended = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=10)
+        now = ended.strftime("%Y-%m-%dT%H:%M:%S.%f123Z")
+        with self.lock:
+            if kind == "workflows":
+                execution = self.workflow_executions[index]
+                execution.update({"state": "SUCCEEDED" if outcome == "completed" else "FAILED", "endTime": now})
+                if outcome != "completed":
+                    execution["error"] = {"payload": message or "HTTP step failed", "context": "step1"}
+            elif kind == "cloud_run_job":
+                execution = self.job_executions[index]
+                ok = outcome == "completed"
+                execution.update({"completionTime": now, "succeededCount": int(ok), "failedCount": int(not ok),
+                                  "conditions": [{"type": "Completed",
+                                                  "state": "CONDITION_SUCCEEDED" if ok else "CONDITION_FAILED",
+                                                  "message": "" if ok else message or "Task exited with code 1"}]})
+            else:
+                execution = self.builds[index]
+                execution.update({"status": "SUCCESS" if outcome == "completed" else "FAILURE", "finishTime": now,
+                                  "statusDetail": "" if outcome == "completed" else message or "step 0 exited 1"})
+            return execution
+
+    def executions(self, kind: str) -> list[dict[str, Any]]:
+        return {"workflows": self.workflow_executions, "cloud_run_job": self.job_executions,
+                "cloud_build_trigger": self.builds}[kind]
 
     def posts(self) -> list[Received]:
         return [r for r in self.requests if r.method == "POST"]
@@ -178,6 +195,9 @@ class FakeGoogle:
                 if job is None:
                     return 403, {"error": {"code": 403, "message": "Permission 'cloudscheduler.jobs.get' denied"}}
                 return 200, {"name": m.group(1), **job}
+            one = self._one_execution(method, path)
+            if one is not None:
+                return one
             m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/workflows/[^/]+)/executions", path)
             if m and method == "POST":
                 execution = {"name": f"{m.group(1)}/executions/{uuid.uuid4()}", "state": "ACTIVE",
@@ -231,6 +251,33 @@ class FakeGoogle:
                 return 200, {"ok": True, "key": key}
         return 404, {"error": f"no route {method} {path}"}
 
+
+    def _one_execution(self, method: str, path: str) -> tuple[int, Any] | None:
+        """executions.get / builds.get and their ``:cancel`` (the caller holds the lock); None if not such a path."""
+        m = re.fullmatch(r"/v[12]/(projects/[^/]+/locations/[^/]+/(?:workflows|jobs)/[^/]+/executions/[^/:]+"
+                         r"|projects/[^/]+/locations/[^/]+/builds/[^/:]+)(:cancel)?", path)
+        if m is None or (method == "GET") == bool(m.group(2)):
+            return None
+        found = next((e for e in (*self.workflow_executions, *self.job_executions, *self.builds)
+                      if e.get("name") == m.group(1)), None)
+        if found is None:
+            return 404, {"error": {"code": 404, "status": "NOT_FOUND", "message": f"{m.group(1)} not found"}}
+        if m.group(2):
+            now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            if "/builds/" in m.group(1):
+                if found["status"] not in ("QUEUED", "WORKING"):
+                    return 400, {"error": {"code": 400, "status": "FAILED_PRECONDITION", "message": "build ended"}}
+                found.update({"status": "CANCELLED", "finishTime": now})
+            elif "/workflows/" in m.group(1):
+                if found["state"] != "ACTIVE":
+                    return 400, {"error": {"code": 400, "status": "FAILED_PRECONDITION", "message": "ended"}}
+                found.update({"state": "CANCELLED", "endTime": now})
+            else:
+                if found.get("completionTime"):
+                    return 400, {"error": {"code": 400, "status": "FAILED_PRECONDITION", "message": "ended"}}
+                found.update({"completionTime": now, "cancelledCount": 1,
+                              "conditions": [{"type": "Completed", "state": "CONDITION_FAILED", "reason": "Cancelled"}]})
+        return 200, dict(found)
 
     def _list_builds(self, query: dict[str, list[str]]) -> dict[str, Any]:
         """builds.list: the filter's trigger_id and create_time terms, newest first, pageSize / pageToken."""

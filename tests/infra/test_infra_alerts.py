@@ -345,6 +345,17 @@ def test_a_failure_threshold_alerts_on_the_run_checks_streak_line_and_a_recovery
     assert "severity" not in recovered and recovered["notificationChannels"] == [CHANNEL]
 
 
+def test_a_job_forwarded_to_a_cloud_run_job_pages_each_failed_execution_from_the_run_check() -> None:
+    """Its executions fail after the delivery has answered: only the run check sees it, so the failed policy matches
+    the run check's failure_streak line, even at failure_threshold 1."""
+    graph = run_program(lambda: DedupScheduledJob("nightly", {  # type: ignore[arg-type]
+        "schedule": "*/15 * * * *", "region": "us-central1", "alerts": {"notification_channels": [CHANNEL]},
+        "cloud_run_job_target": {"job": "projects/p1/locations/us-central1/jobs/export"}}), {"gcp:project": "p1"})
+    failed = _policy(graph, "failed")
+    text = failed["conditions"][0]["conditionMatchedLog"]["filter"]
+    assert '"failure_streak"' in text and "outcome" not in text and failed["displayName"].endswith("run failed")
+
+
 def test_max_runtime_adds_a_long_run_policy_and_the_watchdog_asks_for_it() -> None:
     assert "nightly-alert-long_run" not in _by_name(_graph())
     graph = _graph(alerts={"notification_channels": [CHANNEL], "max_runtime_seconds": 1800})

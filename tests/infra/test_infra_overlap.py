@@ -51,3 +51,17 @@ def test_the_stack_key_sets_the_policy(tmp_path: Path) -> None:
     resources = run_stack_config(config, project_file=root / "Pulumi.yaml")
     envs = handler_env(handler_of(resources))
     assert envs["DEDUP_OVERLAP"] == "buffer_one"
+
+
+def test_replace_is_refused_at_preview_for_a_python_job_naming_the_fix() -> None:
+    with pytest.raises(DedupConfigError) as info:
+        resolve_settings("nightly", _args(overlap="replace"), default_project="p1")
+    assert info.value.field == "overlap" and "cannot be cancelled" in str(info.value)
+    assert "skip or buffer_one" in str(info.value)
+
+
+def test_replace_reaches_the_handler_of_a_cloud_run_job_target() -> None:
+    args = {"schedule": "*/15 * * * *", "region": "us-central1", "overlap": "replace",
+            "cloud_run_job_target": {"job": "projects/p1/locations/us-central1/jobs/nightly"}}
+    env = handler_environment(resolve_settings("nightly", args, default_project="p1"))
+    assert env["DEDUP_OVERLAP"] == "replace" and env["DEDUP_TARGET_TYPE"] == "cloud_run_job"

@@ -44,6 +44,8 @@ def test_handler_settings_pass_a_complete_env_and_judge_only_dedup_services() ->
     ({"DEDUP_OIDC_AUDIENCE": RUN_URL}, "DEDUP_ALLOWED_CALLERS"),
     ({"DEDUP_LEASE_SECONDS": "0"}, "DEDUP_LEASE_SECONDS"),
     ({"DEDUP_TARGET_TYPE": "http", "DEDUP_TARGET": "http://plain.example.com"}, "DEDUP_TARGET"),
+    # replace cancels a downstream execution: a python job inside the handler has none that can be cancelled
+    ({"DEDUP_OVERLAP": "replace"}, "DEDUP_TARGET_TYPE=python"),
 ])
 def test_handler_settings_report_the_handlers_refusal(env: dict[str, str], named: str) -> None:
     findings = run("dedup-handler-settings", [service({**HANDLER_ENV, **env})])
@@ -212,6 +214,12 @@ def test_a_service_location_cloud_run_lacks_is_mandatory() -> None:
     [bad] = run("cloud-run-service-location", [service(location="us-centrl1")])
     assert bad.level == "mandatory" and "did you mean 'us-central1'?" in bad.message
     assert run("cloud-run-service-location", [service(location="us-central1"), service()]) == []
+
+
+def test_replace_passes_for_a_target_whose_executions_can_be_cancelled() -> None:
+    env = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_OVERLAP": "replace", "DEDUP_TARGET_TYPE": "cloud_run_job",
+           "DEDUP_TARGET": "projects/p/locations/us-central1/jobs/nightly"}
+    assert run("dedup-handler-settings", [service(env)]) == []
 
 
 def test_a_gen2_function_redirecting_the_handler_by_a_secret_is_named() -> None:

@@ -63,7 +63,7 @@ from redis.retry import Retry
 
 from scheduler_dedup.handler.core.errors import (InvalidWriteError, StoreConfigError, StoreRefusedError,
                                                  StoreUnavailableError)
-from scheduler_dedup.handler.core.record import FINAL_STATUSES, IN_PROGRESS, TTL_FIELD, RunRecord
+from scheduler_dedup.handler.core.record import FINAL_STATUSES, IN_PROGRESS, RUNNING_DOWNSTREAM, TTL_FIELD, RunRecord
 from scheduler_dedup.handler.stores.redis import values as redis_values
 from scheduler_dedup.handler.stores.base import SERVER_TIME, Increment, RunStore
 from scheduler_dedup.handler.stores.redis.config import (DEFAULT_WAIT_TIMEOUT_MS, RedisConfig, RedisEndpoint,
@@ -84,7 +84,7 @@ _FOUND_SECONDS = 1.0
 #: What a TLS handshake refused for the server's certificate says (no retry can help: nothing was sent).
 _CERTIFICATE_REFUSED = "certificate verify failed"
 #: Statuses whose write decides a run: followed by ``WAIT`` where there are replicas.
-_DECISIVE = (IN_PROGRESS, *FINAL_STATUSES)
+_DECISIVE = (IN_PROGRESS, RUNNING_DOWNSTREAM, *FINAL_STATUSES)
 
 
 class _Dropped(Exception):

@@ -1,0 +1,155 @@
+"""Reading and cancelling the downstream executions the proxy targets start (:class:`ExecutionApi`), one ``get`` and one
+``cancel`` per target type, each call bounded by ``DEDUP_TARGET_TIMEOUT_SECONDS`` like a start.
+
+APIs (state words mapped in :data:`_ENDINGS`):
+
+* Cloud Run Admin API v2, ``executions.get`` and ``executions.cancel``:
+  https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs.executions/get,
+  https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs.executions/cancel; an Execution has
+  ``completionTime`` once it ended and a ``Completed`` condition saying how
+  (https://cloud.google.com/run/docs/reference/rest/v2/projects.locations.jobs.executions#Execution).
+* Workflows Executions API v1, ``executions.get`` and ``executions.cancel``:
+  https://cloud.google.com/workflows/docs/reference/executions/rest/v1/projects.locations.workflows.executions/get,
+  https://cloud.google.com/workflows/docs/reference/executions/rest/v1/projects.locations.workflows.executions/cancel
+  (``state``: QUEUED, ACTIVE, SUCCEEDED, FAILED, CANCELLED, UNAVAILABLE).
+* Cloud Build API v1, ``builds.get`` and ``builds.cancel``:
+  https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.builds/get,
+  https://cloud.google.com/build/docs/api/reference/rest/v1/projects.locations.builds/cancel
+  (``Build.Status``: https://cloud.google.com/build/docs/api/reference/rest/v1/projects.builds#Build.Status).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from scheduler_dedup.handler.core.downstream import Ending, ExecutionState
+from scheduler_dedup.handler.core.errors import NonRetryableJobError
+from scheduler_dedup.handler.core.safe_text import scrub_secrets, utf8_safe
+from scheduler_dedup.handler.targets.answers import TargetType
+from scheduler_dedup.handler.targets.call import HttpSession, TargetRetryableError, call, json_object
+from scheduler_dedup.handler.targets.settings import TargetSettings
+
+#: Characters of an execution's error message kept in the run record's ``error``.
+_DETAIL_CHARS = 500
+
+#: Per target type: the API's state word -> how the execution ended (absent: still running, or not known yet).
+_ENDINGS: dict[str, dict[str, Ending]] = {
+    "workflows": {"SUCCEEDED": "completed", "FAILED": "failed", "CANCELLED": "cancelled"},
+    "cloud_build_trigger": {"SUCCESS": "completed", "FAILURE": "failed", "INTERNAL_ERROR": "failed",
+                            "TIMEOUT": "failed", "EXPIRED": "failed", "CANCELLED": "cancelled"},
+}
+
+
+class ExecutionApi:
+    """:class:`~scheduler_dedup.handler.core.downstream.ExecutionControl` of one proxy target.
+
+    Args:
+        settings: the target settings (type, API base URLs, timeout).
+        session: the session the target's own calls go through.
+    """
+
+    def __init__(self, settings: TargetSettings, session: HttpSession):
+        if settings.type not in ("workflows", "cloud_run_job", "cloud_build_trigger"):
+            raise ValueError(f"target type {settings.type!r} starts no execution that can be read")
+        self.target = settings.type
+        self.session, self.timeout = session, settings.timeout_seconds
+        self.base = {"workflows": f"{settings.workflows_api}/v1", "cloud_run_job": f"{settings.run_api}/v2",
+                     "cloud_build_trigger": f"{settings.cloud_build_api}/v1"}[settings.type]
+        self.parent = settings.target.rsplit("/triggers/", 1)[0]  # a build given by id alone is under it
+
+    def _name(self, name: str) -> str:
+        return name if name.startswith("projects/") else f"{self.parent}/builds/{name}"
+
+    def state(self, name: str) -> ExecutionState:
+        """The execution's state (``executions.get`` / ``builds.get``).
+
+        Raises:
+            TargetRetryableError: no useful answer (timeout, 5xx, 429, 401/403, a 4xx such as 404 for an execution
+                deleted: then it cannot be told, and the record stays as it is).
+        """
+        try:
+            got = call(self.session, "GET", f"{self.base}/{self._name(name)}", self.timeout, f"{self.target} get",
+                       self._type)
+        except NonRetryableJobError as exc:  # 404 and the like: nothing tells how the execution ended
+            raise TargetRetryableError(str(exc)) from exc
+        body = json_object(got, "get")
+        if not body:
+            raise TargetRetryableError(f"{self.target} get: the answer is not a JSON object")
+        return _cloud_run_state(body) if self.target == "cloud_run_job" else _stated(self.target, body)
+
+    def cancel(self, name: str) -> None:
+        """Ask the API to cancel the execution. A 4xx the table records failed (400 FAILED_PRECONDITION: it has
+        already ended; 404) is no error: the caller reads :meth:`state` next, which decides.
+
+        Raises:
+            TargetRetryableError: no useful answer (timeout, 5xx, 429, 401/403); it may or may not be cancelled.
+        """
+        body = {"name": self._name(name)} if self.target == "cloud_build_trigger" else {}
+        try:
+            call(self.session, "POST", f"{self.base}/{self._name(name)}:cancel", self.timeout,
+                 f"{self.target} cancel", self._type, json=body)
+        except NonRetryableJobError:
+            pass
+
+    @property
+    def _type(self) -> TargetType:
+        return self.target  # type: ignore[return-value]
+
+
+def reusable(target: str, execution: dict[str, Any]) -> bool:
+    """True if an execution a target's existence check found for a run may stand for it: any that has not failed or
+    been cancelled. A failed or cancelled one is kept in the history and a new one is started (``runs rerun`` of a
+    failed run, or a retry after the answer to a start that then failed was lost)."""
+    state = _cloud_run_state(execution) if target == "cloud_run_job" else _stated(target, execution)
+    return state.ending not in ("failed", "cancelled")
+
+
+def _time(value: Any) -> datetime | None:
+    """An RFC 3339 time of the API (``2026-10-16T12:00:00.123456789Z``) as aware UTC, or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.replace("Z", "+00:00")
+    if "." in text:  # nanoseconds: Python reads at most microseconds
+        head, _, rest = text.partition(".")
+        digits = "".join(c for c in rest if c.isdigit())
+        text = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
+    try:
+        return datetime.fromisoformat(text).astimezone(timezone.utc)
+    except ValueError:
+        return None
+
+
+def _detail(word: str, message: Any) -> str:
+    text = scrub_secrets(utf8_safe(str(message))) if message else ""
+    return f"{word}: {text}"[:_DETAIL_CHARS] if text else word
+
+
+def _stated(target: str, body: dict[str, Any]) -> ExecutionState:
+    """A Workflows execution's or a Cloud Build build's state from its ``state`` / ``status`` word."""
+    if target == "workflows":
+        word, start, end = str(body.get("state", "")), body.get("startTime"), body.get("endTime")
+        error = body.get("error") or {}
+        message = error.get("payload") or error.get("context") if isinstance(error, dict) else None
+    else:
+        word, start, end = str(body.get("status", "")), body.get("startTime"), body.get("finishTime")
+        message = body.get("statusDetail")
+    ending = _ENDINGS[target].get(word)
+    return ExecutionState(ending, _detail(word, message if ending == "failed" else None), _time(start),
+                          _time(end) if ending else None)
+
+
+def _cloud_run_state(body: dict[str, Any]) -> ExecutionState:
+    """A Cloud Run execution's state: running until ``completionTime``; then its ``Completed`` condition (or its task
+    counts) says whether it succeeded, failed or was cancelled."""
+    start, end = _time(body.get("startTime")), _time(body.get("completionTime"))
+    if end is None:
+        return ExecutionState(None, "RUNNING", start)
+    completed = next((c for c in body.get("conditions") or [] if isinstance(c, dict) and c.get("type") == "Completed"),
+                     {})
+    if int(body.get("cancelledCount") or 0) > 0 or completed.get("reason") == "Cancelled":
+        return ExecutionState("cancelled", "CANCELLED", start, end)
+    if completed.get("state") == "CONDITION_SUCCEEDED" and not int(body.get("failedCount") or 0):
+        return ExecutionState("completed", "SUCCEEDED", start, end)
+    message = completed.get("message") or f"{int(body.get('failedCount') or 0)} task(s) failed"
+    return ExecutionState("failed", _detail("FAILED", message), start, end)

@@ -1,0 +1,190 @@
+"""A run forwarded to a downstream execution ends when that execution ends, on each store over real HTTP: handler
+processes on the store's real server forward runs to local fakes of the Cloud Run Admin, Workflows and Cloud Build
+APIs (:mod:`tests.handler.fake_google`), whose executions run until the test ends them, fail, or are cancelled.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from scheduler_dedup.local.servers.handlers import HandlerServer
+from scheduler_dedup.local.servers.store_servers import StoreServer
+
+from tests.handler.fake_google import FakeGoogle
+from tests.handler.test_targets import target_env
+
+from .conftest import COLLECTION
+from .test_backfill import cli
+from .test_overlap import JOB, _handler_processes_reach_it, deliver, fire_times, run_id  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.processes
+
+KINDS = ["cloud_run_job", "workflows", "cloud_build_trigger"]
+
+
+@pytest.fixture()
+def fake() -> Iterator[FakeGoogle]:
+    server = FakeGoogle().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def start(server: StoreServer, fake: FakeGoogle, tmp_path: Path) -> Iterator[Any]:
+    started: list[HandlerServer] = []
+
+    def go(kind: str, **env: str) -> HandlerServer:
+        handler = HandlerServer({**server.endpoint_env(), "DEDUP_COLLECTION": COLLECTION, "DEDUP_SCHEDULE": "* * * * *",
+                                 "DEDUP_LEASE_SECONDS": "10", "DEDUP_STORE_TIMEOUT_SECONDS": "5",
+                                 **target_env(fake, kind), **env}, threads=4)
+        started.append(handler)
+        return handler.start()
+
+    yield go
+    for handler in started:
+        handler.stop()
+
+
+def run_check(url: str, **body: Any) -> dict[str, Any]:
+    answer = requests.post(f"{url}/dedup/run-check", json={"job_name": JOB, "grace_seconds": 0,
+                                                           "window_seconds": 3600, **body}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failed_execution_fails_its_run_alerts_and_can_be_rerun(server: StoreServer, store: Any, start: Any,
+                                                                   fake: FakeGoogle, kind: str) -> None:
+    handler = start(kind)
+    [t] = fire_times(1)
+    rid = run_id(t, server.project)
+    first = deliver(handler.url, t)
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["status"] == "processed" and body["running_downstream"] == fake.executions(kind)[0]["name"]
+    assert store.get(rid).status == "running_downstream"
+    # Still running: the run check reads it, records nothing, alerts nothing.
+    running = run_check(handler.url)
+    assert running["running_downstream"] == [t] and running["settled"] == [] and running["failing"] == []
+    assert store.get(rid).status == "running_downstream"
+
+    # backfill: a fire time whose execution runs has a record, so it is not delivered again
+    window = ["--job", JOB, "--since", t, "--until", f"{t[:-3]}59Z", "--reprocess", "failed", "--dry-run",
+              "--schedule", "* * * * *", "--time-zone", "UTC"]
+    assert t not in cli(server, "backfill", *window).stdout
+
+    fake.end(kind, "failed", message="exit code 1")
+    checked = run_check(handler.url)
+    assert checked["settled"] == [t], checked
+    assert checked["failing"] == [t]  # the failure alert counts it (the status says "missed" first: other minutes)
+    record = store.get(rid)
+    assert record.status == "failed" and "exit code 1" in (record.error or "")
+    assert record.result["execution_state"] in ("FAILED", "FAILURE")
+    assert run_check(handler.url)["settled"] == []  # settled once
+    listed = cli(server, "backfill", *window)  # and once failed, backfill --reprocess failed picks it up
+    assert listed.returncode == 0 and t in listed.stdout, listed.stdout + listed.stderr
+
+    rerun = cli(server, "runs", "rerun", rid[:12], "--url", handler.url)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert len(fake.executions(kind)) == 2  # a new execution, the failed one kept
+    again = store.get(rid)
+    assert again.status == "running_downstream" and again.result["status_code"] == 200
+    shown = cli(server, "runs", "show", rid[:12])
+    assert fake.executions(kind)[0]["name"] in shown.stdout, shown.stdout  # the failed execution, in its history
+
+
+def test_a_successful_execution_completes_its_run_with_the_executions_end(server: StoreServer, store: Any,
+                                                                          start: Any, fake: FakeGoogle) -> None:
+    handler = start("cloud_run_job")
+    [t] = fire_times(1)
+    assert deliver(handler.url, t).json()["status"] == "processed"
+    fake.end("cloud_run_job", "completed")
+    assert run_check(handler.url)["settled"] == [t]
+    record = store.get(run_id(t, server.project))
+    assert record.status == "completed" and record.error is None
+    assert record.result["execution_state"] == "SUCCEEDED"
+
+
+def test_max_runtime_fires_on_a_long_execution(server: StoreServer, store: Any, start: Any, fake: FakeGoogle) -> None:
+    handler = start("workflows")
+    [t] = fire_times(1)
+    assert deliver(handler.url, t).json()["status"] == "processed"
+    deadline = time.monotonic() + 30
+    while not (checked := run_check(handler.url, max_runtime_seconds=1))["long_run"]:
+        assert time.monotonic() < deadline, checked  # the alert comes once the claim is a second old
+        time.sleep(0.2)
+    assert checked["long_run"] == [t], checked
+    assert store.get(run_id(t, server.project)).status == "running_downstream"
+
+
+def test_skip_starts_no_second_execution_while_the_first_runs(server: StoreServer, store: Any, start: Any,
+                                                              fake: FakeGoogle) -> None:
+    handler = start("cloud_run_job", DEDUP_OVERLAP="skip")
+    t1, t2, t3 = fire_times(3)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    skipped = deliver(handler.url, t2)
+    assert skipped.status_code == 200 and skipped.json()["status"] == "skipped_overlap", skipped.text
+    assert "downstream execution" in skipped.json()["error"]
+    assert len(fake.job_executions) == 1
+    fake.end("cloud_run_job", "completed")
+    third = deliver(handler.url, t3)
+    assert third.json()["status"] == "processed", third.text
+    assert len(fake.job_executions) == 2
+    assert store.get(run_id(t1, server.project)).status == "completed"  # settled by the overlap policy's look
+
+
+def test_replace_cancels_the_running_execution_then_starts_the_new_one(server: StoreServer, store: Any, start: Any,
+                                                                       fake: FakeGoogle) -> None:
+    handler = start("workflows", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    second = deliver(handler.url, t2)
+    assert second.json()["status"] == "processed", second.text
+    first, new = fake.workflow_executions
+    assert first["state"] == "CANCELLED" and new["state"] == "ACTIVE"
+    cancels = [r for r in fake.posts() if r.path.endswith(":cancel")]
+    assert [r.path for r in cancels] == [f"/v1/{first['name']}:cancel"]
+    assert store.get(run_id(t1, server.project)).status == "cancelled"
+    assert store.get(run_id(t2, server.project)).status == "running_downstream"
+
+
+def test_replace_whose_cancel_fails_starts_nothing_beside_the_running_execution(
+        server: StoreServer, store: Any, start: Any, fake: FakeGoogle) -> None:
+    handler = start("cloud_build_trigger", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    fake.fail_next(503)  # the cancel
+    second = deliver(handler.url, t2)
+    assert second.status_code == 500 and second.json()["status"] == "released", second.text
+    assert len(fake.builds) == 1 and fake.builds[0]["status"] == "QUEUED"
+    assert store.get(run_id(t1, server.project)).status == "running_downstream"
+    retried = deliver(handler.url, t2)  # Scheduler's retry: the cancel goes through now
+    assert retried.json()["status"] == "processed", retried.text
+    assert fake.builds[0]["status"] == "CANCELLED" and len(fake.builds) == 2
+
+
+def test_buffer_one_waits_for_the_running_execution_then_starts_the_next(server: StoreServer, store: Any, start: Any,
+                                                                         fake: FakeGoogle) -> None:
+    handler = start("cloud_build_trigger", DEDUP_OVERLAP="buffer_one")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    answers: list[requests.Response] = []
+    waiter = threading.Thread(target=lambda: answers.append(deliver(handler.url, t2, timeout=120)))
+    waiter.start()
+    deadline = time.monotonic() + 60
+    while len(fake.gets("/builds/")) < 1:  # the waiter asked the API about the running build: it is waiting
+        assert time.monotonic() < deadline and not answers, answers
+        time.sleep(0.1)
+    assert len(fake.builds) == 1 and not answers
+    fake.end("cloud_build_trigger", "completed")
+    waiter.join(120)
+    assert answers and answers[0].json()["status"] == "processed", answers
+    assert len(fake.builds) == 2
+    assert store.get(run_id(t1, server.project)).status == "completed"
