@@ -50,7 +50,7 @@ def service_env(service: Resource) -> dict[str, Any]:
     (Cloud Run v1), ``serviceConfig.environmentVariables`` and ``.secretEnvironmentVariables`` (Cloud Functions
     gen2) or ``envVariables`` (App Engine standard version). Of several
     containers, the one carrying ``DEDUP_*`` variables counts (a sidecar listed first does not).
-    A variable that comes from Secret Manager (``valueSource``) or whose value is unknown maps to
+    A variable that comes from Secret Manager (v2 ``valueSource``, v1 ``valueFrom``) or whose value is unknown maps to
     :data:`UNKNOWN`; an unknown list makes every variable unknown (see :func:`env_value`).
     """
     if service.type in (CLOUD_FUNCTION_V2, APP_ENGINE_VERSION):
@@ -81,7 +81,8 @@ def service_env(service: Resource) -> dict[str, Any]:
             if not isinstance(name, str) or name in env:
                 continue
             value = get(item, "value")
-            env[name] = UNKNOWN if value is None and get(item, "valueSource") is not None else value
+            from_secret = any(get(item, key) is not None for key in ("valueSource", "valueFrom"))  # v2, v1
+            env[name] = UNKNOWN if value is None and from_secret else value
         envs_per_container.append(env)
     dedup = [env for env in envs_per_container if any(name.startswith("DEDUP_") for name in env)]
     return (dedup or envs_per_container or [{}])[0]

@@ -242,11 +242,15 @@ def _email(account: str) -> str:
 
 
 def _accounts_reached(grant: Grant, identities: Identities, keyed: Sequence[Resource]) -> list[tuple[str, str]]:
-    """The dedup accounts ``(email, what)`` a grant reaches: the one it is on (service-account level), or, at
-    project, folder or organization level, each one unless its condition pins other resources."""
+    """The dedup accounts ``(email, what)`` a grant reaches: the one it is on (service-account level; an account
+    named by its unique id, ``projects/P/serviceAccounts/123...``, which IAM accepts in place of the email
+    (https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts/get), may be any of
+    them), or, at project, folder or organization level, each one unless its condition pins other resources."""
     emails = {e.lower(): w for e, w in identities.emails.items()}
     if grant.level == "service account":
         if grant.account is not None:
+            if _email(grant.account).isdigit():  # a unique id: it may be any dedup account's
+                return sorted(emails.items())
             what = emails.get(_email(grant.account))
             return [(_email(grant.account), what)] if what else []
         deps = grant.resource.dependencies.get("serviceAccountId", ())

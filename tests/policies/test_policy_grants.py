@@ -101,6 +101,13 @@ CHANGES: dict[str, tuple[Callable[[], object], str]] = {
         condition=_condition(f'resource.name.startsWith("projects/p/") && '
                              f'resource.name.endsWith("/serviceAccounts/{SCHED}")')),
         f"mint tokens for {SCHED}"),
+    # a service-account grant may name the account by its unique id, which the pack cannot tell from a dedup one's
+    "OpenIdTokenCreator on an account named by its unique id": (lambda: gcp.serviceaccount.IAMMember(
+        "oidc-unique-id", service_account_id="projects/p/serviceAccounts/112233445566778899001",
+        role="roles/iam.serviceAccountOpenIdTokenCreator", member="group:ops@example.com"), f"mint tokens for {SCHED}"),
+    "TokenCreator binding on an account named by its unique id": (lambda: gcp.serviceaccount.IAMBinding(
+        "tokens-unique-id", service_account_id="projects/-/serviceAccounts/112233445566778899001",
+        role="roles/iam.serviceAccountTokenCreator", members=["group:ops@example.com"]), f"mint tokens for {RUNTIME}"),
     "OpenIdTokenCreator pinned to every account of the project": (lambda: gcp.projects.IAMMember(
         "oidc-accounts", project="p", role="roles/iam.serviceAccountOpenIdTokenCreator", member="group:ops@example.com",
         condition=_condition('resource.name.startsWith("projects/p/serviceAccounts/")')), f"mint tokens for {SCHED}"),

@@ -480,3 +480,28 @@ def test_a_hand_written_memorystore_store_is_caught_by_every_memorystore_rule(ra
     assert "dedup-firestore-ttl" not in by_rule, "Redis expires each record itself"
     every = {rule.name: "mandatory" for rule in RULES}
     assert check_program(raw_program.good_redis_program, policy_config=every) == []
+
+
+def test_a_test_flag_from_a_secret_on_a_cloud_run_v1_service_counts_as_set(raw_program: ModuleType) -> None:
+    """Cloud Run v1 spells a secret-sourced variable ``valueFrom`` (v2: ``valueSource``): the pack cannot read it
+    either, so DEDUP_ALLOW_TEST_ENDPOINTS from one counts as set."""
+    import pulumi_gcp as gcp
+
+    def v1_service(extra: list[Any]) -> None:
+        env = {**raw_program.GOOD_ENV, "DEDUP_COLLECTION": "v1_runs"}
+        envs = [gcp.cloudrun.ServiceTemplateSpecContainerEnvArgs(name=k, value=v) for k, v in env.items()]
+        gcp.cloudrun.Service("v1-handler", location=raw_program.REGION, template=gcp.cloudrun.ServiceTemplateArgs(
+            spec=gcp.cloudrun.ServiceTemplateSpecArgs(
+                service_account_name=raw_program.RUNTIME_ACCOUNT, timeout_seconds=600,
+                containers=[gcp.cloudrun.ServiceTemplateSpecContainerArgs(image="x", envs=envs + extra)])))
+
+    flag = gcp.cloudrun.ServiceTemplateSpecContainerEnvArgs(
+        name="DEDUP_ALLOW_TEST_ENDPOINTS", value_from=gcp.cloudrun.ServiceTemplateSpecContainerEnvValueFromArgs(
+            secret_key_ref=gcp.cloudrun.ServiceTemplateSpecContainerEnvValueFromSecretKeyRefArgs(name="flag", key="1")))
+
+    def settings_findings(extra: list[Any]) -> list[str]:
+        return [f.message for f in check_program(lambda: (raw_program.good_program(), v1_service(extra)))
+                if f.rule == "dedup-handler-settings" and f.level == "mandatory"]
+
+    assert settings_findings([]) == []
+    assert any("v1-handler" in m and "counts as set" in m for m in settings_findings([flag])), settings_findings([flag])
