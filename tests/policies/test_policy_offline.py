@@ -99,7 +99,9 @@ def test_a_hand_written_env_the_handler_refuses_at_start_up_fails_the_pack(raw_p
     ({"DEDUP_RUN_API": "https://storage.googleapis.com", "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
       "DEDUP_SERVICE": "projects/p/locations/europe-west1/services/handler"},
      "DEDUP_RUN_API points at https://storage.googleapis.com"),
-], ids=["certs-http", "trust-mode-run-api-not-google", "certs-on-storage", "trust-mode-run-api-on-storage"])
+    ({"DEDUP_OIDC_CERTS_URL": "https://[www.googleapis.com/oauth2/v1/certs"}, "DEDUP_OIDC_CERTS_URL is not a URL"),
+], ids=["certs-http", "trust-mode-run-api-not-google", "certs-on-storage", "trust-mode-run-api-on-storage",
+        "certs-url-unreadable"])
 def test_test_only_caller_endpoints_in_a_stack_fail_the_pack(raw_program: ModuleType, change: dict[str, str],
                                                              named: str) -> None:
     """With caller verification on (its audience and caller), as the handler would refuse to start with them."""
