@@ -88,6 +88,23 @@ def service_env(service: Resource) -> dict[str, Any]:
     return (dedup or envs_per_container or [{}])[0]
 
 
+def service_mount_paths(service: Resource) -> list[str]:
+    """Where the service mounts volumes, as known now: each container's ``volumeMounts[].mountPath`` (Cloud Run v2
+    and v1), a gen2 function's ``serviceConfig.secretVolumes[].mountPath``; unknown paths are left out."""
+    if service.type == CLOUD_FUNCTION_V2:
+        mounts = get(service.props, "serviceConfig.secretVolumes")
+        return [p for p in (get(m, "mountPath") for m in (mounts if isinstance(mounts, list) else []))
+                if isinstance(p, str) and not is_unknown(p)]
+    containers = get(service.props, "template.spec.containers" if service.type == CLOUD_RUN_SERVICE_V1
+                     else "template.containers")
+    paths: list[str] = []
+    for container in containers if isinstance(containers, list) else []:
+        mounts = get(container, "volumeMounts")
+        paths.extend(p for p in (get(m, "mountPath") for m in (mounts if isinstance(mounts, list) else []))
+                     if isinstance(p, str) and not is_unknown(p))
+    return paths
+
+
 def env_value(env: Mapping[str, Any], name: str, default: Any) -> Any:
     """``env[name]``, :data:`UNKNOWN` when it (or the whole list) is unknown, else ``default``."""
     if name in env:

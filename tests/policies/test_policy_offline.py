@@ -507,3 +507,28 @@ def test_a_test_flag_from_a_secret_on_a_cloud_run_v1_service_counts_as_set(raw_p
 
     assert settings_findings([]) == []
     assert any("v1-handler" in m and "counts as set" in m for m in settings_findings([flag])), settings_findings([flag])
+
+
+def test_a_volume_mounted_in_a_home_folder_beside_the_handler_fails_the_pack(raw_program: ModuleType) -> None:
+    """A secret mounted at /root/.config/gcloud puts a credentials file where Application Default Credentials look
+    before the runtime account: named by dedup-handler-environment, as the component refuses it in secret_files."""
+    import pulumi_gcp as gcp
+
+    def program(mount_path: str) -> None:
+        raw_program.good_program()
+        run = gcp.cloudrunv2
+        run.Service("second", location=raw_program.REGION, template=run.ServiceTemplateArgs(
+            service_account=raw_program.RUNTIME_ACCOUNT, timeout="600s",
+            volumes=[run.ServiceTemplateVolumeArgs(name="adc", secret=run.ServiceTemplateVolumeSecretArgs(secret="adc"))],
+            containers=[run.ServiceTemplateContainerArgs(
+                image="x", envs=[run.ServiceTemplateContainerEnvArgs(name=k, value=v)
+                                 for k, v in {**raw_program.GOOD_ENV, "DEDUP_COLLECTION": "second_runs"}.items()],
+                volume_mounts=[run.ServiceTemplateContainerVolumeMountArgs(name="adc", mount_path=mount_path)])]))
+
+    def named(mount_path: str) -> list[str]:
+        return [f.message for f in check_program(lambda: program(mount_path))
+                if f.rule == "dedup-handler-environment" and f.level == "mandatory"]
+
+    assert named("/secrets/adc") == []
+    [message] = named("/root/.config/gcloud")
+    assert "/root/.config/gcloud is in a home folder" in message and "second" in message
