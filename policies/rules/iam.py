@@ -20,6 +20,7 @@ from scheduler_dedup.policies.reading.topology import (
     Identities,
     Topology,
     env_value,
+    secret_env_names,
     service_env,
 )
 
@@ -447,17 +448,19 @@ _PIN_SHAPES = {"roles/datastore.user": "projects/*/databases/*",
 def _intended_pins(resources: Sequence[Resource]) -> dict[str, list[str]]:
     """Role -> the resource names its pinned grant may narrow to: each dedup service's Firestore database
     (``projects/GOOGLE_CLOUD_PROJECT/databases/DEDUP_DATABASE``) and workflow target (``DEDUP_TARGET``); a value not
-    known yet stands for any resource of its shape (:data:`_PIN_SHAPES`)."""
+    known yet stands for any resource of its shape (:data:`_PIN_SHAPES`: the engine checks again at ``pulumi up``),
+    one from a Secret Manager secret, never readable, for none."""
     found: dict[str, list[str]] = {role: [] for role in _PIN_SHAPES}
     for service in Topology.of(resources).dedup_services():
-        env = service_env(service)
-        if env_value(env, "DEDUP_STORE", "firestore") in ("firestore", UNKNOWN):
+        env, secret = service_env(service), secret_env_names(service)
+        if env_value(env, "DEDUP_STORE", "firestore") in ("firestore", UNKNOWN) and \
+                not secret & {"GOOGLE_CLOUD_PROJECT", limits.ENV_DATABASE}:
             project = env_value(env, "GOOGLE_CLOUD_PROJECT", None)
             database = env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE)
             known = isinstance(project, str) and isinstance(database, str)
             found["roles/datastore.user"].append(f"projects/{project}/databases/{database}" if known
                                                  else _PIN_SHAPES["roles/datastore.user"])
-        if env_value(env, "DEDUP_TARGET_TYPE", None) in ("workflows", UNKNOWN):
+        if env_value(env, "DEDUP_TARGET_TYPE", None) in ("workflows", UNKNOWN) and "DEDUP_TARGET" not in secret:
             target = env_value(env, "DEDUP_TARGET", None)
             found["roles/workflows.invoker"].append(target if isinstance(target, str)
                                                     else _PIN_SHAPES["roles/workflows.invoker"])

@@ -239,3 +239,24 @@ def test_workflows_invoker_counts_as_the_components_only_pinned_to_the_target(ra
 
     findings = [f for f in check_program(program) if f.rule == "dedup-identity-expected-grants"]
     assert (findings == []) is passes, findings
+
+
+@pytest.mark.parametrize(("env", "role", "pin"), [
+    ({"DEDUP_DATABASE": "secret"}, "roles/datastore.user", "projects/p/databases/other"),
+    ({"GOOGLE_CLOUD_PROJECT": "secret"}, "roles/datastore.user", "projects/other/databases/(default)"),
+    ({"DEDUP_JOB": None, "DEDUP_TARGET_TYPE": "workflows", "DEDUP_TARGET": "secret"}, "roles/workflows.invoker",
+     "projects/p/locations/europe-west1/workflows/other"),
+], ids=["database", "project", "workflow"])
+def test_a_pin_is_not_inside_a_resource_named_by_a_secret(raw_program: ModuleType, env: dict[str, str | None],
+                                                          role: str, pin: str) -> None:
+    """The resource a pin must be inside, named by a Secret Manager secret, is never readable (not at preview, not at
+    pulumi up): a pin to any resource of its shape is not the component's grant, never harmless."""
+    changed = {k: raw_program.SecretEnv(k.lower()) if v == "secret" else v for k, v in env.items()}
+
+    def program() -> None:
+        raw_program.good_program(changed)
+        gcp.projects.IAMMember("pinned", project="p", role=role, member=f"serviceAccount:{RUNTIME}",
+                               condition=_condition(f'resource.name == "{pin}"'))
+
+    findings = [f for f in check_program(program) if f.rule == "dedup-identity-expected-grants"]
+    assert [f.resource.name for f in findings if f.resource] == ["pinned"], findings
