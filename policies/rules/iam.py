@@ -321,10 +321,12 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
     """
     identities = Identities.of(resources)
     given = config.get("rolePermissions") or {}
-    book = RoleBook({**RoleBook.of(resources).custom,
-                     **{str(role): frozenset(p for p in perms if isinstance(p, str))
-                        for role, perms in (given.items() if isinstance(given, Mapping) else ())
-                        if isinstance(perms, list)}})
+    # the stack's own custom roles win over the config: what the stack defines is what IAM grants
+    # (the config fills in only a custom role whose permissions are not known)
+    configured = {str(role): frozenset(p for p in perms if isinstance(p, str))
+                  for role, perms in (given.items() if isinstance(given, Mapping) else ()) if isinstance(perms, list)}
+    book = RoleBook({**configured, **{name: perms for name, perms in RoleBook.of(resources).custom.items()
+                                      if perms is not None or name not in configured}})
     found: list[tuple[Resource | None, str]] = []
     keys = [r for r in resources if r.type == SERVICE_ACCOUNT_KEY]
     emails = {e.lower(): w for e, w in identities.emails.items()}

@@ -260,3 +260,15 @@ def test_a_pin_is_not_inside_a_resource_named_by_a_secret(raw_program: ModuleTyp
 
     findings = [f for f in check_program(program) if f.rule == "dedup-identity-expected-grants"]
     assert [f.resource.name for f in findings if f.resource] == ["pinned"], findings
+
+
+def test_the_config_cannot_override_a_custom_role_the_stack_defines(raw_program: ModuleType) -> None:
+    """rolePermissions gives the permissions of a role the pack cannot read; a custom role of the stack is read from
+    the stack, which is what IAM grants, so a config entry for the same name does not make it harmless."""
+    def program() -> None:
+        raw_program.good_program()
+        _custom_role(["iam.serviceAccounts.getOpenIdToken"], member="group:ops@example.com")
+
+    config = {"dedup-identity-powers": {"rolePermissions": {"projects/p/roles/dedupExtra": ["storage.objects.get"]}}}
+    findings = [f.message for f in check_program(program, policy_config=config) if f.rule == "dedup-identity-powers"]
+    assert any(f"mint tokens for {SCHED}" in m for m in findings), findings
