@@ -54,20 +54,28 @@ def _is_container_level_iam(resource_type: str) -> bool:
 
 def _members(props: Mapping[str, Any]) -> list[tuple[str | None, str]]:
     """(role, member) pairs of an IAM member, binding or policy resource; unknown entries skipped."""
-    pairs: list[tuple[str | None, str]] = []
+    return [(role, member) for role, member, _ in _member_grants(props)]
+
+
+def _member_grants(props: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
+    """(role, member, condition) of an IAM member, binding or policy resource: the resource's ``condition``, or each
+    policy binding's own (a policy may hold the same role and member in several bindings, each with its condition);
+    unknown entries skipped."""
+    found: list[tuple[str | None, str, Any]] = []
     role = get(props, "role")
     role_s = role if isinstance(role, str) and not is_unknown(role) else None
+    condition = get(props, "condition")
     member = get(props, "member")
     if isinstance(member, str) and not is_unknown(member):
-        pairs.append((role_s, member))
+        found.append((role_s, member, condition))
     members = get(props, "members")
     if isinstance(members, list):
-        pairs.extend((role_s, m) for m in members if isinstance(m, str) and not is_unknown(m))
+        found.extend((role_s, m, condition) for m in members if isinstance(m, str) and not is_unknown(m))
     bindings = policy_bindings(get(props, "policyData"))
     for binding in bindings if isinstance(bindings, list) else []:
         b_role = binding.get("role") if isinstance(binding.get("role"), str) else None
-        pairs.extend((b_role, m) for m in binding.get("members") or [] if isinstance(m, str))
-    return pairs
+        found.extend((b_role, m, binding.get("condition")) for m in binding.get("members") or [] if isinstance(m, str))
+    return found
 
 
 @rule(name="cloud-run-no-public-invoker", enforcement="mandatory",
@@ -211,17 +219,11 @@ def _grants(resources: Sequence[Resource]) -> list[Grant]:
         account = get(resource.props, "serviceAccountId") if level == "service account" else None
         account = account if isinstance(account, str) and not is_unknown(account) else None
         scope = condition_scope(get(resource.props, "condition"))
-        pairs = _members(resource.props)
-        policy = policy_bindings(get(resource.props, "policyData"))
-        conditions = {}
-        if isinstance(policy, list):  # a policy binding carries its own condition
-            for binding in policy:
-                for m in binding.get("members") or []:
-                    conditions[(binding.get("role"), m)] = condition_scope(binding.get("condition"))
+        pairs = _member_grants(resource.props)
         sources = [urn for urn in resource.dependencies.get("role", ()) if urn in custom_roles]
         source = sources[0] if len(sources) == 1 else None
-        for role, member in pairs:
-            grants.append(Grant(resource, role, member, level, conditions.get((role, member), scope), account,
+        for role, member, condition in pairs:
+            grants.append(Grant(resource, role, member, level, condition_scope(condition), account,
                                 source if role is None else None))
         if not pairs and any(resource.dependencies.get(p) for p in ("member", "members")):
             role = get(resource.props, "role")

@@ -272,3 +272,20 @@ def test_the_config_cannot_override_a_custom_role_the_stack_defines(raw_program:
     config = {"dedup-identity-powers": {"rolePermissions": {"projects/p/roles/dedupExtra": ["storage.objects.get"]}}}
     findings = [f.message for f in check_program(program, policy_config=config) if f.rule == "dedup-identity-powers"]
     assert any(f"mint tokens for {SCHED}" in m for m in findings), findings
+
+
+def test_a_policy_binding_is_judged_by_its_own_condition_not_by_a_twin_s(raw_program: ModuleType) -> None:
+    """IAM policy version 3 holds the same role and member in two bindings, with different conditions: the grant
+    without one still applies everywhere, whatever its narrowly conditioned twin pins."""
+    import json
+
+    def program() -> None:
+        raw_program.good_program()
+        twin = {"title": "t", "expression": 'resource.name == "projects/-/serviceAccounts/other@p.iam.gserviceaccount.com"'}
+        gcp.projects.IAMPolicy("twins", project="p", policy_data=json.dumps({"bindings": [
+            {"role": "roles/iam.serviceAccountOpenIdTokenCreator", "members": ["group:ops@example.com"]},
+            {"role": "roles/iam.serviceAccountOpenIdTokenCreator", "members": ["group:ops@example.com"],
+             "condition": twin}]}))
+
+    findings = [f.message for f in check_program(program) if f.rule == "dedup-identity-powers"]
+    assert any(f"mint tokens for {SCHED}" in m for m in findings), findings
