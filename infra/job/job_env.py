@@ -177,7 +177,7 @@ def resolve_secret_files(value: Any, project: str) -> tuple[SecretFile, ...]:
         folder, file_name = path.rsplit("/", 1)
         home = home_mount_problem(folder)
         if home:
-            problems.add(DedupConfigError(f"{field}.path", f"{path!r}: {home}/{ref.secret_id}/{file_name}"))
+            problems.add(DedupConfigError(f"{field}.path", f"{path!r}: {home}{ref.secret_id}/{file_name}"))
         elif folder in _SYSTEM_FOLDERS or any(folder.startswith(f"{system}/") for system in _SYSTEM_FOLDERS[1:]) \
                 or path.startswith(_STORE_MOUNT_PREFIX):
             problems.add(DedupConfigError(f"{field}.path", f"{path!r} is in a folder the container or the store needs "
