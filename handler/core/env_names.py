@@ -40,6 +40,9 @@ HANDLER_ENV_PREFIX = "DEDUP_"
 _AUTH_VARS = "https://googleapis.dev/python/google-auth/latest/reference/google.auth.environment_vars.html"
 _GRPC_VARS = "https://github.com/grpc/grpc/blob/master/doc/environment_variables.md"
 _REQUESTS_VARS = "https://requests.readthedocs.io/en/latest/user/advanced/ (Proxies, SSL Cert Verification)"
+_ADC_ORDER = ("https://cloud.google.com/docs/authentication/application-default-credentials (the gcloud credentials "
+              "file under HOME, ~/.config/gcloud, is read before the attached service account)")
+_RESOLVER_VARS = "https://man7.org/linux/man-pages/man5/resolv.conf.5.html (LOCALDOMAIN, RES_OPTIONS)"
 #: Variables that change where the handler's clients go or whom they trust, any case (``https_proxy`` as
 #: ``HTTPS_PROXY``: requests, curl and gRPC read both): name (upper case) -> (what it redirects, its source).
 REDIRECTING_ENV: dict[str, tuple[str, str]] = {
@@ -51,6 +54,14 @@ REDIRECTING_ENV: dict[str, tuple[str, str]] = {
     "GOOGLE_APPLICATION_CREDENTIALS": ("the handler's credentials, to a key file instead of its runtime account",
                                        _AUTH_VARS),
     "CLOUDSDK_CONFIG": ("where Application Default Credentials look for a user's credentials", _AUTH_VARS),
+    "HOME": ("where Application Default Credentials look for a user's credentials (HOME/.config/gcloud)",
+             _ADC_ORDER),
+    "GOOGLE_API_CERTIFICATE_CONFIG": ("the client certificate of Google API calls", _AUTH_VARS),
+    "CLOUDSDK_CONTEXT_AWARE_CERTIFICATE_CONFIG_FILE_PATH": ("the client certificate of Google API calls (the "
+                                                            "fallback of GOOGLE_API_CERTIFICATE_CONFIG)", _AUTH_VARS),
+    "CLOUDSDK_CONTEXT_AWARE_USE_CLIENT_CERTIFICATE": ("Google API calls, to mutual-TLS endpoints (the fallback of "
+                                                      "GOOGLE_API_USE_CLIENT_CERTIFICATE)", _AUTH_VARS),
+    "GCE_METADATA_MTLS_MODE": ("how the metadata server's TLS is trusted", _AUTH_VARS),
     "GCE_METADATA_HOST": ("the metadata server the handler's tokens come from", _AUTH_VARS),
     "GCE_METADATA_ROOT": ("the metadata server the handler's tokens come from", _AUTH_VARS),
     "GCE_METADATA_IP": ("the metadata server the handler's tokens come from", _AUTH_VARS),
@@ -66,6 +77,14 @@ REDIRECTING_ENV: dict[str, tuple[str, str]] = {
     "SSL_CERT_DIR": ("the certificates TLS trusts (OpenSSL's default verify paths)",
                      "https://docs.python.org/3/library/ssl.html#ssl.get_default_verify_paths"),
     "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": ("the certificates gRPC calls (Firestore, Spanner) trust", _GRPC_VARS),
+    "SSLKEYLOGFILE": ("the TLS session keys of every HTTPS call, to a file (whoever reads it decrypts them, tokens "
+                      "included)", "https://docs.python.org/3/library/ssl.html#ssl.create_default_context"),
+    "OPENSSL_CONF": ("the OpenSSL configuration TLS loads (providers, protocols, ciphers)",
+                     "https://docs.openssl.org/3.0/man5/config/ (OPENSSL_CONF)"),
+    "LOCALDOMAIN": ("name lookups (metadata.google.internal included), through another search domain",
+                    _RESOLVER_VARS),
+    "RES_OPTIONS": ("name lookups, through the search domains first (ndots)", _RESOLVER_VARS),
+    "HOSTALIASES": ("name lookups, through an alias file", "https://man7.org/linux/man-pages/man7/hostname.7.html"),
     "HTTPS_PROXY": ("HTTPS and gRPC calls, through a proxy", _REQUESTS_VARS),
     "HTTP_PROXY": ("HTTP and gRPC calls (the metadata server's included), through a proxy", _REQUESTS_VARS),
     "ALL_PROXY": ("every HTTP call, through a proxy", _REQUESTS_VARS),
@@ -73,6 +92,26 @@ REDIRECTING_ENV: dict[str, tuple[str, str]] = {
     "GRPC_PROXY": ("gRPC calls (Firestore, Spanner), through a proxy", _GRPC_VARS),
     "NO_GRPC_PROXY": ("which gRPC calls skip the platform's proxy", _GRPC_VARS),
 }
+
+
+#: Redirecting names the container runtime sets on every process itself (HOME, from the image's user): refused when a
+#: job or a stack sets them, while a deployed handler judges what they do instead of their presence
+#: (:mod:`scheduler_dedup.handler.service.startup`: a credentials file under HOME).
+PLATFORM_SET_ENV = frozenset({"HOME"})
+#: Folders a secret file may not be mounted in: home folders hold ~/.config/gcloud, whose credentials file
+#: Application Default Credentials read before the runtime account.
+HOME_FOLDERS = ("/root", "/home")
+
+
+def home_mount_problem(folder: str) -> str | None:
+    """Why a volume may not be mounted at ``folder`` beside the handler (a home folder: a credentials file there
+    becomes the handler's credentials, :data:`HOME_FOLDERS`), or None."""
+    folder = "/" + folder.strip("/")
+    if not any(folder == home or folder.startswith(f"{home}/") for home in HOME_FOLDERS):
+        return None
+    return (f"{folder} is in a home folder ({', '.join(HOME_FOLDERS)}), where Application Default Credentials look "
+            f"for a credentials file before the handler's runtime account ({_ADC_ORDER}): mount it elsewhere, e.g. "
+            "under /secrets/")
 
 
 def redirecting_variable(name: Any) -> str | None:

@@ -67,15 +67,22 @@ def google_endpoint_problem(name: str, url: str) -> str | None:
     """Why ``url`` is not the Google endpoint setting ``name`` (a key of :data:`GOOGLE_ENDPOINTS`) may name, or None.
 
     Accepted: ``https://`` on exactly the listed host, no user, no port but 443, the listed path (an API base URL:
-    none, or ``/``), no query or fragment. A message names the variable, what was given, the one URL accepted and
-    its source.
+    none, or ``/``), no query or fragment, and no space or control character inside (``urlsplit`` drops tabs and
+    newlines, so the string judged would not be the one fetched). A value ``urlsplit`` cannot read (``https://[x``)
+    is refused too, never raised. A message names the variable, what was given (never a user or password), the one
+    URL accepted and its source.
     """
     endpoint = GOOGLE_ENDPOINTS[name]
-    parts = urlsplit(url.strip())
+    url = url.strip()
+    accepted = f"give {google_url(name)} (the one Google URL it may name: {endpoint.source})"
+    if any(char.isspace() or not char.isprintable() for char in url):
+        return (f"{name} holds a space or control character, which URL parsers drop or keep differently, so the "
+                f"host judged may not be the host fetched: {accepted}")
     try:
+        parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        port = -1
+        return f"{name} is not a URL (its host part cannot be read): {accepted}"
     host = (parts.hostname or "").lower()
     path_ok = parts.path == endpoint.path or (not endpoint.path and parts.path == "/")
     if (parts.scheme == "https" and host == endpoint.host and port in (None, 443) and parts.username is None

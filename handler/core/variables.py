@@ -249,6 +249,12 @@ declare("DEDUP_ALLOW_TEST_ENDPOINTS", "local", """
     `GAE_APPLICATION` set), variables that redirect its store, credentials, metadata server, TLS trust or proxy
     (`FIRESTORE_EMULATOR_HOST`, `GOOGLE_APPLICATION_CREDENTIALS`, `HTTPS_PROXY`...). The policy pack refuses it in a
     stack, also when its value comes from a secret.""")
+declare("HOME", "local", """
+    Set by the container runtime (from the image's user). Application Default Credentials read the gcloud credentials
+    file under it (`HOME/.config/gcloud/application_default_credentials.json`) before the attached service account
+    (https://cloud.google.com/docs/authentication/application-default-credentials), so a deployed handler (`K_SERVICE`
+    or `GAE_APPLICATION` set) refuses to start when that file exists, and a job's `env`, `secret_env` or stack may not
+    set it.""", reader="the container runtime")
 declare("K_SERVICE", "local", """
     Set by Cloud Run (services and functions) on every instance: the service's name. Its presence (or App Engine's
     `GAE_APPLICATION`) means a deployed handler, which refuses to start beside a variable that redirects its store,

@@ -10,6 +10,7 @@ pack's ``dedup-handler-settings`` rule refuse exactly what would stop the handle
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from urllib.parse import urlsplit
 from scheduler_dedup.handler.callers.app_engine import AppEngineCallerSettings
 from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.core.env_names import redirecting_variable
+from scheduler_dedup.handler.core.env_names import PLATFORM_SET_ENV, redirecting_variable
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.google_endpoints import GOOGLE_ENDPOINTS, google_endpoint_problem
 from scheduler_dedup.handler.protocol.job import check_job_spec
@@ -123,14 +124,32 @@ def _redirected(env: Mapping[str, str]) -> None:
         ConfigError: naming every such variable, what it redirects and the fix.
     """
     env = declared(env)
-    names = set(env)  # names only: the redirecting variables' values are never read
+    names = set(env)  # names only: the redirecting variables' values are never read (but HOME's, below)
     deployed = names & {"K_SERVICE", "GAE_APPLICATION", "GAE_SERVICE"}
     if not deployed or env.get(ALLOW_TEST_ENDPOINTS_ENV, "").strip().lower() in ("1", "true"):
         return
-    found = [redirecting_variable(name) for name in sorted(names) if redirecting_variable(name)]
+    found = [redirecting_variable(name) for name in sorted(names)
+             if redirecting_variable(name) and name.upper() not in PLATFORM_SET_ENV]
+    credentials_file = _home_credentials_file(env)
+    if credentials_file is not None:
+        found.append(f"Application Default Credentials would read {credentials_file} (the gcloud credentials file "
+                     "under HOME, read before the attached service account: "
+                     "https://cloud.google.com/docs/authentication/application-default-credentials) instead of the "
+                     "runtime account's: remove the file from the image or the mounted volume")
     if found:
         raise ConfigError(f"the handler is deployed ({', '.join(sorted(deployed))} set) beside "
                           f"{len(found)} variable(s) that redirect it: " + "; ".join(str(f) for f in found))
+
+
+def _home_credentials_file(env: Mapping[str, str]) -> str | None:
+    """The path of the gcloud credentials file under ``env``'s ``HOME`` when it exists (google-auth's
+    ``_cloud_sdk.get_application_default_credentials_path``, ``CLOUDSDK_CONFIG`` being refused by name), else None.
+    An environment without ``HOME`` (the pack's and the component's, not a process's) is not judged."""
+    home = (env.get("HOME") or "").strip()
+    if not home:
+        return None
+    path = os.path.join(home, ".config", "gcloud", "application_default_credentials.json")
+    return path if os.path.exists(path) else None
 
 
 #: The start-up checks, each reading the environment on its own (so one refusal does not hide another).

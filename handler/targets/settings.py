@@ -71,7 +71,11 @@ class TargetSettings:
                               "seconds <= 3600, shorter than the Scheduler job's attempt deadline")
         for name, url in (("DEDUP_WORKFLOWS_API", self.workflows_api), ("DEDUP_RUN_API", self.run_api),
                           ("DEDUP_CLOUD_BUILD_API", self.cloud_build_api)):
-            if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+            try:
+                parts = urlparse(url)
+            except ValueError:  # https://[host: not a URL at all
+                parts = urlparse("")
+            if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise ConfigError(f"{name}={url!r} is not a base URL: use e.g. https://host (no trailing path)")
         if self.type == "python":
             if self.target:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_dedup.handler.core.env_names import env_name_problem
+from scheduler_dedup.handler.core.env_names import env_name_problem, home_mount_problem
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.inputs import Problems
 
@@ -150,7 +150,8 @@ def resolve_secret_env(value: Any, project: str, env: Mapping[str, Any]) -> dict
 
 
 def resolve_secret_files(value: Any, project: str) -> tuple[SecretFile, ...]:
-    """``secret_files`` checked: absolute paths, one secret per folder, no system folder or store mount.
+    """``secret_files`` checked: absolute paths, one secret per folder, no system or home folder
+    (:func:`~scheduler_dedup.handler.core.env_names.home_mount_problem`) or store mount.
 
     Raises:
         DedupConfigErrors: every bad entry at once.
@@ -174,7 +175,10 @@ def resolve_secret_files(value: Any, project: str) -> tuple[SecretFile, ...]:
         if ref is None or not isinstance(path, str):
             continue
         folder, file_name = path.rsplit("/", 1)
-        if folder in _SYSTEM_FOLDERS or any(folder.startswith(f"{system}/") for system in _SYSTEM_FOLDERS[1:]) \
+        home = home_mount_problem(folder)
+        if home:
+            problems.add(DedupConfigError(f"{field}.path", f"{path!r}: {home}{ref.secret_id}/{file_name}"))
+        elif folder in _SYSTEM_FOLDERS or any(folder.startswith(f"{system}/") for system in _SYSTEM_FOLDERS[1:]) \
                 or path.startswith(_STORE_MOUNT_PREFIX):
             problems.add(DedupConfigError(f"{field}.path", f"{path!r} is in a folder the container or the store needs "
                                                            "(a secret volume hides the folder's files): use e.g. "

@@ -51,29 +51,43 @@ def service_env(service: Resource) -> dict[str, Any]:
     (Cloud Run v1), ``serviceConfig.environmentVariables`` and ``.secretEnvironmentVariables`` (Cloud Functions
     gen2) or ``envVariables`` (App Engine standard version). Of several
     containers, the one carrying ``DEDUP_*`` variables counts (a sidecar listed first does not).
-    A variable that comes from Secret Manager (``valueSource``) or whose value is unknown maps to
+    A variable that comes from Secret Manager (v2 ``valueSource``, v1 ``valueFrom``) or whose value is unknown maps to
     :data:`UNKNOWN`; an unknown list makes every variable unknown (see :func:`env_value`).
     """
+    return _env_and_secrets(service)[0]
+
+
+def secret_env_names(service: Resource) -> frozenset[str]:
+    """The variables of :func:`service_env` whose value comes from Secret Manager: never readable by the pack, not at
+    ``pulumi preview`` and not at ``pulumi up`` (an output's value, also :data:`UNKNOWN` at preview, is known then)."""
+    return _env_and_secrets(service)[1]
+
+
+def _env_and_secrets(service: Resource) -> tuple[dict[str, Any], frozenset[str]]:
+    """:func:`service_env` and :func:`secret_env_names`, read together."""
     if service.type in (CLOUD_FUNCTION_V2, APP_ENGINE_VERSION):
         variables = get(service.props, "serviceConfig.environmentVariables" if service.type == CLOUD_FUNCTION_V2
                         else "envVariables")
         if is_unknown(variables):
-            return {"*": UNKNOWN}
+            return {"*": UNKNOWN}, frozenset()
         plain: dict[str, Any] = dict(variables) if isinstance(variables, Mapping) else {}
         secrets = get(service.props, "serviceConfig.secretEnvironmentVariables") \
             if service.type == CLOUD_FUNCTION_V2 else None
+        secret_names = set()
         for item in secrets if isinstance(secrets, list) else []:
             key = get(item, "key")
-            if isinstance(key, str) and not is_unknown(key):
-                plain.setdefault(key, UNKNOWN)  # its value is the secret's: not readable here
-        return plain
+            if isinstance(key, str) and not is_unknown(key) and key not in plain:
+                plain[key] = UNKNOWN  # its value is the secret's: not readable here
+                secret_names.add(key)
+        return plain, frozenset(secret_names)
     path = "template.spec.containers" if service.type == CLOUD_RUN_SERVICE_V1 else "template.containers"
     containers = get(service.props, path)
     if is_unknown(containers):
-        return {"*": UNKNOWN}
-    envs_per_container: list[dict[str, Any]] = []
+        return {"*": UNKNOWN}, frozenset()
+    read: list[tuple[dict[str, Any], frozenset[str]]] = []
     for container in containers if isinstance(containers, list) else []:
         env: dict[str, Any] = {}
+        from_secrets = set()
         envs = get(container, "envs")
         if is_unknown(envs):
             env["*"] = UNKNOWN
@@ -82,10 +96,30 @@ def service_env(service: Resource) -> dict[str, Any]:
             if not isinstance(name, str) or name in env:
                 continue
             value = get(item, "value")
-            env[name] = UNKNOWN if value is None and get(item, "valueSource") is not None else value
-        envs_per_container.append(env)
-    dedup = [env for env in envs_per_container if any(name.startswith("DEDUP_") for name in env)]
-    return (dedup or envs_per_container or [{}])[0]
+            from_secret = value is None and any(get(item, key) is not None for key in ("valueSource", "valueFrom"))
+            env[name] = UNKNOWN if from_secret else value  # v2 valueSource, v1 valueFrom
+            if from_secret:
+                from_secrets.add(name)
+        read.append((env, frozenset(from_secrets)))
+    dedup = [pair for pair in read if any(name.startswith("DEDUP_") for name in pair[0])]
+    return (dedup or read or [({}, frozenset())])[0]
+
+
+def service_mount_paths(service: Resource) -> list[str]:
+    """Where the service mounts volumes, as known now: each container's ``volumeMounts[].mountPath`` (Cloud Run v2
+    and v1), a gen2 function's ``serviceConfig.secretVolumes[].mountPath``; unknown paths are left out."""
+    if service.type == CLOUD_FUNCTION_V2:
+        mounts = get(service.props, "serviceConfig.secretVolumes")
+        return [p for p in (get(m, "mountPath") for m in (mounts if isinstance(mounts, list) else []))
+                if isinstance(p, str) and not is_unknown(p)]
+    containers = get(service.props, "template.spec.containers" if service.type == CLOUD_RUN_SERVICE_V1
+                     else "template.containers")
+    paths: list[str] = []
+    for container in containers if isinstance(containers, list) else []:
+        mounts = get(container, "volumeMounts")
+        paths.extend(p for p in (get(m, "mountPath") for m in (mounts if isinstance(mounts, list) else []))
+                     if isinstance(p, str) and not is_unknown(p))
+    return paths
 
 
 def env_value(env: Mapping[str, Any], name: str, default: Any) -> Any:

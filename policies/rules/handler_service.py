@@ -13,7 +13,7 @@ from typing import Any
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
 from scheduler_dedup.handler.config.environment import IDEMPOTENCY_DISABLED_ENV, idempotency_disabled
-from scheduler_dedup.handler.core.env_names import env_name_problem, redirecting_variable
+from scheduler_dedup.handler.core.env_names import env_name_problem, home_mount_problem, redirecting_variable
 from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
@@ -50,6 +50,7 @@ from scheduler_dedup.policies.reading.topology import (
     env_value,
     is_dedup_service,
     service_env,
+    service_mount_paths,
     service_timeout_field,
 )
 
@@ -307,8 +308,8 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
 @rule(name="dedup-handler-environment", enforcement="mandatory",
       description="A service running the dedup handler sets no variable that redirects the handler's store, "
                   "credentials, metadata server, TLS trust or proxy (FIRESTORE_EMULATOR_HOST, "
-                  "GOOGLE_APPLICATION_CREDENTIALS, GCE_METADATA_HOST, REQUESTS_CA_BUNDLE, HTTPS_PROXY...), plain or "
-                  "from a secret.")
+                  "GOOGLE_APPLICATION_CREDENTIALS, GCE_METADATA_HOST, REQUESTS_CA_BUNDLE, HTTPS_PROXY, HOME...), plain "
+                  "or from a secret, and mounts no volume in a home folder.")
 def dedup_handler_environment(resources: Sequence[Resource],
                               config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """A service running the dedup handler (Cloud Run v2 or v1, a gen2 function, an App Engine version) sets no
@@ -317,7 +318,8 @@ def dedup_handler_environment(resources: Sequence[Resource],
     The list is :data:`scheduler_dedup.handler.core.env_names.REDIRECTING_ENV` (each with its source): the component
     refuses them as a job's ``env`` / ``secret_env`` and a deployed handler refuses to start beside them. Judged by
     name, so a value from Secret Manager or another resource's output is named too; a variable list that is not
-    known at all (preview) is not seen.
+    known at all (preview) is not seen. A volume mounted in a home folder is named too
+    (:func:`~scheduler_dedup.handler.core.env_names.home_mount_problem`, the component's check of ``secret_files``).
     """
     findings: list[tuple[Resource | None, str]] = []
     for service in Topology.of(resources).dedup_services():
@@ -325,6 +327,11 @@ def dedup_handler_environment(resources: Sequence[Resource],
             problem = redirecting_variable(name)
             if problem:
                 findings.append((service, f"service {service.name} runs the dedup handler with {problem}"))
+        for path in service_mount_paths(service):
+            problem = home_mount_problem(path)
+            if problem:
+                findings.append((service, f"service {service.name} runs the dedup handler with a volume mount: "
+                                          f"{problem}"))
     return findings
 
 

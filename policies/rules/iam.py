@@ -20,6 +20,7 @@ from scheduler_dedup.policies.reading.topology import (
     Identities,
     Topology,
     env_value,
+    secret_env_names,
     service_env,
 )
 
@@ -53,20 +54,28 @@ def _is_container_level_iam(resource_type: str) -> bool:
 
 def _members(props: Mapping[str, Any]) -> list[tuple[str | None, str]]:
     """(role, member) pairs of an IAM member, binding or policy resource; unknown entries skipped."""
-    pairs: list[tuple[str | None, str]] = []
+    return [(role, member) for role, member, _ in _member_grants(props)]
+
+
+def _member_grants(props: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
+    """(role, member, condition) of an IAM member, binding or policy resource: the resource's ``condition``, or each
+    policy binding's own (a policy may hold the same role and member in several bindings, each with its condition);
+    unknown entries skipped."""
+    found: list[tuple[str | None, str, Any]] = []
     role = get(props, "role")
     role_s = role if isinstance(role, str) and not is_unknown(role) else None
+    condition = get(props, "condition")
     member = get(props, "member")
     if isinstance(member, str) and not is_unknown(member):
-        pairs.append((role_s, member))
+        found.append((role_s, member, condition))
     members = get(props, "members")
     if isinstance(members, list):
-        pairs.extend((role_s, m) for m in members if isinstance(m, str) and not is_unknown(m))
+        found.extend((role_s, m, condition) for m in members if isinstance(m, str) and not is_unknown(m))
     bindings = policy_bindings(get(props, "policyData"))
     for binding in bindings if isinstance(bindings, list) else []:
         b_role = binding.get("role") if isinstance(binding.get("role"), str) else None
-        pairs.extend((b_role, m) for m in binding.get("members") or [] if isinstance(m, str))
-    return pairs
+        found.extend((b_role, m, binding.get("condition")) for m in binding.get("members") or [] if isinstance(m, str))
+    return found
 
 
 @rule(name="cloud-run-no-public-invoker", enforcement="mandatory",
@@ -210,17 +219,11 @@ def _grants(resources: Sequence[Resource]) -> list[Grant]:
         account = get(resource.props, "serviceAccountId") if level == "service account" else None
         account = account if isinstance(account, str) and not is_unknown(account) else None
         scope = condition_scope(get(resource.props, "condition"))
-        pairs = _members(resource.props)
-        policy = policy_bindings(get(resource.props, "policyData"))
-        conditions = {}
-        if isinstance(policy, list):  # a policy binding carries its own condition
-            for binding in policy:
-                for m in binding.get("members") or []:
-                    conditions[(binding.get("role"), m)] = condition_scope(binding.get("condition"))
+        pairs = _member_grants(resource.props)
         sources = [urn for urn in resource.dependencies.get("role", ()) if urn in custom_roles]
         source = sources[0] if len(sources) == 1 else None
-        for role, member in pairs:
-            grants.append(Grant(resource, role, member, level, conditions.get((role, member), scope), account,
+        for role, member, condition in pairs:
+            grants.append(Grant(resource, role, member, level, condition_scope(condition), account,
                                 source if role is None else None))
         if not pairs and any(resource.dependencies.get(p) for p in ("member", "members")):
             role = get(resource.props, "role")
@@ -242,11 +245,15 @@ def _email(account: str) -> str:
 
 
 def _accounts_reached(grant: Grant, identities: Identities, keyed: Sequence[Resource]) -> list[tuple[str, str]]:
-    """The dedup accounts ``(email, what)`` a grant reaches: the one it is on (service-account level), or, at
-    project, folder or organization level, each one unless its condition pins other resources."""
+    """The dedup accounts ``(email, what)`` a grant reaches: the one it is on (service-account level; an account
+    named by its unique id, ``projects/P/serviceAccounts/123...``, which IAM accepts in place of the email
+    (https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts/get), may be any of
+    them), or, at project, folder or organization level, each one unless its condition pins other resources."""
     emails = {e.lower(): w for e, w in identities.emails.items()}
     if grant.level == "service account":
         if grant.account is not None:
+            if _email(grant.account).isdigit():  # a unique id: it may be any dedup account's
+                return sorted(emails.items())
             what = emails.get(_email(grant.account))
             return [(_email(grant.account), what)] if what else []
         deps = grant.resource.dependencies.get("serviceAccountId", ())
@@ -316,10 +323,12 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
     """
     identities = Identities.of(resources)
     given = config.get("rolePermissions") or {}
-    book = RoleBook({**RoleBook.of(resources).custom,
-                     **{str(role): frozenset(p for p in perms if isinstance(p, str))
-                        for role, perms in (given.items() if isinstance(given, Mapping) else ())
-                        if isinstance(perms, list)}})
+    # the stack's own custom roles win over the config: what the stack defines is what IAM grants
+    # (the config fills in only a custom role whose permissions are not known)
+    configured = {str(role): frozenset(p for p in perms if isinstance(p, str))
+                  for role, perms in (given.items() if isinstance(given, Mapping) else ()) if isinstance(perms, list)}
+    book = RoleBook({**configured, **{name: perms for name, perms in RoleBook.of(resources).custom.items()
+                                      if perms is not None or name not in configured}})
     found: list[tuple[Resource | None, str]] = []
     keys = [r for r in resources if r.type == SERVICE_ACCOUNT_KEY]
     emails = {e.lower(): w for e, w in identities.emails.items()}
@@ -443,17 +452,19 @@ _PIN_SHAPES = {"roles/datastore.user": "projects/*/databases/*",
 def _intended_pins(resources: Sequence[Resource]) -> dict[str, list[str]]:
     """Role -> the resource names its pinned grant may narrow to: each dedup service's Firestore database
     (``projects/GOOGLE_CLOUD_PROJECT/databases/DEDUP_DATABASE``) and workflow target (``DEDUP_TARGET``); a value not
-    known yet stands for any resource of its shape (:data:`_PIN_SHAPES`)."""
+    known yet stands for any resource of its shape (:data:`_PIN_SHAPES`: the engine checks again at ``pulumi up``),
+    one from a Secret Manager secret, never readable, for none."""
     found: dict[str, list[str]] = {role: [] for role in _PIN_SHAPES}
     for service in Topology.of(resources).dedup_services():
-        env = service_env(service)
-        if env_value(env, "DEDUP_STORE", "firestore") in ("firestore", UNKNOWN):
+        env, secret = service_env(service), secret_env_names(service)
+        if env_value(env, "DEDUP_STORE", "firestore") in ("firestore", UNKNOWN) and \
+                not secret & {"GOOGLE_CLOUD_PROJECT", limits.ENV_DATABASE}:
             project = env_value(env, "GOOGLE_CLOUD_PROJECT", None)
             database = env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE)
             known = isinstance(project, str) and isinstance(database, str)
             found["roles/datastore.user"].append(f"projects/{project}/databases/{database}" if known
                                                  else _PIN_SHAPES["roles/datastore.user"])
-        if env_value(env, "DEDUP_TARGET_TYPE", None) in ("workflows", UNKNOWN):
+        if env_value(env, "DEDUP_TARGET_TYPE", None) in ("workflows", UNKNOWN) and "DEDUP_TARGET" not in secret:
             target = env_value(env, "DEDUP_TARGET", None)
             found["roles/workflows.invoker"].append(target if isinstance(target, str)
                                                     else _PIN_SHAPES["roles/workflows.invoker"])

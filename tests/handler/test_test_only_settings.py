@@ -65,3 +65,21 @@ def test_a_server_with_certs_on_a_storage_bucket_does_not_start(harness) -> None
     with pytest.raises(RuntimeError, match="DEDUP_OIDC_CERTS_URL points at https://storage.googleapis.com/b/certs.json"):
         harness.server(DEDUP_ALLOW_TEST_ENDPOINTS="", DEDUP_OIDC_CERTS_URL="https://storage.googleapis.com/b/certs.json",
                        **TRUST)
+
+
+@pytest.mark.parametrize(("url", "named"), [
+    ("https://[www.googleapis.com/oauth2/v1/certs", "is not a URL"),  # urlsplit: "Invalid IPv6 URL"
+    ("https://www.googleapis.com\uff0f@evil.example/oauth2/v1/certs", "is not a URL"),  # NFKC-invalid netloc
+    ("https://www.googleapis.com/oauth2/v1/ce\trts", "holds a space or control character"),  # urlsplit drops tabs
+    ("https://www.googleapis.com/oauth2/v1/certs\n", None),  # surrounding whitespace: the handler strips it too
+])
+def test_a_certificate_url_that_is_no_plain_url_is_refused_with_its_name(url: str, named: str | None) -> None:
+    """Refused as a clear start-up problem naming the variable, not an uncaught ValueError (the handler, the component
+    and the pack all call the same check), and judged on the very string the handler fetches: ``urlsplit`` silently
+    drops tabs and newlines inside a URL."""
+    problems = [p for p in startup_problems({**BASE, **TRUST, "DEDUP_OIDC_CERTS_URL": url})
+                if "DEDUP_OIDC_CERTS_URL" in p]
+    if named is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and named in problems[0], problems

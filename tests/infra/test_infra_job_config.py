@@ -251,3 +251,17 @@ def test_variables_that_redirect_the_handler_are_refused_as_job_env_at_once() ->
     for field in ("env.FIRESTORE_EMULATOR_HOST", "env.GCE_METADATA_HOST", "env.REQUESTS_CA_BUNDLE", "env.https_proxy",
                   "secret_env.GOOGLE_APPLICATION_CREDENTIALS"):
         assert "redirects" in found[field] and "https://" in found[field], found
+
+
+def test_what_moves_the_handlers_credentials_file_is_refused_at_once() -> None:
+    """Application Default Credentials read ``$HOME/.config/gcloud/application_default_credentials.json`` before the
+    runtime account: a job's HOME, or a secret file mounted in a home folder, would swap the handler's credentials
+    as GOOGLE_APPLICATION_CREDENTIALS does. The resolver and TLS variables redirect it too."""
+    found = _errors(env={"HOME": "/secrets/adc", "LOCALDOMAIN": "evil.example", "SSLKEYLOGFILE": "/mnt/keys"},
+                    secret_env={"CLOUDSDK_CONTEXT_AWARE_CERTIFICATE_CONFIG_FILE_PATH": {"secret": "c"}},
+                    secret_files=[{"secret": "adc", "path": "/root/.config/gcloud/application_default_credentials.json"},
+                                  {"secret": "adc2", "path": "/home/cnb/.config/gcloud/application_default_credentials.json"}])
+    for field in ("env.HOME", "env.LOCALDOMAIN", "env.SSLKEYLOGFILE",
+                  "secret_env.CLOUDSDK_CONTEXT_AWARE_CERTIFICATE_CONFIG_FILE_PATH"):
+        assert "redirects" in found[field] and "https://" in found[field], found
+    assert "home folder" in found["secret_files[0].path"] and "home folder" in found["secret_files[1].path"], found

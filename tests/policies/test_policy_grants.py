@@ -101,6 +101,13 @@ CHANGES: dict[str, tuple[Callable[[], object], str]] = {
         condition=_condition(f'resource.name.startsWith("projects/p/") && '
                              f'resource.name.endsWith("/serviceAccounts/{SCHED}")')),
         f"mint tokens for {SCHED}"),
+    # a service-account grant may name the account by its unique id, which the pack cannot tell from a dedup one's
+    "OpenIdTokenCreator on an account named by its unique id": (lambda: gcp.serviceaccount.IAMMember(
+        "oidc-unique-id", service_account_id="projects/p/serviceAccounts/112233445566778899001",
+        role="roles/iam.serviceAccountOpenIdTokenCreator", member="group:ops@example.com"), f"mint tokens for {SCHED}"),
+    "TokenCreator binding on an account named by its unique id": (lambda: gcp.serviceaccount.IAMBinding(
+        "tokens-unique-id", service_account_id="projects/-/serviceAccounts/112233445566778899001",
+        role="roles/iam.serviceAccountTokenCreator", members=["group:ops@example.com"]), f"mint tokens for {RUNTIME}"),
     "OpenIdTokenCreator pinned to every account of the project": (lambda: gcp.projects.IAMMember(
         "oidc-accounts", project="p", role="roles/iam.serviceAccountOpenIdTokenCreator", member="group:ops@example.com",
         condition=_condition('resource.name.startsWith("projects/p/serviceAccounts/")')), f"mint tokens for {SCHED}"),
@@ -232,3 +239,53 @@ def test_workflows_invoker_counts_as_the_components_only_pinned_to_the_target(ra
 
     findings = [f for f in check_program(program) if f.rule == "dedup-identity-expected-grants"]
     assert (findings == []) is passes, findings
+
+
+@pytest.mark.parametrize(("env", "role", "pin"), [
+    ({"DEDUP_DATABASE": "secret"}, "roles/datastore.user", "projects/p/databases/other"),
+    ({"GOOGLE_CLOUD_PROJECT": "secret"}, "roles/datastore.user", "projects/other/databases/(default)"),
+    ({"DEDUP_JOB": None, "DEDUP_TARGET_TYPE": "workflows", "DEDUP_TARGET": "secret"}, "roles/workflows.invoker",
+     "projects/p/locations/europe-west1/workflows/other"),
+], ids=["database", "project", "workflow"])
+def test_a_pin_is_not_inside_a_resource_named_by_a_secret(raw_program: ModuleType, env: dict[str, str | None],
+                                                          role: str, pin: str) -> None:
+    """The resource a pin must be inside, named by a Secret Manager secret, is never readable (not at preview, not at
+    pulumi up): a pin to any resource of its shape is not the component's grant, never harmless."""
+    changed = {k: raw_program.SecretEnv(k.lower()) if v == "secret" else v for k, v in env.items()}
+
+    def program() -> None:
+        raw_program.good_program(changed)
+        gcp.projects.IAMMember("pinned", project="p", role=role, member=f"serviceAccount:{RUNTIME}",
+                               condition=_condition(f'resource.name == "{pin}"'))
+
+    findings = [f for f in check_program(program) if f.rule == "dedup-identity-expected-grants"]
+    assert [f.resource.name for f in findings if f.resource] == ["pinned"], findings
+
+
+def test_the_config_cannot_override_a_custom_role_the_stack_defines(raw_program: ModuleType) -> None:
+    """rolePermissions gives the permissions of a role the pack cannot read; a custom role of the stack is read from
+    the stack, which is what IAM grants, so a config entry for the same name does not make it harmless."""
+    def program() -> None:
+        raw_program.good_program()
+        _custom_role(["iam.serviceAccounts.getOpenIdToken"], member="group:ops@example.com")
+
+    config = {"dedup-identity-powers": {"rolePermissions": {"projects/p/roles/dedupExtra": ["storage.objects.get"]}}}
+    findings = [f.message for f in check_program(program, policy_config=config) if f.rule == "dedup-identity-powers"]
+    assert any(f"mint tokens for {SCHED}" in m for m in findings), findings
+
+
+def test_a_policy_binding_is_judged_by_its_own_condition_not_by_a_twin_s(raw_program: ModuleType) -> None:
+    """IAM policy version 3 holds the same role and member in two bindings, with different conditions: the grant
+    without one still applies everywhere, whatever its narrowly conditioned twin pins."""
+    import json
+
+    def program() -> None:
+        raw_program.good_program()
+        twin = {"title": "t", "expression": 'resource.name == "projects/-/serviceAccounts/other@p.iam.gserviceaccount.com"'}
+        gcp.projects.IAMPolicy("twins", project="p", policy_data=json.dumps({"bindings": [
+            {"role": "roles/iam.serviceAccountOpenIdTokenCreator", "members": ["group:ops@example.com"]},
+            {"role": "roles/iam.serviceAccountOpenIdTokenCreator", "members": ["group:ops@example.com"],
+             "condition": twin}]}))
+
+    findings = [f.message for f in check_program(program) if f.rule == "dedup-identity-powers"]
+    assert any(f"mint tokens for {SCHED}" in m for m in findings), findings

@@ -101,7 +101,9 @@ def test_a_hand_written_env_the_handler_refuses_at_start_up_fails_the_pack(raw_p
     ({"DEDUP_RUN_API": "https://storage.googleapis.com", "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
       "DEDUP_SERVICE": "projects/p/locations/europe-west1/services/handler"},
      "DEDUP_RUN_API points at https://storage.googleapis.com"),
-], ids=["certs-http", "trust-mode-run-api-not-google", "certs-on-storage", "trust-mode-run-api-on-storage"])
+    ({"DEDUP_OIDC_CERTS_URL": "https://[www.googleapis.com/oauth2/v1/certs"}, "DEDUP_OIDC_CERTS_URL is not a URL"),
+], ids=["certs-http", "trust-mode-run-api-not-google", "certs-on-storage", "trust-mode-run-api-on-storage",
+        "certs-url-unreadable"])
 def test_test_only_caller_endpoints_in_a_stack_fail_the_pack(raw_program: ModuleType, change: dict[str, str],
                                                              named: str) -> None:
     """With caller verification on (its audience and caller), as the handler would refuse to start with them."""
@@ -490,3 +492,53 @@ def test_a_hand_written_memorystore_store_is_caught_by_every_memorystore_rule(ra
     assert "dedup-firestore-ttl" not in by_rule, "Redis expires each record itself"
     every = {rule.name: "mandatory" for rule in RULES}
     assert check_program(raw_program.good_redis_program, policy_config=every) == []
+
+
+def test_a_test_flag_from_a_secret_on_a_cloud_run_v1_service_counts_as_set(raw_program: ModuleType) -> None:
+    """Cloud Run v1 spells a secret-sourced variable ``valueFrom`` (v2: ``valueSource``): the pack cannot read it
+    either, so DEDUP_ALLOW_TEST_ENDPOINTS from one counts as set."""
+    import pulumi_gcp as gcp
+
+    def v1_service(extra: list[Any]) -> None:
+        env = {**raw_program.GOOD_ENV, "DEDUP_COLLECTION": "v1_runs"}
+        envs = [gcp.cloudrun.ServiceTemplateSpecContainerEnvArgs(name=k, value=v) for k, v in env.items()]
+        gcp.cloudrun.Service("v1-handler", location=raw_program.REGION, template=gcp.cloudrun.ServiceTemplateArgs(
+            spec=gcp.cloudrun.ServiceTemplateSpecArgs(
+                service_account_name=raw_program.RUNTIME_ACCOUNT, timeout_seconds=600,
+                containers=[gcp.cloudrun.ServiceTemplateSpecContainerArgs(image="x", envs=envs + extra)])))
+
+    flag = gcp.cloudrun.ServiceTemplateSpecContainerEnvArgs(
+        name="DEDUP_ALLOW_TEST_ENDPOINTS", value_from=gcp.cloudrun.ServiceTemplateSpecContainerEnvValueFromArgs(
+            secret_key_ref=gcp.cloudrun.ServiceTemplateSpecContainerEnvValueFromSecretKeyRefArgs(name="flag", key="1")))
+
+    def settings_findings(extra: list[Any]) -> list[str]:
+        return [f.message for f in check_program(lambda: (raw_program.good_program(), v1_service(extra)))
+                if f.rule == "dedup-handler-settings" and f.level == "mandatory"]
+
+    assert settings_findings([]) == []
+    assert any("v1-handler" in m and "counts as set" in m for m in settings_findings([flag])), settings_findings([flag])
+
+
+def test_a_volume_mounted_in_a_home_folder_beside_the_handler_fails_the_pack(raw_program: ModuleType) -> None:
+    """A secret mounted at /root/.config/gcloud puts a credentials file where Application Default Credentials look
+    before the runtime account: named by dedup-handler-environment, as the component refuses it in secret_files."""
+    import pulumi_gcp as gcp
+
+    def program(mount_path: str) -> None:
+        raw_program.good_program()
+        run = gcp.cloudrunv2
+        run.Service("second", location=raw_program.REGION, template=run.ServiceTemplateArgs(
+            service_account=raw_program.RUNTIME_ACCOUNT, timeout="600s",
+            volumes=[run.ServiceTemplateVolumeArgs(name="adc", secret=run.ServiceTemplateVolumeSecretArgs(secret="adc"))],
+            containers=[run.ServiceTemplateContainerArgs(
+                image="x", envs=[run.ServiceTemplateContainerEnvArgs(name=k, value=v)
+                                 for k, v in {**raw_program.GOOD_ENV, "DEDUP_COLLECTION": "second_runs"}.items()],
+                volume_mounts=[run.ServiceTemplateContainerVolumeMountArgs(name="adc", mount_path=mount_path)])]))
+
+    def named(mount_path: str) -> list[str]:
+        return [f.message for f in check_program(lambda: program(mount_path))
+                if f.rule == "dedup-handler-environment" and f.level == "mandatory"]
+
+    assert named("/secrets/adc") == []
+    [message] = named("/root/.config/gcloud")
+    assert "/root/.config/gcloud is in a home folder" in message and "second" in message
