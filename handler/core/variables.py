@@ -142,9 +142,15 @@ declare("DEDUP_OVERLAP", "store", """
 declare("DEDUP_CATCH_UP_WINDOW_SECONDS", "schedule", """
     Catch-up window, 0 (off) to 604800 seconds. When the fire time just before a delivery's has no record (a gap:
     the job was paused, the service down), the handler first runs the fire times of this window that have no
-    record, oldest first, once each, through the same claim. Needs `DEDUP_SCHEDULE`. See
+    record, oldest first, once each, through the same claim. The window is counted back from the store's clock,
+    never before `DEDUP_SCHEDULE_SINCE` nor past `DEDUP_RETENTION_SECONDS`. Needs `DEDUP_SCHEDULE`. See
     [Overlap and backfill](../overlap-and-backfill.md#catch-up).""",
         default="0", component="`catch_up_window_seconds`")
+declare("DEDUP_ATTEMPT_DEADLINE_SECONDS", "schedule", """
+    The Scheduler job's attempt deadline, 15 to 86400 seconds. A delivery's catch-up spends at most half of it and
+    leaves the rest of the window to the next delivery. See
+    [Overlap and backfill](../overlap-and-backfill.md#catch-up).""",
+        default="180", component="`attempt_deadline_seconds`")
 declare("DEDUP_STORE_TIMEOUT_SECONDS", "store", """
     How long one store operation may take, retries of transient errors included, 0.5 to 600 seconds. Keep it well
     under the attempt deadline, so a store outage is answered (500) while Scheduler still listens.""",

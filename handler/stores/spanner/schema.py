@@ -98,6 +98,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("schedule", "STRING(MAX)"),
     Column("time_zone", "STRING(MAX)"),
     Column("schedule_since", "TIMESTAMP"),
+    Column("catch_up_left", "TIMESTAMP"),
 )
 #: Column name -> column, for the fields above.
 COLUMNS_BY_NAME = {column.name: column for column in COLUMNS}

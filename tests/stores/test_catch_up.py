@@ -1,0 +1,99 @@
+"""Catch-up's bounds on each store over real HTTP: the window is counted back from the store's clock, never past the
+retention period, and a delivery's catch-up spends at most its share of the attempt deadline, leaving the rest to the
+next delivery; the executions log is the truth."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from scheduler_dedup.handler.protocol.catch_up import CATCH_UP_LEFT_FIELD
+from scheduler_dedup.local.servers.store_servers import StoreServer
+
+from .test_backfill import SCHEDULE, ok_runs
+from .test_overlap import (Handlers, _handler_processes_reach_it, deliver, fire_times,  # noqa: F401
+                           handlers, run_id)  # (fixtures)
+
+pytestmark = pytest.mark.processes
+
+
+def _minute(ago: timedelta) -> str:
+    when = (datetime.now(timezone.utc) - ago).replace(second=0, microsecond=0)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _at(rfc3339: str) -> datetime:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
+
+
+def test_a_delivery_older_than_the_retention_period_runs_nothing(handlers: Handlers, server: StoreServer,
+                                                                 store: Any) -> None:
+    """A schedule time 30 days old on an every-minute job with a 1-hour window: its window is counted back from the
+    store's clock, so it holds none of the 60 fire times before the header's; and the run itself, older than the
+    7-day retention, may have run and expired: it is answered expired and does not run."""
+    old = _minute(timedelta(days=30))
+    handlers.plan(sleep=0)
+    a = handlers.start(DEDUP_SCHEDULE=SCHEDULE, DEDUP_CATCH_UP_WINDOW_SECONDS="3600",
+                       DEDUP_SCHEDULE_SINCE=_minute(timedelta(days=60)))
+    answer = deliver(a.url, old)
+    body = answer.json()
+    assert answer.status_code == 200 and body["status"] == "expired", body
+    assert "caught_up" not in body and "DEDUP_RETENTION_SECONDS" in body["error"]
+    assert handlers.starts() == [] and store.get(run_id(old, server.project)) is None  # nothing ran or was written
+
+
+def test_a_late_delivery_catches_up_only_the_window_before_the_store_clock(handlers: Handlers,
+                                                                           server: StoreServer) -> None:
+    """A delivery two hours late (inside retention) runs its own run; the window before its header's time is more
+    than an hour before the store's clock, so nothing is caught up."""
+    late = _minute(timedelta(hours=2))
+    handlers.plan(sleep=0)
+    a = handlers.start(DEDUP_SCHEDULE=SCHEDULE, DEDUP_CATCH_UP_WINDOW_SECONDS="3600",
+                       DEDUP_SCHEDULE_SINCE=_minute(timedelta(hours=4)))
+    body = deliver(a.url, late).json()
+    assert body["status"] == "processed" and "caught_up" not in body, body
+    assert set(ok_runs(handlers)) == {run_id(late, server.project)}
+
+
+def test_catch_up_never_reaches_past_the_retention_period(handlers: Handlers, server: StoreServer) -> None:
+    """With records kept 10 minutes, a 1-hour window after a 2-hour gap runs only the fire times whose records could
+    not have expired yet: those of the last 9 minutes (retention less the clock margin)."""
+    [now_ish] = fire_times(1)
+    handlers.plan(sleep=0)
+    a = handlers.start(DEDUP_SCHEDULE=SCHEDULE, DEDUP_CATCH_UP_WINDOW_SECONDS="3600", DEDUP_RETENTION_SECONDS="600",
+                       DEDUP_SCHEDULE_SINCE=_minute(timedelta(hours=2)))
+    asked = datetime.now(timezone.utc)
+    body = deliver(a.url, now_ish).json()
+    assert body["status"] == "processed", body
+    caught = [_at(c["schedule_time"]) for c in body.get("caught_up", [])]
+    assert 5 <= len(caught) <= 10, caught
+    assert all(when >= asked - timedelta(seconds=600) for when in caught), caught
+    assert caught == sorted(caught)  # oldest first
+
+
+def test_catch_up_spends_its_share_of_the_attempt_deadline_and_the_next_delivery_goes_on(
+        handlers: Handlers, server: StoreServer) -> None:
+    """A 2 s job with a 15 s attempt deadline (7.5 s for catch-up) after a gap of 5 fire times: the first delivery
+    catches up what fits and says where it stopped; each next delivery goes on from there; every fire time runs once."""
+    times = fire_times(10)
+    handlers.plan(sleep=2)
+    a = handlers.start(DEDUP_SCHEDULE=SCHEDULE, DEDUP_CATCH_UP_WINDOW_SECONDS="3600", DEDUP_SCHEDULE_SINCE=times[0],
+                       DEDUP_ATTEMPT_DEADLINE_SECONDS="15", DEDUP_LEASE_SECONDS="10")
+    answers = [deliver(a.url, times[5]).json()]
+    first = answers[0]
+    assert first["status"] == "processed" and 1 <= len(first.get("caught_up", [])) < 5, first
+    left = first[CATCH_UP_LEFT_FIELD]
+    assert left[:19] == times[len(first["caught_up"])][:19], first  # the oldest one not run
+    for t in times[6:]:
+        if CATCH_UP_LEFT_FIELD not in answers[-1]:
+            break
+        answers.append(deliver(a.url, t).json())
+        assert answers[-1]["status"] == "processed" and answers[-1].get("caught_up"), answers[-1]
+    assert CATCH_UP_LEFT_FIELD not in answers[-1], answers
+    caught = [c["schedule_time"][:19] for body in answers for c in body.get("caught_up", [])]
+    assert caught == [t[:19] for t in times[:5]], answers  # oldest first, across deliveries, each once
+    counts = ok_runs(handlers)
+    for t in times[:5 + len(answers)]:
+        assert counts.get(run_id(t, server.project)) == 1, (t, counts)
