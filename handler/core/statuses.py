@@ -49,11 +49,6 @@ DELIVERY: tuple[Answer, ...] = (
            "The job's overlap policy is `skip` (or `buffer_one` with a run already waiting) and another run of the "
            "job was still executing at this run's turn: the job did not run, the run is recorded `skipped_overlap` "
            "and never runs (200, so Scheduler stops). `error` names the run that was executing."),
-    Answer(200, "expired", ("error",),
-           "The schedule time is older than the retention period (`DEDUP_RETENTION_SECONDS`, by the store's clock) "
-           "and the run has no record: it may have run and had its record deleted, so it does not run (200, so "
-           "Scheduler stops). Nothing was written. Scheduler's own retries never get it while records outlast the "
-           "job's retry window; a forced run (`gcloud scheduler jobs run`) runs the job on purpose."),
     Answer(409, "in_progress", ("retry_after_seconds", "Retry-After header"),
            "Another attempt holds a live lease. Never 503: App Engine-style front ends retry 503 outside the job's "
            "retry count."),

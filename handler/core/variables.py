@@ -292,6 +292,15 @@ declare("DEDUP_RUN_ID", "passed on", """
     The run id, set by the handler as a container env override on each execution of a Cloud Run job target. The job
     deduplicates on it, e.g. with `@idempotent(key=lambda: os.environ["DEDUP_RUN_ID"])`.""",
         reader="your Cloud Run job")
+declare("DEDUP_SCHEDULE_TIME", "passed on", """
+    The run's schedule time (RFC 3339, UTC), the end of its data interval, set with `DEDUP_RUN_ID` on each execution
+    of a Cloud Run job target. See [the run's interval](../how-it-works.md#the-runs-interval).""",
+        reader="your Cloud Run job")
+declare("DEDUP_PREVIOUS_SCHEDULE_TIME", "passed on", """
+    The schedule's fire time before the run's (RFC 3339, UTC), the start of its data interval, on the job's wall
+    clock in its time zone; set with `DEDUP_RUN_ID` on each execution of a Cloud Run job target, absent for a forced
+    run. See [the run's interval](../how-it-works.md#the-runs-interval).""",
+        reader="your Cloud Run job")
 declare("DEDUP_TTL_OWNER", "passed on", """
     Where the TTL policy of this service's run records lives when the stack has none (a store in another stack),
     e.g. `stack acme/scheduler-dedup/store`. The handler does not read it; the policy pack's `dedup-firestore-ttl`

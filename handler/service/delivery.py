@@ -97,10 +97,8 @@ class SchedulerHandler:
                 LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
+        self._warn_past_retention(key)
         try:
-            too_old = self._past_retention(key)
-            if too_old is not None:
-                return too_old
             caught_up, left = self._catch_up(key, started)
             outcome = self._run(key, None if left is None else left.schedule_time)
         except StoreError as exc:
@@ -133,31 +131,16 @@ class SchedulerHandler:
             LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: status, LogField.ERROR: config.fix})
         return body, status, {}
 
-    def _past_retention(self, key: RunKey) -> Response | None:
-        """200 ``expired`` for a scheduled run older than the retention period, by the store's clock, that has no
-        record: it may have run and had its record deleted by the TTL policy, so it must not run; else None.
-
-        Raises:
-            StoreError: the read failed (step ``read``; nothing ran).
-        """
+    def _warn_past_retention(self, key: RunKey) -> None:
+        """Log a WARNING for a scheduled run older than the retention period by the store's clock (as last observed):
+        whether it ran before cannot be told, its record may have expired. It runs (once, by its claim), with no
+        catch-up before it; Scheduler's own retries never get here while records outlast the job's retry window."""
         store, retention = self.idempotency.store, self.settings.retention_seconds
-        if key.manual or not past_retention(key.schedule_time, store.server_now(), retention):
-            return None
-        try:  # one read: it answers by the store's clock, and a record still kept answers as ever
-            record = store.get(key.run_id)
-        except STORE_ERRORS as exc:
-            raise StoreError(key.run_id, "", "read", False, exc) from exc
-        if record is not None or not past_retention(key.schedule_time, store.server_now(), retention):
-            return None
-        error = (f"schedule time {key.schedule_time_rfc3339} is older than the retention period "
-                 f"(DEDUP_RETENTION_SECONDS={retention:g}) by {store.display_name}'s clock, and the run has no "
-                 "record: it may have run and its record expired, so it does not run again. Run it on purpose as a "
-                 "forced run (gcloud scheduler jobs run), or keep records longer than the job's retry window")
-        log.warning("delivery %s: expired", key.job_name, extra={
-            LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
-            LogField.SCHEDULE_TIME: key.schedule_time_rfc3339, LogField.OUTCOME: "expired",
-            LogField.HTTP_STATUS: code(DELIVERY, "expired"), LogField.ERROR: error})
-        return {"status": "expired", "run_id": key.run_id, "error": error}, code(DELIVERY, "expired"), {}
+        if not key.manual and past_retention(key.schedule_time, store.server_now(), retention):
+            log.warning("delivery %s: schedule time older than the retention period (DEDUP_RETENTION_SECONDS=%g): a "
+                        "run of it may have run and had its record deleted", key.job_name, retention, extra={
+                            LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id,
+                            LogField.JOB_NAME: key.job_name, LogField.SCHEDULE_TIME: key.schedule_time_rfc3339})
 
     def _run(self, key: RunKey, catch_up_left: datetime | None = None) -> RunOutcome:
         """Execute one run of ``key`` through the claim, under the job's overlap policy; the tail of what the job
