@@ -18,7 +18,7 @@ from scheduler_dedup.handler.schedule.retry_windows import ATTEMPT_DEADLINES, HT
 CATCH_UP_SHARE = 0.5
 #: The attempt deadline a handler without ``DEDUP_ATTEMPT_DEADLINE_SECONDS`` assumes, seconds: Scheduler's default
 #: for HTTP targets ("For HTTP targets, the default is 3 minutes", REST ``Job.attemptDeadline``).
-DEFAULT_ATTEMPT_DEADLINE_SECONDS = ATTEMPT_DEADLINES[HTTP_TARGET].default_seconds
+DEFAULT_ATTEMPT_DEADLINE_SECONDS = float(ATTEMPT_DEADLINES[HTTP_TARGET].default_seconds)
 #: A Python job's run length assumed at preview when none is given, seconds (the handler measures the real one).
 ASSUMED_RUN_SECONDS = 1.0
 #: Most fire times one delivery's catch-up looks at (the newest of the window).
@@ -32,7 +32,8 @@ def catch_up_budget_seconds(attempt_deadline_seconds: float) -> float:
 
 
 def catch_up_advisory(window_seconds: float, schedule: str, time_zone: str, attempt_deadline_seconds: float,
-                      run_seconds: float | None, setting: str = "catch_up_window_seconds") -> tuple[str, bool] | None:
+                      run_seconds: float | None, setting: str = "catch_up_window_seconds",
+                      deadline_setting: str = "attempt_deadline_seconds") -> tuple[str, bool] | None:
     """The finding when a gap as long as the catch-up window cannot be caught up within one delivery, or None.
 
     Args:
@@ -41,7 +42,7 @@ def catch_up_advisory(window_seconds: float, schedule: str, time_zone: str, atte
         attempt_deadline_seconds: the Scheduler job's attempt deadline.
         run_seconds: the longest a run is expected to take (a proxy target: its call's timeout), or None for a
             Python job: :data:`ASSUMED_RUN_SECONDS` is assumed and the message says so.
-        setting: the window's name in the message.
+        setting, deadline_setting: the window's and the deadline's names in the message.
 
     Returns:
         ``(message, is_error)``: an error when not even one run fits the catch-up's share of the deadline (the
@@ -64,7 +65,7 @@ def catch_up_advisory(window_seconds: float, schedule: str, time_zone: str, atte
     if each > budget:
         return (f"{setting}={window_seconds:g}: at {assumed}, not one caught-up run fits the {budget:g} s of the "
                 f"{attempt_deadline_seconds:g} s attempt deadline a delivery spends on catch-up, so a delivery after "
-                f"a gap outlives its attempt deadline: raise attempt_deadline_seconds to at least "
+                f"a gap outlives its attempt deadline: raise {deadline_setting} to at least "
                 f"{math.ceil(each / CATCH_UP_SHARE)}, or set {setting} to 0", True)
     per_delivery = math.floor(budget / each)
     return (f"{setting}={window_seconds:g} holds up to {runs} fire times (schedule {schedule!r}), {runs * each:g} s "
@@ -72,5 +73,5 @@ def catch_up_advisory(window_seconds: float, schedule: str, time_zone: str, atte
             f"{attempt_deadline_seconds:g} s attempt deadline) on catch-up: a full gap is caught up about "
             f"{per_delivery} fire times a delivery, the rest on the next deliveries, and fire times that leave the "
             f"window first are reported missed. To catch a full window up at once, shorten {setting} to at most "
-            f"{math.floor(per_delivery * gap)} or raise attempt_deadline_seconds to at least "
+            f"{math.floor(per_delivery * gap)} or raise {deadline_setting} to at least "
             f"{math.ceil(runs * each / CATCH_UP_SHARE)}", False)
