@@ -1,6 +1,6 @@
 """The previous fire time of a run: the start of its data interval, as Airflow passes each run its data interval
-(https://airflow.apache.org/docs/apache-airflow/stable/authoring-and-scheduling/cron.html) and Kubernetes
-CronJob users ask for the last schedule time (kubernetes/kubernetes #79995).
+(https://airflow.apache.org/docs/apache-airflow/stable/core-concepts/dag-run.html, "Data Interval") and Kubernetes
+CronJob users ask for the last schedule time (docs/how-it-works.md, "The run's interval").
 
 Evaluated on the job's wall clock in its time zone (:func:`~scheduler_dedup.handler.schedule.cron.fire_times.fire_times`),
 so an interval across a daylight saving change is that day's real length (23 or 25 hours for a daily job).
