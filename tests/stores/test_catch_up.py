@@ -28,31 +28,23 @@ def _at(rfc3339: str) -> datetime:
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
 
 
-def test_a_delivery_older_than_the_retention_period_runs_its_own_run_at_most(handlers: Handlers,
-                                                                            server: StoreServer) -> None:
-    """A schedule time 30 days old on an every-minute job with a 1-hour window: its window is counted back from the
-    store's clock, so it holds none of the 60 fire times before the header's; its own run runs, once."""
-    old = _minute(timedelta(days=30))
+@pytest.mark.parametrize(("late", "job_start"), [
+    (timedelta(days=30), timedelta(days=60)),  # older than the 7-day retention too: its own run at most
+    (timedelta(hours=2), timedelta(hours=4)),
+], ids=["30-days-old", "2-hours-late"])
+def test_a_late_delivery_catches_up_only_the_window_before_the_store_clock(
+        handlers: Handlers, server: StoreServer, late: timedelta, job_start: timedelta) -> None:
+    """A delivery whose schedule time is older than the window, on an every-minute job with a 1-hour window: the
+    window is counted back from the store's clock, so it holds none of the 60 fire times before the header's; the
+    delivery runs its own run, once."""
+    when = _minute(late)
     handlers.plan(sleep=0)
     a = handlers.start(DEDUP_SCHEDULE=SCHEDULE, DEDUP_CATCH_UP_WINDOW_SECONDS="3600",
-                       DEDUP_SCHEDULE_SINCE=_minute(timedelta(days=60)))
-    body = deliver(a.url, old).json()
+                       DEDUP_SCHEDULE_SINCE=_minute(job_start))
+    body = deliver(a.url, when).json()
     assert body["status"] == "processed" and "caught_up" not in body, body
-    assert deliver(a.url, old).json()["status"] == "duplicate"
-    assert ok_runs(handlers) == {run_id(old, server.project): 1}
-
-
-def test_a_late_delivery_catches_up_only_the_window_before_the_store_clock(handlers: Handlers,
-                                                                           server: StoreServer) -> None:
-    """A delivery two hours late (inside retention) runs its own run; the window before its header's time is more
-    than an hour before the store's clock, so nothing is caught up."""
-    late = _minute(timedelta(hours=2))
-    handlers.plan(sleep=0)
-    a = handlers.start(DEDUP_SCHEDULE=SCHEDULE, DEDUP_CATCH_UP_WINDOW_SECONDS="3600",
-                       DEDUP_SCHEDULE_SINCE=_minute(timedelta(hours=4)))
-    body = deliver(a.url, late).json()
-    assert body["status"] == "processed" and "caught_up" not in body, body
-    assert set(ok_runs(handlers)) == {run_id(late, server.project)}
+    assert deliver(a.url, when).json()["status"] == "duplicate"
+    assert ok_runs(handlers) == {run_id(when, server.project): 1}
 
 
 def test_catch_up_never_reaches_past_the_retention_period(handlers: Handlers, server: StoreServer) -> None:
