@@ -137,10 +137,11 @@ class SchedulerHandler:
         catch-up before it; Scheduler's own retries never get here while records outlast the job's retry window."""
         store, retention = self.idempotency.store, self.settings.retention_seconds
         if not key.manual and past_retention(key.schedule_time, store.server_now(), retention):
-            log.warning("delivery %s: schedule time older than the retention period (DEDUP_RETENTION_SECONDS=%g): a "
-                        "run of it may have run and had its record deleted", key.job_name, retention, extra={
-                            LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id,
-                            LogField.JOB_NAME: key.job_name, LogField.SCHEDULE_TIME: key.schedule_time_rfc3339})
+            # Not an event line of its own (no run id, no event): the delivery's one line still follows.
+            log.warning("delivery %s: schedule time %s older than the retention period (DEDUP_RETENTION_SECONDS=%g): "
+                        "a run of it may have run and had its record deleted", key.job_name,
+                        key.schedule_time_rfc3339, retention,
+                        extra={LogField.JOB_NAME: key.job_name, LogField.SCHEDULE_TIME: key.schedule_time_rfc3339})
 
     def _run(self, key: RunKey, catch_up_left: datetime | None = None) -> RunOutcome:
         """Execute one run of ``key`` through the claim, under the job's overlap policy; the tail of what the job
@@ -186,8 +187,7 @@ class SchedulerHandler:
                 if time.monotonic() - started + longest > budget:
                     log.warning("catch-up left fire times from %s for the next delivery: its %g s of the attempt "
                                 "deadline are spent", missed.schedule_time_rfc3339, budget, extra={
-                                    LogField.EVENT: LogEvent.DELIVERY, LogField.JOB_NAME: key.job_name,
-                                    LogField.SCHEDULE_TIME: key.schedule_time_rfc3339})
+                                    LogField.JOB_NAME: key.job_name, LogField.SCHEDULE_TIME: key.schedule_time_rfc3339})
                     return done, missed
                 run_started = time.monotonic()
                 outcome = self._run(missed)
