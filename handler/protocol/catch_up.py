@@ -53,18 +53,11 @@ class CatchUpBounds:
 def catch_up_since(now: datetime, bounds: CatchUpBounds) -> datetime:
     """The earliest fire time (aware UTC) a catch-up may run at ``now`` (the store's clock): the window counted
     back from ``now``, after ``schedule_since`` and inside the retention period (less
-    :data:`RETENTION_MARGIN_SECONDS`)."""
+    :data:`RETENTION_MARGIN_SECONDS`): a record is created no earlier than its fire time and stamped to expire
+    ``retention_seconds`` after its last write, so a younger fire time's record is still there if it ever ran."""
     since = max(now - timedelta(seconds=bounds.window_seconds),
                 now - timedelta(seconds=bounds.retention_seconds - RETENTION_MARGIN_SECONDS))
     return since if bounds.schedule_since is None else max(since, bounds.schedule_since)
-
-
-def past_retention(schedule_time: datetime, now: datetime, retention_seconds: float) -> bool:
-    """True when a run of ``schedule_time`` may have run and had its record deleted by ``now`` (the store's clock):
-    the schedule time is older than the retention period less :data:`RETENTION_MARGIN_SECONDS`. A record is
-    created no earlier than its schedule time and stamped to expire ``retention_seconds`` after its last write,
-    so a younger one is still there if it ever ran."""
-    return schedule_time < now - timedelta(seconds=retention_seconds - RETENTION_MARGIN_SECONDS)
 
 
 def key_at(key: RunKey, instant: datetime, wall_clock_zone: str | None) -> RunKey:

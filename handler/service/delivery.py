@@ -33,7 +33,7 @@ from scheduler_dedup.handler.core.errors import (OtherJobError, RequestHeaderErr
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error, store_answered
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, call_job, captured_output
-from scheduler_dedup.handler.protocol.catch_up import CATCH_UP_LEFT_FIELD, CatchUpBounds, missed_keys, past_retention
+from scheduler_dedup.handler.protocol.catch_up import CATCH_UP_LEFT_FIELD, CatchUpBounds, missed_keys
 from scheduler_dedup.handler.schedule.catch_up_budget import catch_up_budget_seconds
 from scheduler_dedup.handler.schedule.cron.previous import previous_fire_time
 from scheduler_dedup.handler.protocol.overlap_lease import OverlapGuard
@@ -97,7 +97,6 @@ class SchedulerHandler:
                 LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
-        self._warn_past_retention(key)
         try:
             caught_up, left = self._catch_up(key, started)
             outcome = self._run(key, None if left is None else left.schedule_time)
@@ -130,18 +129,6 @@ class SchedulerHandler:
             LogField.ATTEMPT_ID: exc.attempt_id, LogField.OUTCOME: "store_misconfigured", LogField.STEP: exc.step,
             LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: status, LogField.ERROR: config.fix})
         return body, status, {}
-
-    def _warn_past_retention(self, key: RunKey) -> None:
-        """Log a WARNING for a scheduled run older than the retention period by the store's clock (as last observed):
-        whether it ran before cannot be told, its record may have expired. It runs (once, by its claim), with no
-        catch-up before it; Scheduler's own retries never get here while records outlast the job's retry window."""
-        store, retention = self.idempotency.store, self.settings.retention_seconds
-        if not key.manual and past_retention(key.schedule_time, store.server_now(), retention):
-            # Not an event line of its own (no run id, no event): the delivery's one line still follows.
-            log.warning("delivery %s: schedule time %s older than the retention period (DEDUP_RETENTION_SECONDS=%g): "
-                        "a run of it may have run and had its record deleted", key.job_name,
-                        key.schedule_time_rfc3339, retention,
-                        extra={LogField.JOB_NAME: key.job_name, LogField.SCHEDULE_TIME: key.schedule_time_rfc3339})
 
     def _run(self, key: RunKey, catch_up_left: datetime | None = None) -> RunOutcome:
         """Execute one run of ``key`` through the claim, under the job's overlap policy; the tail of what the job
