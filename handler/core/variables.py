@@ -150,7 +150,7 @@ declare("DEDUP_ATTEMPT_DEADLINE_SECONDS", "schedule", """
     The Scheduler job's attempt deadline, 15 to 86400 seconds. A delivery's catch-up spends at most half of it and
     leaves the rest of the window to the next delivery. See
     [Overlap and backfill](../overlap-and-backfill.md#catch-up).""",
-        default="180", component="`attempt_deadline_seconds`")
+        default="180", component="`attempt_deadline_seconds`, when `catch_up_window_seconds` is set")
 declare("DEDUP_STORE_TIMEOUT_SECONDS", "store", """
     How long one store operation may take, retries of transient errors included, 0.5 to 600 seconds. Keep it well
     under the attempt deadline, so a store outage is answered (500) while Scheduler still listens.""",
