@@ -117,17 +117,17 @@ def test_cloud_build_trigger_runs_once_with_the_run_id_substitution(harness: Har
 DST_RUN, DST_PREVIOUS = "2026-03-29T07:00:00Z", "2026-03-28T08:00:00Z"
 
 
-@pytest.mark.parametrize("kind", CHECKING_TARGETS)
-def test_each_google_target_receives_the_runs_interval(harness: Harness, fake: FakeGoogle, kind: str) -> None:
+@pytest.mark.parametrize("kind", TARGETS)
+def test_each_target_receives_the_runs_interval(harness: Harness, fake: FakeGoogle, kind: str) -> None:
     """The previous fire time, on the job's wall clock across a DST change, reaches the execution: the Cloud Run job's
-    env, the Workflows argument, the Cloud Build substitutions the trigger declares."""
+    env, the Workflows argument, the Cloud Build substitutions the trigger declares, the HTTP target's body."""
     fake.trigger_substitutions = {"_DEDUP_RUN_ID": "", "_DEDUP_SCHEDULE_TIME": "", "_DEDUP_PREVIOUS_SCHEDULE_TIME": ""}
     server = harness.server(**target_env(fake, kind), DEDUP_SCHEDULE="0 9 * * *", DEDUP_TIME_ZONE="Europe/Berlin")
     body = deliver(server.url, scheduler_headers("nightly", DST_RUN)).json()
     assert body["status"] == "processed", body
     [post] = fake.posts()
-    if kind == "workflows":
-        passed = json.loads(post.body["argument"])
+    if kind in ("workflows", "http"):
+        passed = json.loads(post.body["argument"]) if kind == "workflows" else post.body
         passed = {"start": passed["previous_schedule_time"], "end": passed["schedule_time"]}
     elif kind == "cloud_run_job":
         env = {e["name"]: e["value"] for e in post.body["overrides"]["containerOverrides"][0]["env"]}
@@ -154,7 +154,8 @@ def test_http_target_sends_the_idempotency_key_and_run(harness: Harness, fake: F
     assert body["status"] == "processed", body
     [post] = fake.posts()
     assert post.headers["Idempotency-Key"] == body["run_id"]
-    assert post.body == {"run_id": body["run_id"], "job_name": "nightly", "schedule_time": T}
+    assert post.body == {"run_id": body["run_id"], "job_name": "nightly", "schedule_time": T,
+                         "previous_schedule_time": None}  # the handler knows no schedule (DEDUP_SCHEDULE unset)
     assert "Authorization" not in post.headers  # DEDUP_TARGET_AUTH=none
     # The URL is shown as scheme, host and a hash of the rest: a webhook's path is its secret.
     assert body["result"] == {"target": "http", "url": shown_url(f"{fake.url}/hook"), "status_code": 200}
