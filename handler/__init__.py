@@ -3,7 +3,8 @@
 Public names:
 - :class:`ScheduledRun`, what a job receives; :class:`NonRetryableJobError`, what it raises to
   record a permanent failure.
-- :func:`idempotent`, the same guarantee for any function keyed by an idempotency key;
+- :func:`idempotent`, the same guarantee for any function keyed by an idempotency key (:class:`ReplayInfo`
+  is what its ``response_hook`` learns; :class:`PayloadMismatchError` refuses another payload under a used key);
   :func:`idempotent_endpoint`, the same for a Flask/functions-framework endpoint the handler's HTTP
   proxy target calls, answering as the proxy expects.
 - :class:`Idempotency`, :class:`RunStore` (the store contract), :func:`open_store`,
@@ -27,7 +28,8 @@ _EXPORTS = {
     "Settings": "config.settings",
     "idempotent": "protocol.idempotent", "record_id_for_key": "protocol.idempotent", "idempotent_endpoint": "service.idempotent_endpoint",
     "ConfigError": "core.errors", "DedupError": "core.errors", "LeaseLostError": "core.errors", "NonRetryableJobError": "core.errors",
-    "RequestHeaderError": "core.errors", "RunFailedError": "core.errors", "RunInProgressError": "core.errors", "StoreError": "core.errors",
+    "RequestHeaderError": "core.errors", "PayloadMismatchError": "core.errors", "ReplayInfo": "protocol.idempotent",
+    "RunFailedError": "core.errors", "RunInProgressError": "core.errors", "StoreError": "core.errors",
     "StoreCallError": "core.errors", "StoreUnavailableError": "core.errors", "StoreRefusedError": "core.errors",
     "StoreConfigError": "core.errors",
     "InvalidWriteError": "core.errors",
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
     from scheduler_dedup.handler.callers.oidc import CallerVerifier, OidcVerifier
     from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
     from scheduler_dedup.handler.config.settings import Settings
-    from scheduler_dedup.handler.protocol.idempotent import idempotent, record_id_for_key
+    from scheduler_dedup.handler.protocol.idempotent import ReplayInfo, idempotent, record_id_for_key
     from scheduler_dedup.handler.service.idempotent_endpoint import idempotent_endpoint
     from scheduler_dedup.handler.core.errors import (
         ConfigError,
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         InvalidWriteError,
         LeaseLostError,
         NonRetryableJobError,
+        PayloadMismatchError,
         RequestHeaderError,
         RunFailedError,
         RunInProgressError,

@@ -243,7 +243,7 @@ class DedupScheduledJobArgs(TypedDict):
     resource_prefix: NotRequired[str]
     """Prefix every GCP resource id derives from (the database ``<prefix>-dedup``, the service, the Scheduler job, the accounts, the image repository), 1-40 lowercase letters, digits or hyphens. Default: the component name. To rename the component without replacing anything, set it to the old name and give the component ``aliases`` with the old name (docs/renaming.md)."""
     protect_database: NotRequired[bool]
-    """Pulumi ``protect`` on the created Firestore database: a plan that would delete or replace it (and with it the run records late retries are deduplicated against) fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
+    """Pulumi ``protect`` on the created Firestore database (or Spanner database and created instance): a plan that would delete or replace it (and with it the run records late retries are deduplicated against) fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
     deletion_protection: NotRequired[bool]
     """Cloud Run service deletion protection (the provider defaults it on; we default it off so ``pulumi destroy`` works). Default false."""
     base_image: NotRequired[str]
@@ -265,7 +265,7 @@ class DedupScheduledJobArgs(TypedDict):
     build_service_account_email: NotRequired[pulumi.Input[str]]
     """Email of an existing service account for Cloud Build (source deploys), shared by several jobs. The job grants it read on its own source bucket and write on its own image repository; ``roles/logging.logWriter`` on the project is the account owner's to grant, once. Default: a dedicated account ``<name>-build``."""
     env: NotRequired[dict[str, str]]
-    """Environment variables of the job's container, ``NAME: value``. Names follow Cloud Run's rules (https://cloud.google.com/run/docs/configuring/services/overview-environment-variables; ``scheduler_dedup.handler.core.env_names``): a letter or ``_`` first, then letters, digits and ``_`` only (``1BAD`` and ``MY-VAR`` are refused), not starting with ``X_GOOGLE_``, not a name Cloud Run sets (``PORT``, ``K_SERVICE``, ``K_REVISION``, ``K_CONFIGURATION``, ``FUNCTION_TARGET``, ``FUNCTION_SIGNATURE_TYPE``), not ``DEDUP_*``, ``GOOGLE_CLOUD_PROJECT`` or ``THREADS`` (the handler's), at most 1000 with the handler's. A value that looks like a credential gets an advisory at preview: use ``secret_env``. Default: none."""
+    """Environment variables of the job's container, ``NAME: value``. Names follow Cloud Run's rules (https://cloud.google.com/run/docs/configuring/services/overview-environment-variables; ``scheduler_dedup.handler.core.env_names``): a letter or ``_`` first, then letters, digits and ``_`` only (``1BAD`` and ``MY-VAR`` are refused), not starting with ``X_GOOGLE_``, not a name Cloud Run sets (``PORT``, ``K_SERVICE``, ``K_REVISION``, ``K_CONFIGURATION``, ``FUNCTION_TARGET``, ``FUNCTION_SIGNATURE_TYPE``), not ``DEDUP_*``, ``GOOGLE_CLOUD_PROJECT`` or ``THREADS`` (the handler's), not a variable that redirects the handler's store, credentials, metadata server, TLS trust or proxy in any case (``FIRESTORE_EMULATOR_HOST``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``GCE_METADATA_HOST``, ``REQUESTS_CA_BUNDLE``, ``HTTPS_PROXY``...: ``REDIRECTING_ENV``), at most 1000 with the handler's. A value that looks like a credential gets an advisory at preview: use ``secret_env``. Default: none."""
     secret_env: NotRequired[dict[str, SecretEnvArgs]]
     """Secret Manager secrets as environment variables, ``NAME: {secret, version}`` (names as in ``env``, and not also in ``env``). Cloud Run only. Default: none."""
     secret_files: NotRequired[list[SecretFileArgs]]
@@ -302,7 +302,7 @@ class DedupStoreArgs(TypedDict):
     deletion_protection: NotRequired[bool]
     """Firestore delete protection of a created database (default false); Memorystore: of the instance (default false); Spanner: drop protection of the database (default true: the policy pack's advisory ``spanner-store-drop-protection`` flags a Spanner store without it)."""
     protect_database: NotRequired[bool]
-    """Pulumi ``protect`` on the created database (Firestore or Spanner): a plan that would delete or replace it fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
+    """Pulumi ``protect`` on what holds the run records and the stack created: the database (Firestore or Spanner), a created Spanner instance, the Memorystore instance. A plan that would delete or replace one fails at preview. Default true; set false and ``pulumi up`` before ``pulumi destroy``."""
     kind: NotRequired[str]
     """``firestore`` (default), ``spanner``: a Spanner database (in a created or adopted instance) with one table per collection, its row deletion policy and history index; or ``memorystore``: a Memorystore for Redis instance (STANDARD_HA, Redis 7, ``noeviction``, AUTH, TLS, RDB snapshots) whose AUTH string and server CA go to Secret Manager. For both, ``location`` is the region, and ``create_database`` does not apply."""
     memory_size_gb: NotRequired[int]

@@ -5,6 +5,9 @@
 - ``scheduler-dedup`` commands: each is parsed by the real command line (every option and value checked by click);
   the ones that need only this machine run for real (``check``, ``run-local`` on the Firestore emulator, ``runs``
   against it).
+- Python blocks of ``docs/idempotent.md`` run against the Firestore emulator (each on a wiped database, with this
+  process's ``idempotent`` machinery made afresh), so their assertions check what the page claims.
+- TOML blocks declare a run store's entry point (``scheduler_dedup.stores``) in the form the registry loads.
 - JSON policy configs go through :func:`~scheduler_dedup.policies.offline.policy_config.check_policy_config`; YAML
   stack config through the stack config keys the program reads, an ``app.yaml`` through its entry point, and a
   Workflows definition through the check that each state-changing call carries the run id.
@@ -88,7 +91,7 @@ def _commands(body: str) -> list[str]:
 
 
 def test_every_code_block_has_a_kind_this_test_runs() -> None:
-    assert {s.lang for s in SNIPPETS} <= {"python", "bash", "json", "yaml"}, {s.id: s.lang for s in SNIPPETS}
+    assert {s.lang for s in SNIPPETS} <= {"python", "bash", "json", "yaml", "toml"}, {s.id: s.lang for s in SNIPPETS}
     assert len(SNIPPETS) >= 20, [s.id for s in SNIPPETS]
 
 
@@ -105,8 +108,16 @@ def user_project(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("snippet", _of("python"), ids=lambda s: s.id)
-def test_python_block_runs(snippet: Snippet, user_project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_python_block_runs(snippet: Snippet, user_project: Path, monkeypatch: pytest.MonkeyPatch,
+                           request: pytest.FixtureRequest) -> None:
     monkeypatch.chdir(user_project)
+    if snippet.page.name == "idempotent.md":  # against a real store: the emulator, wiped, and fresh machinery
+        from scheduler_dedup.handler.protocol import idempotent as idempotent_module
+
+        request.getfixturevalue("emulator")
+        for name in ("DEDUP_STORE", "DEDUP_COLLECTION", "DEDUP_IDEMPOTENCY_DISABLED"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setattr(idempotent_module, "_built", {})
     path = user_project / "snippet.py"
     path.write_text(snippet.body)
     if "scheduler_dedup.infra" in snippet.body:
@@ -119,6 +130,17 @@ def test_python_block_runs(snippet: Snippet, user_project: Path, monkeypatch: py
 
 
 # --- configs ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("snippet", _of("toml"), ids=lambda s: s.id)
+def test_toml_block_declares_a_store_entry_point(snippet: Snippet) -> None:
+    import tomllib
+
+    from scheduler_dedup.handler.stores.registry import ENTRY_POINT_GROUP
+
+    points = tomllib.loads(snippet.body)["project"]["entry-points"]
+    assert list(points) == [ENTRY_POINT_GROUP], points
+    assert all(re.fullmatch(r"[\w.]+:\w+", target) for target in points[ENTRY_POINT_GROUP].values()), points
+
 
 @pytest.mark.parametrize("snippet", _of("json"), ids=lambda s: s.id)
 def test_json_block_is_a_valid_policy_config(snippet: Snippet) -> None:

@@ -92,3 +92,27 @@ def test_only_the_store_modules_import_a_stores_client_library() -> None:
                     if any(name == lib or name.startswith(lib + ".") for lib in _STORE_LIBRARIES):
                         offenders.append(f"{module.relative_to(ROOT)}:{node.lineno} imports {name}")
     assert not offenders, offenders
+
+
+def test_redis_is_an_extra_and_a_redis_store_without_it_names_the_install_command(wheel: Path) -> None:
+    """``redis`` is required only by the ``redis`` extra (a Firestore user installs no Redis client), and a handler on
+    ``DEDUP_STORE=redis`` in a process without it fails with the command that installs it."""
+    with zipfile.ZipFile(wheel) as archive:
+        [metadata] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist:")]
+    on_redis = [line for line in requires if line.split()[1].startswith("redis")]
+    assert on_redis and all('extra == "redis"' in line for line in on_redis), requires
+    program = (
+        "import sys\n"
+        "class NotInstalled:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'redis' or name.startswith('redis.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NotInstalled())\n"
+        "from scheduler_dedup.handler.config.settings import Settings\n"
+        "from scheduler_dedup.handler.stores import open_store\n"
+        "open_store(Settings.from_env({'GOOGLE_CLOUD_PROJECT': 'p', 'DEDUP_STORE': 'redis',\n"
+        "                              'DEDUP_REDIS_URL': 'redis://127.0.0.1:1/0'}))\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "ConfigError" in done.stderr and "pip install 'scheduler-dedup[redis]'" in done.stderr, done.stderr

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from scheduler_dedup.handler.callers.allowed import parse_allowed_callers
 from scheduler_dedup.handler.callers.audience import split_audiences
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.google_endpoints import google_url
 from scheduler_dedup.handler.core.variables import declared
 
-GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
+GOOGLE_CERTS_URL = google_url("DEDUP_OIDC_CERTS_URL")
 
 
 @dataclass(frozen=True)

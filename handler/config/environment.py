@@ -22,3 +22,13 @@ def read_environment(environ: Mapping[str, str] | None = None) -> DeclaredEnviro
     :class:`~scheduler_dedup.handler.core.variables.UndeclaredVariableError` (a programming error).
     """
     return declared(os.environ if environ is None else environ)
+
+
+#: The switch that turns ``idempotent`` and ``idempotent_endpoint`` off, for unit tests.
+IDEMPOTENCY_DISABLED_ENV = "DEDUP_IDEMPOTENCY_DISABLED"
+
+
+def idempotency_disabled(environ: Mapping[str, str] | None = None) -> bool:
+    """True if ``DEDUP_IDEMPOTENCY_DISABLED`` is ``1`` or ``true`` in ``environ`` (default this process's, read at
+    each call, so a test may set it after import)."""
+    return read_environment(environ).get(IDEMPOTENCY_DISABLED_ENV, "").strip().lower() in ("1", "true")

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from scheduler_dedup.handler.schedule.cron.accepted import unix_cron_problem
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE, is_iana_time_zone
 from scheduler_dedup.handler.core.errors import ConfigError
-from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE
+from scheduler_dedup.handler.schedule.run_key import PROJECT_ID_RE, location_problem
 from scheduler_dedup.handler.stores.registry import DEFAULT_STORE as _DEFAULT_STORE, STORES, find, store_ids
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.config.environment import read_environment
@@ -86,6 +86,10 @@ class Settings:
         scheduler_api: the Cloud Scheduler API the run check reads its job's state from, to recognise a pause made
             outside the stack (``DEDUP_SCHEDULER_API``, e.g. ``https://cloudscheduler.googleapis.com``; needs
             ``scheduler_job``), or None: not read (:mod:`scheduler_dedup.handler.monitoring.job_state`).
+        run_key_location: the location run keys are made with in place of the Scheduler job's region
+            (``DEDUP_RUN_KEY_LOCATION``; the component pins the region of the job's first deploy), or None: the
+            delivery's own. Kept across a region move, it keys one fire time delivered by the old and the new job to
+            one run; the run check reads the records keyed on it.
         key_local_time: key each scheduled run on its wall-clock time in ``time_zone`` instead of its UTC
             instant (``DEDUP_KEY_LOCAL_TIME``, default false). On the day clocks go back, Scheduler may
             deliver a time of the repeated hour at both instants (its cron page warns of "execution anomalies"
@@ -128,6 +132,7 @@ class Settings:
     paused_since: datetime | None = None
     resumed_at: datetime | None = None
     key_local_time: bool = False
+    run_key_location: str | None = None
     scheduler_job: str | None = None
     scheduler_api: str | None = None
     service: str | None = None
@@ -182,6 +187,8 @@ class Settings:
                 f"DEDUP_SCHEDULER_JOB={self.scheduler_job[:200]!r} is not a Scheduler job's full name: use "
                 "projects/PROJECT_ID/locations/REGION/jobs/JOB_ID (the job this handler serves)"
             )
+        if self.run_key_location is not None and location_problem(self.run_key_location):
+            raise ConfigError(f"DEDUP_RUN_KEY_LOCATION {location_problem(self.run_key_location)}")
         if self.service is not None and not _SERVICE_RE.match(self.service):
             raise ConfigError(
                 f"DEDUP_SERVICE={self.service[:200]!r} is not a Cloud Run service's full name: use "
@@ -270,6 +277,7 @@ class Settings:
             paused_since=_instant(env, "DEDUP_PAUSED_SINCE"),
             resumed_at=_instant(env, "DEDUP_RESUMED_AT"),
             key_local_time=_flag(env, "DEDUP_KEY_LOCAL_TIME"),
+            run_key_location=env.get("DEDUP_RUN_KEY_LOCATION", "").strip() or None,
             scheduler_job=env.get("DEDUP_SCHEDULER_JOB", "").strip() or None,
             scheduler_api=env.get("DEDUP_SCHEDULER_API", "").strip().rstrip("/") or None,
             service=env.get("DEDUP_SERVICE", "").strip() or None,

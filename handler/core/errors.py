@@ -81,6 +81,26 @@ class RunFailedError(DedupError):
         self.error = error
 
 
+class PayloadMismatchError(DedupError):
+    """The idempotency key was used before with another payload: nothing ran, and nothing was replayed.
+
+    The IETF draft answers such a reuse with 422 Unprocessable Content
+    (https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/, section "Error Scenarios").
+
+    Attributes:
+        run_id: the record id of the key (64 hex characters).
+        stored_fingerprint: the payload fingerprint the record holds (SHA-256, 64 hex characters).
+        given_fingerprint: this call's.
+    """
+
+    def __init__(self, run_id: str, stored_fingerprint: str, given_fingerprint: str):
+        super().__init__(f"record {run_id} was claimed with another payload (fingerprint {stored_fingerprint[:12]}..., "
+                         f"this call's {given_fingerprint[:12]}...): use a new idempotency key for a new payload")
+        self.run_id = run_id
+        self.stored_fingerprint = stored_fingerprint
+        self.given_fingerprint = given_fingerprint
+
+
 class LeaseLostError(DedupError):
     """This attempt was fenced: another attempt took over the run after this one's lease expired.
 

@@ -154,6 +154,10 @@ ENDPOINT: tuple[Answer, ...] = (
            "Another request took the key over from this one: the proxy releases the run and Scheduler retries."),
     Answer(422, "failed", ("error", "key"),
            "The function raised `NonRetryableJobError`, now or before: the proxy records the run failed."),
+    Answer(422, "payload_mismatch", ("error", "key"),
+           "The key was used before with another request body; nothing ran. The IETF Idempotency-Key draft answers "
+           "such a reuse with 422 ([Error Scenarios](https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-"
+           "key-header/)); the proxy records the run failed."),
     Answer(400, "bad_request", ("error", "header"),
            "The `Idempotency-Key` header is missing: the proxy records the run failed."),
     Answer(500, "released", ("error", "released", "key"),

@@ -249,7 +249,22 @@ declare("DEDUP_ALLOW_TEST_ENDPOINTS", "local", """
     admits settings that point the handler at test servers, which stop it at start-up otherwise: a plain-http or
     non-Google `DEDUP_OIDC_CERTS_URL`, `DEDUP_RUN_API`, `DEDUP_WORKFLOWS_API` or `DEDUP_CLOUD_BUILD_API` (whoever
     answers the certificate URL signs tokens the handler accepts; an API host receives the runtime account's access
-    token), and `DEDUP_TARGET_AUTH=none` to a host that is not loopback. The policy pack refuses it in a stack.""")
+    token), and `DEDUP_TARGET_AUTH=none` to a host that is not loopback; and, on a deployed handler (`K_SERVICE` or
+    `GAE_APPLICATION` set), variables that redirect its store, credentials, metadata server, TLS trust or proxy
+    (`FIRESTORE_EMULATOR_HOST`, `GOOGLE_APPLICATION_CREDENTIALS`, `HTTPS_PROXY`...). The policy pack refuses it in a
+    stack, also when its value comes from a secret.""")
+declare("K_SERVICE", "local", """
+    Set by Cloud Run (services and functions) on every instance: the service's name. Its presence (or App Engine's
+    `GAE_APPLICATION`) means a deployed handler, which refuses to start beside a variable that redirects its store,
+    credentials, metadata server, TLS trust or proxy (`FIRESTORE_EMULATOR_HOST`, `GOOGLE_APPLICATION_CREDENTIALS`,
+    `REQUESTS_CA_BUNDLE`, `HTTPS_PROXY`...; the list and its sources: `scheduler_dedup.handler.core.env_names`)
+    unless `DEDUP_ALLOW_TEST_ENDPOINTS` is set (https://cloud.google.com/run/docs/container-contract#env-vars).""",
+        reader="Cloud Run")
+
+declare("DEDUP_IDEMPOTENCY_DISABLED", "local", """
+    `1` or `true` in unit tests only: `idempotent` and `idempotent_endpoint` run the function on every call and open
+    no run store (a warning is logged once). The policy pack refuses it in a stack. See
+    [idempotent](../idempotent.md#switching-it-off-in-unit-tests).""")
 
 # ---------------------------------------------------------------- schedule and monitoring
 
@@ -280,6 +295,13 @@ declare("DEDUP_SCHEDULER_API", "schedule", """
     The Cloud Scheduler API, `https://cloudscheduler.googleapis.com`, that the run check reads its own job
     (`DEDUP_SCHEDULER_JOB`) from, so a pause made outside the stack (`gcloud scheduler jobs pause`) is reported as
     `paused`, not as missed runs. Unset: not read. The runtime account needs `roles/cloudscheduler.viewer`.""")
+declare("DEDUP_RUN_KEY_LOCATION", "schedule", """
+    The location run keys are made with, in place of the Scheduler job's region: the region of the job's first
+    deploy, kept when `region` moves, so the old and the new Scheduler job, both firing while `pulumi up` moves the
+    job, key a fire time to one run (and the run check reads the records of both). Unset: the delivery's location
+    (`X-Dedup-Location`, the full job name, or `DEDUP_SCHEDULER_JOB`'s). See
+    [moving a job to another region](../renaming.md#moving-a-job-to-another-region).""",
+        component="the region of the job's first deploy (pinned by `time.Static` `<name>-key-location`)")
 declare("DEDUP_KEY_LOCAL_TIME", "schedule", """
     `true` or `false`. `true` keys each run on its wall-clock time in `DEDUP_TIME_ZONE` instead of its UTC instant:
     on the day clocks go back, a delivery of the repeated hour at its second instant is then a duplicate. The

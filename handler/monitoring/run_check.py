@@ -35,7 +35,8 @@ from scheduler_dedup.handler.monitoring.run_alerts import (
 )
 from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import rfc3339
-from scheduler_dedup.handler.schedule.run_key import JOB_ID_RE, SCHEDULE_TIME_HEADER, HeaderSource, parse_schedule_time
+from scheduler_dedup.handler.schedule.run_key import (JOB_ID_RE, SCHEDULE_TIME_HEADER, HeaderSource, keyed_location,
+                                                     parse_schedule_time)
 from scheduler_dedup.handler.core.statuses import RUN_CHECK, code
 from scheduler_dedup.handler.stores.base import STORE_ERRORS
 
@@ -169,6 +170,7 @@ class RunCheck:
         project = location = None
         if own is not None:  # projects/P/locations/L/jobs/J: only this job's runs, not another's of the same id
             _, project, _, location, _, _ = own.split("/")
+            location = keyed_location(location, self.settings.run_key_location)  # as its deliveries keyed them
         grace = timedelta(seconds=request.grace_seconds)
         since = now - timedelta(seconds=request.window_seconds) - grace
         until = now - grace

@@ -73,6 +73,7 @@ from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, COMPLETED, FAILED, IN_PROGRESS, RELEASED,
                                                  SKIPPED_OVERLAP, TTL_FIELD, RunRecord, claim_landed_late)
 from scheduler_dedup.handler.protocol.overlap_lease import RunSkipped
+from scheduler_dedup.handler.protocol.payload import FINGERPRINT_FIELD, check_payload
 from scheduler_dedup.handler.core.safe_text import exception_text
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, Increment, RunStore
 from scheduler_dedup.handler.core.stored_result import StoredResult, fresh_copy, prepare_result, replayable
@@ -124,6 +125,7 @@ class RunOutcome:
         result_dropped: why the result was not stored, or None.
         output: the tail of what the work wrote to stdout/stderr (failed, released), scrubbed; None if none or
             not captured.
+        record: the record a replay was read from (duplicate, failed), or None (the process's own cache).
     """
 
     outcome: Outcome
@@ -137,6 +139,7 @@ class RunOutcome:
     took_over: bool = False
     result_dropped: str | None = None
     output: str | None = None
+    record: RunRecord | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ class _Finished:
     error: str | None
     result_dropped: str | None
     expires: float  # monotonic seconds
+    fingerprint: str | None = None  # the payload fingerprint of the call that ran it
 
 
 class Idempotency:
@@ -170,11 +174,11 @@ class Idempotency:
         self.lease_seconds = lease_seconds
         self.retention_seconds = retention_seconds
         self._local_lock = threading.Lock()
-        self._running: dict[str, float] = {}  # run id -> monotonic time of this process's claim
+        self._running: dict[str, str | None] = {}  # run id -> payload fingerprint of this process's claim
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
 
     def execute(self, run_id: str, work: Callable[[str], Any], fields: Mapping[str, Any] | None = None,
-                output: Callable[[], str] | None = None) -> RunOutcome:
+                output: Callable[[], str] | None = None, *, fingerprint: str | None = None) -> RunOutcome:
         """Run ``work(attempt_id)`` at most once to completion for ``run_id``.
 
         Args:
@@ -186,6 +190,8 @@ class Idempotency:
             fields: extra fields stored in the record (job name, schedule time...).
             output: called once after the work failed: the tail of what it wrote (already scrubbed), stored in
                 the record's ``output`` (at most :data:`_MAX_OUTPUT_CHARS` characters) and the outcome's.
+            fingerprint: the payload fingerprint of this call (:mod:`~scheduler_dedup.handler.protocol.payload`),
+                stored with the claim; a record holding another one refuses the call, whatever its status.
 
         Returns:
             A :class:`RunOutcome`. A ``BaseException`` that is not an ``Exception`` (``SystemExit``,
@@ -195,33 +201,35 @@ class Idempotency:
 
         Raises:
             StoreError: the store failed or timed out; ``executed`` says whether the work ran.
+            PayloadMismatchError: the record holds another payload fingerprint; nothing ran.
         """
         attempt_id = uuid.uuid4().hex
-        local = self._local_outcome(run_id, attempt_id)
+        local = self._local_outcome(run_id, attempt_id, fingerprint)
         if local is not None:
             return local
+        claim_fields = {**(fields or {}), **({FINGERPRINT_FIELD: fingerprint} if fingerprint else {})}
         try:
-            claim = self._claim(run_id, attempt_id, dict(fields or {}))
+            claim = self._claim(run_id, attempt_id, claim_fields, fingerprint)
         except STORE_ERRORS as exc:
             raise StoreError(run_id, attempt_id, "claim", False, exc) from exc
         if isinstance(claim, RunOutcome):
-            self._remember(claim)
+            self._remember(claim, fingerprint)
             return claim
         with self._local_lock:
-            self._running[run_id] = time.monotonic()
+            self._running[run_id] = fingerprint
         try:
             outcome = self._run_claimed(run_id, attempt_id, claim, work, output)
         finally:
             with self._local_lock:
                 self._running.pop(run_id, None)
-        self._remember(outcome)
+        self._remember(outcome, fingerprint)
         return outcome
 
-    def _local_outcome(self, run_id: str, attempt_id: str) -> RunOutcome | None:
+    def _local_outcome(self, run_id: str, attempt_id: str, fingerprint: str | None) -> RunOutcome | None:
         """Answer from this process's own knowledge, without an RPC, where it is certain."""
         with self._local_lock:
-            claimed = self._running.get(run_id)
-            if claimed is not None:
+            if run_id in self._running:
+                check_payload(run_id, self._running[run_id], fingerprint)
                 return RunOutcome(Outcome.IN_PROGRESS, run_id, attempt_id, retry_after_seconds=self.lease_seconds)
             finished = self._finished.get(run_id)
             if finished is None:
@@ -229,11 +237,12 @@ class Idempotency:
             if time.monotonic() >= finished.expires:
                 del self._finished[run_id]
                 return None
+            check_payload(run_id, finished.fingerprint, fingerprint)
             self._finished.move_to_end(run_id)
         return RunOutcome(finished.outcome, run_id, attempt_id, result=fresh_copy(finished.result),
                           error=finished.error, result_dropped=finished.result_dropped)
 
-    def _remember(self, outcome: RunOutcome) -> None:
+    def _remember(self, outcome: RunOutcome, fingerprint: str | None) -> None:
         """Cache a final outcome, with a copy of its stored result that no caller can change."""
         # Not a failed run: `runs rerun` deletes its record (fenced) to run it again, and a cached replay would
         # answer "failed" to that re-run's delivery for the whole retention period.
@@ -242,8 +251,11 @@ class Idempotency:
         if final is None:
             return
         result = fresh_copy(outcome.result) if final is Outcome.DUPLICATE else None
+        if outcome.record is not None:  # a replay: the fingerprint of the call that ran it
+            stored = outcome.record.data.get(FINGERPRINT_FIELD)
+            fingerprint = stored if isinstance(stored, str) and stored else None
         entry = _Finished(final, result, outcome.error, outcome.result_dropped,
-                          time.monotonic() + self.retention_seconds)
+                          time.monotonic() + self.retention_seconds, fingerprint)
         with self._local_lock:
             self._finished[outcome.run_id] = entry
             self._finished.move_to_end(outcome.run_id)
@@ -328,7 +340,8 @@ class Idempotency:
             CLAIM_DEADLINE_FIELD: now + timedelta(seconds=self.store.timeout_seconds),
         }
 
-    def _claim(self, run_id: str, attempt_id: str, fields: dict[str, Any]) -> _Claim | RunOutcome:
+    def _claim(self, run_id: str, attempt_id: str, fields: dict[str, Any],
+               fingerprint: str | None) -> _Claim | RunOutcome:
         for _ in range(_CLAIM_ROUNDS):
             claim_fields = self._in_progress_fields(attempt_id, fields)
             unanswered: Exception | None = None
@@ -349,6 +362,7 @@ class Idempotency:
                 # Our create committed in time, but its answer was lost (the retry saw AlreadyExists, or none
                 # came): we hold the claim, so run the job now rather than leave a claim nobody runs.
                 return _Claim(record.update_time, False, claim_fields, record.releases)
+            check_payload(run_id, record.data.get(FINGERPRINT_FIELD), fingerprint)
             # A released run (its last attempt failed retryably) is claimed at once: a retry, not a takeover.
             retry = record.status == RELEASED
             if record.status != IN_PROGRESS and not retry:
@@ -554,9 +568,10 @@ def _replay(record: RunRecord, attempt_id: str) -> RunOutcome:
     if record.status == COMPLETED:
         stored = replayable(record.result)
         return RunOutcome(Outcome.DUPLICATE, record.run_id, attempt_id, result=stored.value,
-                          result_dropped=record.result_dropped or stored.dropped)
+                          result_dropped=record.result_dropped or stored.dropped, record=record)
     if record.status == FAILED:
-        return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error, output=record.output)
+        return RunOutcome(Outcome.FAILED, record.run_id, attempt_id, error=record.error, output=record.output,
+                          record=record)
     if record.status == SKIPPED_OVERLAP:
         return RunOutcome(Outcome.SKIPPED_OVERLAP, record.run_id, attempt_id, error=record.error)
     raise ValueError(f"run record {record.run_id} has unknown status {record.status!r}")

@@ -11,17 +11,26 @@ equal a run id: a handler and the downstream service it calls can share one coll
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
+import inspect
 import json
+import logging
 import threading
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar, cast
 
+from scheduler_dedup.handler.config.environment import idempotency_disabled
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import LeaseLostError, RunFailedError, RunInProgressError
 from scheduler_dedup.handler.core.per_process import PerProcess
-from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
+from scheduler_dedup.handler.core.record import RunRecord
+from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
+from scheduler_dedup.handler.protocol.payload import fingerprint
+from scheduler_dedup.handler.protocol.typed_results import from_stored, result_type, to_stored
 from scheduler_dedup.handler.stores import open_store
 
 P = ParamSpec("P")
@@ -29,6 +38,45 @@ R = TypeVar("R")
 
 _built: dict[str | None, PerProcess[Idempotency]] = {}
 _built_lock = threading.Lock()
+_warned_disabled = threading.Event()
+log = logging.getLogger("scheduler_dedup")
+
+
+@dataclass(frozen=True)
+class ReplayInfo:
+    """What a ``response_hook`` learns about a replay.
+
+    Attributes:
+        replay: always True: the hook is called on replays only; the function did not run.
+        run_id: the record id of the key (64 hex characters).
+        key: the idempotency key.
+        first_run_at: when the run whose result is replayed completed (the record's ``finished_at``, the store's
+            clock, aware UTC); None when the record is gone (deleted by its TTL policy since).
+        attempts: how many attempts claimed the key before it completed (1 unless one failed retryably or was taken
+            over); None when the record is gone.
+    """
+
+    replay: bool
+    run_id: str
+    key: str
+    first_run_at: datetime | None
+    attempts: int | None
+
+
+def replay_info(run_id: str, key: str, record: RunRecord | None) -> ReplayInfo:
+    """The :class:`ReplayInfo` of a replay of ``record`` (None: the record is gone)."""
+    data = record.data if record is not None else {}
+    finished, attempts = data.get("finished_at"), data.get("attempts")
+    return ReplayInfo(True, run_id, key, finished if isinstance(finished, datetime) else None,
+                      int(attempts) if isinstance(attempts, (int, float)) and not isinstance(attempts, bool) else None)
+
+
+def warn_disabled_once() -> None:
+    """Log, once per process, that ``DEDUP_IDEMPOTENCY_DISABLED`` turned ``idempotent`` off."""
+    if not _warned_disabled.is_set():
+        _warned_disabled.set()
+        log.warning("DEDUP_IDEMPOTENCY_DISABLED is set: idempotent functions run on every call and no run store is "
+                    "opened (for unit tests only; the policy pack refuses it in a stack)")
 
 
 def record_id_for_key(key: str, scope: str) -> str:
@@ -65,13 +113,15 @@ def default_idempotency(collection: str | None = None) -> Idempotency:
     return made.get()
 
 
-def idempotent(key: Callable[..., str], *, scope: str | None = None, idempotency: Idempotency | None = None,
+def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = None, serializer: type | None = None,
+               response_hook: Callable[[Any, ReplayInfo], Any] | None = None, scope: str | None = None,
+               idempotency: Idempotency | None = None,
                collection: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorate a function so that it runs to completion at most once per idempotency key.
+    """Decorate a function (``def`` or ``async def``) so that it runs to completion at most once per idempotency key.
 
     Example::
 
-        @idempotent(key=lambda order: order["id"])
+        @idempotent(key=lambda order: order["id"], payload=lambda order: order)
         def charge(order): ...
 
     (To answer HTTP requests with the status codes the handler's proxy target expects, use
@@ -79,6 +129,15 @@ def idempotent(key: Callable[..., str], *, scope: str | None = None, idempotency
 
     Args:
         key: called with the function's arguments; returns the idempotency key (a non-empty string).
+        payload: called with the function's arguments; returns what a later call under the same key must match
+            (JSON values, dataclasses or Pydantic models). Its fingerprint is stored with the claim
+            (:mod:`~scheduler_dedup.handler.protocol.payload`); a call whose payload differs raises
+            :class:`PayloadMismatchError` and runs nothing. None: not checked.
+        serializer: the result type (a dataclass or a Pydantic model class); default the function's return
+            annotation when it is one (:mod:`~scheduler_dedup.handler.protocol.typed_results`).
+        response_hook: called as ``response_hook(result, info)`` on a replay only (never when the function ran),
+            with a :class:`ReplayInfo`; what it returns is what the caller gets. A replay this process answers from
+            its own cache reads the record once for ``info`` (one store read, only when a hook is given).
         scope: the records' scope (see the module docstring); default ``module.qualified_name`` of the function.
         idempotency: the store and lease settings; by default built once, on first call, from
             the environment (``GOOGLE_CLOUD_PROJECT``, ``DEDUP_DATABASE``, ``DEDUP_LEASE_SECONDS``...).
@@ -86,41 +145,91 @@ def idempotent(key: Callable[..., str], *, scope: str | None = None, idempotency
             ``DEDUP_COLLECTION``, else ``scheduler_runs``).
 
     Every call returns the result in its stored form (:mod:`scheduler_dedup.handler.core.stored_result`: JSON
-    values, a tuple becomes a list, a datetime its ISO 8601 string), the first call included, so a caller
-    sees the same thing whether the function ran or not; each call gets its own copy. A result that
-    cannot be stored is returned as None (and logged). It raises :class:`RunInProgressError` while
+    values, a tuple becomes a list, a datetime its ISO 8601 string), rebuilt as the result type when there is one,
+    the first call included, so a caller sees the same thing whether the function ran or not; each call gets its
+    own copy. A result that cannot be stored is returned as None (and logged). It raises
+    :class:`PayloadMismatchError` for another payload under a used key, :class:`RunInProgressError` while
     another call holds the key, :class:`RunFailedError` after a :class:`NonRetryableJobError`,
     :class:`LeaseLostError` if another call took the key over from this one, :class:`StoreError` when
     the run store fails, and re-raises any other exception after releasing the key (so a retry runs again);
     that includes ``SystemExit`` and ``KeyboardInterrupt``, which this process raised itself and decides on.
+
+    An ``async def`` function gets the same semantics: the store calls run on a worker thread
+    (:func:`asyncio.to_thread`), the function itself on the caller's event loop. With
+    ``DEDUP_IDEMPOTENCY_DISABLED=1`` (unit tests) the function runs on every call and returns its own result, and
+    no store is opened.
     """
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         record_scope = scope if scope is not None else default_scope(fn)
+        typed = result_type(fn, serializer)
 
-        @functools.wraps(fn)
-        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        def plan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str, dict[str, Any], str | None]:
             raw_key = key(*args, **kwargs)
             if not isinstance(raw_key, str) or not raw_key:
                 raise ValueError(f"idempotency key for {fn.__qualname__} must be a non-empty string, got {raw_key!r}")
+            given = fingerprint(payload(*args, **kwargs)) if payload is not None else None
+            return raw_key, record_id_for_key(raw_key, record_scope), {
+                "key": raw_key[:1500], "scope": record_scope[:1500], "function": fn.__qualname__}, given
+
+        def answer(outcome: RunOutcome, raw_key: str, record: Callable[[], RunRecord | None]) -> Any:
+            result = _result(outcome, raw_key)
+            value = from_stored(typed, result) if typed is not None else result
+            if response_hook is None or outcome.outcome is not Outcome.DUPLICATE:
+                return value
+            return response_hook(value, replay_info(outcome.run_id, raw_key, outcome.record or record()))
+
+        if inspect.iscoroutinefunction(fn):
+            async_fn = cast(Callable[..., Coroutine[Any, Any, Any]], fn)
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                if idempotency_disabled():
+                    warn_disabled_once()
+                    return await async_fn(*args, **kwargs)
+                raw_key, record_id, fields, given = plan(args, kwargs)
+                machinery = idempotency if idempotency is not None else \
+                    await asyncio.to_thread(default_idempotency, collection)
+                loop = asyncio.get_running_loop()
+
+                def work(_attempt: str) -> Any:  # on the worker thread: the coroutine runs on the caller's loop
+                    return to_stored(asyncio.run_coroutine_threadsafe(async_fn(*args, **kwargs), loop).result())
+
+                outcome = await asyncio.to_thread(machinery.execute, record_id, work, fields, fingerprint=given)
+                record = None
+                if response_hook is not None and outcome.outcome is Outcome.DUPLICATE and outcome.record is None:
+                    record = await asyncio.to_thread(machinery.store.get, record_id)
+                return answer(outcome, raw_key, lambda: record)
+
+            return cast(Callable[P, R], async_wrapper)
+
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            if idempotency_disabled():
+                warn_disabled_once()
+                return fn(*args, **kwargs)
+            raw_key, record_id, fields, given = plan(args, kwargs)
             machinery = idempotency if idempotency is not None else default_idempotency(collection)
-            outcome = machinery.execute(record_id_for_key(raw_key, record_scope), lambda _attempt: fn(*args, **kwargs),
-                                        {"key": raw_key[:1500], "scope": record_scope[:1500],
-                                         "function": fn.__qualname__})
-            if outcome.exception is not None and not isinstance(outcome.exception, Exception):
-                raise outcome.exception  # SystemExit, KeyboardInterrupt...: the key is released; the caller decides
-            if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
-                result: Any = outcome.result
-                return result
-            if outcome.outcome is Outcome.IN_PROGRESS:
-                raise RunInProgressError(outcome.run_id, outcome.retry_after_seconds or 0.0)
-            if outcome.outcome is Outcome.FAILED:
-                raise RunFailedError(outcome.run_id, outcome.error or "")
-            if outcome.outcome is Outcome.FENCED:
-                raise LeaseLostError(f"call for key {raw_key!r} was taken over by another attempt")
-            assert outcome.exception is not None
-            raise outcome.exception
+            outcome = machinery.execute(record_id, lambda _attempt: to_stored(fn(*args, **kwargs)), fields,
+                                        fingerprint=given)
+            return cast(R, answer(outcome, raw_key, lambda: machinery.store.get(record_id)))
 
         return wrapper
 
     return decorate
+
+
+def _result(outcome: RunOutcome, raw_key: str) -> Any:
+    """The stored result of a processed or replayed call; raises what any other outcome means (see ``idempotent``)."""
+    if outcome.exception is not None and not isinstance(outcome.exception, Exception):
+        raise outcome.exception  # SystemExit, KeyboardInterrupt...: the key is released; the caller decides
+    if outcome.outcome in (Outcome.PROCESSED, Outcome.DUPLICATE):
+        return outcome.result
+    if outcome.outcome is Outcome.IN_PROGRESS:
+        raise RunInProgressError(outcome.run_id, outcome.retry_after_seconds or 0.0)
+    if outcome.outcome is Outcome.FAILED:
+        raise RunFailedError(outcome.run_id, outcome.error or "")
+    if outcome.outcome is Outcome.FENCED:
+        raise LeaseLostError(f"call for key {raw_key!r} was taken over by another attempt")
+    assert outcome.exception is not None
+    raise outcome.exception

@@ -127,6 +127,20 @@ class RunKey:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def location_problem(location: str) -> str | None:
+    """Why ``location`` is not a Scheduler location id such as ``us-central1`` (in words naming the fix), or None."""
+    if _LOCATION_RE.match(location):
+        return None
+    return f"is {location[:80]!r}, not a region such as us-central1"
+
+
+def keyed_location(location: str, key_location: str | None) -> str:
+    """The location a run key is made with: ``key_location`` (``DEDUP_RUN_KEY_LOCATION``, pinned across a region
+    move) when set, else the delivery's or the handler's own job's ``location``. The delivery and the run check
+    both key by it."""
+    return key_location or location
+
+
 def parse_schedule_time(value: str) -> datetime:
     """Parse an RFC 3339 timestamp with an explicit offset (``Z`` or ``±HH:MM``) into aware UTC.
 
@@ -153,7 +167,7 @@ def parse_schedule_time(value: str) -> datetime:
 
 def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_now: datetime,
                          manual_tolerance_seconds: float, wall_clock_zone: str | None = None,
-                         own_job: str | None = None) -> RunKey:
+                         own_job: str | None = None, key_location: str | None = None) -> RunKey:
     """Build the run key of a request from its headers (looked up case-insensitively).
 
     Args:
@@ -167,6 +181,8 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
             (``DEDUP_KEY_LOCAL_TIME``); None keys them on the UTC instant.
         own_job: the one job this handler serves, ``projects/P/locations/L/jobs/J`` (``DEDUP_SCHEDULER_JOB``), or
             None to take the job from the headers.
+        key_location: the location the key is made with whatever the delivery's (``DEDUP_RUN_KEY_LOCATION``,
+            :func:`keyed_location`), or None.
 
     Raises:
         OtherJobError: the headers name another job than ``own_job`` (its id, project or location).
@@ -215,8 +231,9 @@ def run_key_from_headers(headers: HeaderSource, *, default_project: str, server_
     if not PROJECT_ID_RE.match(project):
         raise RequestHeaderError(PROJECT_HEADER, f"is {project[:80]!r}, not a project id")
     location = location or ""
-    if location and not _LOCATION_RE.match(location):
-        raise RequestHeaderError(LOCATION_HEADER, f"is {location[:80]!r}, not a region such as us-central1")
+    if location and location_problem(location):
+        raise RequestHeaderError(LOCATION_HEADER, str(location_problem(location)))
+    location = keyed_location(location, key_location)
     manual = (schedule_time - server_now).total_seconds() > manual_tolerance_seconds
     wall_clock = None
     if wall_clock_zone is not None:

@@ -83,7 +83,7 @@ class SchedulerHandler:
                 server_now=self.idempotency.store.server_now(),
                 manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
                 wall_clock_zone=self.settings.time_zone if self.settings.key_local_time else None,
-                own_job=self.settings.scheduler_job,
+                own_job=self.settings.scheduler_job, key_location=self.settings.run_key_location,
             )
         except OtherJobError as exc:
             log.warning("refused delivery for another job: %s", exc, extra={

@@ -19,7 +19,9 @@ from urllib.parse import urlsplit
 from scheduler_dedup.handler.callers.app_engine import AppEngineCallerSettings
 from scheduler_dedup.handler.callers.oidc_settings import CallerAuthSettings
 from scheduler_dedup.handler.config.settings import Settings
+from scheduler_dedup.handler.core.env_names import redirecting_variable
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.google_endpoints import GOOGLE_ENDPOINTS, google_endpoint_problem
 from scheduler_dedup.handler.protocol.job import check_job_spec
 from scheduler_dedup.handler.targets.settings import TargetSettings
 from scheduler_dedup.handler.core.variables import declared
@@ -62,11 +64,6 @@ def _trust_premise(env: Mapping[str, str]) -> None:
 
 #: The opt-in of tests and local tools to test endpoints (see :func:`_test_only_settings`).
 ALLOW_TEST_ENDPOINTS_ENV = "DEDUP_ALLOW_TEST_ENDPOINTS"
-#: Google endpoints the handler sends credentials to or trusts keys from, and the host suffix each must have.
-_GOOGLE_ENDPOINTS = {"DEDUP_OIDC_CERTS_URL": ".googleapis.com", "DEDUP_RUN_API": ".googleapis.com",
-                     "DEDUP_WORKFLOWS_API": ".googleapis.com", "DEDUP_CLOUD_BUILD_API": ".googleapis.com"}
-
-
 def _is_loopback(host: str) -> bool:
     if host.lower() in ("localhost", "localhost.localdomain"):
         return True
@@ -79,9 +76,10 @@ def _is_loopback(host: str) -> bool:
 def _test_only_settings(env: Mapping[str, str]) -> None:
     """Settings meant for tests stop a deployed handler, unless ``DEDUP_ALLOW_TEST_ENDPOINTS`` is ``1``/``true``.
 
-    Refused: a ``DEDUP_OIDC_CERTS_URL`` or API base URL that is not ``https://`` on a ``*.googleapis.com`` host
-    (whoever answers the certificate URL signs tokens the handler accepts; an API host receives the runtime account's
-    access token), and ``DEDUP_TARGET_AUTH=none`` to an HTTP target whose host is not loopback.
+    Refused: a ``DEDUP_OIDC_CERTS_URL`` or API base URL (``DEDUP_RUN_API``, ``DEDUP_SCHEDULER_API``...) that is not
+    the one Google URL :mod:`~scheduler_dedup.handler.core.google_endpoints` lists for it, exact host and all (whoever
+    answers the certificate URL signs tokens the handler accepts; an API host receives the runtime account's access
+    token), and ``DEDUP_TARGET_AUTH=none`` to an HTTP target whose host is not loopback.
 
     Raises:
         ConfigError: naming the variable, the value's host and the fix.
@@ -89,18 +87,11 @@ def _test_only_settings(env: Mapping[str, str]) -> None:
     env = declared(env)
     if env.get(ALLOW_TEST_ENDPOINTS_ENV, "").strip().lower() in ("1", "true"):
         return
-    for name, suffix in _GOOGLE_ENDPOINTS.items():
+    for name in GOOGLE_ENDPOINTS:
         url = env.get(name, "").strip()
-        if not url:
-            continue
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-        if parts.scheme != "https" or not (host.endswith(suffix) or host == suffix.lstrip(".")):
-            risk = ("signs tokens the handler accepts" if name == "DEDUP_OIDC_CERTS_URL"
-                    else "receives the runtime account's access token")
-            raise ConfigError(f"{name} points at {parts.scheme or '?'}://{host or '?'}, not https:// on a "
-                              f"*{suffix} host: it is for tests only (whoever answers it {risk}); unset it, or set "
-                              f"{ALLOW_TEST_ENDPOINTS_ENV}=1 in a test")
+        problem = google_endpoint_problem(name, url) if url else None
+        if problem:
+            raise ConfigError(f"{problem}; unset it, or set {ALLOW_TEST_ENDPOINTS_ENV}=1 in a test")
     if (env.get("DEDUP_TARGET_AUTH") or "").strip() == "none" and (env.get("DEDUP_TARGET_TYPE") or "").strip() == "http":
         host = urlsplit((env.get("DEDUP_TARGET") or "").strip()).hostname or ""
         if host and not _is_loopback(host):
@@ -109,10 +100,30 @@ def _test_only_settings(env: Mapping[str, str]) -> None:
                               f"{ALLOW_TEST_ENDPOINTS_ENV}=1 in a test")
 
 
+def _redirected(env: Mapping[str, str]) -> None:
+    """A deployed handler (``K_SERVICE``: Cloud Run; ``GAE_APPLICATION``/``GAE_SERVICE``: App Engine) does not start
+    beside a variable that redirects its store, credentials, metadata, TLS trust or proxy
+    (:func:`~scheduler_dedup.handler.core.env_names.redirecting_variable`), unless ``DEDUP_ALLOW_TEST_ENDPOINTS`` is
+    ``1``/``true`` (the local tools' App Engine server, which sets ``GAE_*`` and an emulator).
+
+    Raises:
+        ConfigError: naming every such variable, what it redirects and the fix.
+    """
+    env = declared(env)
+    names = set(env)  # names only: the redirecting variables' values are never read
+    deployed = names & {"K_SERVICE", "GAE_APPLICATION", "GAE_SERVICE"}
+    if not deployed or env.get(ALLOW_TEST_ENDPOINTS_ENV, "").strip().lower() in ("1", "true"):
+        return
+    found = [redirecting_variable(name) for name in sorted(names) if redirecting_variable(name)]
+    if found:
+        raise ConfigError(f"the handler is deployed ({', '.join(sorted(deployed))} set) beside "
+                          f"{len(found)} variable(s) that redirect it: " + "; ".join(str(f) for f in found))
+
+
 #: The start-up checks, each reading the environment on its own (so one refusal does not hide another).
 _CHECKS: tuple[Callable[[Mapping[str, str]], Any], ...] = (
     Settings.from_env, TargetSettings.from_env, _job_spec, CallerAuthSettings.from_env, _trust_premise,
-    AppEngineCallerSettings.from_env, _test_only_settings,
+    AppEngineCallerSettings.from_env, _test_only_settings, _redirected,
 )
 
 
@@ -133,6 +144,7 @@ def read_startup_settings(env: Mapping[str, str]) -> StartupSettings:
     _job_spec(env)
     _trust_premise(env)
     _test_only_settings(env)
+    _redirected(env)
     return StartupSettings(settings, target, CallerAuthSettings.from_env(env), AppEngineCallerSettings.from_env(env))
 
 

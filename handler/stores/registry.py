@@ -3,14 +3,17 @@
 ``DEDUP_STORE`` values and :func:`~scheduler_dedup.handler.stores.open_store`, the settings' store checks, the deploy
 archive's pins, the emulator variables, the local servers and the contract suite, the component's store kinds and the
 pack's store rules all read this list. A store is one folder, ``handler/stores/<store>/``, whose ``__init__`` declares
-its :class:`~scheduler_dedup.handler.stores.kind.StoreKind`, plus one line here. :func:`problems` tells what a store
-fails to bring.
+its :class:`~scheduler_dedup.handler.stores.kind.StoreKind`, plus one line here. A store from another distribution
+declares its ``StoreKind`` as an entry point of group :data:`ENTRY_POINT_GROUP` and is registered on import
+(:func:`installed`). :func:`problems` tells what a store fails to bring.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 
 from scheduler_dedup.handler.stores.firestore import STORE as FIRESTORE
 from scheduler_dedup.handler.stores.kind import DOTTED_PIECES, REQUIRED_PIECES, StoreKind, load
@@ -24,6 +27,10 @@ STORES: list[StoreKind] = [
     SPANNER,
 ]
 DEFAULT_STORE = FIRESTORE.id
+#: The entry point group a store from another distribution declares its ``StoreKind`` in, e.g. in its pyproject.toml:
+#: ``[project.entry-points."scheduler_dedup.stores"]`` ``mystore = "my_package.store:STORE"``
+#: (https://packaging.python.org/en/latest/specifications/entry-points/).
+ENTRY_POINT_GROUP = "scheduler_dedup.stores"
 
 
 def store_ids() -> tuple[str, ...]:
@@ -53,6 +60,37 @@ def register(kind: StoreKind) -> StoreKind:
                              f"registered store {other.id!r}: give it a kind id of its own")
     STORES.append(kind)
     return kind
+
+
+def installed() -> list[StoreKind]:
+    """The stores installed distributions declare in :data:`ENTRY_POINT_GROUP`, each loaded (its ``StoreKind``
+    only: the store's client is imported when it is opened).
+
+    Raises:
+        TypeError: an entry point names something that is not a ``StoreKind`` (the message names the entry point).
+    """
+    found = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        kind = point.load()
+        if not isinstance(kind, StoreKind):
+            raise TypeError(f"entry point {point.name} = {point.value!r} of group {ENTRY_POINT_GROUP!r} names a "
+                            f"{type(kind).__name__}, not a StoreKind: point it at the store's StoreKind")
+        found.append(kind)
+    return found
+
+
+def register_installed() -> list[StoreKind]:
+    """:func:`register` every store of :func:`installed` not registered yet (on import of this module); returns
+    those registered now. A store whose id clashes with a registered one is skipped with a warning."""
+    added = []
+    for kind in installed():
+        if kind in STORES:
+            continue
+        try:
+            added.append(register(kind))
+        except ValueError as exc:
+            logging.getLogger("scheduler_dedup").warning("installed store not registered: %s", exc)
+    return added
 
 
 @contextmanager
@@ -89,3 +127,6 @@ def problems(kind: StoreKind, *, resolve: bool = True) -> list[str]:
             except (ImportError, AttributeError) as exc:
                 found.append(f"store {kind.id!r}: its {piece} {path!r} names nothing importable ({exc})")
     return found
+
+
+register_installed()

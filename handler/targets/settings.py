@@ -11,13 +11,14 @@ from urllib.parse import urlparse
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.core.errors import ConfigError
+from scheduler_dedup.handler.core.google_endpoints import google_url
 from scheduler_dedup.handler.core.safe_text import hide_url
 from scheduler_dedup.handler.core.variables import declared
 
 TARGET_TYPES = ("python", "workflows", "cloud_run_job", "cloud_build_trigger", "http")
-DEFAULT_WORKFLOWS_API = "https://workflowexecutions.googleapis.com"
-DEFAULT_RUN_API = "https://run.googleapis.com"
-DEFAULT_CLOUD_BUILD_API = "https://cloudbuild.googleapis.com"
+DEFAULT_WORKFLOWS_API = google_url("DEDUP_WORKFLOWS_API")
+DEFAULT_RUN_API = google_url("DEDUP_RUN_API")
+DEFAULT_CLOUD_BUILD_API = google_url("DEDUP_CLOUD_BUILD_API")
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 # Resource ids: letters, digits, '-', '_'; only a (legacy, domain-scoped) project id also holds '.' and ':'

@@ -336,7 +336,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
     watchdog = gcp.cloudscheduler.Job(
         f"{name}-watchdog",
         gcp.cloudscheduler.JobArgs(
-            name=f"{s.scheduler_job_name}-watchdog", project=s.project, region=s.region,
+            name=s.names.watchdog_job, project=s.project, region=s.region,
             description=f"scheduler-dedup {name}: hourly check that every expected run of {s.scheduler_job_name} "
                         "has a record; logs missed_run",
             schedule=a.watchdog_schedule, time_zone="Etc/UTC",
@@ -385,7 +385,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         return gcp.monitoring.AlertPolicy(
             f"{name}-alert-{part}",
             gcp.monitoring.AlertPolicyArgs(
-                project=s.project, user_labels=user_labels, display_name=f"scheduler-dedup {name}: {title}",
+                project=s.project, user_labels=user_labels, display_name=f"{s.names.alert_prefix}{title}",
                 combiner="OR",
                 severity=severity, notification_channels=channels,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
@@ -408,7 +408,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
         return gcp.monitoring.AlertPolicy(
             f"{name}-alert-{part}",
             gcp.monitoring.AlertPolicyArgs(
-                project=s.project, user_labels=user_labels, display_name=f"scheduler-dedup {name}: {title}",
+                project=s.project, user_labels=user_labels, display_name=f"{s.names.alert_prefix}{title}",
                 combiner="OR",
                 severity="CRITICAL", notification_channels=channels, enabled=enabled, alert_strategy=metric_strategy,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
@@ -464,7 +464,7 @@ def provision_alerts(name: str, s: DedupSettings, a: AlertSettings, *, parent: p
             f"{name}-alert-released",
             gcp.monitoring.AlertPolicyArgs(
                 project=s.project, user_labels=user_labels, combiner="OR",
-                display_name=f"scheduler-dedup {name}: runs released repeatedly",
+                display_name=f"{s.names.alert_prefix}runs released repeatedly",
                 severity="WARNING", notification_channels=channels, alert_strategy=metric_strategy,
                 conditions=[gcp.monitoring.AlertPolicyConditionArgs(
                     display_name=f"more than {a.released_threshold} releases in {a.released_window_seconds} s",

@@ -11,8 +11,8 @@ The OIDC audience is a custom audience derived from the inputs alone,
 needs it (a cycle), and ``.invalid`` can never be a real host.
 """
 
-import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Optional
 
 import pulumi
@@ -114,19 +114,6 @@ roles/logging.logWriter is its owner's to grant, once (one grant per binding, so
 """
 
 
-def _account_id(prefix: str, suffix: str) -> str:
-    """A service account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) from the component prefix.
-
-    A prefix too long to fit is cut and given 4 hex digits of its SHA-256, so two components
-    whose names share their first characters still get distinct accounts.
-    """
-    room = 30 - len(suffix) - 1
-    if len(prefix) <= room:
-        return f"{prefix}-{suffix}"
-    digest = hashlib.sha256(prefix.encode()).hexdigest()[:4]
-    return f"{prefix[: room - 5].rstrip('-')}-{digest}-{suffix}"
-
-
 class DedupScheduledJob(pulumi.ComponentResource):
     """A Cloud Scheduler job whose every scheduled run executes exactly once: Scheduler -> (OIDC) -> Cloud Run dedup handler -> Firestore claim -> your job or proxy target."""
 
@@ -190,7 +177,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             return gcp.serviceaccount.Account(
                 f"{name}-{suffix}",
                 gcp.serviceaccount.AccountArgs(
-                    account_id=_account_id(s.resource_prefix, suffix), project=s.project,
+                    account_id=s.names.accounts[suffix], project=s.project,
                     display_name=f"scheduler-dedup {name}: {role}", description=description,
                 ),
                 opts=after_apis,
@@ -240,7 +227,16 @@ class DedupScheduledJob(pulumi.ComponentResource):
             pulumiverse_time.StaticArgs(rfc3339=pause_state.rfc3339),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=[] if s.paused else ["rfc3339"]),
         )
+        # The location run keys are made with: the region of the job's first deploy, kept when `region` moves
+        # (ignore_changes keeps the triggers Pulumi stored, https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/),
+        # so while `up` moves the job the old and the new Scheduler job key a fire time to one run (docs/renaming.md).
+        key_location = pulumiverse_time.Static(
+            f"{name}-key-location",
+            pulumiverse_time.StaticArgs(triggers={"region": s.region}),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["triggers"]),
+        )
         environment = {**handler_environment(s), store_piece.DATABASE_ENV: database_id,
+                       "DEDUP_RUN_KEY_LOCATION": key_location.triggers.apply(partial(_kept_region, s.region)),
                        "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339, "DEDUP_PAUSED_SINCE": paused_since.rfc3339,
                        **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339})}
         labels = dict(s.job_config.labels)
@@ -331,7 +327,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
         bucket = gcp.storage.Bucket(
             f"{name}-source",
             gcp.storage.BucketArgs(
-                project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
+                name=s.names.bucket, project=s.project, location=s.region.upper(), uniform_bucket_level_access=True,
                 public_access_prevention="enforced", force_destroy=True, labels=labels,
             ),
             opts=opts,
@@ -369,7 +365,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
             repository = gcp.artifactregistry.Repository(
                 f"{name}-images",
                 gcp.artifactregistry.RepositoryArgs(
-                    project=s.project, location=s.region, repository_id=f"{s.resource_prefix[:55].rstrip('-')}-images",
+                    project=s.project, location=s.region, repository_id=s.names.repository,
                     format="DOCKER", description=f"scheduler-dedup {name}: built handler images", labels=labels,
                 ),
                 opts=after_apis,
@@ -536,6 +532,11 @@ class DedupScheduledJob(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+
+
+def _kept_region(region: str, kept: Optional[Mapping[str, str]]) -> str:
+    """The region the key-location ``time.Static`` keeps (its first deploy's), else ``region``."""
+    return (kept or {}).get("region") or region
 
 
 def _service_account_name(email: str) -> str:

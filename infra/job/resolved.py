@@ -12,6 +12,7 @@ import pulumi
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_TARGET, HTTP_TARGET, RetryPolicy, retry_window_seconds
 from scheduler_dedup.infra.job.app_engine import AppEngineSettings
 from scheduler_dedup.infra.job.job_config import JobConfig
+from scheduler_dedup.infra.job.job_names import JobNames, derive_job_names
 from scheduler_dedup.infra.stores.base import StoreRef
 from scheduler_dedup.infra.stores.store import DEFAULT_KIND
 
@@ -83,6 +84,11 @@ class DedupSettings:
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""
+
+    @property
+    def names(self) -> JobNames:
+        """Every GCP name the job derives (:func:`~scheduler_dedup.infra.job.job_names.derive_job_names`)."""
+        return derive_job_names(self.name, self.resource_prefix, self.project, self.region)
 
     @property
     def scheduler_target(self) -> str:

@@ -42,6 +42,7 @@ from scheduler_dedup.infra.job.inputs import Problems, required_str, resource_pr
 from scheduler_dedup.infra.job.instances import DEFAULT_MAX_INSTANCE_COUNT, resolve_max_instances, resolve_min_instances
 from scheduler_dedup.infra.job.job_config import resolve_job_config
 from scheduler_dedup.infra.job.job_env import MAX_ENV_VARS
+from scheduler_dedup.infra.job.job_names import derive_job_names, name_problems
 from scheduler_dedup.infra.job.job_store import resolve_job_store
 from scheduler_dedup.infra.job.oidc_account import oidc_account_problem
 from scheduler_dedup.infra.job.resolved import DedupSettings
@@ -140,6 +141,10 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     audience = problems.run(lambda: read_str(args, "oidc_audience"), None)
     job_config = problems.run(lambda: resolve_job_config(
         args, project or None, region, store_network=store is not None and piece(store.kind).STORE_NETWORK), None)
+    if prefix and project and region:  # every name the job derives, against Google's rules, at preview
+        for error in name_problems(derive_job_names(name, prefix, project, region),
+                                   "resource_prefix" if args.get("resource_prefix") else "name"):
+            problems.add(error)
     if problems.errors and retry is not None and lease is not None and attempt_deadline is not None \
             and not recovers_crash(retry, lease, attempt_deadline):  # shown now too, not on the next run
         problems.add(DedupConfigError(crash_recovery_field(args.get("retry") or {}),
@@ -154,9 +159,8 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
     crash_problem = None if recovers_crash(retry, lease, attempt_deadline) else (
         crash_recovery_field(args.get("retry") or {}), crash_recovery_fix(retry, lease, attempt_deadline))
 
-    # Cloud Run service names: up to 49 chars, lowercase letters, digits, hyphens, start with a letter.
-    service_name = prefix[:49].rstrip("-")
-    scheduler_job_name = prefix[:500]
+    names = derive_job_names(name, prefix, project, region)
+    service_name, scheduler_job_name = names.service, names.scheduler_job
     audience = audience or f"https://{AUDIENCE_HOST}/projects/{project}/locations/{region}/services/{service_name}"
     settings = DedupSettings(
         name=name, resource_prefix=prefix, project=project, region=region, schedule=schedule, time_zone=time_zone,

@@ -45,6 +45,8 @@ class RegisteredResource:
         protect: the resource option ``protect`` (a plan deleting or replacing it would fail).
         dependencies: URNs of the resources it waits for (``depends_on``, and those whose outputs are its inputs).
         ignore_changes: the resource option ``ignore_changes`` (inputs whose changes a later update keeps as they were).
+        property_dependencies: input name -> URNs of the resources its value came from (the engine's property
+            dependencies, which the policy pack reads too: ``role=custom_role.name`` depends on the custom role).
     """
 
     type: str
@@ -57,6 +59,7 @@ class RegisteredResource:
     protect: bool = False
     dependencies: tuple[str, ...] = ()
     ignore_changes: tuple[str, ...] = ()
+    property_dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class _Mocks(Mocks):
@@ -120,6 +123,8 @@ class _RecordingMonitor(MockMonitor):
                     type=request.type, name=request.name, inputs=_plain(inputs), parent=request.parent,
                     urn=urn, custom=bool(request.custom), state=_plain(state), protect=bool(request.protect),
                     dependencies=tuple(request.dependencies), ignore_changes=tuple(request.ignoreChanges),
+                    property_dependencies={key: tuple(deps.urns)
+                                           for key, deps in request.propertyDependencies.items()},
                 )
             )
         return response
@@ -183,6 +188,10 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
         return str(app_project), state
     if typ == "gcp:appengine/standardAppVersion:StandardAppVersion":
         state["name"] = f"apps/{project}/services/{inputs.get('service')}/versions/{inputs.get('versionId')}"
+        return str(state["name"]), state
+    if typ in ("gcp:projects/iAMCustomRole:IAMCustomRole", "gcp:organizations/iAMCustomRole:IAMCustomRole"):
+        parent = f"projects/{project}" if typ.startswith("gcp:projects/") else f"organizations/{inputs.get('orgId')}"
+        state["name"] = f"{parent}/roles/{inputs.get('roleId')}"  # the role's name, as IAM gives it
         return str(state["name"]), state
     if typ == "gcp:firestore/database:Database":
         return f"projects/{project}/databases/{inputs.get('name')}", state

@@ -40,7 +40,8 @@ MEMORYSTORE_OUTPUTS = ("kind", "project", "location", "collections", "redis_host
 #: Stack config keys of a Memorystore store stack, and the DedupStore input each sets.
 MEMORYSTORE_KEYS = {"redisMemorySizeGb": "memory_size_gb", "redisNetwork": "authorized_network",
                     "redisSubnetwork": "subnetwork", "redisWaitTimeoutMs": "wait_timeout_ms",
-                    "deletionProtection": "deletion_protection", "collection": "collections"}
+                    "deletionProtection": "deletion_protection", "protectDatabase": "protect_database",
+                    "collection": "collections"}
 #: Stack config keys of a Spanner store stack only (beyond :data:`STORE_KEYS`' shared ones).
 SPANNER_KEYS = {"spannerInstance": "instance_id", "createSpannerInstance": "create_instance",
                 "spannerInstanceConfig": "instance_config", "spannerProcessingUnits": "processing_units"}
@@ -121,7 +122,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("databaseLocation", "string", "database_location", "Firestore location of a created database"),
     ConfigKey("deletionProtection", "boolean", "deletion_protection", "Cloud Run / database deletion protection"),
     ConfigKey("protectDatabase", "boolean", "protect_database",
-              "Pulumi protect on the database: a plan replacing or deleting it fails (default true)"),
+              "Pulumi protect on the database, and on a Spanner or Memorystore instance the stack creates: a plan "
+              "replacing or deleting one fails (default true)"),
     ConfigKey("cpuAlwaysAllocated", "boolean", "cpu_always_allocated",
               "CPU always allocated on Cloud Run (false: request-based billing, cheaper, a long job may run twice)"),
     ConfigKey("baseImage", "string", "base_image", "Cloud Run functions base image"),
@@ -416,7 +418,7 @@ def _memorystore_from_config(config: pulumi.Config) -> DedupStore:
     Raises:
         DedupConfigError: a Firestore-only key, or an invalid store input (naming the stack key).
     """
-    _refuse_store_keys(config, ("databaseId", "createDatabase", "databaseLocation", "protectDatabase", *SPANNER_KEYS),
+    _refuse_store_keys(config, ("databaseId", "createDatabase", "databaseLocation", *SPANNER_KEYS),
                        "memorystore", "a Firestore or Spanner database setting")
     args: dict[str, Any] = {"kind": "memorystore", "location": config.get("region") or "us-central1"}
     for key, arg in MEMORYSTORE_KEYS.items():

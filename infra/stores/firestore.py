@@ -26,13 +26,14 @@ from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.record import TTL_FIELD
 from scheduler_dedup.handler.stores.firestore.config import FirestoreConfig
-from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
+from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES, UNINDEXED_FIELDS
 
 from scheduler_dedup.infra.args import DedupStoreRefArgs
 from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.project.apis import FIRESTORE_API
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.project.providers import ProjectSource, child_project
+from scheduler_dedup.infra.stores.ownership import default_database_problem
 from scheduler_dedup.infra.stores.base import (JobKey, JobSettings, JobStore, JobStoreChildren, StoreRef,
                                                checked_database, claim_ttl_policy, database_ref)
 
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     from scheduler_dedup.infra.stores.store import DedupStore
 
 DEFAULT_STORE_DATABASE = "scheduler-dedup"
+#: Single-field index configurations (exemptions) a Firestore database holds at most
+#: (https://cloud.google.com/firestore/quotas, Indexes).
+MAX_FIELD_CONFIGS = 200
 #: Inputs of a Firestore ``DedupStore``.
 KEYS = frozenset({"kind", "location", "project", "database_id", "create_database", "collections",
                   "deletion_protection", "protect_database"})
@@ -87,11 +91,19 @@ def resolve_store_settings(args: Mapping[str, Any], *, default_project: Optional
     deletion_protection = bool_input(args, "deletion_protection", False)
     protect_database = bool_input(args, "protect_database", True)
     database_id = args.get("database_id") or (DEFAULT_STORE_DATABASE if create_database else "(default)")
+    adopt = default_database_problem(database_id, create_database)
+    if adopt:
+        raise DedupConfigError("create_database", adopt)
     collections = args.get("collections", [DEFAULT_COLLECTION])
     if isinstance(collections, str) or not isinstance(collections, Sequence) or not collections:
         raise DedupConfigError("collections", f"must be a non-empty list of collection ids, got {collections!r}")
     if len(set(collections)) != len(collections):
         raise DedupConfigError("collections", f"lists a collection twice: {list(collections)!r}; one TTL policy each")
+    if len(collections) * len(UNINDEXED_FIELDS) > MAX_FIELD_CONFIGS:
+        raise DedupConfigError("collections", f"{len(collections)} collections need {len(UNINDEXED_FIELDS)} single-field "
+                                              f"index exemptions each, and a database holds at most {MAX_FIELD_CONFIGS} "
+                                              "(https://cloud.google.com/firestore/quotas, Indexes): split them into "
+                                              f"stores of at most {MAX_FIELD_CONFIGS // len(UNINDEXED_FIELDS)}")
     for collection in collections:
         if not isinstance(collection, str):
             raise DedupConfigError("collections", f"{collection!r} is not a collection id (a string)")
@@ -133,13 +145,14 @@ def firestore_children(
     s: FirestoreStoreSettings, *, opts: pulumi.ResourceOptions,
     database_name: str, ttl_name: Callable[[str], str], index_name: Callable[[str, int], str],
 ) -> FirestoreChildren:
-    """Create the database (unless adopted), and per collection its TTL policy and run history indexes.
+    """Create the database (unless adopted), and per collection its TTL policy, its single-field index exemptions
+    (:data:`~scheduler_dedup.handler.stores.firestore.schema.UNINDEXED_FIELDS`) and run history indexes.
 
     Args:
         s: the store's settings.
         opts: options of every child (parent, API dependencies).
-        database_name, ttl_name, index_name: logical names of the database, of a collection's TTL field and of
-            a collection's ``n``-th history index.
+        database_name, ttl_name, index_name: logical names of the database, of a collection's TTL field (its other
+            exempt fields are ``<ttl name>-<field>``) and of a collection's ``n``-th history index.
 
     The caller claims the TTL policies with :func:`~.base.claim_ttl_policy` first, before it creates any child.
     """
@@ -153,7 +166,10 @@ def firestore_children(
                 delete_protection_state=(
                     "DELETE_PROTECTION_ENABLED" if s.deletion_protection else "DELETE_PROTECTION_DISABLED"
                 ),
-                # The provider's default ABANDON would leave the database behind on `pulumi destroy`.
+                # pulumi-gcp's firestore.Database.deletion_policy: ABANDON (its default) would leave the database
+                # behind on `destroy`; DELETE deletes what the stack made once Pulumi `protect` (below) is lifted.
+                # PREVENT, which pulumi-gcp 10.x documents, is not used: older releases in range may lack it, and
+                # `protect` refuses first.
                 deletion_policy="DELETE",
             ),
             # Pulumi `protect` (base.PROTECT_DATABASE_DOC): a plan that would delete or replace the database, and with
@@ -164,16 +180,22 @@ def firestore_children(
     ready: list[pulumi.Resource] = [*([database] if database else [])]
     for collection in s.collections:
         # TTL policy on expire_at: https://cloud.google.com/firestore/docs/ttl ; an empty index_config
-        # turns the field's single-field indexes off (a timestamp that only grows would hotspot them).
-        ready.append(gcp.firestore.Field(
-            ttl_name(collection),
-            gcp.firestore.FieldArgs(
-                project=s.project, database=s.database_id, collection=collection, field=TTL_FIELD,
-                ttl_config=gcp.firestore.FieldTtlConfigArgs(),
-                index_config=gcp.firestore.FieldIndexConfigArgs(),
-            ),
-            opts=after_db,
-        ))
+        # turns the field's single-field indexes off (a timestamp that only grows would hotspot them), and so on
+        # every other field of UNINDEXED_FIELDS. One after another: two index exemptions of one collection written
+        # at once fail (hashicorp/terraform-provider-google#14997, #16329).
+        previous: Optional[pulumi.Resource] = None
+        for field in UNINDEXED_FIELDS:
+            previous = gcp.firestore.Field(
+                ttl_name(collection) if field == TTL_FIELD else f"{ttl_name(collection)}-{field.replace('_', '-')}",
+                gcp.firestore.FieldArgs(
+                    project=s.project, database=s.database_id, collection=collection, field=field,
+                    ttl_config=gcp.firestore.FieldTtlConfigArgs() if field == TTL_FIELD else None,
+                    index_config=gcp.firestore.FieldIndexConfigArgs(),
+                ),
+                opts=pulumi.ResourceOptions.merge(after_db, pulumi.ResourceOptions(
+                    depends_on=[previous] if previous is not None else [])),
+            )
+            ready.append(previous)
         for n, fields in enumerate(RUN_HISTORY_INDEXES):
             ready.append(gcp.firestore.Index(
                 index_name(collection, n),
@@ -254,11 +276,15 @@ def resolve_own(args: Mapping[str, Any], *, prefix: str, project: Optional[str],
     in ``database_location`` (default the region); its ids are checked by ``check_handler_settings``.
 
     Raises:
-        DedupConfigError: ``create_database``, ``database_id`` or ``database_location`` of the wrong type.
+        DedupConfigError: ``create_database``, ``database_id`` or ``database_location`` of the wrong type, or
+            ``create_database`` true for ``(default)`` (:func:`default_database_problem`).
     """
     create_database = bool_input(args, "create_database", True)
     default_db = f"{prefix[:55].rstrip('-')}-dedup" if create_database else "(default)"
     database_id = read_str(args, "database_id") or default_db
+    adopt = default_database_problem(database_id, create_database)
+    if adopt:
+        raise DedupConfigError("create_database", adopt)
     return JobStore(None, "firestore", collection, create_database, database_id,
                     read_str(args, "database_location") or region or "")
 

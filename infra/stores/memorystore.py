@@ -33,6 +33,7 @@ import pulumi_gcp as gcp
 from scheduler_dedup.handler.config.settings import DEFAULT_COLLECTION, Settings
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.record import TTL_FIELD
+from scheduler_dedup.infra.project.resource_names import name_problem
 from scheduler_dedup.handler.stores.redis.config import DEFAULT_WAIT_TIMEOUT_MS, MAX_WAIT_TIMEOUT_MS
 
 from scheduler_dedup.infra.args import DedupStoreRefArgs
@@ -57,12 +58,11 @@ CA_MOUNT, CA_FILE_NAME = "/secrets/redis-ca", "ca.pem"
 #: Inputs of a Memorystore ``DedupStore``.
 KEYS = MEMORYSTORE_KEYS = frozenset({"kind", "location", "project", "collections", "memory_size_gb",
                                      "authorized_network", "subnetwork", "wait_timeout_ms", "instance_id",
-                                     "deletion_protection"})
+                                     "deletion_protection", "protect_database"})
 #: What a Memorystore store needs: Memorystore for Redis, Secret Manager (its AUTH string and server CA) and Compute
 #: Engine (its authorized network, the jobs' Direct VPC egress).
 APIS = ("redis.googleapis.com", "secretmanager.googleapis.com", "compute.googleapis.com")
 _REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]$")
-_INSTANCE_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,9 @@ class MemorystoreSettings:
     wait_timeout_ms: int
     collections: tuple[str, ...]
     deletion_protection: bool
+    protect_database: bool = True
+    """Pulumi ``protect`` on the instance: it holds every job's run records
+    (:data:`~scheduler_dedup.infra.stores.base.PROTECT_DATABASE_DOC`)."""
 
 
 def resolve_memorystore_settings(name: str, args: Mapping[str, Any], *,
@@ -102,15 +105,17 @@ def resolve_memorystore_settings(name: str, args: Mapping[str, Any], *,
     if isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= MAX_WAIT_TIMEOUT_MS:
         raise DedupConfigError("wait_timeout_ms", f"must be 0 (no WAIT) to {MAX_WAIT_TIMEOUT_MS} ms, got {wait!r}")
     instance_id = args.get("instance_id") or f"{name[:33].rstrip('-')}-dedup"
-    if not isinstance(instance_id, str) or not _INSTANCE_RE.match(instance_id):
-        raise DedupConfigError("instance_id", f"{instance_id!r} is not a Memorystore instance id: 1-40 lower-case "
-                                              "letters, digits and hyphens, starting with a letter")
+    problem = (name_problem("memorystore_instance", instance_id) if isinstance(instance_id, str)
+               else f"must be a string, got {instance_id!r}")
+    if problem:
+        raise DedupConfigError("instance_id", problem)
     network = args.get("authorized_network") or f"projects/{project}/global/networks/default"
     subnetwork = args.get("subnetwork") or "default"
     for key, value in (("authorized_network", network), ("subnetwork", subnetwork)):
         if not isinstance(value, str):
             raise DedupConfigError(key, f"must be a name, got {value!r}")
     protection = bool_input(args, "deletion_protection", False)
+    protect = bool_input(args, "protect_database", True)
     collections = args.get("collections", [DEFAULT_COLLECTION])
     if isinstance(collections, str) or not isinstance(collections, Sequence) or not collections \
             or len(set(collections)) != len(collections):
@@ -122,7 +127,8 @@ def resolve_memorystore_settings(name: str, args: Mapping[str, Any], *,
             raise DedupConfigError("collections", f"the handler would refuse it: {exc}") from None
     return MemorystoreSettings(project=project, region=region, instance_id=instance_id, memory_size_gb=size,
                                authorized_network=network, subnetwork=subnetwork, wait_timeout_ms=wait,
-                               collections=tuple(collections), deletion_protection=protection)
+                               collections=tuple(collections), deletion_protection=protection,
+                               protect_database=protect)
 
 
 @dataclass(frozen=True)
@@ -209,7 +215,8 @@ def memorystore_children(name: str, s: MemorystoreSettings, *, opts: pulumi.Reso
                                                                        rdb_snapshot_period="ONE_HOUR"),
             deletion_protection=s.deletion_protection, labels={RUN_STORE_LABEL[0]: RUN_STORE_LABEL[1]},
         ),
-        opts=opts,
+        # Pulumi `protect`, as on a Firestore or Spanner store's database: the instance holds the run records.
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=s.protect_database)),
     )
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[instance]))
     secrets: dict[str, gcp.secretmanager.Secret] = {}

@@ -9,7 +9,8 @@ database of its own, in an instance it adopts or creates).
 * **Instance** (``gcp:spanner:Instance``): default the smallest, 100 processing units, in the regional instance
   config of the region (``regional-<region>``), Standard edition
   (https://cloud.google.com/spanner/docs/compute-capacity: 100 processing units are the smallest instance; larger
-  ones in steps of 100 up to 1000, then of 1000). An existing instance is adopted with ``create_instance=False``.
+  ones in steps of 100 up to 1000, then of 1000). An existing instance is adopted with ``create_instance=False``;
+  one the stack creates is under Pulumi ``protect`` (``protect_database``) like the database.
 * **Database** (``gcp:spanner:Database``, GoogleSQL), under Pulumi ``protect`` (``protect_database``, default true,
   as for Firestore): its ``ddls`` are the tables' statements. Spanner applies a
   database's DDL when it is created and appends statements added later; the provider never removes a table.
@@ -198,7 +199,9 @@ def spanner_children(s: SpannerStoreSettings, *, opts: pulumi.ResourceOptions, i
                 processing_units=s.processing_units,
                 edition="STANDARD", labels=dict(labels) if labels else None,
             ),
-            opts=opts,
+            # Pulumi `protect` as on the database: deleting an instance deletes every database in it, other apps'
+            # added to it since too (https://cloud.google.com/spanner/docs/create-manage-instances#delete-instance).
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=s.protect_database)),
         )
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[instance] if instance else []))
     database = gcp.spanner.Database(

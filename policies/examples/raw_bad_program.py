@@ -21,6 +21,23 @@ REGION = "europe-west1"
 RUNTIME_ACCOUNT = "run@p.iam.gserviceaccount.com"
 
 
+def _env_var(name: str, value: Any) -> gcp.cloudrunv2.ServiceTemplateContainerEnvArgs:
+    """A plain variable, or (``value`` a :class:`SecretEnv`) one whose value comes from a Secret Manager secret."""
+    if isinstance(value, SecretEnv):
+        return gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(
+            name=name, value_source=gcp.cloudrunv2.ServiceTemplateContainerEnvValueSourceArgs(
+                secret_key_ref=gcp.cloudrunv2.ServiceTemplateContainerEnvValueSourceSecretKeyRefArgs(
+                    secret=value.secret, version="latest")))
+    return gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=name, value=value)
+
+
+class SecretEnv:
+    """A variable of :func:`good_program`'s ``env`` whose value is Secret Manager secret ``secret``'s."""
+
+    def __init__(self, secret: str):
+        self.secret = secret
+
+
 def _service(name: str, *, env: dict[str, Any], timeout: str, public: bool = False,
              cpu_always_allocated: bool = False, min_instances: int | None = None,
              service_account: str | None = None) -> gcp.cloudrunv2.Service:
@@ -32,7 +49,7 @@ def _service(name: str, *, env: dict[str, Any], timeout: str, public: bool = Fal
             if min_instances is not None else None,
             containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
                 image="europe-west1-docker.pkg.dev/p/images/dedup-handler:1.0",
-                envs=[gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in env.items()],
+                envs=[_env_var(k, v) for k, v in env.items()],
                 resources=gcp.cloudrunv2.ServiceTemplateContainerResourcesArgs(cpu_idle=False)
                 if cpu_always_allocated else None,
             )],

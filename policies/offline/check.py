@@ -130,7 +130,8 @@ def resources_from_registered(registered: Sequence[Any]) -> list[Resource]:
     Properties are the mocked state (the inputs in engine names plus the mocked outputs, e.g. a Cloud Run
     service's ``uri``), as the engine's stack analysis would see them after an update.
     """
-    return [Resource(type=r.type, name=r.name, urn=r.urn, props=dict(r.state or r.inputs), parent=r.parent or None)
+    return [Resource(type=r.type, name=r.name, urn=r.urn, props=dict(r.state or r.inputs), parent=r.parent or None,
+                     dependencies={key: list(urns) for key, urns in r.property_dependencies.items()})
             for r in registered]
 
 

@@ -17,7 +17,7 @@ kinds: https://cloud.google.com/iam/docs/conditions-attribute-reference). So:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,12 +52,22 @@ class ConditionScope:
         """True when the grant is limited to named resources (or the condition is unknown)."""
         return self.unknown or self.pins is not None
 
-    def within(self, intended: str) -> bool:
-        """True when every pinned resource is ``intended`` or one of its children (unknown: True)."""
+    def inside(self, intended: Iterable[str]) -> bool:
+        """True when every pinned resource is one of ``intended`` or inside one (unknown: True).
+
+        ``intended`` holds resource names (``projects/p/databases/(default)``), a ``*`` segment matching any one
+        segment (``projects/*/databases/*``: any Firestore database). A pin above them (``projects/p``, which
+        ``resource.name.startsWith("projects/p/")`` pins) or beside them is not inside.
+        """
         if self.unknown:
             return True
-        return self.pins is not None and all(pin == intended or pin.startswith(intended.rstrip("/") + "/")
-                                             for pin in self.pins)
+        wanted = [name.rstrip("/").split("/") for name in intended]
+        return self.pins is not None and all(any(_under(pin.split("/"), name) for name in wanted) for pin in self.pins)
+
+
+def _under(pin: list[str], name: list[str]) -> bool:
+    """``pin`` is ``name`` or inside it, segment by segment (``*`` in ``name`` matches any one segment)."""
+    return len(pin) >= len(name) and all(n in ("*", p) for p, n in zip(pin, name))
 
 
 def _is_resource_name(name: str, *, collection: bool = False) -> bool:

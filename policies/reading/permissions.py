@@ -6,8 +6,9 @@ ask about (not every permission of the role): acting as or minting tokens for a 
 policy, administering a store or a service, or everything (``*``, which the basic roles are counted as). Source:
 :data:`TABLE_SOURCE`, read on :data:`TABLE_DATE`; a role missing here and not defined in the stack is "unknown", and
 the rules say so instead of guessing. A custom role of the stack (``gcp.projects.IAMCustomRole``,
-``gcp.organizations.IAMCustomRole``) is read from its ``permissions``; IAM itself refuses a wildcard there, but a
-``*`` is read as everything rather than trusted as nothing.
+``gcp.organizations.IAMCustomRole``) is read from its ``permissions``, also when a grant names it by its output
+(``role=custom_role.name``, known through the grant's property dependency); IAM itself refuses a wildcard there, but
+a ``*`` is read as everything rather than trusted as nothing.
 """
 
 from __future__ import annotations
@@ -160,6 +161,9 @@ PREDEFINED_ROLES: Mapping[str, frozenset[str]] = {role: frozenset(perms) for rol
     "roles/cloudscheduler.viewer": ("cloudscheduler.jobs.get", "cloudscheduler.jobs.list"),
     # what the component's build account gets
     "roles/storage.objectViewer": ("storage.objects.get", "storage.objects.list"),
+    # a job's own work, as declared in Pulumi.example-nightly-report.yaml (storage.objects.create and its multipart
+    # uploads: https://cloud.google.com/iam/docs/roles-permissions/storage, Storage Object Creator)
+    "roles/storage.objectCreator": ("storage.objects.create",),
     "roles/storage.admin": ("storage.buckets.setIamPolicy", "storage.objects.create", "storage.objects.delete"),
     "roles/artifactregistry.writer": ("artifactregistry.repositories.uploadArtifacts",),
     "roles/logging.logWriter": ("logging.logEntries.create",),
@@ -252,13 +256,18 @@ class RoleBook:
                 prefix = "projects" if parent_key == "project" else "organizations"
                 names.append(f"{prefix}/{parent}/roles/{role_id}" if isinstance(parent, str) and not is_unknown(parent)
                              else f"*/roles/{role_id}")
+            names.append(resource.urn)  # a grant whose role is this role's output names it by dependency
             for name in names:
                 if isinstance(name, str) and not is_unknown(name):
                     custom[name] = perms
         return cls(custom)
 
-    def powers(self, role: str | None) -> Powers:
-        """What ``role`` grants (unknown when neither table nor stack defines it)."""
+    def powers(self, role: str | None, source: str | None = None) -> Powers:
+        """What ``role`` grants: by its name, or, when the name is not known yet (an output, ``role=custom.name``), by
+        ``source``, the URN of the custom role it came from. Unknown when neither table nor stack defines it."""
+        if role is None and source is not None and source in self.custom:
+            perms = self.custom[source]
+            return Powers(perms) if perms is not None else Powers(frozenset(), known=False)
         if role is None:
             return Powers(frozenset(), known=False)
         if role in PREDEFINED_ROLES:

@@ -47,8 +47,8 @@ def service_env(service: Resource) -> dict[str, Any]:
     """The handler's environment on a service: name -> value.
 
     Read from ``template.containers[].envs[]`` (Cloud Run v2), ``template.spec.containers[].envs[]``
-    (Cloud Run v1), ``serviceConfig.environmentVariables`` (Cloud Functions gen2) or ``envVariables`` (App Engine
-    standard version). Of several
+    (Cloud Run v1), ``serviceConfig.environmentVariables`` and ``.secretEnvironmentVariables`` (Cloud Functions
+    gen2) or ``envVariables`` (App Engine standard version). Of several
     containers, the one carrying ``DEDUP_*`` variables counts (a sidecar listed first does not).
     A variable that comes from Secret Manager (``valueSource``) or whose value is unknown maps to
     :data:`UNKNOWN`; an unknown list makes every variable unknown (see :func:`env_value`).
@@ -58,7 +58,14 @@ def service_env(service: Resource) -> dict[str, Any]:
                         else "envVariables")
         if is_unknown(variables):
             return {"*": UNKNOWN}
-        return dict(variables) if isinstance(variables, Mapping) else {}
+        plain: dict[str, Any] = dict(variables) if isinstance(variables, Mapping) else {}
+        secrets = get(service.props, "serviceConfig.secretEnvironmentVariables") \
+            if service.type == CLOUD_FUNCTION_V2 else None
+        for item in secrets if isinstance(secrets, list) else []:
+            key = get(item, "key")
+            if isinstance(key, str) and not is_unknown(key):
+                plain.setdefault(key, UNKNOWN)  # its value is the secret's: not readable here
+        return plain
     path = "template.spec.containers" if service.type == CLOUD_RUN_SERVICE_V1 else "template.containers"
     containers = get(service.props, path)
     if is_unknown(containers):

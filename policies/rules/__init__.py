@@ -8,6 +8,7 @@
 - :mod:`.iam`: IAM grants (public invoker, basic roles);
 - :mod:`.store`: every run-record store (record retention);
 - :mod:`.alerting`: the missed-run watchdog and its alert;
+- :mod:`.names`: every resource's name against Google's naming rules;
 - :mod:`.stores`: each store's own rules, one module per store, named by its registration's ``pack_rules``
   (:data:`scheduler_dedup.handler.stores.registry.STORES`): Firestore's TTL policy and its owner, run-check index,
   location; Memorystore's tier, eviction, AUTH, transit encryption, persistence, replica; Spanner's row deletion
@@ -37,7 +38,7 @@ from scheduler_dedup.handler.stores.kind import load
 from scheduler_dedup.handler.stores.registry import STORES
 
 from scheduler_dedup.policies.reading.model import Resource
-from scheduler_dedup.policies.rules import alerting, handler_service, iam, scheduler, store
+from scheduler_dedup.policies.rules import alerting, handler_service, iam, names, scheduler, store
 from scheduler_dedup.policies.rules.base import Check, Level, ResourceCheck, Rule, StackCheck, rules_of  # re-exported
 from scheduler_dedup.policies.rules.store import job_retry_window_seconds  # re-exported
 
@@ -45,7 +46,7 @@ from scheduler_dedup.policies.rules.store import job_retry_window_seconds  # re-
 # ---------------------------------------------------------------- the list
 
 RULES: list[Rule] = [
-    *(declared for domain in (scheduler, handler_service, iam, store, alerting) for declared in rules_of(domain)),
+    *(declared for domain in (scheduler, handler_service, iam, store, alerting, names) for declared in rules_of(domain)),
     *(declared for kind in STORES if kind.pack_rules for declared in rules_of(load(kind.pack_rules))),
 ]
 """Every rule of the pack, in report order: the domains', then each registered store's."""

@@ -2,8 +2,8 @@
 ``DEDUP_*`` settings and the handler's start-up checks, the audience it sends its proxy target, a lease that
 covers the request timeout and attempt deadline, retries that outlast a crashed attempt's lease, CPU always
 allocated, an instance kept for jobs that outlive the attempt deadline, a catch-up that fits its share of the
-attempt deadline, a location Cloud Run is offered in, and
-environment variable names Cloud Run takes (on any Cloud Run service or job)."""
+attempt deadline, a location Cloud Run is offered in, environment variable names Cloud Run takes (on any Cloud Run
+service or job), and ``idempotent`` left on (on any service, function or job)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
-from scheduler_dedup.handler.core.env_names import env_name_problem
+from scheduler_dedup.handler.config.environment import IDEMPOTENCY_DISABLED_ENV, idempotency_disabled
+from scheduler_dedup.handler.core.env_names import env_name_problem, redirecting_variable
 from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.job.scale_in import scale_in_advisory
@@ -44,6 +45,7 @@ from scheduler_dedup.policies.reading.topology import (
     CLOUD_FUNCTION_V2,
     CLOUD_RUN_SERVICE,
     CLOUD_RUN_SERVICE_V1,
+    SERVICE_TYPES,
     Topology,
     env_value,
     is_dedup_service,
@@ -251,11 +253,12 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
     ``DEDUP_JOB`` or ``DEDUP_TARGET``, ``DEDUP_ALLOWED_CALLERS`` without ``DEDUP_OIDC_AUDIENCE`` or the reverse.
     The checks are the handler's (:func:`scheduler_dedup.handler.service.startup.startup_problems`, which the
     ``DedupScheduledJob`` component runs too), on the variables the service sets: Cloud Run sets none of them.
-    Services with a ``DEDUP_*`` variable are checked; unknown values (preview, Secret Manager) pass. An App Engine
+    Services with a ``DEDUP_*`` variable are checked; unknown values (preview, Secret Manager) pass, except
+    ``DEDUP_ALLOW_TEST_ENDPOINTS``, which counts as set when it cannot be read. An App Engine
     version is checked as App Engine runs it (``GAE_APPLICATION`` set), and must write ``DEDUP_APP_ENGINE_CALLER``
     (``true``, or ``false`` with ``DEDUP_APP_ENGINE_OPEN_REASON``): App Engine has no IAM gate, and an image older
     than the fail-closed default serves anyone. ``DEDUP_ALLOW_TEST_ENDPOINTS`` (tests and local tools only) is
-    refused in a stack.
+    refused in a stack, and the endpoints it would admit are still judged.
     """
     findings: list[tuple[Resource | None, str]] = []
     for service in Topology.of(resources).services:
@@ -277,8 +280,42 @@ def dedup_handler_settings(resources: Sequence[Resource], config: Mapping[str, A
             findings.append((service, f"service {service.name} sets {ALLOW_TEST_ENDPOINTS_ENV}, which admits test "
                                       "certificate and API endpoints: remove it (tests and local tools only)"))
             plain.pop(ALLOW_TEST_ENDPOINTS_ENV)
+        elif ALLOW_TEST_ENDPOINTS_ENV in unknown:  # what the pack cannot read counts as set
+            findings.append((service, f"service {service.name} sets {ALLOW_TEST_ENDPOINTS_ENV} from a value the pack "
+                                      "cannot read (a Secret Manager secret, or another resource's output), so it "
+                                      "counts as set, which admits test certificate and API endpoints: remove it "
+                                      "(tests and local tools only)"))
+            unknown.remove(ALLOW_TEST_ENDPOINTS_ENV)
+        for name in [n for n in plain if redirecting_variable(n)]:  # dedup-handler-environment names them
+            plain.pop(name)
         for problem in startup_problems(plain, unknown):
             findings.append((service, f"the dedup handler on service {service.name} would refuse to start: {problem}"))
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-handler-environment
+
+@rule(name="dedup-handler-environment", enforcement="mandatory",
+      description="A service running the dedup handler sets no variable that redirects the handler's store, "
+                  "credentials, metadata server, TLS trust or proxy (FIRESTORE_EMULATOR_HOST, "
+                  "GOOGLE_APPLICATION_CREDENTIALS, GCE_METADATA_HOST, REQUESTS_CA_BUNDLE, HTTPS_PROXY...), plain or "
+                  "from a secret.")
+def dedup_handler_environment(resources: Sequence[Resource],
+                              config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A service running the dedup handler (Cloud Run v2 or v1, a gen2 function, an App Engine version) sets no
+    variable that redirects where the handler's store, credentials, metadata, TLS trust or proxy go.
+
+    The list is :data:`scheduler_dedup.handler.core.env_names.REDIRECTING_ENV` (each with its source): the component
+    refuses them as a job's ``env`` / ``secret_env`` and a deployed handler refuses to start beside them. Judged by
+    name, so a value from Secret Manager or another resource's output is named too; a variable list that is not
+    known at all (preview) is not seen.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    for service in Topology.of(resources).dedup_services():
+        for name in sorted(service_env(service)):
+            problem = redirecting_variable(name)
+            if problem:
+                findings.append((service, f"service {service.name} runs the dedup handler with {problem}"))
     return findings
 
 
@@ -450,3 +487,29 @@ def cloud_run_env_names(resource: Resource, config: Mapping[str, Any]) -> list[s
             if problem:
                 found.append(f"{path}[{index}].envs: {problem}")
     return found
+
+
+# ---------------------------------------------------------------- dedup-idempotency-enabled
+
+@rule(name="dedup-idempotency-enabled", enforcement="mandatory",
+      description="No Cloud Run service or job, function or App Engine version of the stack sets "
+                  "DEDUP_IDEMPOTENCY_DISABLED: it makes idempotent functions run on every call (unit tests only).")
+def dedup_idempotency_enabled(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """No deployed code runs with ``idempotent`` switched off (``DEDUP_IDEMPOTENCY_DISABLED``, read by
+    :func:`scheduler_dedup.handler.config.environment.idempotency_disabled`, whose rule this applies). Every container
+    of a Cloud Run service or job counts (``idempotent`` runs in any service, not only the handler's). Unknown
+    values pass."""
+    path = _CONTAINERS.get(resource.type)
+    if path is None:
+        envs = [service_env(resource)] if resource.type in SERVICE_TYPES else []  # a function, an App Engine version
+    else:
+        containers = get(resource.props, path)
+        envs = [{get(item, "name"): get(item, "value") for item in get(container, "envs") or []}
+                for container in (containers if isinstance(containers, list) else [])
+                if isinstance(get(container, "envs"), list)]
+    for env in envs:
+        value = env.get(IDEMPOTENCY_DISABLED_ENV)
+        if isinstance(value, str) and idempotency_disabled({IDEMPOTENCY_DISABLED_ENV: value}):
+            return [f"{resource.name} sets {IDEMPOTENCY_DISABLED_ENV}={value}, so its idempotent functions run on "
+                    "every call and duplicates run again: remove it (unit tests only)"]
+    return []

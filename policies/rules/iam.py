@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler_dedup.policies import limits
-from scheduler_dedup.policies.reading.model import Resource, get, is_unknown, policy_bindings
+from scheduler_dedup.policies.reading.model import UNKNOWN, Resource, get, is_unknown, policy_bindings
 from scheduler_dedup.policies.rules.base import rule
 from scheduler_dedup.policies.reading.conditions import ConditionScope, condition_scope
-from scheduler_dedup.policies.reading.permissions import STORE_DATA_ROLE_EXTRAS, Powers, RoleBook
+from scheduler_dedup.policies.reading.permissions import CUSTOM_ROLE_TYPES, STORE_DATA_ROLE_EXTRAS, TABLE_DATE, Powers, RoleBook
 from scheduler_dedup.policies.reading.topology import (
     APP_ENGINE_VERSION,
     CLOUD_FUNCTION_V2,
@@ -182,14 +182,25 @@ class Grant:
     level: str
     scope: ConditionScope
     account: str | None = None
+    role_source: str | None = None
+
+    @property
+    def role_shown(self) -> str:
+        """The role's name, or where it comes from when its name is not known yet."""
+        if self.role is not None:
+            return self.role
+        if self.role_source is not None:
+            return f"the role {self.role_source.rsplit('::', 1)[-1]} defines"
+        return "a role whose name the pack cannot read"
 
     @property
     def shown(self) -> str:
-        return f"{self.resource.name} ({self.role or 'a role'} to {self.member} on the {self.level})"
+        return f"{self.resource.name} ({self.role_shown} to {self.member or 'a member'} on the {self.level})"
 
 
 def _grants(resources: Sequence[Resource]) -> list[Grant]:
     grants: list[Grant] = []
+    custom_roles = {r.urn for r in resources if r.type in CUSTOM_ROLE_TYPES}
     for resource in resources:
         if not _is_iam_grant(resource.type):
             continue
@@ -206,12 +217,15 @@ def _grants(resources: Sequence[Resource]) -> list[Grant]:
             for binding in policy:
                 for m in binding.get("members") or []:
                     conditions[(binding.get("role"), m)] = condition_scope(binding.get("condition"))
+        sources = [urn for urn in resource.dependencies.get("role", ()) if urn in custom_roles]
+        source = sources[0] if len(sources) == 1 else None
         for role, member in pairs:
-            grants.append(Grant(resource, role, member, level, conditions.get((role, member), scope), account))
+            grants.append(Grant(resource, role, member, level, conditions.get((role, member), scope), account,
+                                source if role is None else None))
         if not pairs and any(resource.dependencies.get(p) for p in ("member", "members")):
             role = get(resource.props, "role")
-            grants.append(Grant(resource, role if isinstance(role, str) and not is_unknown(role) else None,
-                                "", level, scope, account))
+            role = role if isinstance(role, str) and not is_unknown(role) else None
+            grants.append(Grant(resource, role, "", level, scope, account, source if role is None else None))
     return grants
 
 
@@ -242,9 +256,26 @@ def _accounts_reached(grant: Grant, identities: Identities, keyed: Sequence[Reso
             return []
         if grant.scope.pins is None:
             return sorted(emails.items())
-        return sorted((e, w) for e, w in emails.items()
-                      if any(f"serviceAccounts/{e}" in pin.lower() for pin in grant.scope.pins))
+        return sorted((e, w) for e, w in emails.items() if any(_pin_reaches_account(pin, e) for pin in grant.scope.pins))
     return []
+
+
+def _pin_reaches_account(pin: str, email: str) -> bool:
+    """True unless ``pin`` (a resource name a condition limits ``resource.name`` to, with its children) provably
+    leaves out the service account ``email``, whose name is ``projects/P/serviceAccounts/EMAIL``
+    (https://cloud.google.com/iam/docs/conditions-attribute-reference#resource-name). Reached: the account itself
+    (by email in any project, ``-`` included, or by a unique id, which cannot be told apart), a child of it, or a pin
+    above it (``projects/P``, ``projects/P/serviceAccounts``); a pin that merely contains the account's path further
+    down (``projects/p/secrets/projects/p/serviceAccounts/EMAIL``) is another resource."""
+    account = ["projects", "", "serviceAccounts", email.lower()]
+    for index, (segment, own) in enumerate(zip(pin.split("/"), account)):
+        if index == 1:
+            continue  # the project: an id, a number or "-" may all name the account's
+        if index == 3 and segment.isdigit():
+            continue  # the account's unique id: it may be this account
+        if (segment.lower() if index == 3 else segment) != own:
+            return False
+    return True
 
 
 @rule(name="dedup-identity-powers", enforcement="mandatory",
@@ -252,7 +283,12 @@ def _accounts_reached(grant: Grant, identities: Identities, keyed: Sequence[Reso
                   "roles), at every level: nobody may act as or mint tokens for a dedup job's runtime, build or "
                   "Scheduler account (only Cloud Scheduler's service agent, the Scheduler account's OIDC tokens), "
                   "and no dedup identity may change IAM, administer the store or the service, or do anything ('*', a "
-                  "basic role).")
+                  "basic role). A role it cannot judge is a finding where it could reach a dedup identity.",
+      config_schema={"rolePermissions": {
+          "type": "object", "default": {},
+          "description": "role -> its permissions, for a role the pack's table does not know (as "
+                         "https://cloud.google.com/iam/docs/roles-permissions lists them): the role is then judged by "
+                         "them instead of being reported as unknown"}})
 def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
     """Judge each grant of the stack by the permissions its role carries (:mod:`~..reading.permissions`: the dated
     table of predefined roles and the stack's own custom roles), at every level (resource, service account, project,
@@ -272,11 +308,18 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
     the OIDC check and trust mode. Grants made outside the stack are invisible to any policy pack.
 
     Permission table (``PREDEFINED_ROLES``) read 2026-12-04 from https://cloud.google.com/iam/docs/understanding-roles
-    and https://cloud.google.com/iam/docs/roles-permissions/SERVICE; a role in neither the table nor the stack's
-    custom roles is not judged here (``dedup-identity-expected-grants`` still names it when a dedup identity holds it).
+    and https://cloud.google.com/iam/docs/roles-permissions/SERVICE. A custom role granted by its output
+    (``role=custom_role.name``) is read through the grant's dependency on it. A role the pack cannot judge (in neither
+    the table nor the stack's custom roles, a custom role whose permissions are not known, or a name it cannot read
+    and cannot trace) is a finding wherever it could give those powers: held by a dedup identity, or granted on a
+    dedup account or on the project, folder or organization holding one (:func:`_unjudged`).
     """
     identities = Identities.of(resources)
-    book = RoleBook.of(resources)
+    given = config.get("rolePermissions") or {}
+    book = RoleBook({**RoleBook.of(resources).custom,
+                     **{str(role): frozenset(p for p in perms if isinstance(p, str))
+                        for role, perms in (given.items() if isinstance(given, Mapping) else ())
+                        if isinstance(perms, list)}})
     found: list[tuple[Resource | None, str]] = []
     keys = [r for r in resources if r.type == SERVICE_ACCOUNT_KEY]
     emails = {e.lower(): w for e, w in identities.emails.items()}
@@ -291,17 +334,24 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
                                "anywhere, for up to the key's lifetime; remove the key (Cloud Run, Scheduler and Cloud "
                                "Build need none)"))
     for grant in _grants(resources):
-        powers = book.powers(grant.role)
+        powers = book.powers(grant.role, grant.role_source)
+        if not powers.known:
+            unjudged = _unjudged(grant, book, identities, keys)
+            if unjudged:
+                found.append((grant.resource, unjudged))
+            continue
         mints = ["*"] if powers.everything else powers.mints
         if mints:
             for email, what in _accounts_reached(grant, identities, keys):
-                if (what == "Scheduler" and grant.member.endswith(SCHEDULER_AGENT_DOMAIN)
-                        and grant.level == "service account" and not powers.everything):
-                    continue
+                if (what == "Scheduler" and grant.member.endswith(SCHEDULER_AGENT_DOMAIN) and not powers.everything
+                        and (grant.level == "service account"
+                             or grant.scope.inside([f"projects/*/serviceAccounts/{email}"]) and not grant.scope.unknown)):
+                    continue  # Cloud Scheduler's agent, on the Scheduler account itself
                 where = ("on that account" if grant.level == "service account" else
                          f"on the whole {grant.level}" + ("" if grant.scope.pins is None else " (pinned to it)"))
                 found.append((grant.resource,
-                              f"{grant.member or 'a member'} is granted {grant.role} {where} by {grant.resource.name}, "
+                              f"{grant.member or 'a member'} is granted {grant.role_shown} {where} by "
+                              f"{grant.resource.name}, "
                               f"which holds {', '.join(mints)}: it can act as or mint tokens for {email}, the dedup "
                               f"job's {what} account" + (", and call the handler as Cloud Scheduler" if what ==
                                                          "Scheduler" else "") +
@@ -309,7 +359,7 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
                                                       f"{SCHEDULER_AGENT_DOMAIN}, needs getOpenIdToken on it)"
                                                       if what == "Scheduler" else "")))
         holder = _holder(identities, grant)
-        if holder is None or not powers.known:
+        if holder is None:
             continue
         if grant.level in ("project", "folder", "organization") and grant.scope.unknown:
             continue
@@ -321,11 +371,37 @@ def dedup_identity_powers(resources: Sequence[Resource], config: Mapping[str, An
         if dangers:
             member, what = holder
             found.append((grant.resource,
-                          f"{member}, the dedup job's {what} account, is granted {grant.role} on the {grant.level} by "
+                          f"{member}, the dedup job's {what} account, is granted {grant.role_shown} on the "
+                          f"{grant.level} by "
                           f"{grant.resource.name}: it can {' and '.join(dangers)}. A dedup identity needs none of "
                           "this: remove the grant, or grant a role with only the permissions the job's own work "
                           "needs, on the resource it works on"))
     return found
+
+
+def _unjudged(grant: Grant, book: RoleBook, identities: Identities, keys: Sequence[Resource]) -> str | None:
+    """The finding for a grant whose role the pack cannot judge, when that role could act on a dedup account or give
+    a dedup identity a dangerous power; None when the grant reaches neither (or its condition is not known yet)."""
+    if grant.level in ("project", "folder", "organization") and grant.scope.unknown:
+        return None  # judged again at pulumi up, with the condition known
+    reached = [f"{email} (the dedup job's {what} account)" for email, what in _accounts_reached(grant, identities, keys)]
+    holder = _holder(identities, grant)
+    if holder is not None:
+        reached.insert(0, f"what {holder[0]}, the dedup job's {holder[1]} account, may do")
+    if not reached:
+        return None
+    if grant.role is None and grant.role_source is None:
+        why = "its name is an output the pack cannot trace to a custom role of this stack"
+    elif grant.role_source is not None or grant.role in book.custom:
+        why = "a custom role of this stack whose permissions are not known"
+    else:
+        why = (f"neither in the pack's table of predefined roles (read {TABLE_DATE}) nor a custom role of this "
+               "stack")
+    return (f"{grant.shown} by {grant.resource.name}: the pack cannot judge this role, {why}, so it cannot tell "
+            f"whether it acts as or mints tokens for, changes IAM or administers: {'; '.join(reached)}. What the pack "
+            "cannot read counts as unknown, never as harmless: grant a predefined role the table knows, define the "
+            "role in this stack (gcp.projects.IAMCustomRole with its permissions) and grant it by its name or output, "
+            "or give its permissions in this rule's rolePermissions config")
 
 
 #: For a stack written without the component: the grants the component would make, as ``(identity, role, where)``,
@@ -358,9 +434,37 @@ def _made_by_component(resource: Resource) -> bool:
     return parent_type.rsplit("$", 1)[-1] == COMPONENT_TYPE and resource.name.startswith(f"{parent_name}-")
 
 
-def _where(grant: Grant) -> str:
+#: What a pinned project grant of a role may be pinned to, by the role: the run store's Firestore database, the
+#: workflow the handler starts (each by its shape when the stack's values are not known).
+_PIN_SHAPES = {"roles/datastore.user": "projects/*/databases/*",
+               "roles/workflows.invoker": "projects/*/locations/*/workflows/*"}
+
+
+def _intended_pins(resources: Sequence[Resource]) -> dict[str, list[str]]:
+    """Role -> the resource names its pinned grant may narrow to: each dedup service's Firestore database
+    (``projects/GOOGLE_CLOUD_PROJECT/databases/DEDUP_DATABASE``) and workflow target (``DEDUP_TARGET``); a value not
+    known yet stands for any resource of its shape (:data:`_PIN_SHAPES`)."""
+    found: dict[str, list[str]] = {role: [] for role in _PIN_SHAPES}
+    for service in Topology.of(resources).dedup_services():
+        env = service_env(service)
+        if env_value(env, "DEDUP_STORE", "firestore") in ("firestore", UNKNOWN):
+            project = env_value(env, "GOOGLE_CLOUD_PROJECT", None)
+            database = env_value(env, limits.ENV_DATABASE, limits.DEFAULT_DATABASE)
+            known = isinstance(project, str) and isinstance(database, str)
+            found["roles/datastore.user"].append(f"projects/{project}/databases/{database}" if known
+                                                 else _PIN_SHAPES["roles/datastore.user"])
+        if env_value(env, "DEDUP_TARGET_TYPE", None) in ("workflows", UNKNOWN):
+            target = env_value(env, "DEDUP_TARGET", None)
+            found["roles/workflows.invoker"].append(target if isinstance(target, str)
+                                                    else _PIN_SHAPES["roles/workflows.invoker"])
+    return found
+
+
+def _where(grant: Grant, intended: Mapping[str, Sequence[str]]) -> str:
+    """``resource``, ``service account``, or for a project, folder or organization grant ``pinned`` when its
+    condition narrows it to the resources the role is meant for (:func:`_intended_pins`), else the level."""
     if grant.level in ("project", "folder", "organization"):
-        return "pinned" if grant.scope.narrows else grant.level
+        return "pinned" if grant.scope.inside(intended.get(grant.role or "", ())) else grant.level
     return grant.level
 
 
@@ -399,19 +503,25 @@ def dedup_identity_expected_grants(resources: Sequence[Resource],
                                    f"runs as the {default}, which holds roles/editor on the project unless that grant "
                                    "was removed: set a dedicated account with only the handler's grants "
                                    "(DedupScheduledJob makes one)"))
+    intended = _intended_pins(resources)
     for grant in _grants(resources):
         holder = _holder(identities, grant)
         if holder is None or _made_by_component(grant.resource) or grant.role in declared:
             continue
         member, what = holder
-        if (what, grant.role, _where(grant)) in COMPONENT_EQUIVALENT_GRANTS:
+        if (what, grant.role, _where(grant, intended)) in COMPONENT_EQUIVALENT_GRANTS:
             continue
         if grant.role is None:
-            continue  # not known yet (preview)
+            continue  # not known yet (preview); dedup-identity-powers names a role it cannot read
+        pinned = ""
+        if grant.scope.pins and grant.role in intended and (what, grant.role, "pinned") in COMPONENT_EQUIVALENT_GRANTS:
+            pinned = (f" (its condition pins {', '.join(sorted(grant.scope.pins))}, which is not inside "
+                      f"{' or '.join(intended[grant.role]) or 'a resource the handler uses'}: pin exactly that, "
+                      "resource.name == NAME or resource.name.startsWith(NAME + \"/\"))")
         found.append((grant.resource, f"{grant.shown} gives {member}, the dedup job's {what} account, a grant the "
-                                      "component does not make: remove it, or, if the job's own work needs it, "
-                                      "declare the role (the component's extra roles, or this rule's declaredRoles) "
-                                      "and grant it on the resource the job works on"))
+                                      f"component does not make{pinned}: remove it, or, if the job's own work needs "
+                                      "it, declare the role (the component's extra roles, or this rule's "
+                                      "declaredRoles) and grant it on the resource the job works on"))
     return found
 
 

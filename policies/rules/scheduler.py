@@ -82,6 +82,11 @@ def scheduler_job_unix_cron(resource: Resource, config: Mapping[str, Any]) -> li
 # ---------------------------------------------------------------- scheduler-job-oidc-auth
 
 def _is_google_api(uri: Any) -> bool:
+    """True when ``uri`` is on a ``*.googleapis.com`` host: Scheduler's own line between Google APIs (an OAuth token)
+    and other targets (an OIDC token): "OAuth token ... should generally only be used when calling Google APIs hosted
+    on *.googleapis.com" (https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#OAuthToken).
+    It decides which token a job's target takes, never which endpoint the handler trusts: that is an exact list
+    (:mod:`scheduler_dedup.handler.core.google_endpoints`)."""
     h = host(uri) if isinstance(uri, str) else None
     return bool(h) and (h == "googleapis.com" or str(h).endswith(".googleapis.com"))
 

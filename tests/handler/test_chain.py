@@ -115,11 +115,15 @@ def test_the_endpoint_answers_as_the_proxy_expects(harness: Harness, downstream:
     failed = requests.post(url, json={}, headers={"Idempotency-Key": "k-1"}, timeout=30)
     assert failed.status_code == 422 and failed.json()["status"] == "failed", failed.text
     assert "run_id" in failed.json()["error"]
-    again = requests.post(url, json={"run_id": "r"}, headers={"Idempotency-Key": "k-1"}, timeout=30)
+    again = requests.post(url, json={}, headers={"Idempotency-Key": "k-1"}, timeout=30)
     assert again.status_code == 422 and again.json()["error"] == failed.json()["error"]
     done = requests.post(url, json={"run_id": "r"}, headers={"Idempotency-Key": "k-2"}, timeout=30)
     assert done.status_code == 200 and done.json()["status"] == "processed"
-    replay = requests.post(url, json={"run_id": "other"}, headers={"Idempotency-Key": "k-2"}, timeout=30)
+    replay = requests.post(url, json={"run_id": "r"}, headers={"Idempotency-Key": "k-2"}, timeout=30)
     assert replay.status_code == 200 and replay.json()["status"] == "duplicate"
     assert replay.json()["result"] == done.json()["result"] == {"exported": "r", "schedule_time": None}
+    # the same key with another body: 422 payload_mismatch, whatever the key's record says, and nothing runs
+    for key, status in (("k-1", "failed"), ("k-2", "processed")):
+        other = requests.post(url, json={"run_id": "other"}, headers={"Idempotency-Key": key}, timeout=30)
+        assert other.status_code == 422 and other.json()["status"] == "payload_mismatch", (status, other.text)
     assert [line.split()[0] for line in downstream.executions()] == ["r0", "r"]

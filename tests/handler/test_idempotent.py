@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import datetime, timezone
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pydantic
 import pytest
+import requests
 from google.cloud import firestore
 
 from scheduler_dedup.handler import (
@@ -223,3 +226,115 @@ def test_a_key_that_is_a_run_id_never_names_the_handlers_record(machinery: Idemp
     finally:
         release.set()
         handler.join()
+
+
+# ---------------------------------------------------------------- typed results, the test switch, the endpoint
+
+class Invoice(pydantic.BaseModel):
+    number: str
+    issued: datetime
+    amounts: list[float]
+
+
+def test_a_pydantic_model_result_comes_back_as_itself(machinery: Idempotency) -> None:
+    issued = datetime(2026, 10, 16, 12, tzinfo=timezone.utc)
+
+    @idempotent(key=lambda n: n, idempotency=machinery)
+    def invoice(n: str) -> Invoice:
+        return Invoice(number=n, issued=issued, amounts=[1.5, 2.0])
+
+    first, replay = invoice("inv-1"), invoice("inv-1")
+    assert isinstance(first, Invoice) and isinstance(replay, Invoice)
+    assert first == replay == Invoice(number="inv-1", issued=issued, amounts=[1.5, 2.0])
+    record = machinery.store.get(record_id_for_key("inv-1", default_scope(invoice)))
+    assert record is not None and record.result == {"number": "inv-1", "issued": "2026-10-16T12:00:00Z",
+                                                    "amounts": [1.5, 2.0]}
+
+
+def test_a_type_given_as_serializer_rebuilds_an_unannotated_result(machinery: Idempotency) -> None:
+    @idempotent(key=lambda n: n, serializer=Invoice, idempotency=machinery)
+    def invoice(n: str):  # type: ignore[no-untyped-def]  # no annotation: serializer= says the type
+        return {"number": n, "issued": "2026-10-16T12:00:00+00:00", "amounts": []}
+
+    assert isinstance(invoice("inv-2"), Invoice) and isinstance(invoice("inv-2"), Invoice)
+    with pytest.raises(TypeError, match="neither a dataclass nor a Pydantic model"):
+        idempotent(key=lambda: "x", serializer=dict, idempotency=machinery)(lambda: None)
+
+
+def test_switched_off_the_function_runs_every_time_and_no_store_is_opened(
+        redis_server: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """DEDUP_IDEMPOTENCY_DISABLED=1: no connection reaches redis-server, the function runs on each call, and one
+    warning says so; the same calls with the switch off connect and run once."""
+    from scheduler_dedup.handler.protocol import idempotent as idempotent_module
+
+    for name, value in redis_server.endpoint_env().items():
+        monkeypatch.setenv(name, value)
+    collection = f"switch_{uuid.uuid4().hex[:8]}"
+    calls: list[int] = []
+
+    @idempotent(key=lambda n: "same", collection=collection)
+    def work(n: int) -> int:
+        calls.append(n)
+        return n
+
+    def connections() -> int:
+        return int(redis_server.info("stats")["total_connections_received"])
+
+    monkeypatch.setenv("DEDUP_IDEMPOTENCY_DISABLED", "1")
+    idempotent_module._warned_disabled.clear()
+    before = connections()
+    with caplog.at_level("WARNING", logger="scheduler_dedup"):
+        assert [work(1), work(2), work(3)] == [1, 2, 3]
+    assert connections() == before + 1  # the INFO call of connections() itself, nothing else
+    assert calls == [1, 2, 3] and collection not in idempotent_module._built
+    assert len([r for r in caplog.records if "DEDUP_IDEMPOTENCY_DISABLED" in r.getMessage()]) == 1
+
+    monkeypatch.delenv("DEDUP_IDEMPOTENCY_DISABLED")
+    before = connections()
+    assert [work(4), work(5)] == [4, 4]
+    assert connections() > before + 1 and calls == [1, 2, 3, 4]
+
+
+def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Idempotency) -> None:
+    """Over real HTTP: the first body runs, the same JSON body (keys reordered) replays, another body gets 422
+    payload_mismatch and runs nothing."""
+    import flask
+    from werkzeug.serving import make_server
+
+    from scheduler_dedup.handler import idempotent_endpoint
+
+    ran: list[Any] = []
+    app = flask.Flask("endpoint")
+
+    @idempotent_endpoint(idempotency=machinery)
+    def export(request: flask.Request) -> dict[str, Any]:
+        ran.append(request.get_json())
+        return {"rows": 42}
+
+    @idempotent_endpoint(payload=lambda request: request.get_json()["order"], idempotency=machinery)
+    def by_order(request: flask.Request) -> dict[str, Any]:
+        ran.append(request.get_json())
+        return {"order": request.get_json()["order"]}
+
+    app.add_url_rule("/", "export", lambda: export(flask.request), methods=["POST"])
+    app.add_url_rule("/order", "order", lambda: by_order(flask.request), methods=["POST"])
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/"
+    try:
+        key = {"Idempotency-Key": "run-1", "Content-Type": "application/json"}
+        first = requests.post(url, data='{"run_id": "run-1", "job_name": "nightly"}', headers=key, timeout=30)
+        again = requests.post(url, data='{ "job_name": "nightly",  "run_id": "run-1" }', headers=key, timeout=30)
+        other = requests.post(url, data='{"run_id": "run-1", "job_name": "other"}', headers=key, timeout=30)
+        # payload= picks what must match: another "sent_at" is the same payload, another "order" is not
+        orders = [requests.post(f"{url}order", json=body, headers={"Idempotency-Key": "o-1"}, timeout=30)
+                  for body in ({"order": 7, "sent_at": 1}, {"order": 7, "sent_at": 2}, {"order": 8, "sent_at": 3})]
+    finally:
+        server.shutdown()
+    assert (first.status_code, first.json()["status"]) == (200, "processed")
+    assert (again.status_code, again.json()["status"]) == (200, "duplicate")
+    assert (other.status_code, other.json()["status"]) == (422, "payload_mismatch")
+    assert "another payload" in other.json()["error"] and other.json()["key"] == "run-1"
+    assert [(o.status_code, o.json()["status"]) for o in orders] == [(200, "processed"), (200, "duplicate"),
+                                                                     (422, "payload_mismatch")]
+    assert ran == [{"run_id": "run-1", "job_name": "nightly"}, {"order": 7, "sent_at": 1}]

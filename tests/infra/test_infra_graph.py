@@ -110,6 +110,8 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         # trust mode reads this service's own IAM policy; the handler serves this one job only
         "DEDUP_SERVICE": "projects/my-project-id/locations/europe-west1/services/hello-dedup",
         "DEDUP_SCHEDULER_JOB": "projects/my-project-id/locations/europe-west1/jobs/hello-dedup",
+        # run keys are made with the region of the first deploy, kept when region moves (time.Static below)
+        "DEDUP_RUN_KEY_LOCATION": "europe-west1",
         "THREADS": "8",
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
         # when the job got this schedule: the time.Static below, replaced when schedule, zone or job name change
@@ -140,12 +142,12 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
 
 
 def test_ttl_policy_and_database(graph: list[RegisteredResource]) -> None:
-    field = _one(graph, "gcp:firestore/field:Field").inputs
+    field = _one(graph, "gcp:firestore/field:Field", "hello-dedup-ttl").inputs
     assert (field["collection"], field["field"], field["database"]) == ("scheduler_runs", "expire_at", "hello-dedup-runs")
     assert field["ttlConfig"] == {} and field["indexConfig"] == {}
     db = _one(graph, "gcp:firestore/database:Database").inputs
     assert (db["name"], db["type"], db["locationId"]) == ("hello-dedup-runs", "FIRESTORE_NATIVE", "eur3")
-    assert db["deletionPolicy"] == "DELETE"
+    assert db["deletionPolicy"] == "DELETE"  # once protect is lifted (tests/infra/test_infra_ownership.py)
 
 
 def test_apis_are_enabled_and_never_disabled_on_destroy(graph: list[RegisteredResource]) -> None:
@@ -269,7 +271,7 @@ def test_prebuilt_image_and_existing_database() -> None:
     assert service["template"]["containers"][0]["image"] == "us-docker.pkg.dev/p1/r/handler:1"
     assert "buildConfig" not in service and service["deletionProtection"] is True
     assert outputs["database_name"] == "(default)"
-    assert _one(resources, "gcp:firestore/field:Field").inputs["database"] == "(default)"
+    assert _one(resources, "gcp:firestore/field:Field", "imgjob-ttl").inputs["database"] == "(default)"
 
 
 def test_misconfiguration_fails_before_any_resource(tmp_path: Path) -> None:

@@ -237,3 +237,14 @@ def test_the_real_job_example_passes_every_rule_of_the_policy_pack() -> None:
     root = Path(__file__).resolve().parents[2]
     every = {rule.name: "mandatory" for rule in RULES}
     assert check_stack_config(root / "Pulumi.example-nightly-report.yaml", root / "Pulumi.yaml", every) == []
+
+
+def test_variables_that_redirect_the_handler_are_refused_as_job_env_at_once() -> None:
+    """The handler's environment is the component's: a job's env or secret_env may not point its store, credentials,
+    metadata server, TLS trust or proxy elsewhere (any case)."""
+    found = _errors(env={"FIRESTORE_EMULATOR_HOST": "10.0.0.9:8080", "GCE_METADATA_HOST": "10.0.0.9",
+                         "REQUESTS_CA_BUNDLE": "/app/ca.pem", "https_proxy": "http://10.0.0.9:3128"},
+                    secret_env={"GOOGLE_APPLICATION_CREDENTIALS": {"secret": "key"}})
+    for field in ("env.FIRESTORE_EMULATOR_HOST", "env.GCE_METADATA_HOST", "env.REQUESTS_CA_BUNDLE", "env.https_proxy",
+                  "secret_env.GOOGLE_APPLICATION_CREDENTIALS"):
+        assert "redirects" in found[field] and "https://" in found[field], found

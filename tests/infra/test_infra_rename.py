@@ -60,3 +60,20 @@ def test_an_invalid_resource_prefix_is_refused_naming_it() -> None:
     assert info.value.field == "resource_prefix"
     assert resolve_settings("Nightly Report", {**JOB, "resource_prefix": "nightly"},
                             default_project="p1").service_name == "nightly"
+
+
+def test_the_run_key_location_is_the_first_deploys_region_kept_when_region_moves() -> None:
+    """DEDUP_RUN_KEY_LOCATION comes from a time.Static whose triggers (the region) Pulumi keeps as first stored
+    (ignore_changes): a region move replaces the service and the Scheduler job, never the pinned key location, so
+    both jobs key a fire time to one run (tests/handler/test_region_move.py proves that on the emulator)."""
+    from scheduler_dedup.infra.job.component import DedupScheduledJob as Job
+
+    resources = run_program(lambda: Job("nightly", {**JOB, "region": "europe-west4"}), {"gcp:project": "p1"})  # type: ignore[typeddict-item]
+    (pin,) = [r for r in resources if r.type == "time:index/static:Static" and r.name == "nightly-key-location"]
+    assert pin.inputs["triggers"] == {"region": "europe-west4"} and list(pin.ignore_changes) == ["triggers"]
+    (service,) = [r for r in resources if r.type == "gcp:cloudrunv2/service:Service"]
+    env = {e["name"]: e.get("value") for e in service.inputs["template"]["containers"][0]["envs"]}
+    assert env["DEDUP_RUN_KEY_LOCATION"] == pin.state["triggers"]["region"] == "europe-west4"
+    # what a region move keeps: the schedule's start (no fire time before it expected) does not follow the region
+    (since,) = [r for r in resources if r.name == "nightly-schedule-since"]
+    assert "europe-west4" not in since.inputs["triggers"].values()

@@ -156,7 +156,7 @@ def test_values_the_handler_would_refuse_fail_at_preview(field: str, overrides: 
 def test_long_component_names_get_distinct_valid_service_account_ids() -> None:
     import re
 
-    from scheduler_dedup.infra.job.component import _account_id
+    from scheduler_dedup.infra.job.job_names import account_id as _account_id
 
     ids = {_account_id(name, suffix) for name in ("nightly-report-europe-west1", "nightly-report-europe-east1")
            for suffix in ("sched", "runtime", "build")}

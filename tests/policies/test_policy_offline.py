@@ -94,7 +94,12 @@ def test_a_hand_written_env_the_handler_refuses_at_start_up_fails_the_pack(raw_p
     ({"DEDUP_RUN_API": "https://run.example.com", "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
       "DEDUP_SERVICE": "projects/p/locations/europe-west1/services/handler"},
      "DEDUP_RUN_API points at https://run.example.com"),
-], ids=["certs-http", "trust-mode-run-api-not-google"])
+    ({"DEDUP_OIDC_CERTS_URL": "https://storage.googleapis.com/bucket/certs.json"},
+     "DEDUP_OIDC_CERTS_URL points at https://storage.googleapis.com/bucket/certs.json"),
+    ({"DEDUP_RUN_API": "https://storage.googleapis.com", "DEDUP_TRUST_CLOUD_RUN_IAM": "true",
+      "DEDUP_SERVICE": "projects/p/locations/europe-west1/services/handler"},
+     "DEDUP_RUN_API points at https://storage.googleapis.com"),
+], ids=["certs-http", "trust-mode-run-api-not-google", "certs-on-storage", "trust-mode-run-api-on-storage"])
 def test_test_only_caller_endpoints_in_a_stack_fail_the_pack(raw_program: ModuleType, change: dict[str, str],
                                                              named: str) -> None:
     """With caller verification on (its audience and caller), as the handler would refuse to start with them."""
@@ -123,6 +128,38 @@ def test_a_stack_that_allows_test_endpoints_fails_the_pack(raw_program: ModuleTy
     findings = check_program(lambda: raw_program.good_program({"DEDUP_ALLOW_TEST_ENDPOINTS": "1"}))
     assert [(f.rule, f.level) for f in findings] == [("dedup-handler-settings", "mandatory")], findings
     assert "tests and local tools only" in findings[0].message
+
+
+def test_a_test_flag_the_pack_cannot_read_counts_as_set(raw_program: ModuleType) -> None:
+    """DEDUP_ALLOW_TEST_ENDPOINTS from a Secret Manager secret is not readable: it counts as set, and the endpoint it
+    would admit is still refused."""
+    flag = {"DEDUP_ALLOW_TEST_ENDPOINTS": raw_program.SecretEnv("test-flag")}
+    findings = check_program(lambda: raw_program.good_program(flag))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-handler-settings", "mandatory")], findings
+    assert "cannot read" in findings[0].message and "counts as set" in findings[0].message
+    oidc = {"DEDUP_OIDC_AUDIENCE": "https://jobs.example.com", "DEDUP_ALLOWED_CALLERS": "sched@p.iam.gserviceaccount.com",
+            "DEDUP_OIDC_CERTS_URL": "https://storage.googleapis.com/bucket/certs.json"}
+    messages = [f.message for f in check_program(lambda: raw_program.good_program({**flag, **oidc}))
+                if f.rule == "dedup-handler-settings"]
+    assert any("counts as set" in m for m in messages) and \
+        any("DEDUP_OIDC_CERTS_URL points at https://storage.googleapis.com" in m for m in messages), messages
+
+
+def test_variables_that_redirect_the_handler_in_a_stack_fail_the_pack(raw_program: ModuleType) -> None:
+    """Named plain or from a secret (by name: the value of a secret is not readable)."""
+    change = {"HTTPS_PROXY": "http://10.0.0.9:3128",
+              "GOOGLE_APPLICATION_CREDENTIALS": raw_program.SecretEnv("runtime-key")}
+    findings = check_program(lambda: raw_program.good_program(change))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-handler-environment", "mandatory")] * 2, findings
+    assert sorted(f.message.split("'")[1] for f in findings) == ["GOOGLE_APPLICATION_CREDENTIALS", "HTTPS_PROXY"]
+
+
+def test_a_stack_that_switches_idempotency_off_fails_the_pack(raw_program: ModuleType) -> None:
+    """The good program plus one change: DEDUP_IDEMPOTENCY_DISABLED on the handler's service."""
+    findings = check_program(lambda: raw_program.good_program({"DEDUP_IDEMPOTENCY_DISABLED": "1"}))
+    assert [(f.rule, f.level) for f in findings] == [("dedup-idempotency-enabled", "mandatory")], findings
+    assert "DEDUP_IDEMPOTENCY_DISABLED=1" in findings[0].message and "remove it" in findings[0].message
+    assert check_program(lambda: raw_program.good_program({"DEDUP_IDEMPOTENCY_DISABLED": "0"})) == []
 
 
 def advisory_config(tmp_path: Path) -> Path:

@@ -139,3 +139,19 @@ def test_engine_config_overrides_level_and_threshold(servicer: Any) -> None:
         assert not _analyze(servicer, JOB, {"schedule": "every 5 minutes"})
     finally:
         servicer.Configure(proto.ConfigureAnalyzerRequest(), None)
+
+
+def test_the_test_switch_of_idempotent_is_refused_through_the_engine_path(servicer: Any) -> None:
+    """DEDUP_IDEMPOTENCY_DISABLED on any container of a Cloud Run service or job (a downstream service using
+    ``idempotent``, not only the handler) is a mandatory violation; its absence, or ``0``, is none."""
+    def envs(value: str | None) -> dict[str, Any]:
+        own = [{"name": "DEDUP_IDEMPOTENCY_DISABLED", "value": value}] if value is not None else []
+        return {"containers": [{"envs": [{"name": "A", "value": "1"}]}, {"envs": own}]}
+
+    for typ, props in ((SERVICE, lambda v: {"template": envs(v)}),
+                       ("gcp:cloudrunv2/job:Job", lambda v: {"template": {"template": envs(v)}})):
+        found = [d for d in _analyze(servicer, typ, props("true")) if d.policyName == "dedup-idempotency-enabled"]
+        assert len(found) == 1 and found[0].enforcementLevel == proto.MANDATORY, typ
+        assert "DEDUP_IDEMPOTENCY_DISABLED=true" in found[0].message
+        for value in ("0", None):
+            assert not [d for d in _analyze(servicer, typ, props(value)) if d.policyName == "dedup-idempotency-enabled"]

@@ -214,6 +214,24 @@ def test_a_service_location_cloud_run_lacks_is_mandatory() -> None:
     assert run("cloud-run-service-location", [service(location="us-central1"), service()]) == []
 
 
+def test_a_gen2_function_redirecting_the_handler_by_a_secret_is_named() -> None:
+    """A gen2 function's secret variables are read by name, as the pack's reading layer extracts every handler env."""
+    fn = gen2_function({"DEDUP_JOB": "jobs:run"})
+    fn.props["serviceConfig"]["secretEnvironmentVariables"] = [
+        {"key": "GCE_METADATA_HOST", "projectId": "p", "secret": "meta", "version": "latest"}]
+    findings = run("dedup-handler-environment", [fn])
+    assert len(findings) == 1 and "'GCE_METADATA_HOST' redirects the metadata server" in findings[0].message
+    assert run("dedup-handler-environment", [gen2_function({"DEDUP_JOB": "jobs:run"})]) == []
+
+
+def test_a_flag_from_a_secret_on_a_gen2_function_counts_as_set() -> None:
+    fn = gen2_function({"DEDUP_JOB": "jobs:run", "GOOGLE_CLOUD_PROJECT": "p"})
+    fn.props["serviceConfig"]["secretEnvironmentVariables"] = [
+        {"key": "DEDUP_ALLOW_TEST_ENDPOINTS", "projectId": "p", "secret": "flag", "version": "latest"}]
+    findings = run("dedup-handler-settings", [fn])
+    assert any("counts as set" in f.message for f in findings), findings
+
+
 # ------------------------------------------------------------------ dedup-catch-up-budget
 
 def test_a_catch_up_window_a_delivery_cannot_catch_up_at_once_is_an_advisory() -> None:

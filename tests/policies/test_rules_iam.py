@@ -9,7 +9,7 @@ import pytest
 
 from scheduler_dedup.policies.reading.model import UNKNOWN
 
-from .conftest import SERVICE, res, run, service
+from .conftest import SERVICE, good_stack, res, run, service
 
 
 # ------------------------------------------------------------------ cloud-run-no-public-invoker
@@ -240,3 +240,20 @@ def test_the_rules_page_names_the_permission_tables_date_and_source() -> None:
 
     doc = dedup_identity_powers.__doc__ or ""
     assert f"read {TABLE_DATE}" in doc and TABLE_SOURCE.split()[0] in doc
+
+
+def test_a_custom_role_named_by_its_output_at_preview_is_read_through_its_dependency() -> None:
+    """At ``pulumi preview`` the role's name is unknown; the engine's property dependency names the custom role."""
+    role = res("gcp:projects/iAMCustomRole:IAMCustomRole", "extra",
+               {"project": "p", "roleId": "extra", "permissions": ["iam.serviceAccounts.getOpenIdToken"], "name": UNKNOWN})
+    grant = res("gcp:projects/iAMMember:IAMMember", "grant",
+                {"project": "p", "role": UNKNOWN, "member": "group:ops@example.com"}, deps={"role": [role.urn]})
+    findings = run("dedup-identity-powers", [*good_stack(), role, grant])
+    assert any("getOpenIdToken" in f.message and "the role extra defines" in f.message for f in findings), findings
+
+
+def test_a_role_output_the_pack_cannot_trace_is_a_finding() -> None:
+    grant = res("gcp:projects/iAMMember:IAMMember", "grant",
+                {"project": "p", "role": UNKNOWN, "member": "group:ops@example.com"})
+    findings = run("dedup-identity-powers", [*good_stack(), grant])
+    assert any("cannot trace to a custom role" in f.message for f in findings), findings

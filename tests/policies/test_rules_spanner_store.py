@@ -4,6 +4,8 @@ the advisory on drop protection; and the Firestore TTL rules leave Spanner servi
 
 from __future__ import annotations
 
+import pytest
+
 from typing import Any
 
 from scheduler_dedup.handler.stores.spanner import schema as spanner_schema
@@ -31,8 +33,8 @@ def database(ddls: Any = None, **props: Any) -> Any:
 
 
 def without_policy(table: str = "scheduler_runs") -> list[str]:
-    create, index = spanner_schema.ddl_statements(table)
-    return [create.replace(",\n  " + spanner_schema.row_deletion_policy(), ""), index]
+    create, index, *added = spanner_schema.ddl_statements(table)
+    return [create.replace(",\n  " + spanner_schema.row_deletion_policy(), ""), index, *added]
 
 
 def grant(typ: str, role: str = "roles/spanner.databaseUser", **props: Any) -> Any:
@@ -81,8 +83,8 @@ def test_row_deletion_policy_unknowns_pass() -> None:
 # ------------------------------------------------------------------ spanner-retention-covers-retries
 
 def _policy_on(column: str, days: int) -> list[str]:
-    create, index = without_policy()
-    return [create + f",\n  ROW DELETION POLICY (OLDER_THAN({column}, INTERVAL {days} DAY))", index]
+    create, index, *added = without_policy()
+    return [create + f",\n  ROW DELETION POLICY (OLDER_THAN({column}, INTERVAL {days} DAY))", index, *added]
 
 
 RETRYING = job(retryConfig={"retryCount": 5.0, "minBackoffDuration": "3600s", "maxBackoffDuration": "86400s",
@@ -163,3 +165,12 @@ def test_a_condition_on_the_request_alone_is_no_database_scope() -> None:
                   condition={"title": "t", "expression": 'request.time < timestamp("2030-01-01T00:00:00Z")'})
     findings = run("spanner-data-role-database-scoped", [job(), spanner_service(), timed])
     assert len(findings) == 1 and "grant it on the store's database only" in findings[0].message
+
+
+@pytest.mark.parametrize("expression", ['resource.name.startsWith("projects/p/")',
+                                        'resource.name.startsWith("projects/p/instances/inst/")',
+                                        'resource.name == "projects/p/instances/inst"'])
+def test_a_condition_pinning_a_project_or_instance_is_no_database_scope(expression: str) -> None:
+    """A pin narrows only to databases: the project or instance pinned holds every database in it."""
+    wide = grant("gcp:projects/iAMMember:IAMMember", project="p", condition={"title": "t", "expression": expression})
+    assert len(run("spanner-data-role-database-scoped", [job(), spanner_service(), wide])) == 1

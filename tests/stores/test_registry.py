@@ -1,5 +1,6 @@
 """The store registry: one registration per store, every list of stores derived from it, and the check that a store
-brings every piece (the toy store of :mod:`.toy_store` registered by one line; the contract suite runs on it too)."""
+brings every piece (the toy store of :mod:`.toy_store`, an installed package found through its entry point; the
+contract suite runs on it too)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.stores import EMULATOR_VARIABLES, open_store, registry
 from scheduler_dedup.handler.stores.registry import STORES, problems, register, registered
 
-from .toy_store import TOY, ToyRunStore, ToyServer
+from .toy_store import TOY, ToyRunStore, ToyServer, install_dir
 
 
 def test_every_registered_store_brings_every_piece() -> None:
@@ -41,6 +42,27 @@ def test_every_list_of_stores_derives_from_the_registry() -> None:
     for kind in STORES:  # each store's rules come into the pack through its registration
         own = rules_of(load(kind.pack_rules))
         assert own and all(rule in RULES for rule in own), kind.id
+
+
+def test_an_installed_store_registers_through_its_entry_point_on_import() -> None:
+    """A process whose path holds the installed toy package (and nothing of the tests) knows the store at once:
+    ``DEDUP_STORE=toy`` opens it, the settings list it, and the registry names where it came from."""
+    program = (
+        "from scheduler_dedup.handler.stores import registry, open_store\n"
+        "from scheduler_dedup.handler.config.settings import Settings\n"
+        "print(registry.store_ids())\n"
+        "import scheduler_dedup_toy_store as toy\n"
+        "with toy.ToyServer() as server:\n"
+        "    import os; os.environ.update(server.endpoint_env())\n"
+        "    store = open_store(Settings.from_env({**server.endpoint_env(), 'GOOGLE_CLOUD_PROJECT': 'p', "
+        "'DEDUP_STORE': 'toy'}))\n"
+        "    print(type(store).__name__, store.create('r1', {'status': 'in_progress'}) is not None)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(install_dir())}, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["('firestore', 'redis', 'spanner', 'toy')", "ToyRunStore True"]
+    # this process imported the registry before the package was on its path: the toy is registered by the tests only
+    assert "toy" not in registry.store_ids()
 
 
 def test_a_toy_store_is_one_registration_line() -> None:

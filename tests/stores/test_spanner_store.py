@@ -158,10 +158,11 @@ def test_store_init_adds_what_an_older_table_lacks_and_then_nothing(server: Span
     lines: list[str] = []
     sent = init_table(server.project, server.instance, server.database, table, say=lines.append, client=client,
                       emulator=True)
-    assert sent == [spanner_schema.add_column_ddl(table, "schedule_since"),
+    added = [spanner_schema.add_column_ddl(table, column.name) for column in spanner_schema.ADDED_COLUMNS]
+    assert sent == [spanner_schema.add_column_ddl(table, "schedule_since"), *added,
                     f"ALTER TABLE {table} ADD {spanner_schema.row_deletion_policy()}",
                     spanner_schema.create_index_ddl(table)], sent
-    assert len(lines) == 3
+    assert len(lines) == len(sent)
     again: list[str] = []
     assert init_table(server.project, server.instance, server.database, table, say=again.append, client=client,
                       emulator=True) == []
@@ -170,6 +171,31 @@ def test_store_init_adds_what_an_older_table_lacks_and_then_nothing(server: Span
         policy = list(snap.execute_sql("SELECT ROW_DELETION_POLICY_EXPRESSION FROM INFORMATION_SCHEMA.TABLES "
                                        f"WHERE TABLE_NAME = '{table}'"))
     assert policy and "OLDER_THAN" in policy[0][0] and "expire_at" in policy[0][0] and "INTERVAL 0 DAY" in policy[0][0]
+
+
+def test_a_database_made_before_a_column_was_added_gets_it_from_the_appended_statements(
+        server: SpannerEmulator) -> None:
+    """The component's ``ddls`` only grow at the end (the provider replaces a database whose earlier statements
+    change): the statements of a table made before :data:`spanner_schema.ADDED_COLUMNS` existed are the current
+    list's first ones, and the statements after them alone bring the table to every column, which a record of an
+    ``idempotent`` key then fills."""
+    table = f"older_{uuid.uuid4().hex[:8]}"
+    statements = spanner_schema.ddl_statements(table)
+    before = len(statements) - len(spanner_schema.ADDED_COLUMNS)
+    assert all(column.name not in statements[0] for column in spanner_schema.ADDED_COLUMNS)
+    client = server._admin()
+    database = client.instance(server.instance).database(server.database)  # type: ignore[attr-defined]
+    database.update_ddl(statements[:before]).result(120)
+    database.update_ddl(statements[before:]).result(120)
+    store = server.connect(table)
+    try:
+        fields = {"status": "in_progress", "attempt_id": "a" * 32, "key": "k", "scope": "s", "function": "f",
+                  "payload_fingerprint": "0" * 64}
+        assert store.create("r" * 64, fields) is not None
+        record = store.get("r" * 64)
+        assert record is not None and {k: record.data[k] for k in fields} == fields
+    finally:
+        store.close()
 
 
 def test_the_emulators_table_is_the_schema_ddl(server: SpannerEmulator) -> None:
@@ -249,7 +275,8 @@ def test_store_init_accepts_what_only_adds_to_the_schema(server: SpannerEmulator
     database.update_ddl([ddl]).result(120)
     sent = init_table(server.project, server.instance, server.database, table.lower(), say=lambda _: None,
                       client=client, emulator=True)
-    assert sent == [spanner_schema.create_index_ddl(table)], sent
+    added = [spanner_schema.add_column_ddl(table, column.name) for column in spanner_schema.ADDED_COLUMNS]
+    assert sent == [*added, spanner_schema.create_index_ddl(table)], sent  # the columns added since CREATE TABLE
     store = server.connect(table, timeout_seconds=10.0)
     run_id = uuid.uuid4().hex * 2
     assert store.create(run_id, {"status": "in_progress", "attempt_id": "a" * 32, "finished_at": None}) is not None

@@ -22,7 +22,7 @@ DEFAULT_DATABASE = "(default)"
 DATABASE_VARIABLE = "DEDUP_DATABASE"
 EMULATOR_VARIABLE = "FIRESTORE_EMULATOR_HOST"
 # Database ids: https://cloud.google.com/firestore/docs/manage-databases#database_id
-_DATABASE_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
+DATABASE_ID_RE = re.compile(r"^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$")
 
 declare(DATABASE_VARIABLE, "store", """
     Firestore database id: `(default)`, or 4 to 63 characters of lower-case letters, digits and `-`, starting with a
@@ -36,7 +36,7 @@ declare(EMULATOR_VARIABLE, "local", """
 
 def database_problem(database: str) -> str | None:
     """Why ``database`` is not a Firestore database id (the message names ``DEDUP_DATABASE`` and the fix), or None."""
-    if _DATABASE_RE.match(database):
+    if DATABASE_ID_RE.match(database):
         return None
     return (f"{DATABASE_VARIABLE}={database!r} is not a Firestore database id: use (default) or 4-63 characters of "
             "lower-case letters, digits and '-', starting with a letter")

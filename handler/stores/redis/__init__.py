@@ -13,7 +13,7 @@ STORE = StoreKind(
     id="redis", display_name="Memorystore for Redis", component_kind="memorystore",
     config=f"{_HERE}.config:RedisConfig",
     factory=f"{_HERE}.store:from_settings", schema=f"{_HERE}.lua", values=f"{_HERE}.values",
-    wire=f"{_HERE}.wire:classify",
+    wire=f"{_HERE}.wire:classify", extra="redis",
     requirements=("redis==8.1.0",),
     local_server="scheduler_dedup.local.servers.redis_server:RedisServer",
     component="scheduler_dedup.infra.stores.memorystore",

@@ -72,8 +72,9 @@ class Column:
 
 
 #: The record's fields (every field :mod:`scheduler_dedup.handler.protocol.idempotency`, the lease keeper and the Scheduler
-#: handler write), each a nullable column; SQL NULL is a field that is absent or None.
-COLUMNS: tuple[Column, ...] = (
+#: handler write), each a nullable column; SQL NULL is a field that is absent or None. These are the columns of the
+#: ``CREATE TABLE`` statement, which never changes: see :data:`ADDED_COLUMNS`.
+CREATED_COLUMNS: tuple[Column, ...] = (
     Column("status", "STRING(MAX)"),
     Column("attempt_id", "STRING(MAX)"),
     Column("previous_attempt_id", "STRING(MAX)"),
@@ -98,16 +99,32 @@ COLUMNS: tuple[Column, ...] = (
     Column("schedule", "STRING(MAX)"),
     Column("time_zone", "STRING(MAX)"),
     Column("schedule_since", "TIMESTAMP"),
+)
+#: Columns added since: each is an ``ALTER TABLE ... ADD COLUMN`` appended to :func:`ddl_statements`, never a change
+#: of the ``CREATE TABLE``. The component hands those statements to ``gcp.spanner.Database`` ``ddls``, which applies
+#: appended statements to an existing database but replaces the database when an earlier statement changes
+#: (https://www.pulumi.com/registry/packages/gcp/api-docs/spanner/database/, ``ddls``), and it is protected. (A store
+#: of several tables made before a column was added sees its later tables' statements move behind that table's
+#: additions: add the columns with ``scheduler-dedup store init`` and keep the old statements there.)
+ADDED_COLUMNS: tuple[Column, ...] = (
+    # The fields of an ``idempotent`` / ``idempotent_endpoint`` record (handler/protocol/idempotent.py, payload.py).
+    Column("key", "STRING(MAX)"),
+    Column("scope", "STRING(MAX)"),
+    Column("function", "STRING(MAX)"),
+    Column("payload_fingerprint", "STRING(MAX)"),
+    # Where a delivery's catch-up stopped for lack of time (handler/protocol/catch_up.py).
     Column("catch_up_left", "TIMESTAMP"),
 )
+#: Every column of the record's fields.
+COLUMNS: tuple[Column, ...] = (*CREATED_COLUMNS, *ADDED_COLUMNS)
 #: Column name -> column, for the fields above.
 COLUMNS_BY_NAME = {column.name: column for column in COLUMNS}
 #: Every column a read returns, key and times first.
 READ_COLUMNS: tuple[str, ...] = (KEY_COLUMN, VERSION_COLUMN, CREATE_TIME_COLUMN, *COLUMNS_BY_NAME)
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_INSTANCE_RE = re.compile(r"^[a-z][-a-z0-9]{0,62}[a-z0-9]$")
-_DATABASE_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,28}[a-z0-9]$")
+INSTANCE_ID_RE = re.compile(r"^[a-z][-a-z0-9]{0,62}[a-z0-9]$")
+DATABASE_ID_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,28}[a-z0-9]$")
 # GoogleSQL reserved keywords (https://cloud.google.com/spanner/docs/reference/standard-sql/lexical#reserved_keywords):
 # an unquoted table name must not be one.
 _RESERVED = frozenset("""
@@ -139,7 +156,7 @@ def table_name_problem(table: str, setting: str = "DEDUP_COLLECTION") -> str | N
 
 def instance_id_problem(instance: str, setting: str = "DEDUP_SPANNER_INSTANCE") -> str | None:
     """Why ``instance`` is not a Spanner instance id, or None."""
-    if _INSTANCE_RE.match(instance):
+    if INSTANCE_ID_RE.match(instance):
         return None
     return (f"{setting}={instance!r} is not a Spanner instance id: use 2 to 64 lower-case letters, digits and '-', "
             "starting with a letter and not ending with '-', e.g. scheduler-dedup")
@@ -147,7 +164,7 @@ def instance_id_problem(instance: str, setting: str = "DEDUP_SPANNER_INSTANCE") 
 
 def database_id_problem(database: str, setting: str = "DEDUP_SPANNER_DATABASE") -> str | None:
     """Why ``database`` is not a Spanner database id, or None."""
-    if _DATABASE_RE.match(database):
+    if DATABASE_ID_RE.match(database):
         return None
     return (f"{setting}={database!r} is not a Spanner database id: use 2 to 30 lower-case letters, digits, '_' and "
             "'-', starting with a letter and not ending with '_' or '-', e.g. scheduler-dedup")
@@ -168,7 +185,7 @@ def create_table_ddl(table: str) -> str:
     columns = [f"{KEY_COLUMN} STRING(64) NOT NULL",
                f"{VERSION_COLUMN} TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp=true)",
                f"{CREATE_TIME_COLUMN} TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp=true)",
-               *(column.ddl for column in COLUMNS)]
+               *(column.ddl for column in CREATED_COLUMNS)]
     body = ",\n".join(f"  {c}" for c in columns)
     return f"CREATE TABLE {table} (\n{body},\n) PRIMARY KEY ({KEY_COLUMN}),\n  {row_deletion_policy()}"
 
@@ -179,7 +196,8 @@ def create_index_ddl(table: str) -> str:
 
 
 def ddl_statements(table: str) -> list[str]:
-    """Every statement a run records' table needs, in order (table, then its index).
+    """Every statement a run records' table needs, in order: the table, its index, then one ``ADD COLUMN`` per column
+    of :data:`ADDED_COLUMNS` (statements are only ever appended to this list).
 
     Raises:
         ValueError: ``table`` is not a Spanner table name (:func:`table_name_problem`).
@@ -187,7 +205,7 @@ def ddl_statements(table: str) -> list[str]:
     problem = table_name_problem(table, "table")
     if problem:
         raise ValueError(problem)
-    return [create_table_ddl(table), create_index_ddl(table)]
+    return [create_table_ddl(table), create_index_ddl(table), *(add_column_ddl(table, c.name) for c in ADDED_COLUMNS)]
 
 
 def add_column_ddl(table: str, column: str) -> str:

@@ -1,6 +1,7 @@
 """Rules on a run-record store in Firestore: a TTL policy on every dedup collection's expiry field, one owner per TTL
 policy (in this stack, or declared in another), the composite index the run check's query needs, and a location
-Firestore is offered in. The Firestore store's registration names this module (``pack_rules``)."""
+Firestore is offered in, and no stack owning the project's (default) database. The Firestore store's registration names
+this module (``pack_rules``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from scheduler_dedup.handler.stores.firestore.schema import RUN_HISTORY_INDEXES
 from scheduler_dedup.handler.stores.registry import FIRESTORE
 from scheduler_dedup.infra.project.locations import region_problem
+from scheduler_dedup.infra.stores.ownership import default_database_problem
 from scheduler_dedup.infra.stores.ttl_policy import second_ttl_owner, ttl_policy_key
 
 from scheduler_dedup.policies import limits
@@ -270,3 +272,17 @@ def firestore_database_location(resource: Resource, config: Mapping[str, Any]) -
         return []
     problem = region_problem(location, ("Firestore",))
     return [f"locationId {problem}"] if problem else []
+
+
+# ---------------------------------------------------------------- firestore-default-database-adopted
+
+@rule(name="firestore-default-database-adopted", enforcement="mandatory",
+      description="No stack creates the project's (default) Firestore database: it is adopted, never owned.")
+def firestore_default_database_adopted(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+    """No ``gcp.firestore.Database`` named ``(default)``
+    (:func:`scheduler_dedup.infra.stores.ownership.default_database_problem`, the component's check too)."""
+    name = get(resource.props, "name")
+    if resource.type != FIRESTORE_DATABASE or not isinstance(name, str) or is_unknown(name):
+        return []
+    problem = default_database_problem(name, True)
+    return [f"name {problem.replace('create_database: false', 'no Database resource')}"] if problem else []

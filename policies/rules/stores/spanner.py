@@ -16,6 +16,9 @@ from scheduler_dedup.policies.rules.base import _env_seconds, _fmt, _seconds_cfg
 from scheduler_dedup.policies.rules.store import same as _same, store_of
 from scheduler_dedup.policies.reading.topology import Identities, Topology, env_value, service_env
 
+#: A Spanner database's resource name, any one (https://cloud.google.com/spanner/docs/iam#conditions).
+SPANNER_DATABASE_SHAPE = "projects/*/instances/*/databases/*"
+
 SPANNER_DATABASE = "gcp:spanner/database:Database"
 
 
@@ -173,8 +176,8 @@ def spanner_data_role_database_scoped(resources: Sequence[Resource],
 
     ``roles/spanner.databaseUser`` on the instance or the project reads and writes every database there
     (https://cloud.google.com/spanner/docs/iam#roles): a job's runtime identity needs one database. A grant with an
-    IAM condition on ``resource.name`` is narrowed on purpose and passes; one on the request alone (``request.time``)
-    is not (:func:`~scheduler_dedup.policies.reading.conditions.condition_scope`).
+    IAM condition pinning ``resource.name`` to databases (or inside them) is narrowed on purpose and passes; one on
+    the request alone (``request.time``), or pinning a project or instance (``startsWith("projects/p/")``), is not (:func:`~scheduler_dedup.policies.reading.conditions.condition_scope`).
     """
     from scheduler_dedup.policies.rules.iam import _is_container_level_iam, _members
 
@@ -184,7 +187,7 @@ def spanner_data_role_database_scoped(resources: Sequence[Resource],
         instance_level = resource.type in _INSTANCE_IAM
         if not instance_level and not _is_container_level_iam(resource.type):
             continue
-        if not instance_level and condition_scope(get(resource.props, "condition")).narrows:
+        if not instance_level and condition_scope(get(resource.props, "condition")).inside([SPANNER_DATABASE_SHAPE]):
             continue
         by_role: dict[str, list[str]] = {}
         for role, member in _members(resource.props):
