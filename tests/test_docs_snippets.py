@@ -9,7 +9,8 @@
   process's ``idempotent`` machinery made afresh), so their assertions check what the page claims.
 - TOML blocks declare a run store's entry point (``scheduler_dedup.stores``) in the form the registry loads.
 - JSON policy configs go through :func:`~scheduler_dedup.policies.offline.policy_config.check_policy_config`; YAML
-  stack config through the stack config keys the program reads, and an ``app.yaml`` through its entry point.
+  stack config through the stack config keys the program reads, an ``app.yaml`` through its entry point, and a
+  Workflows definition through the check that each state-changing call carries the run id.
 - What needs the Pulumi CLI, gcloud or a cloud project (``pulumi up``, ``gcloud ...``) cannot run here: its stack
   config keys must exist, the files it copies must exist, and its ``--policy-pack`` folder too.
 
@@ -154,6 +155,10 @@ def test_yaml_block_is_valid_stack_config_or_app_yaml(snippet: Snippet) -> None:
         module = re.search(r"python:([\w.]+)", document["entrypoint"])
         assert module is not None, document
         __import__(module.group(1))
+        return
+    if "main" in document:  # a Workflows definition: each state-changing call passes the run id on
+        from tests.test_examples_workflows import calls_without_the_key, http_calls
+        assert list(http_calls(document)) and calls_without_the_key(document) == [], snippet.id
         return
     for key in document:
         namespace, _, name = str(key).partition(":")

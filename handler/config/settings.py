@@ -16,6 +16,7 @@ from scheduler_dedup.handler.stores.registry import (DEFAULT_STORE as _DEFAULT_S
                                                      store_ids, store_name_problem)
 from scheduler_dedup.handler.stores.kind import StoreConfig, StoreKind, load
 from scheduler_dedup.handler.config.environment import read_environment
+from scheduler_dedup.handler.schedule.catch_up_budget import DEFAULT_ATTEMPT_DEADLINE_SECONDS
 from scheduler_dedup.handler.schedule.overlap_policy import (DEFAULT_OVERLAP, catch_up_window_problem,
                                                           overlap_policy_problem)
 
@@ -114,6 +115,9 @@ class Settings:
             ``buffer_one`` or ``replace`` (:mod:`scheduler_dedup.handler.protocol.overlap_lease`).
         catch_up_window_seconds: the catch-up window (``DEDUP_CATCH_UP_WINDOW_SECONDS``, default 0: off), seconds
             (:mod:`scheduler_dedup.handler.protocol.catch_up`).
+        attempt_deadline_seconds: the Scheduler job's attempt deadline (``DEDUP_ATTEMPT_DEADLINE_SECONDS``, 15 to
+            86400; the component sets it; default 180, Scheduler's default for HTTP targets), seconds. A delivery's
+            catch-up spends at most a share of it (:mod:`scheduler_dedup.handler.schedule.catch_up_budget`).
     """
 
     project: str
@@ -136,6 +140,7 @@ class Settings:
     store_config: StoreConfig | None = None
     overlap: str = DEFAULT_OVERLAP
     catch_up_window_seconds: float = 0.0
+    attempt_deadline_seconds: float = DEFAULT_ATTEMPT_DEADLINE_SECONDS
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -196,6 +201,9 @@ class Settings:
         catch_up_problem = catch_up_window_problem(self.catch_up_window_seconds)
         if catch_up_problem:
             raise ConfigError(catch_up_problem)
+        if not 15 <= self.attempt_deadline_seconds <= 86400:
+            raise ConfigError(f"DEDUP_ATTEMPT_DEADLINE_SECONDS={self.attempt_deadline_seconds:g} is out of range: use "
+                              "the Scheduler job's attempt deadline, 15 to 86400 seconds (the component sets it)")
         if self.catch_up_window_seconds and self.schedule is None:
             raise ConfigError("DEDUP_CATCH_UP_WINDOW_SECONDS is set but DEDUP_SCHEDULE is not: the handler needs the "
                               "schedule to know the missed fire times; set DEDUP_SCHEDULE or drop the window")
@@ -277,6 +285,7 @@ class Settings:
             store_config=load(kind.config).from_env(env) if kind.config else None,
             overlap=env.get("DEDUP_OVERLAP", "").strip() or DEFAULT_OVERLAP,
             catch_up_window_seconds=_seconds(env, "DEDUP_CATCH_UP_WINDOW_SECONDS", 0),
+            attempt_deadline_seconds=_seconds(env, "DEDUP_ATTEMPT_DEADLINE_SECONDS", DEFAULT_ATTEMPT_DEADLINE_SECONDS),
         )
 
 

@@ -144,9 +144,15 @@ declare("DEDUP_OVERLAP", "store", """
 declare("DEDUP_CATCH_UP_WINDOW_SECONDS", "schedule", """
     Catch-up window, 0 (off) to 604800 seconds. When the fire time just before a delivery's has no record (a gap:
     the job was paused, the service down), the handler first runs the fire times of this window that have no
-    record, oldest first, once each, through the same claim. Needs `DEDUP_SCHEDULE`. See
+    record, oldest first, once each, through the same claim. The window is counted back from the store's clock,
+    never before `DEDUP_SCHEDULE_SINCE` nor past `DEDUP_RETENTION_SECONDS`. Needs `DEDUP_SCHEDULE`. See
     [Overlap and backfill](../overlap-and-backfill.md#catch-up).""",
         default="0", component="`catch_up_window_seconds`")
+declare("DEDUP_ATTEMPT_DEADLINE_SECONDS", "schedule", """
+    The Scheduler job's attempt deadline, 15 to 86400 seconds. A delivery's catch-up spends at most half of it and
+    leaves the rest of the window to the next delivery. See
+    [Overlap and backfill](../overlap-and-backfill.md#catch-up).""",
+        default="180", component="`attempt_deadline_seconds`, when `catch_up_window_seconds` is set")
 declare("DEDUP_STORE_TIMEOUT_SECONDS", "store", """
     How long one store operation may take, retries of transient errors included, 0.5 to 600 seconds. Keep it well
     under the attempt deadline, so a store outage is answered (500) while Scheduler still listens.""",
@@ -315,6 +321,15 @@ declare("DEDUP_KEY_LOCAL_TIME", "schedule", """
 declare("DEDUP_RUN_ID", "passed on", """
     The run id, set by the handler as a container env override on each execution of a Cloud Run job target. The job
     deduplicates on it, e.g. with `@idempotent(key=lambda: os.environ["DEDUP_RUN_ID"])`.""",
+        reader="your Cloud Run job")
+declare("DEDUP_SCHEDULE_TIME", "passed on", """
+    The run's schedule time (RFC 3339, UTC), the end of its data interval, set with `DEDUP_RUN_ID` on each execution
+    of a Cloud Run job target. See [the run's interval](../how-it-works.md#the-runs-interval).""",
+        reader="your Cloud Run job")
+declare("DEDUP_PREVIOUS_SCHEDULE_TIME", "passed on", """
+    The schedule's fire time before the run's (RFC 3339, UTC), the start of its data interval, on the job's wall
+    clock in its time zone; set with `DEDUP_RUN_ID` on each execution of a Cloud Run job target, absent for a forced
+    run. See [the run's interval](../how-it-works.md#the-runs-interval).""",
         reader="your Cloud Run job")
 declare("DEDUP_TTL_OWNER", "passed on", """
     Where the TTL policy of this service's run records lives when the stack has none (a store in another stack),

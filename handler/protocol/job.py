@@ -33,6 +33,10 @@ class ScheduledRun:
         location: the Scheduler region, or ``""``.
         attempt_id: this attempt's id (32 hex characters); differs on a takeover after a crash.
         manual: True for a forced run (``gcloud scheduler jobs run``).
+        previous_schedule_time: the schedule's fire time before this run's, aware UTC: the start of the run's data
+            interval ``[previous_schedule_time, schedule_time)``, on the job's wall clock in its time zone
+            (:func:`~scheduler_dedup.handler.schedule.cron.previous.previous_fire_time`). None for a forced run and
+            for a handler without ``DEDUP_SCHEDULE``.
         lease: this attempt's lease while the job runs (None for a run built outside the handler); ask it
             through :meth:`lease_holds` and :meth:`lease_remaining_seconds`.
     """
@@ -44,14 +48,16 @@ class ScheduledRun:
     location: str
     attempt_id: str
     manual: bool = False
+    previous_schedule_time: datetime | None = None
     lease: LeaseKeeper | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, key: RunKey, attempt_id: str) -> "ScheduledRun":
+    def of(cls, key: RunKey, attempt_id: str, previous_schedule_time: datetime | None = None) -> "ScheduledRun":
         """The run that ``key`` identifies, as seen by the attempt ``attempt_id``, with the lease of the work
         running in this context (the protocol sets it around the job)."""
         return cls(run_id=key.run_id, job_name=key.job_name, schedule_time=key.schedule_time, project=key.project,
-                   location=key.location, attempt_id=attempt_id, manual=key.manual, lease=current_lease.get())
+                   location=key.location, attempt_id=attempt_id, manual=key.manual,
+                   previous_schedule_time=previous_schedule_time, lease=current_lease.get())
 
     def lease_remaining_seconds(self) -> float:
         """Seconds left of this attempt's lease, by the store's clock as this instance last observed it.

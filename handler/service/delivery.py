@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 from typing import Any
 
 from scheduler_dedup.handler.service.answers import outcome_answer, store_error_body, store_misconfigured_body
@@ -33,7 +34,9 @@ from scheduler_dedup.handler.core.downstream import ExecutionControl
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error, store_answered
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome, RunOutcome
 from scheduler_dedup.handler.protocol.job import Job, OutputTail, ScheduledRun, call_job, captured_output
-from scheduler_dedup.handler.protocol.catch_up import missed_keys
+from scheduler_dedup.handler.protocol.catch_up import CATCH_UP_LEFT_FIELD, CatchUpBounds, missed_keys
+from scheduler_dedup.handler.schedule.catch_up_budget import catch_up_budget_seconds
+from scheduler_dedup.handler.schedule.cron.previous import previous_fire_time
 from scheduler_dedup.handler.protocol.overlap_lease import OverlapGuard
 from scheduler_dedup.handler.stores.base import STORE_ERRORS
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
@@ -99,9 +102,9 @@ class SchedulerHandler:
                 LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
-        caught_up = self._catch_up(key)
         try:
-            outcome = self._run(key)
+            caught_up, left = self._catch_up(key, started)
+            outcome = self._run(key, None if left is None else left.schedule_time)
         except StoreError as exc:
             config = store_config_error(exc.__cause__)
             if config is not None:
@@ -117,6 +120,8 @@ class SchedulerHandler:
         body, status, extra = _response(outcome)
         if caught_up:
             body["caught_up"] = caught_up
+        if left is not None:
+            body[CATCH_UP_LEFT_FIELD] = left.schedule_time_rfc3339
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra
 
@@ -130,10 +135,13 @@ class SchedulerHandler:
             LogField.EXECUTED: exc.executed, LogField.HTTP_STATUS: status, LogField.ERROR: config.fix})
         return body, status, {}
 
-    def _run(self, key: RunKey) -> RunOutcome:
+    def _run(self, key: RunKey, catch_up_left: datetime | None = None) -> RunOutcome:
         """Execute one run of ``key`` through the claim, under the job's overlap policy; the tail of what the job
-        prints goes into the record and the answer of a failed or released run."""
+        prints goes into the record and the answer of a failed or released run. ``catch_up_left``: the oldest fire
+        time this delivery's catch-up left unrun, recorded so that the next delivery goes on with it."""
         tail = OutputTail()
+        previous = None if key.manual or self.settings.schedule is None else \
+            previous_fire_time(self.settings.schedule, self.settings.time_zone, key.schedule_time)
 
         def work(attempt_id: str) -> Any:
             # Under the job's overlap policy: RunSkipped (recorded skipped_overlap) when another run executes.
@@ -141,36 +149,49 @@ class SchedulerHandler:
                 return self.overlap.run(project=key.project, location=key.location, job_name=key.job_name,
                                         run_id=key.run_id, schedule_time=key.schedule_time_rfc3339,
                                         attempt_id=attempt_id,
-                                        work=lambda: call_job(self.job, ScheduledRun.of(key, attempt_id)))
+                                        work=lambda: call_job(self.job, ScheduledRun.of(key, attempt_id, previous)))
 
-        return self.idempotency.execute(key.run_id, work, _record_fields(key, self.settings),
-                                        output=lambda: tail.text)
+        fields = _record_fields(key, self.settings)
+        if catch_up_left is not None:
+            fields[CATCH_UP_LEFT_FIELD] = catch_up_left
+        return self.idempotency.execute(key.run_id, work, fields, output=lambda: tail.text)
 
-    def _catch_up(self, key: RunKey) -> list[dict[str, Any]]:
-        """Run the missed fire times of the catch-up window, oldest first (:mod:`~scheduler_dedup.handler.protocol.catch_up`).
+    def _catch_up(self, key: RunKey, started: float) -> tuple[list[dict[str, Any]], RunKey | None]:
+        """Run the missed fire times of the catch-up window, oldest first (:mod:`~scheduler_dedup.handler.protocol.catch_up`),
+        within the catch-up's share of the attempt deadline since the delivery ``started`` (monotonic seconds).
 
-        Returns one ``{"schedule_time", "run_id", "status"}`` per fire time run; a store failure stops the catch-up
-        (logged) and leaves the delivery's own run to go on.
+        Returns one ``{"schedule_time", "run_id", "status"}`` per fire time run, and the oldest fire time's key left unrun
+        when the next run would not fit the share (its expected length: the longest run so far), else None. A store
+        failure stops the catch-up (logged) and leaves the delivery's own run to go on.
         """
         settings = self.settings
         if not settings.catch_up_window_seconds or settings.schedule is None:
-            return []
+            return [], None
+        budget = catch_up_budget_seconds(settings.attempt_deadline_seconds)
+        bounds = CatchUpBounds(settings.catch_up_window_seconds, settings.retention_seconds, settings.schedule_since,
+                               [settings.pause] if settings.pause else [])
         done: list[dict[str, Any]] = []
+        longest = 0.0
         try:
             for missed in missed_keys(self.idempotency.store, key, schedule=settings.schedule,
-                                      time_zone=settings.time_zone, window_seconds=settings.catch_up_window_seconds,
-                                      schedule_since=settings.schedule_since,
-                                      wall_clock_zone=settings.time_zone if settings.key_local_time else None,
-                                      pauses=[settings.pause] if settings.pause else []):
-                started = time.monotonic()
+                                      time_zone=settings.time_zone, bounds=bounds,
+                                      wall_clock_zone=settings.time_zone if settings.key_local_time else None):
+                if time.monotonic() - started + longest > budget:
+                    log.warning("catch-up left fire times from %s for the next delivery: its %g s of the attempt "
+                                "deadline are spent", missed.schedule_time_rfc3339, budget, extra={
+                                    LogField.JOB_NAME: key.job_name, LogField.SCHEDULE_TIME: key.schedule_time_rfc3339})
+                    return done, missed
+                run_started = time.monotonic()
                 outcome = self._run(missed)
-                _log_outcome(missed, outcome, _STATUS_CODES[outcome.outcome], time.monotonic() - started)
+                took = time.monotonic() - run_started
+                longest = max(longest, took)
+                _log_outcome(missed, outcome, _STATUS_CODES[outcome.outcome], took)
                 done.append({"schedule_time": missed.schedule_time_rfc3339, "run_id": missed.run_id,
                              "status": outcome.outcome.value})
         except STORE_ERRORS + (StoreError,) as exc:
             log.error("catch-up stopped: %s", exc, extra={LogField.EVENT: LogEvent.DELIVERY,
                                                           LogField.JOB_NAME: key.job_name})
-        return done
+        return done, None
 
 
 def _record_fields(key: RunKey, settings: Settings) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import requests
@@ -45,7 +46,17 @@ HttpSession = requests.Session
 
 def rfc3339(run: ScheduledRun) -> str:
     """The run's schedule time as RFC 3339 in UTC, e.g. ``2026-10-16T12:00:00Z``."""
-    return run.schedule_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
+    return instant_rfc3339(run.schedule_time)
+
+
+def instant_rfc3339(when: datetime) -> str:
+    """An aware instant as RFC 3339 in UTC, e.g. ``2026-10-16T12:00:00Z``."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
+
+
+def previous_rfc3339(run: ScheduledRun) -> str | None:
+    """The start of the run's data interval (:attr:`ScheduledRun.previous_schedule_time`) as RFC 3339, or None."""
+    return None if run.previous_schedule_time is None else instant_rfc3339(run.previous_schedule_time)
 
 
 class CheckRefused(Exception):

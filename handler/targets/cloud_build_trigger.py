@@ -1,6 +1,8 @@
 """The Cloud Build trigger target (``projects/P/locations/L/triggers/T``, ``T`` its id or name): one build per run.
 
-The trigger runs with the substitution ``_DEDUP_RUN_ID=<run id>``. Before running it, the target resolves the
+The trigger runs with the substitution ``_DEDUP_RUN_ID=<run id>``, and with the run's data interval
+(``_DEDUP_PREVIOUS_SCHEDULE_TIME``, ``_DEDUP_SCHEDULE_TIME``) when the trigger declares those substitutions: under the
+default ``MUST_MATCH`` a substitution the build config does not use fails the build (``BuildOptions.substitutionOption``). Before running it, the target resolves the
 trigger's id (``triggers.get``, once per instance) and lists that trigger's builds created since the run could have
 started (from the schedule time less :data:`CLOUD_BUILD_CLOCK_SKEW_SECONDS`; for a forced run, from
 :data:`CLOUD_BUILD_MANUAL_LOOKBACK_SECONDS` before now), newest first; a build carrying the run id, in any status,
@@ -19,7 +21,8 @@ from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
 from scheduler_dedup.handler.targets.executions import reusable
-from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, first_listed, json_object
+from scheduler_dedup.handler.targets.call import (CheckRefused, HttpSession, call, check_skipped, first_listed,
+                                                   json_object, previous_rfc3339, rfc3339)
 from scheduler_dedup.handler.targets.settings import BUILD_TRIGGER_RE, DEFAULT_CLOUD_BUILD_API, DEFAULT_TIMEOUT_SECONDS
 
 log = logging.getLogger("scheduler_dedup")
@@ -27,6 +30,8 @@ log = logging.getLogger("scheduler_dedup")
 #: User-defined substitution carrying the run id into a Cloud Build trigger's build (user substitutions start
 #: with ``_`` and use upper-case letters, digits and ``_``: https://cloud.google.com/build/docs/configuring-builds/substitute-variable-values).
 RUN_ID_SUBSTITUTION = "_DEDUP_RUN_ID"
+#: Substitutions carrying the run's data interval, sent only to a trigger that declares them (module docstring).
+SCHEDULE_TIME_SUBSTITUTION, PREVIOUS_SCHEDULE_TIME_SUBSTITUTION = "_DEDUP_SCHEDULE_TIME", "_DEDUP_PREVIOUS_SCHEDULE_TIME"
 #: Pages of 100 builds (of the one trigger, in the run's time window) the Cloud Build target scans.
 CLOUD_BUILD_SCAN_PAGES = 3
 #: Seconds before a scheduled run's schedule time that its build may carry as ``createTime`` (clock skew).
@@ -65,6 +70,7 @@ class CloudBuildTriggerTarget:
         self.project, self.trigger_ref = cloud_build_trigger_parts(trigger)
         self.parent = trigger.rsplit("/triggers/", 1)[0]
         self._trigger_id: str | None = None
+        self._declared: frozenset[str] = frozenset()  # the trigger's own substitutions' names
 
     def _resolved_trigger_id(self) -> str:
         """The trigger's id (builds carry ``buildTriggerId``, never the trigger's name): ``triggers.get`` once."""
@@ -75,6 +81,7 @@ class CloudBuildTriggerTarget:
             if not trigger_id:
                 raise CheckRefused("Cloud Build triggers.get: the answer has no trigger id")
             self._trigger_id = trigger_id
+            self._declared = frozenset(got.get("substitutions") or {})
         return self._trigger_id
 
     def _window_start(self, run: ScheduledRun) -> datetime:
@@ -100,6 +107,12 @@ class CloudBuildTriggerTarget:
 
         return first_listed(page, "builds", carries_run_id, CLOUD_BUILD_SCAN_PAGES)
 
+    def _substitutions(self, run: ScheduledRun) -> dict[str, str]:
+        """The run id, and the data interval's bounds the trigger declares (known once ``triggers.get`` answered)."""
+        interval = {SCHEDULE_TIME_SUBSTITUTION: rfc3339(run), PREVIOUS_SCHEDULE_TIME_SUBSTITUTION: previous_rfc3339(run)}
+        return {RUN_ID_SUBSTITUTION: run.run_id,
+                **{name: value for name, value in interval.items() if name in self._declared and value is not None}}
+
     def __call__(self, run: ScheduledRun) -> DownstreamExecution:
         """Run the trigger, or find the build already started for ``run``.
 
@@ -123,7 +136,7 @@ class CloudBuildTriggerTarget:
                 "target": "cloud_build_trigger", "operation": None, "build": name,
                 "build_status": existing.get("status"), "status_code": 200, "existing": True})
         body = {"projectId": self.project, "triggerId": self.trigger_ref,
-                "source": {"projectId": self.project, "substitutions": {RUN_ID_SUBSTITUTION: run.run_id}}}
+                "source": {"projectId": self.project, "substitutions": self._substitutions(run)}}
         response = call(self.session, "POST", f"{self.api}/v1/{self.trigger}:run", self.timeout,
                          "Cloud Build triggers.run", "cloud_build_trigger", json=body)
         operation = json_object(response, "run")

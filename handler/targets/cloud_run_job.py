@@ -1,6 +1,7 @@
 """The Cloud Run job target (``projects/P/locations/L/jobs/J``): one execution per run.
 
-The job runs with the container env override ``DEDUP_RUN_ID=<run id>``. ``jobs.run`` takes no labels and
+The job runs with the container env overrides ``DEDUP_RUN_ID=<run id>`` and its data interval,
+``DEDUP_PREVIOUS_SCHEDULE_TIME`` and ``DEDUP_SCHEDULE_TIME``. ``jobs.run`` takes no labels and
 ``executions.list`` no filter, so before running, the target pages through the newest executions
 (:data:`CLOUD_RUN_SCAN_PAGES` pages of 100) for that override; one found that has not failed or been cancelled stands for the run. The job should still
 treat ``DEDUP_RUN_ID`` as an idempotency token (docs/targets-and-auth.md). API:
@@ -16,13 +17,17 @@ from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
 from scheduler_dedup.handler.targets.executions import reusable
-from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, first_listed, json_object
+from scheduler_dedup.handler.targets.call import (CheckRefused, HttpSession, call, check_skipped, first_listed,
+                                                   json_object, previous_rfc3339, rfc3339)
 from scheduler_dedup.handler.targets.settings import DEFAULT_RUN_API, DEFAULT_TIMEOUT_SECONDS
 
 log = logging.getLogger("scheduler_dedup")
 
 #: Env override carrying the run id into a Cloud Run job's containers.
 RUN_ID_ENV = "DEDUP_RUN_ID"
+#: Env overrides carrying the run's data interval ``[previous schedule time, schedule time)``, RFC 3339 UTC (the
+#: previous one absent for a forced run).
+SCHEDULE_TIME_ENV, PREVIOUS_SCHEDULE_TIME_ENV = "DEDUP_SCHEDULE_TIME", "DEDUP_PREVIOUS_SCHEDULE_TIME"
 #: Pages of 100 executions the Cloud Run job target scans for an earlier execution of a run.
 CLOUD_RUN_SCAN_PAGES = 3
 
@@ -78,7 +83,11 @@ class CloudRunJobTarget:
                         extra={LogField.RUN_ID: run.run_id, LogField.EXECUTION: existing})
             return DownstreamExecution("cloud_run_job", {"target": "cloud_run_job", "operation": None,
                                                          "execution": existing, "status_code": 200, "existing": True})
-        body = {"overrides": {"containerOverrides": [{"env": [{"name": RUN_ID_ENV, "value": run.run_id}]}]}}
+        env = [{"name": RUN_ID_ENV, "value": run.run_id}, {"name": SCHEDULE_TIME_ENV, "value": rfc3339(run)}]
+        previous = previous_rfc3339(run)
+        if previous is not None:
+            env.append({"name": PREVIOUS_SCHEDULE_TIME_ENV, "value": previous})
+        body = {"overrides": {"containerOverrides": [{"env": env}]}}
         response = call(self.session, "POST", f"{self.api}/v2/{self.job}:run", self.timeout, "Cloud Run jobs.run",
                          "cloud_run_job", json=body)
         operation = json_object(response, "run")

@@ -1,4 +1,5 @@
-"""The HTTP target (an ``https://`` URL): POST ``{"run_id", "job_name", "schedule_time"}`` once per run.
+"""The HTTP target (an ``https://`` URL): POST ``{"run_id", "job_name", "schedule_time", "previous_schedule_time"}``
+once per run.
 
 The call carries ``Idempotency-Key: <run id>`` and a Google-signed ID token for ``DEDUP_TARGET_AUDIENCE`` (by
 default :func:`~scheduler_dedup.handler.callers.audience.target_audience` of the URL). The target cannot see the
@@ -18,7 +19,7 @@ from scheduler_dedup.handler.core.deadline import (CredentialDeadlineExceeded, g
                                                    total_deadline)
 from scheduler_dedup.handler.core.safe_text import hide_url, scrub_secrets
 from scheduler_dedup.handler.protocol.job import ScheduledRun
-from scheduler_dedup.handler.targets.call import HttpSession, TargetRetryableError, call, rfc3339
+from scheduler_dedup.handler.targets.call import HttpSession, TargetRetryableError, call, previous_rfc3339, rfc3339
 from scheduler_dedup.handler.targets.settings import DEFAULT_TIMEOUT_SECONDS
 
 
@@ -98,7 +99,8 @@ class HttpTarget:
             if left <= 0:
                 raise TargetRetryableError(f"POST {self.shown_url}: the ID token took the whole {self.timeout:g} s; "
                                            "nothing was sent")
-        body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run)}
+        body = {"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run),
+                "previous_schedule_time": previous_rfc3339(run)}
         response = call(self.session, "POST", self.url, left, f"POST {self.shown_url}", "http", json=body,
                          headers=headers, body_limit=0)  # only the status is used: the body is never read
         return {"target": "http", "url": self.shown_url, "status_code": response.status_code}

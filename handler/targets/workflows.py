@@ -1,9 +1,10 @@
 """The Workflows target (``projects/P/locations/L/workflows/W``): one execution per run.
 
 The execution carries the label ``dedup_run_id`` (the run id's first 63 characters, a label value's limit) and the
-full run id in its ``argument``. Before creating one, the target lists executions with that label on every call (a
-lost answer releases the claim, so a retry looks like a first delivery); one found that has not failed or been
-cancelled stands for the run (a failed one stays in the history, and a re-run starts a new one).
+full run id in its ``argument``, with the run's data interval (``previous_schedule_time``, ``schedule_time``).
+Before creating one, the target lists executions with that label on every call (a lost answer releases the claim, so a
+retry looks like a first delivery); one found that has not failed or been cancelled stands for the run (a failed one
+stays in the history, and a re-run starts a new one).
 What it cannot see (an execution deleted by retention, one whose create is still in flight) is on
 docs/targets-and-auth.md. API: https://cloud.google.com/workflows/docs/reference/executions/rest/v1/projects.locations.workflows.executions
 """
@@ -18,7 +19,8 @@ from scheduler_dedup.handler.core.downstream import DownstreamExecution
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.protocol.job import ScheduledRun
 from scheduler_dedup.handler.targets.executions import reusable
-from scheduler_dedup.handler.targets.call import CheckRefused, HttpSession, call, check_skipped, json_object, rfc3339
+from scheduler_dedup.handler.targets.call import (CheckRefused, HttpSession, call, check_skipped, json_object,
+                                                   previous_rfc3339, rfc3339)
 from scheduler_dedup.handler.targets.settings import DEFAULT_TIMEOUT_SECONDS, DEFAULT_WORKFLOWS_API
 
 log = logging.getLogger("scheduler_dedup")
@@ -67,7 +69,7 @@ class WorkflowsTarget:
                 return DownstreamExecution("workflows", {"target": "workflows", "execution": execution.get("name"),
                                                          "status_code": listed.status_code, "existing": True})
         argument = json.dumps({"run_id": run.run_id, "job_name": run.job_name, "schedule_time": rfc3339(run),
-                               "attempt_id": run.attempt_id})
+                               "previous_schedule_time": previous_rfc3339(run), "attempt_id": run.attempt_id})
         created = call(self.session, "POST", url, self.timeout, "Workflows executions.create", "workflows",
                         json={"argument": argument, "labels": {RUN_ID_LABEL: label}})
         name = json_object(created, "create").get("name")

@@ -65,6 +65,8 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
         env["DEDUP_OVERLAP"] = s.overlap
     if s.catch_up_window_seconds:
         env["DEDUP_CATCH_UP_WINDOW_SECONDS"] = str(s.catch_up_window_seconds)
+        # The catch-up spends at most a share of the attempt deadline (handler/schedule/catch_up_budget.py).
+        env["DEDUP_ATTEMPT_DEADLINE_SECONDS"] = str(s.attempt_deadline_seconds)
     if s.app_engine is not None:
         # App Engine strips its X-AppEngine-* headers from external requests; Scheduler's App Engine target
         # sets them: the handler admits only requests carrying App Engine's cron proof.
@@ -102,6 +104,7 @@ ENV_TO_FIELD = {
     "DEDUP_LEASE_SECONDS": "lease_seconds", "DEDUP_RETENTION_SECONDS": "retention_seconds",
     "DEDUP_MANUAL_TOLERANCE_SECONDS": "manual_tolerance_seconds", "DEDUP_SCHEDULE": "schedule",
     "DEDUP_OVERLAP": "overlap", "DEDUP_CATCH_UP_WINDOW_SECONDS": "catch_up_window_seconds",
+    "DEDUP_ATTEMPT_DEADLINE_SECONDS": "attempt_deadline_seconds",
     "DEDUP_TIME_ZONE": "time_zone", "DEDUP_JOB": "job", "DEDUP_OIDC_AUDIENCE": "oidc_audience",
     "DEDUP_ALLOWED_CALLERS": "scheduler_service_account_email", "DEDUP_TARGET_AUDIENCE": "http_target.audience",
     "DEDUP_SERVICE": "name", "DEDUP_SCHEDULER_JOB": "name", "DEDUP_APP_ENGINE_CALLER": "app_engine",

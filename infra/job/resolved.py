@@ -78,6 +78,9 @@ class DedupSettings:
     """The overlap policy (``overlap``, DEDUP_OVERLAP): :data:`~scheduler_dedup.handler.schedule.overlap_policy.OVERLAP_POLICIES`."""
     catch_up_window_seconds: int = 0
     """The catch-up window (``catch_up_window_seconds``, DEDUP_CATCH_UP_WINDOW_SECONDS), seconds; 0 is off."""
+    expected_run_seconds: int | None = None
+    """The longest a run is expected to take, seconds (a Python job's ``alerts.max_runtime_seconds``), or None:
+    unknown (:func:`~scheduler_dedup.infra.job.catch_up_inputs.expected_run_seconds`)."""
     advisories: tuple[str, ...] = ()
     """Advisory findings of these settings (the policy pack's advisory rules say the same): the component warns
     with each at preview (:func:`advisories_of`)."""

@@ -24,6 +24,7 @@ from scheduler_dedup.infra.errors import DedupConfigError, bool_input, read_str
 from scheduler_dedup.infra.job.app_engine import resolve_app_engine
 from scheduler_dedup.infra.args import DedupScheduledJobArgs, input_keys
 from scheduler_dedup.handler.schedule.overlap_policy import replace_problem
+from scheduler_dedup.infra.job.catch_up_inputs import catch_up_advisories, catch_up_error, expected_run_seconds
 from scheduler_dedup.infra.job.overlap_inputs import resolve_catch_up_window, resolve_overlap
 from scheduler_dedup.infra.job.deadlines import (
     DEFAULT_ATTEMPT_DEADLINE_SECONDS,
@@ -191,6 +192,7 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         store_kind=store.kind, instance_id=store.instance_id, own_store=store.own, job_config=job_config,
         paused=paused,
         overlap=overlap, catch_up_window_seconds=catch_up,
+        expected_run_seconds=expected_run_seconds(args, target.type),
     )
     problems.run(lambda: check_handler_settings(settings), None)
     # Cloud Run: at most MAX_ENV_VARS per container; the component adds two beside handler_environment.
@@ -204,6 +206,9 @@ def resolve_settings(name: str, args: Mapping[str, Any], *, default_project: str
         problems.add(DedupConfigError("env", too_large))
     if crash_problem is not None:
         problems.add(DedupConfigError(*crash_problem))
+    catch_up_problem = catch_up_error(settings)
+    if catch_up_problem is not None:
+        problems.add(catch_up_problem)
     problems.raise_any()
     return replace(settings, advisories=advisories_of(settings))
 
@@ -224,6 +229,8 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
       (:func:`~scheduler_dedup.infra.job.cpu_allocation.function_cpu_advisory`; pack: ``dedup-cpu-always-allocated``);
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in (not on App Engine)
       (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``);
+    * a gap as long as the catch-up window takes more than one delivery to catch up
+      (:func:`~scheduler_dedup.handler.schedule.catch_up_budget.catch_up_advisory`; pack: ``dedup-catch-up-budget``);
     * a plain environment variable looks like a credential
       (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`).
     """
@@ -240,5 +247,6 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
                                  s.attempt_deadline_seconds)
     if scale_in:
         found.append(scale_in)
+    found.extend(catch_up_advisories(s))
     found.extend(s.job_config.advisories())
     return tuple(found)

@@ -1,9 +1,9 @@
 """Rules on the service that runs the dedup handler (a Cloud Run v2 or v1 service, or a gen2 function): its
 ``DEDUP_*`` settings and the handler's start-up checks, the audience it sends its proxy target, a lease that
 covers the request timeout and attempt deadline, retries that outlast a crashed attempt's lease, CPU always
-allocated, an instance kept for jobs that outlive the attempt deadline, a location Cloud Run is offered in,
-environment variable names Cloud Run takes (on any Cloud Run service or job), and ``idempotent`` left on (on any
-service, function or job)."""
+allocated, an instance kept for jobs that outlive the attempt deadline, a catch-up that fits its share of the
+attempt deadline, a location Cloud Run is offered in, environment variable names Cloud Run takes (on any Cloud Run
+service or job), and ``idempotent`` left on (on any service, function or job)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, st
 from scheduler_dedup.infra.project.locations import region_problem
 from scheduler_dedup.infra.job.cpu_allocation import function_cpu_advisory
 from scheduler_dedup.infra.job.scale_in import scale_in_advisory
+from scheduler_dedup.handler.schedule.catch_up_budget import DEFAULT_ATTEMPT_DEADLINE_SECONDS, catch_up_advisory
 from scheduler_dedup.handler.schedule.retry_windows import (
     RetryPolicy,
     max_retry_duration_to_recover,
@@ -420,6 +421,44 @@ def dedup_scale_in(resources: Sequence[Resource], config: Mapping[str, Any]) -> 
             if advisory:
                 findings.append((service, f"service {service.name}: {advisory}" + pairing.note))
             break
+    return findings
+
+
+# ---------------------------------------------------------------- dedup-catch-up-budget
+
+@rule(name="dedup-catch-up-budget", enforcement="advisory",
+      description="A handler with a catch-up window catches a full window's gap up within the share of the job's "
+                  "attempt deadline one delivery spends on it, and knows that deadline (DEDUP_ATTEMPT_DEADLINE_SECONDS).")
+def dedup_catch_up_budget(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[tuple[Resource | None, str]]:
+    """A handler with ``DEDUP_CATCH_UP_WINDOW_SECONDS`` against each calling job's schedule and attempt deadline.
+
+    The finding and its numbers are :func:`scheduler_dedup.handler.schedule.catch_up_budget.catch_up_advisory`'s,
+    which the component warns (or fails) with too; the pack sees no run length, so it assumes one. A handler whose
+    ``DEDUP_ATTEMPT_DEADLINE_SECONDS`` is unset or differs from the job's ``attemptDeadline`` budgets its catch-up on
+    the wrong deadline. Unknown values pass.
+    """
+    findings: list[tuple[Resource | None, str]] = []
+    topology = Topology.of(resources)
+    for service in topology.dedup_services():
+        window, _ = _env_seconds(service, "DEDUP_CATCH_UP_WINDOW_SECONDS", 0)
+        if not isinstance(window, float) or window <= 0:
+            continue
+        assumed, _ = _env_seconds(service, "DEDUP_ATTEMPT_DEADLINE_SECONDS", float(DEFAULT_ATTEMPT_DEADLINE_SECONDS))
+        for pairing in topology.jobs_of(service):
+            deadline = _deadline_and_timeout(pairing)[0].value
+            schedule, zone = get(pairing.job.props, "schedule"), get(pairing.job.props, "timeZone") or "Etc/UTC"
+            if deadline is None or not isinstance(schedule, str) or not isinstance(zone, str) \
+                    or is_unknown(schedule) or is_unknown(zone):
+                continue
+            if isinstance(assumed, float) and assumed != deadline:
+                findings.append((service, f"service {service.name}: env DEDUP_ATTEMPT_DEADLINE_SECONDS="
+                                          f"{_env_shown(service, 'DEDUP_ATTEMPT_DEADLINE_SECONDS', assumed)} is not job "
+                                          f"{pairing.job.name}'s attemptDeadline {deadline:g} s: its catch-up budgets "
+                                          f"on the wrong deadline; set it to {deadline:g}" + pairing.note))
+            finding = catch_up_advisory(window, schedule, zone, deadline, None, "DEDUP_CATCH_UP_WINDOW_SECONDS",
+                                        "attemptDeadline")
+            if finding:
+                findings.append((service, f"service {service.name}: {finding[0]}" + pairing.note))
     return findings
 
 

@@ -72,6 +72,9 @@ class FakeGoogle:
     #: Cloud Scheduler jobs: name -> the Job as ``GET /v1/{name}`` answers it (``state``, ``userUpdateTime``); a job
     #: not there answers 403, as the API does to a caller without ``cloudscheduler.jobs.get``.
     scheduler_jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The substitutions a Cloud Build trigger declares (``Trigger.substitutions``, its defaults), as ``triggers.get``
+    #: answers them.
+    trigger_substitutions: dict[str, str] = field(default_factory=dict)
     #: What ``POST /echo`` answers, with status 400: a downstream whose error body quotes what it was sent.
     echo: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -223,7 +226,8 @@ class FakeGoogle:
                 return 200, {"executions": self.job_executions[::-1]}
             m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+)/triggers/([^/:]+)(:run)?", path)
             if m and method == "GET" and not m.group(3):
-                return 200, {"id": trigger_id(m.group(2)), "name": m.group(2)}
+                return 200, {"id": trigger_id(m.group(2)), "name": m.group(2),
+                             **({"substitutions": self.trigger_substitutions} if self.trigger_substitutions else {})}
             if m and method == "POST" and m.group(3):
                 if body.get("triggerId") != m.group(2) or "substitutions" not in (body.get("source") or {}):
                     return 400, {"error": {"code": 400, "message": "triggerId or source.substitutions missing"}}

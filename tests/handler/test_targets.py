@@ -82,8 +82,9 @@ def test_cloud_run_job_runs_once_with_the_run_id_env_override(harness: Harness, 
     assert body["status"] == "processed", body
     [post] = fake.posts()
     assert post.path == f"/v2/{JOB}:run"
-    assert post.body == {"overrides": {"containerOverrides": [{"env": [{"name": "DEDUP_RUN_ID",
-                                                                         "value": body["run_id"]}]}]}}
+    # Without DEDUP_SCHEDULE the handler knows no previous fire time: only the interval's end is passed on.
+    assert post.body == {"overrides": {"containerOverrides": [{"env": [
+        {"name": "DEDUP_RUN_ID", "value": body["run_id"]}, {"name": "DEDUP_SCHEDULE_TIME", "value": T}]}]}}
     assert body["result"]["execution"] == fake.job_executions[0]["name"]
     assert body["result"]["operation"].startswith("projects/p1/locations/us-central1/operations/")
     assert deliver(server.url, scheduler_headers("nightly", T)).json()["status"] == "duplicate"
@@ -112,13 +113,49 @@ def test_cloud_build_trigger_runs_once_with_the_run_id_substitution(harness: Har
     assert len(fake.posts()) == 1
 
 
+#: A daily 09:00 run in Berlin on the day clocks go forward (29 March 2026): its interval is 23 hours long.
+DST_RUN, DST_PREVIOUS = "2026-03-29T07:00:00Z", "2026-03-28T08:00:00Z"
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+def test_each_target_receives_the_runs_interval(harness: Harness, fake: FakeGoogle, kind: str) -> None:
+    """The previous fire time, on the job's wall clock across a DST change, reaches the execution: the Cloud Run job's
+    env, the Workflows argument, the Cloud Build substitutions the trigger declares, the HTTP target's body."""
+    fake.trigger_substitutions = {"_DEDUP_RUN_ID": "", "_DEDUP_SCHEDULE_TIME": "", "_DEDUP_PREVIOUS_SCHEDULE_TIME": ""}
+    server = harness.server(**target_env(fake, kind), DEDUP_SCHEDULE="0 9 * * *", DEDUP_TIME_ZONE="Europe/Berlin")
+    body = deliver(server.url, scheduler_headers("nightly", DST_RUN)).json()
+    assert body["status"] == "processed", body
+    [post] = fake.posts()
+    if kind in ("workflows", "http"):
+        passed = json.loads(post.body["argument"]) if kind == "workflows" else post.body
+        passed = {"start": passed["previous_schedule_time"], "end": passed["schedule_time"]}
+    elif kind == "cloud_run_job":
+        env = {e["name"]: e["value"] for e in post.body["overrides"]["containerOverrides"][0]["env"]}
+        passed = {"start": env["DEDUP_PREVIOUS_SCHEDULE_TIME"], "end": env["DEDUP_SCHEDULE_TIME"]}
+    else:
+        substitutions = post.body["source"]["substitutions"]
+        passed = {"start": substitutions["_DEDUP_PREVIOUS_SCHEDULE_TIME"], "end": substitutions["_DEDUP_SCHEDULE_TIME"]}
+    assert passed == {"start": DST_PREVIOUS, "end": DST_RUN}, post.body
+
+
+def test_a_trigger_that_declares_no_interval_gets_only_the_run_id(harness: Harness, fake: FakeGoogle) -> None:
+    """Under Cloud Build's default MUST_MATCH a substitution the build config does not use fails the build: a trigger
+    that does not declare the interval's substitutions is not sent them."""
+    server = harness.server(**target_env(fake, "cloud_build_trigger"), DEDUP_SCHEDULE="0 9 * * *")
+    body = deliver(server.url, scheduler_headers("nightly", DST_RUN)).json()
+    assert body["status"] == "processed", body
+    [post] = fake.posts()
+    assert post.body["source"]["substitutions"] == {"_DEDUP_RUN_ID": body["run_id"]}
+
+
 def test_http_target_sends_the_idempotency_key_and_run(harness: Harness, fake: FakeGoogle) -> None:
     server = harness.server(**target_env(fake, "http"))
     body = deliver(server.url, scheduler_headers("nightly", T)).json()
     assert body["status"] == "processed", body
     [post] = fake.posts()
     assert post.headers["Idempotency-Key"] == body["run_id"]
-    assert post.body == {"run_id": body["run_id"], "job_name": "nightly", "schedule_time": T}
+    assert post.body == {"run_id": body["run_id"], "job_name": "nightly", "schedule_time": T,
+                         "previous_schedule_time": None}  # the handler knows no schedule (DEDUP_SCHEDULE unset)
     assert "Authorization" not in post.headers  # DEDUP_TARGET_AUTH=none
     # The URL is shown as scheme, host and a hash of the rest: a webhook's path is its secret.
     assert body["result"] == {"target": "http", "url": shown_url(f"{fake.url}/hook"), "status_code": 200}

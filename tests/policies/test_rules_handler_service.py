@@ -238,3 +238,22 @@ def test_a_flag_from_a_secret_on_a_gen2_function_counts_as_set() -> None:
         {"key": "DEDUP_ALLOW_TEST_ENDPOINTS", "projectId": "p", "secret": "flag", "version": "latest"}]
     findings = run("dedup-handler-settings", [fn])
     assert any("counts as set" in f.message for f in findings), findings
+
+
+# ------------------------------------------------------------------ dedup-catch-up-budget
+
+def test_a_catch_up_window_a_delivery_cannot_catch_up_at_once_is_an_advisory() -> None:
+    told = {"DEDUP_JOB": "jobs:run", "DEDUP_CATCH_UP_WINDOW_SECONDS": "3600", "DEDUP_ATTEMPT_DEADLINE_SECONDS": "60"}
+    every_minute = job(schedule="* * * * *", attemptDeadline="60s")
+    [finding] = run("dedup-catch-up-budget", [every_minute, service(env=told)])
+    assert finding.level == "advisory" and "60 fire times" in finding.message
+    assert "raise attemptDeadline to at least 120" in finding.message
+    assert run("dedup-catch-up-budget", [job(schedule="0 * * * *", attemptDeadline="60s"), service(env=told)]) == []
+    assert run("dedup-catch-up-budget", [every_minute, service(env={"DEDUP_JOB": "jobs:run"})]) == []  # no window
+
+
+def test_a_handler_that_budgets_on_another_deadline_than_its_jobs_is_named() -> None:
+    untold = {"DEDUP_JOB": "jobs:run", "DEDUP_CATCH_UP_WINDOW_SECONDS": "3600"}
+    [finding] = run("dedup-catch-up-budget", [job(schedule="0 * * * *", attemptDeadline="60s"), service(env=untold)])
+    assert "DEDUP_ATTEMPT_DEADLINE_SECONDS=180 (the handler's default)" in finding.message
+    assert "set it to 60" in finding.message

@@ -15,6 +15,7 @@ import pytest
 
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import InvalidWriteError, StoreRefusedError
+from scheduler_dedup.handler.protocol.catch_up import CATCH_UP_LEFT_FIELD
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
 from scheduler_dedup.handler.schedule.run_key import RunKey
 from scheduler_dedup.handler.service.delivery import _record_fields
@@ -130,7 +131,7 @@ def test_every_field_the_handler_writes_has_a_column() -> None:
     written = {**idem._in_progress_fields("a" * 32, _record_fields(key, settings)),
                **idem._finish_fields("completed", {"error": None}),
                **idem._finish_fields("released", {"error": "E", "output": "O", "releases": 1}),
-               "previous_attempt_id": "b", "result": None, "result_dropped": None}
+               "previous_attempt_id": "b", "result": None, "result_dropped": None, CATCH_UP_LEFT_FIELD: None}
     missing = sorted(set(written) - set(spanner_schema.COLUMNS_BY_NAME))
     assert not missing, f"add columns for {missing} to spanner_schema.COLUMNS"
 

@@ -112,6 +112,8 @@ ADDED_COLUMNS: tuple[Column, ...] = (
     Column("scope", "STRING(MAX)"),
     Column("function", "STRING(MAX)"),
     Column("payload_fingerprint", "STRING(MAX)"),
+    # Where a delivery's catch-up stopped for lack of time (handler/protocol/catch_up.py).
+    Column("catch_up_left", "TIMESTAMP"),
 )
 #: Every column of the record's fields.
 COLUMNS: tuple[Column, ...] = (*CREATED_COLUMNS, *ADDED_COLUMNS)
