@@ -15,6 +15,7 @@ import requests
 from google.cloud import firestore
 
 from scheduler_dedup.handler import (
+    ConfigError,
     FirestoreRunStore,
     Idempotency,
     NonRetryableJobError,
@@ -293,6 +294,32 @@ def test_switched_off_the_function_runs_every_time_and_no_store_is_opened(
     before = connections()
     assert [work(4), work(5)] == [4, 4]
     assert connections() > before + 1 and calls == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "disabled"])
+def test_a_switch_value_that_is_neither_on_nor_off_is_refused_naming_the_variable(
+        redis_server: Any, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """``DEDUP_IDEMPOTENCY_DISABLED=yes`` (Powertools' own switch accepts it) was taken as off without a word: a unit
+    test meaning to switch idempotent off opened the real store. Any value but 1/true/0/false is a ConfigError
+    naming the variable, raised before the function runs or redis-server is reached."""
+    for name, env_value in redis_server.endpoint_env().items():
+        monkeypatch.setenv(name, env_value)
+    calls: list[int] = []
+
+    @idempotent(key=lambda n: "same", collection=f"switch_{uuid.uuid4().hex[:8]}")
+    def work(n: int) -> int:
+        calls.append(n)
+        return n
+
+    monkeypatch.setenv("DEDUP_IDEMPOTENCY_DISABLED", value)
+    before = int(redis_server.info("stats")["total_connections_received"])
+    with pytest.raises(ConfigError, match="DEDUP_IDEMPOTENCY_DISABLED"):
+        work(1)
+    assert calls == [] and int(redis_server.info("stats")["total_connections_received"]) == before + 1
+    for off in ("0", "false", "FALSE", ""):
+        monkeypatch.setenv("DEDUP_IDEMPOTENCY_DISABLED", off)
+        assert work(2) == 2
+    assert calls == [2]
 
 
 def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Idempotency) -> None:
