@@ -12,6 +12,7 @@ equal a run id: a handler and the downstream service it calls can share one coll
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import hashlib
 import inspect
@@ -190,12 +191,7 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
                 raw_key, record_id, fields, given = plan(args, kwargs)
                 machinery = idempotency if idempotency is not None else \
                     await asyncio.to_thread(default_idempotency, collection)
-                loop = asyncio.get_running_loop()
-
-                def work(_attempt: str) -> Any:  # on the worker thread: the coroutine runs on the caller's loop
-                    return to_stored(asyncio.run_coroutine_threadsafe(async_fn(*args, **kwargs), loop).result())
-
-                outcome = await asyncio.to_thread(machinery.execute, record_id, work, fields, fingerprint=given)
+                outcome = await execute_async(machinery, record_id, lambda: async_fn(*args, **kwargs), fields, given)
                 record = None
                 if response_hook is not None and outcome.outcome is Outcome.DUPLICATE and outcome.record is None:
                     record = await asyncio.to_thread(machinery.store.get, record_id)
@@ -217,6 +213,48 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
         return wrapper
 
     return decorate
+
+
+async def execute_async(machinery: Idempotency, run_id: str, call: Callable[[], Coroutine[Any, Any, Any]],
+                        fields: dict[str, Any], given: str | None) -> RunOutcome:
+    """:meth:`Idempotency.execute` of a coroutine: the store calls on a worker thread, the coroutine ``call()`` in
+    the caller's own task, so that cancelling the caller (``asyncio.wait_for`` timing out, ``task.cancel()``)
+    cancels the function itself, as asyncio promises, and the claim is released before the ``CancelledError``
+    propagates: a retry runs at once, and nothing of the cancelled call runs on detached.
+
+    Raises:
+        asyncio.CancelledError: the caller was cancelled (after the claim, if any, was released).
+        StoreError, PayloadMismatchError: as :meth:`Idempotency.execute`.
+    """
+    loop = asyncio.get_running_loop()
+    claimed: asyncio.Future[None] = loop.create_future()
+    ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def work(_attempt: str) -> Any:  # on the worker thread, holding the claim: wait for the caller's task
+        loop.call_soon_threadsafe(lambda: claimed.done() or claimed.set_result(None))
+        while True:
+            try:
+                return ended.result(timeout=1.0)
+            except concurrent.futures.TimeoutError:
+                if loop.is_closed():  # the loop stopped without cancelling its caller: never hold the key forever
+                    raise RuntimeError("the event loop closed while the function was running") from None
+
+    execution = asyncio.ensure_future(asyncio.to_thread(machinery.execute, run_id, work, fields,
+                                                        fingerprint=given))
+    stopped: BaseException | None = None
+    try:
+        await asyncio.wait((claimed, execution), return_when=asyncio.FIRST_COMPLETED)
+        if claimed.done():
+            ended.set_result(to_stored(await call()))
+    except BaseException as exc:  # the function's exception, or the caller's cancellation at any await
+        stopped = exc
+        ended.set_exception(exc)  # the claim, if taken, is released with it
+    finally:
+        claimed.cancel()
+    outcome = await asyncio.shield(execution)
+    if stopped is not None and outcome.exception is not stopped:
+        raise stopped  # cancelled before the function ran: the outcome (a replay...) is no answer to a cancelled call
+    return outcome
 
 
 def _result(outcome: RunOutcome, raw_key: str) -> Any:
