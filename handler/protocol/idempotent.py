@@ -86,6 +86,19 @@ def record_id_for_key(key: str, scope: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def refuse_generator_function(fn: Callable[..., Any]) -> None:
+    """Refuse to decorate a generator function (``def`` or ``async def`` with ``yield``).
+
+    Raises:
+        TypeError: ``fn`` is one: its body runs only as its generator is consumed, after the call returned, so no
+            record could say whether it ran.
+    """
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(f"{fn.__qualname__} is a generator function: its body runs only as its generator is "
+                        "consumed, after the key is recorded completed; decorate a function that returns the values "
+                        "(e.g. a list) instead")
+
+
 def default_scope(fn: Callable[..., Any]) -> str:
     """The default scope of a function's keys: ``module.qualified_name``."""
     return f"{fn.__module__}.{fn.__qualname__}"
@@ -162,6 +175,7 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
     """
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        refuse_generator_function(fn)
         record_scope = scope if scope is not None else default_scope(fn)
         typed = result_type(fn, serializer)
 

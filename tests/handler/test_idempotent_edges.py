@@ -15,6 +15,7 @@ from google.cloud import firestore
 
 from scheduler_dedup.handler import FirestoreRunStore, Idempotency, PayloadMismatchError, RunInProgressError, idempotent, record_id_for_key
 from scheduler_dedup.handler.protocol.idempotent import default_scope
+from scheduler_dedup.handler.service.idempotent_endpoint import idempotent_endpoint
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
 
 
@@ -101,6 +102,11 @@ def test_a_generator_function_is_refused_when_decorated(machinery: Idempotency) 
         @idempotent(key=lambda order: order, idempotency=machinery)
         async def async_rows(order: str) -> Any:
             yield order
+
+    with pytest.raises(TypeError, match="generator"):
+        @idempotent_endpoint(idempotency=machinery)
+        def streamed(request: Any) -> Any:
+            yield "row"
 
 
 def test_a_result_that_is_an_unawaited_coroutine_releases_the_key_and_raises(machinery: Idempotency) -> None:
