@@ -353,6 +353,10 @@ def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Id
         first = requests.post(url, data='{"run_id": "run-1", "job_name": "nightly"}', headers=key, timeout=30)
         again = requests.post(url, data='{ "job_name": "nightly",  "run_id": "run-1" }', headers=key, timeout=30)
         other = requests.post(url, data='{"run_id": "run-1", "job_name": "other"}', headers=key, timeout=30)
+        # JSON has one number type: 1.0 is the 1 of the first body (a client that writes numbers as floats)
+        numbers = [requests.post(url, data=body, headers={**key, "Idempotency-Key": "run-2"}, timeout=30).status_code
+                   for body in ('{"run_id": "run-2", "limit": 1}', '{"run_id": "run-2", "limit": 1.0}',
+                                '{"run_id": "run-2", "limit": 1.5}')]
         # payload= picks what must match: another "sent_at" is the same payload, another "order" is not
         orders = [requests.post(f"{url}order", json=body, headers={"Idempotency-Key": "o-1"}, timeout=30)
                   for body in ({"order": 7, "sent_at": 1}, {"order": 7, "sent_at": 2}, {"order": 8, "sent_at": 3})]
@@ -362,6 +366,8 @@ def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Id
     assert (again.status_code, again.json()["status"]) == (200, "duplicate")
     assert (other.status_code, other.json()["status"]) == (422, "payload_mismatch")
     assert "another payload" in other.json()["error"] and other.json()["key"] == "run-1"
+    assert numbers == [200, 200, 422]
     assert [(o.status_code, o.json()["status"]) for o in orders] == [(200, "processed"), (200, "duplicate"),
                                                                      (422, "payload_mismatch")]
-    assert ran == [{"run_id": "run-1", "job_name": "nightly"}, {"order": 7, "sent_at": 1}]
+    assert ran == [{"run_id": "run-1", "job_name": "nightly"}, {"run_id": "run-2", "limit": 1},
+                   {"order": 7, "sent_at": 1}]
