@@ -150,7 +150,8 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
         serializer: the result type (a dataclass or a Pydantic model class); default the function's return
             annotation when it is one (:mod:`~scheduler_dedup.handler.protocol.typed_results`).
         response_hook: called as ``response_hook(result, info)`` on a replay only (never when the function ran),
-            with a :class:`ReplayInfo`; what it returns is what the caller gets. A replay this process answers from
+            with a :class:`ReplayInfo`; what it returns is what the caller gets, and what it raises the caller gets
+            (the record stays completed). It may be an ``async def`` when the function is one (it is awaited). A replay this process answers from
             its own cache reads the record once for ``info`` (one store read, only when a hook is given).
         scope: the records' scope (see the module docstring); default ``module.qualified_name`` of the function.
         idempotency: the store and lease settings; by default built once, on first call, from
@@ -176,6 +177,9 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         refuse_generator_function(fn)
+        if inspect.iscoroutinefunction(response_hook) and not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"response_hook {response_hook!r} is an async def, so a replay of {fn.__qualname__} (a "
+                            "plain def) would return its unawaited coroutine: make the hook a plain def")
         record_scope = scope if scope is not None else default_scope(fn)
         typed = result_type(fn, serializer)
 
@@ -209,7 +213,8 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
                 record = None
                 if response_hook is not None and outcome.outcome is Outcome.DUPLICATE and outcome.record is None:
                     record = await asyncio.to_thread(machinery.store.get, record_id)
-                return answer(outcome, raw_key, lambda: record)
+                value = answer(outcome, raw_key, lambda: record)
+                return await value if inspect.isawaitable(value) else value  # an async def response_hook
 
             return cast(Callable[P, R], async_wrapper)
 

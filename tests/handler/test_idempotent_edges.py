@@ -13,7 +13,8 @@ from typing import Any, Optional
 import pytest
 from google.cloud import firestore
 
-from scheduler_dedup.handler import FirestoreRunStore, Idempotency, PayloadMismatchError, RunInProgressError, idempotent, record_id_for_key
+from scheduler_dedup.handler import (FirestoreRunStore, Idempotency, PayloadMismatchError, ReplayInfo,
+                                     RunInProgressError, idempotent, record_id_for_key)
 from scheduler_dedup.handler.protocol.idempotent import default_scope
 from scheduler_dedup.handler.service.idempotent_endpoint import idempotent_endpoint
 from scheduler_dedup.local.servers.firestore_emulator import FirestoreEmulator
@@ -214,3 +215,36 @@ def test_a_concurrent_async_caller_of_a_cancelled_run_waits_for_no_detached_work
 
     key = fresh()
     assert asyncio.run(main(key)) == key and events == [key, key]
+
+
+def test_an_async_response_hook_is_awaited_and_refused_beside_a_plain_function(machinery: Idempotency) -> None:
+    """An ``async def`` hook of an ``async def`` function handed the caller its unawaited coroutine on every replay;
+    beside a plain function it cannot be awaited, so it is refused when decorating. A hook that raises gives the
+    caller its exception and leaves the record completed."""
+    async def mark(result: dict[str, Any], info: ReplayInfo) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return {**result, "replayed": info.replay}
+
+    @idempotent(key=lambda order: order, response_hook=mark, idempotency=machinery)
+    async def notify(order: str) -> dict[str, Any]:
+        return {"notified": order}
+
+    async def main(key: str) -> list[Any]:
+        return [await notify(key), await notify(key)]
+
+    key = fresh()
+    assert asyncio.run(main(key)) == [{"notified": key}, {"notified": key, "replayed": True}]
+    with pytest.raises(TypeError, match="async def"):
+        idempotent(key=lambda order: order, response_hook=mark, idempotency=machinery)(lambda order: order)
+
+    def broken(result: Any, info: ReplayInfo) -> Any:
+        raise LookupError("hook failed")
+
+    @idempotent(key=lambda order: order, response_hook=broken, idempotency=machinery)
+    def ship(order: str) -> str:
+        return order
+
+    assert ship(key) == key
+    with pytest.raises(LookupError):
+        ship(key)
+    assert machinery.store.get(record_id_for_key(key, default_scope(ship))).status == "completed"  # type: ignore[union-attr]
