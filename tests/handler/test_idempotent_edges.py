@@ -248,3 +248,23 @@ def test_an_async_response_hook_is_awaited_and_refused_beside_a_plain_function(m
     with pytest.raises(LookupError):
         ship(key)
     assert machinery.store.get(record_id_for_key(key, default_scope(ship))).status == "completed"  # type: ignore[union-attr]
+
+
+def test_a_released_key_still_refuses_another_payload_and_replays_the_first(machinery: Idempotency) -> None:
+    """As docs/idempotent.md says (and unlike Powertools, which deletes the record): after the function raised and
+    released the key, a retry with the first payload runs, another payload is refused and runs nothing."""
+    amounts: list[int] = []
+
+    @idempotent(key=lambda order: order["id"], payload=lambda order: order, idempotency=machinery)
+    def pay(order: dict[str, Any]) -> int:
+        amounts.append(order["amount"])
+        if len(amounts) == 1:
+            raise RuntimeError("the gateway timed out")
+        return int(order["amount"])
+
+    key = fresh()
+    with pytest.raises(RuntimeError):
+        pay({"id": key, "amount": 5})
+    with pytest.raises(PayloadMismatchError):
+        pay({"id": key, "amount": 6})
+    assert pay({"id": key, "amount": 5}) == 5 and amounts == [5, 5]
