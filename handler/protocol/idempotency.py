@@ -56,7 +56,6 @@ TTL policy deletes it, after the retention period; a failed one may be re-run, s
 from __future__ import annotations
 
 import enum
-import inspect
 import logging
 import threading
 import time
@@ -77,7 +76,8 @@ from scheduler_dedup.handler.protocol.overlap_lease import RunSkipped
 from scheduler_dedup.handler.protocol.payload import FINGERPRINT_FIELD, check_payload
 from scheduler_dedup.handler.core.safe_text import exception_text
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, Increment, RunStore
-from scheduler_dedup.handler.core.stored_result import StoredResult, fresh_copy, prepare_result, replayable
+from scheduler_dedup.handler.core.stored_result import (StoredResult, finished_value, fresh_copy, prepare_result,
+                                                        replayable)
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -549,28 +549,9 @@ def _with_lease(keeper: LeaseKeeper, work: Callable[[str], Any], attempt_id: str
     """``work(attempt_id)`` with ``keeper`` as the lease of this context (what ``ScheduledRun.lease_holds`` asks)."""
     token = current_lease.set(keeper)
     try:
-        return _finished_value(work(attempt_id))
+        return finished_value(work(attempt_id))
     finally:
         current_lease.reset(token)
-
-
-def _finished_value(value: Any) -> Any:
-    """``value``, unless it is work not done yet (a coroutine, generator or other awaitable, whose body has not
-    run): storing it would drop it as "not JSON" and record the run completed, so its work would never run, not
-    even on a retry.
-
-    Raises:
-        TypeError: ``value`` is a coroutine, generator, async generator or awaitable (a coroutine is closed first,
-            so Python warns of no "never awaited" coroutine); the run is released like any failure.
-    """
-    if inspect.iscoroutine(value) or inspect.isgenerator(value) or inspect.isasyncgen(value) \
-            or inspect.isawaitable(value):
-        close = getattr(value, "close", None)
-        if inspect.iscoroutine(value) and callable(close):
-            close()
-        raise TypeError(f"the work returned a {type(value).__name__}, whose body has not run: await it or consume "
-                        "it inside the work (decorate the async def itself), and return its result")
-    return value
 
 
 def _holds(record: RunRecord, attempt_id: str) -> bool:

@@ -249,8 +249,12 @@ async def execute_async(machinery: Idempotency, run_id: str, call: Callable[[], 
     claimed: asyncio.Future[None] = loop.create_future()
     ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
+    def mark_claimed() -> None:
+        if not claimed.done():
+            claimed.set_result(None)
+
     def work(_attempt: str) -> Any:  # on the worker thread, holding the claim: wait for the caller's task
-        loop.call_soon_threadsafe(lambda: claimed.done() or claimed.set_result(None))
+        loop.call_soon_threadsafe(mark_claimed)
         while True:
             try:
                 return ended.result(timeout=1.0)
