@@ -272,6 +272,8 @@ async def execute_async(machinery: Idempotency, run_id: str, call: Callable[[], 
     except BaseException as exc:  # the function's exception, or the caller's cancellation at any await
         stopped = exc
         ended.set_exception(exc)  # the claim, if taken, is released with it
+        if isinstance(exc, GeneratorExit):
+            raise  # the coroutine is being closed (its loop is gone): it may not await; the worker releases alone
     finally:
         claimed.cancel()
     outcome = await asyncio.shield(execution)

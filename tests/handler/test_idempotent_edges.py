@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import datetime as dt
 import uuid
 from typing import Any, Optional
@@ -268,3 +269,27 @@ def test_a_released_key_still_refuses_another_payload_and_replays_the_first(mach
     with pytest.raises(PayloadMismatchError):
         pay({"id": key, "amount": 6})
     assert pay({"id": key, "amount": 5}) == 5 and amounts == [5, 5]
+
+
+def test_a_loop_closed_under_a_running_async_call_releases_its_key(machinery: Idempotency) -> None:
+    """A loop closed with the call's task still pending (never cancelled) cannot finish the function: the worker
+    holding the claim notices and releases the key rather than renewing its lease for the life of the process."""
+    @idempotent(key=lambda order: order, idempotency=machinery)
+    async def slow(order: str) -> str:
+        await asyncio.sleep(60)
+        return order
+
+    key = fresh()
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(slow(key))
+    record_id = record_id_for_key(key, default_scope(slow))
+    while (record := machinery.store.get(record_id)) is None or record.status != "in_progress":
+        loop.run_until_complete(asyncio.sleep(0.1))
+    loop.close()
+    for _ in range(300):
+        record = machinery.store.get(record_id)
+        if record is not None and record.status == "released":
+            break
+        threading.Event().wait(0.1)
+    assert record is not None and record.status == "released", record
+    del task
