@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.variables import DeclaredEnvironment, declared
 
 
@@ -30,5 +31,15 @@ IDEMPOTENCY_DISABLED_ENV = "DEDUP_IDEMPOTENCY_DISABLED"
 
 def idempotency_disabled(environ: Mapping[str, str] | None = None) -> bool:
     """True if ``DEDUP_IDEMPOTENCY_DISABLED`` is ``1`` or ``true`` in ``environ`` (default this process's, read at
-    each call, so a test may set it after import)."""
-    return read_environment(environ).get(IDEMPOTENCY_DISABLED_ENV, "").strip().lower() in ("1", "true")
+    each call, so a test may set it after import); False when it is unset, empty, ``0`` or ``false`` (any case).
+
+    Raises:
+        ConfigError: any other value (``yes``, ``on``...), which would otherwise be taken silently one way or the
+            other: a unit test meaning to switch ``idempotent`` off would open the real store.
+    """
+    raw = read_environment(environ).get(IDEMPOTENCY_DISABLED_ENV, "")
+    value = raw.strip().lower()
+    if value not in ("", "0", "false", "1", "true"):
+        raise ConfigError(f"{IDEMPOTENCY_DISABLED_ENV}={raw!r} is neither on nor off: use "
+                          f"{IDEMPOTENCY_DISABLED_ENV}=1 (or true) to switch idempotent off in unit tests, or unset it")
+    return value in ("1", "true")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import inspect
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -123,3 +124,22 @@ def replayable(value: Any) -> StoredResult:
 def fresh_copy(value: Any) -> Any:
     """A deep copy of a stored form, so no two answers share a mutable object."""
     return copy.deepcopy(value)
+
+
+def finished_value(value: Any) -> Any:
+    """``value``, unless it is work not done yet (a coroutine, generator or other awaitable, whose body has not
+    run): storing it would drop it as "not JSON" and record the run completed, so its work would never run, not
+    even on a retry.
+
+    Raises:
+        TypeError: ``value`` is a coroutine, generator, async generator or awaitable (a coroutine is closed first,
+            so Python warns of no "never awaited" coroutine); the run is released like any failure.
+    """
+    if inspect.iscoroutine(value) or inspect.isgenerator(value) or inspect.isasyncgen(value) \
+            or inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if inspect.iscoroutine(value) and callable(close):
+            close()
+        raise TypeError(f"the work returned a {type(value).__name__}, whose body has not run: await it or consume "
+                        "it inside the work (decorate the async def itself), and return its result")
+    return value

@@ -271,7 +271,8 @@ declare("K_SERVICE", "local", """
 
 declare("DEDUP_IDEMPOTENCY_DISABLED", "local", """
     `1` or `true` in unit tests only: `idempotent` and `idempotent_endpoint` run the function on every call and open
-    no run store (a warning is logged once). The policy pack refuses it in a stack. See
+    no run store (a warning is logged once). `0`, `false` or empty is off; any other value (`yes`, `on`) is a
+    `ConfigError` at each call. The policy pack refuses anything but off in a stack. See
     [idempotent](../idempotent.md#switching-it-off-in-unit-tests).""")
 
 # ---------------------------------------------------------------- schedule and monitoring

@@ -79,7 +79,8 @@ from scheduler_dedup.handler.protocol.overlap_lease import RunSkipped
 from scheduler_dedup.handler.protocol.payload import FINGERPRINT_FIELD, check_payload
 from scheduler_dedup.handler.core.safe_text import exception_text
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, Increment, RunStore
-from scheduler_dedup.handler.core.stored_result import StoredResult, fresh_copy, prepare_result, replayable
+from scheduler_dedup.handler.core.stored_result import (StoredResult, finished_value, fresh_copy, prepare_result,
+                                                        replayable)
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -559,7 +560,7 @@ def _with_lease(keeper: LeaseKeeper, work: Callable[[str], Any], attempt_id: str
     """``work(attempt_id)`` with ``keeper`` as the lease of this context (what ``ScheduledRun.lease_holds`` asks)."""
     token = current_lease.set(keeper)
     try:
-        return work(attempt_id)
+        return finished_value(work(attempt_id))
     finally:
         current_lease.reset(token)
 

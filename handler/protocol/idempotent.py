@@ -12,6 +12,7 @@ equal a run id: a handler and the downstream service it calls can share one coll
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import hashlib
 import inspect
@@ -85,6 +86,19 @@ def record_id_for_key(key: str, scope: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def refuse_generator_function(fn: Callable[..., Any]) -> None:
+    """Refuse to decorate a generator function (``def`` or ``async def`` with ``yield``).
+
+    Raises:
+        TypeError: ``fn`` is one: its body runs only as its generator is consumed, after the call returned, so no
+            record could say whether it ran.
+    """
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(f"{fn.__qualname__} is a generator function: its body runs only as its generator is "
+                        "consumed, after the key is recorded completed; decorate a function that returns the values "
+                        "(e.g. a list) instead")
+
+
 def default_scope(fn: Callable[..., Any]) -> str:
     """The default scope of a function's keys: ``module.qualified_name``."""
     return f"{fn.__module__}.{fn.__qualname__}"
@@ -136,7 +150,8 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
         serializer: the result type (a dataclass or a Pydantic model class); default the function's return
             annotation when it is one (:mod:`~scheduler_dedup.handler.protocol.typed_results`).
         response_hook: called as ``response_hook(result, info)`` on a replay only (never when the function ran),
-            with a :class:`ReplayInfo`; what it returns is what the caller gets. A replay this process answers from
+            with a :class:`ReplayInfo`; what it returns is what the caller gets, and what it raises the caller gets
+            (the record stays completed). It may be an ``async def`` when the function is one (it is awaited). A replay this process answers from
             its own cache reads the record once for ``info`` (one store read, only when a hook is given).
         scope: the records' scope (see the module docstring); default ``module.qualified_name`` of the function.
         idempotency: the store and lease settings; by default built once, on first call, from
@@ -161,6 +176,10 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
     """
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        refuse_generator_function(fn)
+        if inspect.iscoroutinefunction(response_hook) and not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"response_hook {response_hook!r} is an async def, so a replay of {fn.__qualname__} (a "
+                            "plain def) would return its unawaited coroutine: make the hook a plain def")
         record_scope = scope if scope is not None else default_scope(fn)
         typed = result_type(fn, serializer)
 
@@ -190,16 +209,12 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
                 raw_key, record_id, fields, given = plan(args, kwargs)
                 machinery = idempotency if idempotency is not None else \
                     await asyncio.to_thread(default_idempotency, collection)
-                loop = asyncio.get_running_loop()
-
-                def work(_attempt: str) -> Any:  # on the worker thread: the coroutine runs on the caller's loop
-                    return to_stored(asyncio.run_coroutine_threadsafe(async_fn(*args, **kwargs), loop).result())
-
-                outcome = await asyncio.to_thread(machinery.execute, record_id, work, fields, fingerprint=given)
+                outcome = await execute_async(machinery, record_id, lambda: async_fn(*args, **kwargs), fields, given)
                 record = None
                 if response_hook is not None and outcome.outcome is Outcome.DUPLICATE and outcome.record is None:
                     record = await asyncio.to_thread(machinery.store.get, record_id)
-                return answer(outcome, raw_key, lambda: record)
+                value = answer(outcome, raw_key, lambda: record)
+                return await value if inspect.isawaitable(value) else value  # an async def response_hook
 
             return cast(Callable[P, R], async_wrapper)
 
@@ -217,6 +232,54 @@ def idempotent(key: Callable[..., str], *, payload: Callable[..., Any] | None = 
         return wrapper
 
     return decorate
+
+
+async def execute_async(machinery: Idempotency, run_id: str, call: Callable[[], Coroutine[Any, Any, Any]],
+                        fields: dict[str, Any], given: str | None) -> RunOutcome:
+    """:meth:`Idempotency.execute` of a coroutine: the store calls on a worker thread, the coroutine ``call()`` in
+    the caller's own task, so that cancelling the caller (``asyncio.wait_for`` timing out, ``task.cancel()``)
+    cancels the function itself, as asyncio promises, and the claim is released before the ``CancelledError``
+    propagates: a retry runs at once, and nothing of the cancelled call runs on detached.
+
+    Raises:
+        asyncio.CancelledError: the caller was cancelled (after the claim, if any, was released).
+        StoreError, PayloadMismatchError: as :meth:`Idempotency.execute`.
+    """
+    loop = asyncio.get_running_loop()
+    claimed: asyncio.Future[None] = loop.create_future()
+    ended: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def mark_claimed() -> None:
+        if not claimed.done():
+            claimed.set_result(None)
+
+    def work(_attempt: str) -> Any:  # on the worker thread, holding the claim: wait for the caller's task
+        loop.call_soon_threadsafe(mark_claimed)
+        while True:
+            try:
+                return ended.result(timeout=1.0)
+            except concurrent.futures.TimeoutError:
+                if loop.is_closed():  # the loop stopped without cancelling its caller: never hold the key forever
+                    raise RuntimeError("the event loop closed while the function was running") from None
+
+    execution = asyncio.ensure_future(asyncio.to_thread(machinery.execute, run_id, work, fields,
+                                                        fingerprint=given))
+    stopped: BaseException | None = None
+    try:
+        await asyncio.wait((claimed, execution), return_when=asyncio.FIRST_COMPLETED)
+        if claimed.done():
+            ended.set_result(to_stored(await call()))
+    except BaseException as exc:  # the function's exception, or the caller's cancellation at any await
+        stopped = exc
+        ended.set_exception(exc)  # the claim, if taken, is released with it
+        if isinstance(exc, GeneratorExit):
+            raise  # the coroutine is being closed (its loop is gone): it may not await; the worker releases alone
+    finally:
+        claimed.cancel()
+    outcome = await asyncio.shield(execution)
+    if stopped is not None and outcome.exception is not stopped:
+        raise stopped  # cancelled before the function ran: the outcome (a replay...) is no answer to a cancelled call
+    return outcome
 
 
 def _result(outcome: RunOutcome, raw_key: str) -> Any:

@@ -4,7 +4,8 @@ The fingerprint is the SHA-256 (64 hex characters) of the payload's **canonical 
 whitespace (separators ``,`` and ``:``), UTF-8 text with non-ASCII characters kept as they are (not ``\\u``
 escaped), ``NaN`` and ``Infinity`` refused. Values that are not JSON are first turned into JSON values: a
 dataclass instance by :func:`dataclasses.asdict`, a Pydantic model by ``model_dump(mode="json")``, a ``tuple`` into
-a list and a ``datetime``/``date`` into its ISO 8601 string; anything else (a ``set``, ``bytes``, ``Decimal``, an
+a list and a ``datetime``/``date`` into its ISO 8601 string, and an integral float into its integer
+(``1.0`` is ``1``, as JSON has one number type); anything else (a ``set``, ``bytes``, ``Decimal``, an
 object) is refused with a ``TypeError``, since its ``repr`` is no stable fingerprint. Two payloads that are equal as
 JSON values have one fingerprint, whatever the order of their keys.
 
@@ -45,9 +46,16 @@ def canonical_json(payload: Any) -> bytes:
         TypeError: a value has no JSON form.
         ValueError: it holds ``NaN`` or ``Infinity``.
     """
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
-                      default=_json_default)
-    return text.encode("utf-8", "surrogatepass")
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=False, default=_json_default)
+    value = json.loads(text, parse_float=_json_number)  # JSON has one number type: 1.0 is the number 1
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _json_number(text: str) -> int | float:
+    """A JSON number with a fraction or exponent as its canonical value: an integral one (``1.0``, ``-0.0``,
+    ``1e3``) as the integer, as RFC 8785 (JSON Canonicalization Scheme) writes it; any other as a float."""
+    number = float(text)
+    return int(number) if number.is_integer() else number
 
 
 def fingerprint(payload: Any) -> str:

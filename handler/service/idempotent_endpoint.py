@@ -40,7 +40,7 @@ from scheduler_dedup.handler.config.environment import idempotency_disabled
 from scheduler_dedup.handler.core.stored_result import json_form
 from scheduler_dedup.handler.service.answers import json_errors, json_response, outcome_answer, store_error_body
 from scheduler_dedup.handler.protocol.idempotent import (default_idempotency, default_scope, record_id_for_key,
-                                                         warn_disabled_once)
+                                                         refuse_generator_function, warn_disabled_once)
 from scheduler_dedup.handler.protocol.payload import bytes_fingerprint, fingerprint
 from scheduler_dedup.handler.core.errors import PayloadMismatchError, StoreError
 from scheduler_dedup.handler.protocol.idempotency import Idempotency, Outcome
@@ -76,6 +76,7 @@ def idempotent_endpoint(*, payload: Callable[[flask.Request], Any] | None = None
     """
 
     def decorate(fn: Callable[[flask.Request], Any]) -> Callable[[flask.Request], flask.Response]:
+        refuse_generator_function(fn)
         record_scope = scope if scope is not None else default_scope(fn)
 
         @functools.wraps(fn)

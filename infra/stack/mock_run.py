@@ -15,6 +15,8 @@ those another stack program exported (:attr:`MockRun.exports`).
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -333,6 +335,7 @@ def run_program(
         Whatever ``program`` raises (e.g. :class:`~scheduler_dedup.infra.errors.DedupConfigError`).
         KeyError: a ``StackReference`` names a stack without mocked outputs.
     """
+    _ensure_event_loop()
     monitor = _RecordingMonitor(stack_outputs)
     pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor,
                              logger=logger)
@@ -394,3 +397,13 @@ def run_stack_config(
     base_dir = project_path.parent
     return run_program(lambda: main(base_dir=base_dir), config, stack=stack_name, stack_outputs=stack_outputs,
                        read_keys=read_keys, logger=logger)
+
+
+def _ensure_event_loop() -> None:
+    """Give this thread an event loop when it has none: Pulumi's mocks run on ``asyncio.get_event_loop()``, which
+    raises in a thread where ``asyncio.run`` has ended (it leaves no loop set), e.g. a process that ran an
+    ``async def`` idempotent function before checking a stack."""
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())

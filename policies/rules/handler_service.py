@@ -13,6 +13,7 @@ from typing import Any
 from scheduler_dedup.handler.callers.audience import misspelt_target_audience, target_audience
 from scheduler_dedup.handler.callers.app_engine import APP_ENGINE_CALLER_ENV
 from scheduler_dedup.handler.config.environment import IDEMPOTENCY_DISABLED_ENV, idempotency_disabled
+from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.env_names import env_name_problem, home_mount_problem, redirecting_variable
 from scheduler_dedup.handler.service.startup import ALLOW_TEST_ENDPOINTS_ENV, startup_problems
 from scheduler_dedup.infra.project.locations import region_problem
@@ -531,7 +532,13 @@ def dedup_idempotency_enabled(resource: Resource, config: Mapping[str, Any]) -> 
                 if isinstance(get(container, "envs"), list)]
     for env in envs:
         value = env.get(IDEMPOTENCY_DISABLED_ENV)
-        if isinstance(value, str) and idempotency_disabled({IDEMPOTENCY_DISABLED_ENV: value}):
+        if not isinstance(value, str):
+            continue
+        try:
+            disabled = idempotency_disabled({IDEMPOTENCY_DISABLED_ENV: value})
+        except ConfigError as error:
+            return [f"{resource.name}: {error} (every idempotent call of it would fail)"]
+        if disabled:
             return [f"{resource.name} sets {IDEMPOTENCY_DISABLED_ENV}={value}, so its idempotent functions run on "
                     "every call and duplicates run again: remove it (unit tests only)"]
     return []

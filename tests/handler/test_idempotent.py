@@ -15,6 +15,7 @@ import requests
 from google.cloud import firestore
 
 from scheduler_dedup.handler import (
+    ConfigError,
     FirestoreRunStore,
     Idempotency,
     NonRetryableJobError,
@@ -295,6 +296,32 @@ def test_switched_off_the_function_runs_every_time_and_no_store_is_opened(
     assert connections() > before + 1 and calls == [1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("value", ["yes", "on", "disabled"])
+def test_a_switch_value_that_is_neither_on_nor_off_is_refused_naming_the_variable(
+        redis_server: Any, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """``DEDUP_IDEMPOTENCY_DISABLED=yes`` (Powertools' own switch accepts it) was taken as off without a word: a unit
+    test meaning to switch idempotent off opened the real store. Any value but 1/true/0/false is a ConfigError
+    naming the variable, raised before the function runs or redis-server is reached."""
+    for name, env_value in redis_server.endpoint_env().items():
+        monkeypatch.setenv(name, env_value)
+    calls: list[int] = []
+
+    @idempotent(key=lambda n: "same", collection=f"switch_{uuid.uuid4().hex[:8]}")
+    def work(n: int) -> int:
+        calls.append(n)
+        return n
+
+    monkeypatch.setenv("DEDUP_IDEMPOTENCY_DISABLED", value)
+    before = int(redis_server.info("stats")["total_connections_received"])
+    with pytest.raises(ConfigError, match="DEDUP_IDEMPOTENCY_DISABLED"):
+        work(1)
+    assert calls == [] and int(redis_server.info("stats")["total_connections_received"]) == before + 1
+    for off in ("0", "false", "FALSE", ""):
+        monkeypatch.setenv("DEDUP_IDEMPOTENCY_DISABLED", off)
+        assert work(2) == 2
+    assert calls == [2]
+
+
 def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Idempotency) -> None:
     """Over real HTTP: the first body runs, the same JSON body (keys reordered) replays, another body gets 422
     payload_mismatch and runs nothing."""
@@ -326,6 +353,10 @@ def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Id
         first = requests.post(url, data='{"run_id": "run-1", "job_name": "nightly"}', headers=key, timeout=30)
         again = requests.post(url, data='{ "job_name": "nightly",  "run_id": "run-1" }', headers=key, timeout=30)
         other = requests.post(url, data='{"run_id": "run-1", "job_name": "other"}', headers=key, timeout=30)
+        # JSON has one number type: 1.0 is the 1 of the first body (a client that writes numbers as floats)
+        numbers = [requests.post(url, data=body, headers={**key, "Idempotency-Key": "run-2"}, timeout=30).status_code
+                   for body in ('{"run_id": "run-2", "limit": 1}', '{"run_id": "run-2", "limit": 1.0}',
+                                '{"run_id": "run-2", "limit": 1.5}')]
         # payload= picks what must match: another "sent_at" is the same payload, another "order" is not
         orders = [requests.post(f"{url}order", json=body, headers={"Idempotency-Key": "o-1"}, timeout=30)
                   for body in ({"order": 7, "sent_at": 1}, {"order": 7, "sent_at": 2}, {"order": 8, "sent_at": 3})]
@@ -335,6 +366,8 @@ def test_the_endpoint_answers_422_to_another_body_under_a_used_key(machinery: Id
     assert (again.status_code, again.json()["status"]) == (200, "duplicate")
     assert (other.status_code, other.json()["status"]) == (422, "payload_mismatch")
     assert "another payload" in other.json()["error"] and other.json()["key"] == "run-1"
+    assert numbers == [200, 200, 422]
     assert [(o.status_code, o.json()["status"]) for o in orders] == [(200, "processed"), (200, "duplicate"),
                                                                      (422, "payload_mismatch")]
-    assert ran == [{"run_id": "run-1", "job_name": "nightly"}, {"order": 7, "sent_at": 1}]
+    assert ran == [{"run_id": "run-1", "job_name": "nightly"}, {"run_id": "run-2", "limit": 1},
+                   {"order": 7, "sent_at": 1}]

@@ -166,6 +166,15 @@ def test_a_stack_that_switches_idempotency_off_fails_the_pack(raw_program: Modul
     assert check_program(lambda: raw_program.good_program({"DEDUP_IDEMPOTENCY_DISABLED": "0"})) == []
 
 
+def test_the_check_runs_in_a_process_that_ran_asyncio_before(raw_program: ModuleType) -> None:
+    """``asyncio.run`` (an ``async def`` idempotent function, a test of one) leaves the main thread without an event
+    loop, and Pulumi's mocks asked for one: every later check in the process failed as a program error."""
+    import asyncio
+
+    asyncio.run(asyncio.sleep(0))
+    assert check_program(lambda: raw_program.good_program({})) == []
+
+
 def advisory_config(tmp_path: Path) -> Path:
     """good-image.yaml with the request timeout set equal to the attempt deadline: one advisory finding."""
     config = yaml.safe_load((EXAMPLES / "good-image.yaml").read_text())

@@ -156,6 +156,9 @@ def test_the_test_switch_of_idempotent_is_refused_through_the_engine_path(servic
         assert "DEDUP_IDEMPOTENCY_DISABLED=true" in found[0].message
         for value in ("0", None):
             assert not [d for d in _analyze(servicer, typ, props(value)) if d.policyName == "dedup-idempotency-enabled"]
+        # a value that is neither on nor off would fail every idempotent call of the service: refused, named
+        found = [d for d in _analyze(servicer, typ, props("yes")) if d.policyName == "dedup-idempotency-enabled"]
+        assert len(found) == 1 and "DEDUP_IDEMPOTENCY_DISABLED='yes'" in found[0].message, typ
 
 
 FUNCTION = "gcp:cloudfunctionsv2/function:Function"

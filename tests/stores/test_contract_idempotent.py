@@ -179,3 +179,29 @@ def test_an_async_function_that_raises_releases_the_key(machinery: Idempotency) 
     assert asyncio.run(flaky()) == 7
     assert asyncio.run(flaky()) == 7
     assert len(attempts) == 2
+
+
+def test_an_async_function_cancelled_by_its_caller_is_cancelled_and_releases_the_key(machinery: Idempotency) -> None:
+    """``asyncio.wait_for`` timing out cancels the function itself and releases the key on every store: the record
+    says released, and the next call runs at once."""
+    events: list[str] = []
+    key = fresh_key()
+
+    @idempotent(key=lambda: key, idempotency=machinery)
+    async def export() -> str:
+        events.append("start")
+        try:
+            await asyncio.sleep(60 if len(events) == 1 else 0)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+        return "exported"
+
+    async def scenario() -> tuple[str | None, str]:
+        with pytest.raises((asyncio.TimeoutError, TimeoutError)):
+            await asyncio.wait_for(export(), 1)
+        record = machinery.store.get(record_id_for_key(key, f"{export.__module__}.{export.__qualname__}"))
+        return (record.status if record is not None else None), await export()
+
+    assert asyncio.run(scenario()) == ("released", "exported")
+    assert events == ["start", "cancelled", "start"]
