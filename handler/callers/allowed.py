@@ -5,7 +5,11 @@ Cloud Scheduler mints the OIDC token as the service account named in ``oidcToken
 token's ``email`` claim is always a service account's email. An entry may be written as that email or as
 the IAM member people copy from bindings, ``serviceAccount:EMAIL``
 (https://cloud.google.com/iam/docs/principal-identifiers); the member form is normalised to the email.
-Any other member type (``user:``, ``group:``, ``domain:``, ``principal:``, ``allUsers``...) and any
+Emails are compared lower-cased: IAM member identifiers are case-insensitive for service accounts (their emails
+are lower-case by construction: https://cloud.google.com/iam/docs/service-accounts-create, "account ID"). Where
+the component created the account, ``DEDUP_ALLOWED_CALLER_IDS`` pins it by its unique id, the ID token's ``sub``
+(https://cloud.google.com/docs/authentication/token-types#id-contents): a deleted and recreated account of the same
+email gets a new unique id and is refused. Any other member type (``user:``, ``group:``, ``domain:``, ``principal:``, ``allUsers``...) and any
 email that is not a service account's (``*.gserviceaccount.com``) is refused: no Scheduler token can
 carry it, so it would only hide a 403 on every delivery.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 from scheduler_dedup.handler.core.errors import ConfigError
 
 VARIABLE = "DEDUP_ALLOWED_CALLERS"
+IDS_VARIABLE = "DEDUP_ALLOWED_CALLER_IDS"
 SERVICE_ACCOUNT_MEMBER = "serviceAccount:"
 #: Every service account email ends with this: user-managed (``NAME@PROJECT.iam.gserviceaccount.com``),
 #: default (``PROJECT_NUMBER-compute@developer.gserviceaccount.com``, ``PROJECT@appspot.gserviceaccount.com``)
@@ -57,3 +62,19 @@ def parse_allowed_callers(raw: str) -> frozenset[str]:
         ConfigError: an entry is refused (the first, in order).
     """
     return frozenset(normalise_caller(entry) for entry in raw.split(",") if entry.strip())
+
+
+def parse_allowed_caller_ids(raw: str) -> frozenset[str]:
+    """Every entry of comma-separated ``DEDUP_ALLOWED_CALLER_IDS``: service accounts' unique ids (decimal digits,
+    ``gcp.serviceaccount.Account.unique_id``), each compared exactly with the ID token's ``sub`` claim.
+
+    Raises:
+        ConfigError: an entry is not all digits; the message names the variable and the fix.
+    """
+    ids = frozenset(entry.strip() for entry in raw.split(",") if entry.strip())
+    for entry in sorted(ids):
+        if not entry.isascii() or not entry.isdigit():
+            raise ConfigError(f"{IDS_VARIABLE} has {entry!r}, which is not a service account's unique id (decimal "
+                              "digits, `gcloud iam service-accounts describe EMAIL --format 'value(uniqueId)'`); "
+                              "list the Scheduler identity's unique id, or unset it")
+    return ids

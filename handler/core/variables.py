@@ -207,6 +207,13 @@ declare("DEDUP_ALLOWED_CALLERS", "callers", """
     the email). Any other member type (`user:`, `group:`, `domain:`...) and any email that is not a service
     account's (`*.gserviceaccount.com`) stops the handler at start-up: no Scheduler token can carry it.""",
         component="the Scheduler identity's email (`<name>-sched`, or `scheduler_service_account_email`)")
+declare("DEDUP_ALLOWED_CALLER_IDS", "callers", """
+    The allowed callers' unique ids (`uniqueId`, decimal digits), comma-separated. When set, the ID token's `sub`
+    claim, the account's unique id, must be one of them besides its email being allowed: an account deleted and
+    recreated under the same email has a new unique id and is refused. Needs caller verification on. See
+    [caller verification](../targets-and-auth.md#caller-verification).""",
+        component="the unique id of the Scheduler identity the component creates (unset for a "
+                  "`scheduler_service_account_email` it is given)")
 declare("DEDUP_OIDC_CERTS_URL", "callers", "Google's token-signing certificate endpoint (tests only).",
         default="https://www.googleapis.com/oauth2/v1/certs")
 declare("DEDUP_TRUST_CLOUD_RUN_IAM", "callers", """
