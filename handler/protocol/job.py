@@ -175,7 +175,9 @@ class OutputTail:
 
 class _ThreadTee(io.TextIOBase):
     """Stands in for ``sys.stdout``/``sys.stderr``: every write goes on to the real stream (the handler's log),
-    and is also kept in the :class:`OutputTail` of the thread that wrote it, if it captures."""
+    scrubbed as every log line is (:func:`~scheduler_dedup.handler.core.safe_text.scrub_secrets`: a secret value the
+    job prints never reaches the log), and is also kept in the :class:`OutputTail` of the thread that wrote it, if it
+    captures."""
 
     def __init__(self, stream: TextIO, tails: dict[int, OutputTail]):
         self.stream = stream
@@ -185,7 +187,8 @@ class _ThreadTee(io.TextIOBase):
         tail = self.tails.get(threading.get_ident())
         if tail is not None:
             tail.write(text)
-        return self.stream.write(text)
+        self.stream.write(scrub_secrets(text))
+        return len(text)
 
     def flush(self) -> None:
         self.stream.flush()
