@@ -54,6 +54,9 @@ def test_a_real_job_gets_its_env_secrets_memory_labels_vpc_and_roles() -> None:
     assert envs["REPORT_BUCKET"]["value"] == "acme-reports"
     assert envs["DB_PASSWORD"]["valueSource"] == {"secretKeyRef": {"secret": "db-password", "version": "3"}}
     assert "value" not in envs["DB_PASSWORD"], "a secret is never a plain value"
+    # the handler learns which values to scrub by name and path, never by value
+    assert envs["DEDUP_SECRET_ENV"]["value"] == "DB_PASSWORD"
+    assert envs["DEDUP_SECRET_FILES"]["value"] == "/secrets/sa/key.json"
     assert container["resources"]["limits"] == {"cpu": "2", "memory": "2Gi"}
     assert container["resources"]["cpuIdle"] is False, "cpu_always_allocated stays on"
     assert container["volumeMounts"] == [{"name": "secret-0", "mountPath": "/secrets/sa"}]
