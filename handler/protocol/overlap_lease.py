@@ -39,7 +39,7 @@ from scheduler_dedup.handler.core.errors import StoreUnavailableError
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, IN_PROGRESS, TTL_FIELD, RunRecord,
                                                  claim_landed_late)
-from scheduler_dedup.handler.protocol.lease import LeaseKeeper, held_lease_fields
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper, LossAction, held_lease_fields
 from scheduler_dedup.handler.schedule.overlap_policy import ALLOW, SKIP, overlap_policy_problem
 from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
 
@@ -91,9 +91,12 @@ class OverlapGuard:
         policy: one of :data:`OVERLAP_POLICIES`.
         lease_seconds: the overlap lease's length, seconds (the handler's ``DEDUP_LEASE_SECONDS``).
         poll_seconds: how often a ``buffer_one`` waiter looks at the lease, seconds.
+        on_lease_lost: what stops the job once the overlap lease it runs under is (about to be) lost
+            (:class:`~scheduler_dedup.handler.protocol.lease.LeaseKeeper`'s ``on_lost``); None: nothing.
     """
 
-    def __init__(self, store: RunStore, policy: str, lease_seconds: float, poll_seconds: float = 0.25):
+    def __init__(self, store: RunStore, policy: str, lease_seconds: float, poll_seconds: float = 0.25,
+                 on_lease_lost: LossAction | None = None):
         problem = overlap_policy_problem(policy)
         if problem:
             raise ValueError(problem)
@@ -101,6 +104,7 @@ class OverlapGuard:
         self.policy = policy
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
+        self.on_lease_lost = on_lease_lost
 
     def run(self, *, project: str, location: str, job_name: str, run_id: str, schedule_time: str,
             attempt_id: str, work: Callable[[], T]) -> T:
@@ -122,7 +126,7 @@ class OverlapGuard:
                 raise RunSkipped(_busy_reason(taken, "skip"))
             taken = self._wait_as_waiter(lease_id(project, location, job_name, "waiter"), lease, run_id,
                                          attempt_id, holder, taken)
-        keeper = LeaseKeeper(self.store, lease, attempt_id, taken, self.lease_seconds).start()
+        keeper = LeaseKeeper(self.store, lease, attempt_id, taken, self.lease_seconds, self.on_lease_lost).start()
         try:
             return work()
         finally:

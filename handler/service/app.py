@@ -21,6 +21,7 @@ from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import load_job
+from scheduler_dedup.handler.protocol.lease import end_worker
 from scheduler_dedup.handler.service.answers import json_errors, json_response
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
@@ -104,7 +105,10 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "Handler
     def serving() -> _Serving:
         store = open_run_store()  # the run store behind the store contract
         probe_store(store, min(_PROBE_SECONDS, settings.store_timeout_seconds))  # names a misconfigured store now
-        idempotency = Idempotency(store, settings.lease_seconds, settings.retention_seconds)
+        # A Python job runs in this worker: ending the worker is the one sure stop once its lease is lost. A
+        # downstream execution is not cancelled (docs/failures.md, "Renewals fail").
+        idempotency = Idempotency(store, settings.lease_seconds, settings.retention_seconds,
+                                  on_lease_lost=end_worker if target.type == "python" else None)
         return _Serving(SchedulerHandler(settings, idempotency, job), _RunCheckOnFirstUse(settings, store, job_state))
 
     parts = PerProcess(serving)

@@ -63,7 +63,8 @@ class SchedulerHandler:
         self.settings = settings
         self.idempotency = idempotency
         self.job = job
-        self.overlap = OverlapGuard(idempotency.store, settings.overlap, idempotency.lease_seconds)
+        self.overlap = OverlapGuard(idempotency.store, settings.overlap, idempotency.lease_seconds,
+                                    on_lease_lost=idempotency.on_lease_lost)
 
     def handle(self, headers: HeaderSource) -> Response:
         """Handle one delivery given its request headers.
