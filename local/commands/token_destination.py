@@ -50,7 +50,7 @@ def is_loopback_host(host: str, port: int | None = None) -> bool:
         found = socket.getaddrinfo(host, port or 0, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return False
-    addresses = {info[4][0] for info in found}
+    addresses = {str(info[4][0]) for info in found}
     return bool(addresses) and all(ipaddress.ip_address(a.split("%", 1)[0]).is_loopback for a in addresses)
 
 
