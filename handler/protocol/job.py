@@ -64,9 +64,11 @@ class ScheduledRun:
         return math.inf if self.lease is None else self.lease.remaining_seconds()
 
     def lease_holds(self) -> bool:
-        """True while this attempt's lease holds (:meth:`lease_remaining_seconds` > 0): no other attempt may
-        take the run over. False once it lapsed or was lost: stop before the next side effect."""
-        return self.lease_remaining_seconds() > 0
+        """True while this attempt's lease holds (:meth:`LeaseKeeper.holds`): no other attempt may take the run
+        over. False once renewals have failed long enough that it may lapse (in the Scheduler handler, with half
+        the lease left: the handler ends the worker at a quarter), or it lapsed or was lost: stop before the next
+        side effect."""
+        return self.lease is None or self.lease.holds()
 
 
 Job = Callable[[ScheduledRun], Any]

@@ -36,6 +36,10 @@ MIN_RETRY_SECONDS = 0.05
 #: renewals have not extended the lease declares it lost and stops its job (:class:`LeaseKeeper`'s ``on_lost``):
 #: strictly before the lease expires, so no other attempt can take the run over while the job still runs.
 LOSS_MARGIN_FRACTION = 0.25
+#: With a loss action, :meth:`LeaseKeeper.holds` turns False once this fraction of the lease is all that is left
+#: (renewals at a third have failed for a sixth more), so a job that asks stops by itself, a quarter of the lease
+#: before the loss action would stop it. Healthy renewals keep at least two thirds of it.
+HOLD_MARGIN_FRACTION = 0.5
 #: Exit code of a worker process ended because its lease was lost (:func:`end_worker`).
 LEASE_LOST_EXIT_CODE = 75
 #: What a holder does once it knows its lease is lost; called once, with the reason, from the keeper's thread.
@@ -137,8 +141,11 @@ class LeaseKeeper:
         return (expires - self._store.server_now()).total_seconds()
 
     def holds(self) -> bool:
-        """True while the lease is this attempt's and has time left (:meth:`remaining_seconds` > 0)."""
-        return self.remaining_seconds() > 0
+        """True while the lease is this attempt's and has time left: :meth:`remaining_seconds` > 0, or, with
+        ``on_lost``, more than :data:`HOLD_MARGIN_FRACTION` of the lease (so the job can stop before it is
+        stopped)."""
+        margin = self._lease_seconds * HOLD_MARGIN_FRACTION if self._on_lost is not None else 0.0
+        return self.remaining_seconds() > margin
 
     def start(self) -> "LeaseKeeper":
         """Start renewing in a daemon thread (and watching for loss, with ``on_lost``, in another)."""
