@@ -46,6 +46,20 @@ LEASE_LOST_EXIT_CODE = 75
 LossAction = Callable[[str], None]
 
 
+def lost_lease_advisory(target_type: str) -> str | None:
+    """Why a lost lease cannot stop this target's job, or None when it can (a Python job: :func:`end_worker`).
+
+    The handler only starts or calls a downstream execution (Workflows, a Cloud Run job, a Cloud Build trigger, an
+    HTTP target); ending its worker stops nothing there, so after a lease lost to failing renewals a retry may start
+    a second execution beside the first. Warned at preview by the component (docs/failures.md, "Renewals fail").
+    """
+    if target_type == "python":
+        return None
+    return (f"target {target_type}: a lost lease cannot stop a downstream execution (the handler stops only a "
+            "Python job, by ending its worker); if renewals fail past the lease, a retry may start a second "
+            "execution beside the first. Make the downstream job idempotent on the run id it receives")
+
+
 def end_worker(reason: str) -> None:
     """End this process at once (``os._exit``): the only sure way to stop a Python job that never asks its lease,
     which runs in a thread of this worker. The server starts a new worker; every delivery this worker was serving

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from scheduler_dedup.handler.protocol.lease import lost_lease_advisory
 from scheduler_dedup.handler.config.settings import DEFAULT_LEASE_SECONDS
 from scheduler_dedup.handler.schedule.cron.oversized_steps import oversized_step_forms
 from scheduler_dedup.handler.schedule.cron.readings import unsettled_cron_forms
@@ -203,7 +204,9 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     * a Python job may outlive its attempt deadline on an instance Cloud Run may scale in (not on App Engine)
       (:func:`~scheduler_dedup.infra.job.scale_in.scale_in_advisory`; pack: ``dedup-scale-in``);
     * a plain environment variable looks like a credential
-      (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`).
+      (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`);
+    * a downstream target's execution cannot be stopped when its lease is lost
+      (:func:`~scheduler_dedup.handler.protocol.lease.lost_lease_advisory`).
     """
     found = [f"schedule {message}" for message in (*unsettled_cron_forms(s.schedule), *oversized_step_forms(s.schedule))]
     alias = time_zone_alias_advisory(s.time_zone)
@@ -218,4 +221,7 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     if scale_in:
         found.append(scale_in)
     found.extend(s.job_config.advisories())
+    lost_lease = lost_lease_advisory(s.target_type)
+    if lost_lease:
+        found.append(lost_lease)
     return tuple(found)

@@ -113,3 +113,13 @@ def test_min_instances_reach_the_service_and_stay_within_the_cap() -> None:
     assert service.inputs["template"]["scaling"] == {"minInstanceCount": 1, "maxInstanceCount": 3}
     with pytest.raises(DedupConfigError, match="min_instance_count"):
         _settings(min_instance_count=4)
+
+
+@pytest.mark.parametrize("target", [
+    {"http_target": {"url": "https://export-abc.a.run.app/run"}},
+    {"workflow_target": {"workflow": "projects/p1/locations/us-central1/workflows/nightly"}},
+])
+def test_a_downstream_target_is_told_at_preview_that_a_lost_lease_cannot_stop_it(target: dict[str, Any]) -> None:
+    s = _settings(job_source=None, job=None, **target)
+    assert [a for a in s.advisories if "a lost lease cannot stop a downstream execution" in a], s.advisories
+    assert not [a for a in _settings().advisories if "lost lease" in a]
