@@ -27,6 +27,16 @@ SERVICE_ACCOUNT_MEMBER = "serviceAccount:"
 SERVICE_ACCOUNT_DOMAIN = ".gserviceaccount.com"
 
 
+def account_email(value: str) -> str:
+    """The service-account email that an IAM member ``serviceAccount:EMAIL``, an account's resource name
+    (``projects/P/serviceAccounts/EMAIL``) or a bare email names, lower-cased as IAM compares it (see the module
+    docstring); the handler, the component and the policy pack compare identities through it. Never raises."""
+    email = value.strip().rsplit("/", 1)[-1]
+    if email[: len(SERVICE_ACCOUNT_MEMBER)].lower() == SERVICE_ACCOUNT_MEMBER.lower():
+        email = email[len(SERVICE_ACCOUNT_MEMBER):]
+    return email.strip().lower()
+
+
 def normalise_caller(entry: str) -> str:
     """The service-account email an allowed-caller entry stands for, lower-cased.
 
