@@ -22,3 +22,9 @@ def read_environment(environ: Mapping[str, str] | None = None) -> DeclaredEnviro
     :class:`~scheduler_dedup.handler.core.variables.UndeclaredVariableError` (a programming error).
     """
     return declared(os.environ if environ is None else environ)
+
+
+def job_environment(environ: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    """``environ`` (default ``os.environ``) whole: the job's own variables, which are not the handler's settings and
+    are read only to learn the job's secret values (:mod:`~scheduler_dedup.handler.config.secret_values`)."""
+    return os.environ if environ is None else environ

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from scheduler_dedup.handler.config.environment import job_environment
 from scheduler_dedup.handler.core.safe_text import hide_values
 from scheduler_dedup.handler.core.variables import VARIABLES
 
@@ -65,6 +66,7 @@ def secret_values(environ: Mapping[str, str]) -> list[str]:
     return values
 
 
-def learn_secret_values(environ: Mapping[str, str]) -> int:
-    """Register the job's secret values for scrubbing (:func:`secret_values`); returns how many."""
-    return hide_values(secret_values(environ))
+def learn_secret_values(environ: Mapping[str, str] | None = None) -> int:
+    """Register the job's secret values in ``environ`` (default this process's, ``os.environ``) for scrubbing
+    (:func:`secret_values`); returns how many."""
+    return hide_values(secret_values(job_environment(environ)))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -68,7 +67,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "Handler
     """
     env = read_environment(environ)
     configure_logging()
-    learn_secret_values(os.environ if environ is None else environ)  # before anything can answer, record or log
+    learn_secret_values(environ)  # before anything can answer, record or log
     startup = read_startup_settings(env)  # the checks the component and the policy pack make too
     settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth
     # Each module below is imported only by a handler configured to use it (google-auth, requests and the
