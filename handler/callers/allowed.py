@@ -9,9 +9,9 @@ Emails are compared lower-cased: IAM member identifiers are case-insensitive for
 are lower-case by construction: https://cloud.google.com/iam/docs/service-accounts-create, "account ID"). Where
 the component created the account, ``DEDUP_ALLOWED_CALLER_IDS`` pins it by its unique id, the ID token's ``sub``
 (https://cloud.google.com/docs/authentication/token-types#id-contents): a deleted and recreated account of the same
-email gets a new unique id and is refused. Any other member type (``user:``, ``group:``, ``domain:``, ``principal:``, ``allUsers``...) and any
-email that is not a service account's (``*.gserviceaccount.com``) is refused: no Scheduler token can
-carry it, so it would only hide a 403 on every delivery.
+email gets a new unique id and is refused. Any other member type (``user:``, ``group:``, ``domain:``,
+``principal:``, ``allUsers``...) and any email that is not a service account's (``*.gserviceaccount.com``) is
+refused: no Scheduler token can carry it, so it would only hide a 403 on every delivery.
 """
 
 from __future__ import annotations

@@ -169,7 +169,8 @@ def reset_once_reached(store: Any, plan: RerunPlan, url: str, token: Callable[[]
 @click.option("--time-zone", default=None, help="the schedule's time zone [default: the newest record's].")
 @_common
 def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: str | None, url: str | None,
-             audience: str | None, token_origin: str | None, rate: float, schedule: str | None, time_zone: str | None, store: str,
+             audience: str | None, token_origin: str | None, rate: float, schedule: str | None,
+             time_zone: str | None, store: str,
              project: str | None, database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
     """Deliver the job's fire times of [--since, --until) that have no record (or failed, with --reprocess failed)
     to the handler, oldest first, at most --rate a second, each through the normal claim.
@@ -244,8 +245,8 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
 @click.option("--token-origin", default=None, help="the handler's https origin, to send it a token for an "
                                                     "--audience of another origin (the component's custom audience).")
 @_common
-def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, token_origin: str | None, store: str, project: str | None,
-          database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
+def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, token_origin: str | None, store: str,
+          project: str | None, database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
     """Re-run a failed run through the fence, keeping the failed attempt as a previous attempt record (a released
     run, whose every attempt failed retryably, is delivered as it is: the claim takes it as a retry).
 
@@ -283,4 +284,9 @@ def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, tok
     kept = (f"kept failed attempt {plan.record.attempt_id} as previous attempt #{plan.rank}" if plan.copy_id else
             f"released run (last attempt {plan.record.attempt_id}), claimed as a retry")
     console.print(f"{kept}; delivered again: {body.get('status')}", highlight=False)
+    if body.get("status") not in _DECIDED and plan.copy_id:
+        why = body.get("error") or body.get("status")
+        err.print(f"the run record was reset but the delivery was not decided ({why}): the fire time "
+                  f"{plan.schedule_time} now has no record; deliver it again with `scheduler-dedup backfill "
+                  f"--job {data.get('job_name')} --since {plan.schedule_time} --url ...`", highlight=False)
     sys.exit(0 if body.get("status") in _DECIDED else _EXIT_PROBLEMS)

@@ -34,7 +34,7 @@ def run(run):
     print("webhook", os.environ["SLACK_WEBHOOK_TOKEN"], flush=True)
     with open(os.environ["JOB_KEY_FILE"]) as f:
         print("key", f.read(), flush=True)
-    raise NonRetryableJobError("could not connect with " + os.environ["JOB_DSN"] + " / " + os.environ["SLACK_WEBHOOK_TOKEN"])
+    raise NonRetryableJobError(f"could not connect with {os.environ['JOB_DSN']} / {os.environ['SLACK_WEBHOOK_TOKEN']}")
 '''
 
 
