@@ -312,7 +312,7 @@ class OidcVerifier:
         return self._caller_problem(claims)
 
     def _caller_problem(self, claims: Mapping[str, Any]) -> Refusal | None:
-        """The checks on who the token names: Google issuer, verified and allowed email."""
+        """The checks on who the token names: Google issuer, verified and allowed email, pinned unique id."""
         if claims.get("iss") not in GOOGLE_ISSUERS:
             return _refuse("unauthorized", f"ID token issuer {str(claims.get('iss'))[:200]!r} is not Google")
         email = str(claims.get("email") or "").lower()
@@ -320,6 +320,11 @@ class OidcVerifier:
             return _refuse("forbidden", "ID token has no verified email; use a service account's OIDC token")
         if email not in self.settings.allowed_callers:
             return _refuse("forbidden", f"caller {email[:320]} is not in DEDUP_ALLOWED_CALLERS")
+        ids = self.settings.allowed_caller_ids
+        if ids and str(claims.get("sub") or "") not in ids:
+            return _refuse("forbidden", f"caller {email[:320]} is not the account DEDUP_ALLOWED_CALLER_IDS pins (its "
+                           f"unique id, the token's sub, is {str(claims.get('sub'))[:40]!r}): an account deleted and "
+                           "recreated under the same email is another account; update DEDUP_ALLOWED_CALLER_IDS")
         return None
 
 

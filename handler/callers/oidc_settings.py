@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduler_dedup.handler.callers.allowed import parse_allowed_callers
+from scheduler_dedup.handler.callers.allowed import parse_allowed_caller_ids, parse_allowed_callers
 from scheduler_dedup.handler.callers.audience import split_audiences
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.google_endpoints import google_url
@@ -28,6 +28,8 @@ class CallerAuthSettings:
         allowed_callers: accepted ``email`` claims, service-account emails, lower-cased
             (``DEDUP_ALLOWED_CALLERS``, comma-separated emails or ``serviceAccount:EMAIL`` members; any
             other member type is refused, see :mod:`scheduler_dedup.handler.callers.allowed`).
+        allowed_caller_ids: accepted ``sub`` claims, the allowed accounts' unique ids (``DEDUP_ALLOWED_CALLER_IDS``,
+            comma-separated); empty: any account of an allowed email.
         certs_url: certificate endpoint (``DEDUP_OIDC_CERTS_URL``; override in tests only).
         trust_cloud_run_iam: accept tokens whose signature Cloud Run removed after verifying them
             (``DEDUP_TRUST_CLOUD_RUN_IAM``, ``true``/``false``, default false); only for services that
@@ -38,6 +40,7 @@ class CallerAuthSettings:
     allowed_callers: frozenset[str]
     certs_url: str = GOOGLE_CERTS_URL
     trust_cloud_run_iam: bool = False
+    allowed_caller_ids: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "CallerAuthSettings | None":
@@ -56,6 +59,9 @@ class CallerAuthSettings:
             raise ConfigError(f"DEDUP_TRUST_CLOUD_RUN_IAM={trust!r} is not true or false: set true only if the service "
                               "enforces Cloud Run IAM (no allUsers invoker)")
         if not audiences and not raw_callers.strip(" ,"):
+            if env.get("DEDUP_ALLOWED_CALLER_IDS", "").strip(" ,"):
+                raise ConfigError("DEDUP_ALLOWED_CALLER_IDS is set but caller verification is off: set "
+                                  "DEDUP_OIDC_AUDIENCE and DEDUP_ALLOWED_CALLERS, or unset DEDUP_ALLOWED_CALLER_IDS")
             if trust == "true":
                 raise ConfigError("DEDUP_TRUST_CLOUD_RUN_IAM=true but caller verification is off: set "
                                   "DEDUP_OIDC_AUDIENCE and DEDUP_ALLOWED_CALLERS, or unset DEDUP_TRUST_CLOUD_RUN_IAM")
@@ -70,4 +76,5 @@ class CallerAuthSettings:
         certs_url = env.get("DEDUP_OIDC_CERTS_URL", "").strip() or GOOGLE_CERTS_URL
         if not certs_url.startswith(("https://", "http://")):
             raise ConfigError(f"DEDUP_OIDC_CERTS_URL={certs_url!r} is not a URL: unset it to use Google's")
-        return cls(audiences, callers, certs_url, trust == "true")
+        ids = parse_allowed_caller_ids(env.get("DEDUP_ALLOWED_CALLER_IDS", ""))
+        return cls(audiences, callers, certs_url, trust == "true", ids)

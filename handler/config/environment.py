@@ -43,3 +43,9 @@ def idempotency_disabled(environ: Mapping[str, str] | None = None) -> bool:
         raise ConfigError(f"{IDEMPOTENCY_DISABLED_ENV}={raw!r} is neither on nor off: use "
                           f"{IDEMPOTENCY_DISABLED_ENV}=1 (or true) to switch idempotent off in unit tests, or unset it")
     return value in ("1", "true")
+
+
+def job_environment(environ: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    """``environ`` (default ``os.environ``) whole: the job's own variables, which are not the handler's settings and
+    are read only to learn the job's secret values (:mod:`~scheduler_dedup.handler.config.secret_values`)."""
+    return os.environ if environ is None else environ

@@ -12,7 +12,8 @@ parser's error message. :func:`scrub_secrets` is the one function that removes c
 (bearer and basic credentials, JWTs such as Google ID tokens, Google OAuth access tokens and API keys, a URL's
 ``user:password@``, query parameters such as ``key=`` or ``sig=``, ``key=value`` pairs whose key names a secret); :func:`exception_text` and every refusal and downstream summary go
 through it. It recognises shapes, not meaning: a secret of no known shape in an exception message is not
-found, so a job should not put secrets into its exception messages.
+found, unless the handler knows its value: :func:`hide_values` registers the job's secret values
+(:mod:`~scheduler_dedup.handler.config.secret_values`), which :func:`scrub_secrets` then replaces wherever they appear.
 
 **Target URLs.** A webhook URL carries its secret in its path (``https://hooks.example.com/services/T0/B0/XYZ``), a
 signed URL in its query: no shape tells it from any other URL. So a target URL is shown as its scheme, host and a
@@ -23,9 +24,11 @@ urllib3's errors or a downstream's 404 page quote them), wherever they appear in
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import threading
+from collections.abc import Iterable
 from urllib.parse import quote, unquote, urlsplit
 
 #: ``Bearer <credentials>`` / ``Basic <credentials>`` (RFC 6750, RFC 7617), any case.
@@ -55,6 +58,8 @@ REDACTED = "[redacted]"
 URL_HASH_HEX_DIGITS = 16
 #: Pieces of a hidden URL (path, query) shorter than this many characters are no secret and are not searched for.
 MIN_HIDDEN_PIECE_CHARS = 6
+#: Secret values shorter than this many characters are not searched for (``1``, ``true``: they would redact prose).
+MIN_SECRET_VALUE_CHARS = 4
 #: ``(text, replacement)`` for each registered URL's forms, longest text first (:func:`hide_url`).
 _hidden: tuple[tuple[str, str], ...] = ()
 _hidden_lock = threading.Lock()
@@ -109,6 +114,33 @@ def hide_url(url: str) -> str:
         merged.update({text: replacement for text, replacement in forms.items() if text not in merged})
         _hidden = tuple(sorted(merged.items(), key=lambda item: -len(item[0])))
     return shown
+
+
+def hide_values(values: Iterable[str]) -> int:
+    """Register secret ``values`` so that :func:`scrub_secrets` replaces each with ``[redacted]`` wherever it
+    appears: as it is, percent-encoded, and base64-encoded (standard and URL-safe alphabets). Blanks around a value
+    are ignored; values shorter than :data:`MIN_SECRET_VALUE_CHARS` are skipped. Thread-safe.
+
+    Returns:
+        How many values were registered.
+    """
+    global _hidden
+    forms: dict[str, str] = {}
+    count = 0
+    for value in values:
+        value = value.strip()
+        if len(value) < MIN_SECRET_VALUE_CHARS:
+            continue
+        count += 1
+        raw = value.encode("utf-8", "surrogatepass")
+        for form in (value, quote(value, safe=""), base64.b64encode(raw).decode().rstrip("="),
+                     base64.urlsafe_b64encode(raw).decode().rstrip("=")):
+            forms[form] = REDACTED
+    with _hidden_lock:
+        merged = dict(_hidden)
+        merged.update(forms)
+        _hidden = tuple(sorted(merged.items(), key=lambda item: -len(item[0])))
+    return count
 
 
 def _rest(url: str) -> str:

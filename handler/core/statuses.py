@@ -51,6 +51,10 @@ DELIVERY: tuple[Answer, ...] = (
            "The job's overlap policy is `skip` (or `buffer_one` with a run already waiting) and another run of the "
            "job was still executing at this run's turn: the job did not run, the run is recorded `skipped_overlap` "
            "and never runs (200, so Scheduler stops). `error` names the run that was executing."),
+    Answer(200, "paused", ("error",),
+           "The stack pauses the job (the component's `paused` input: `DEDUP_PAUSED_SINCE`, until "
+           "`DEDUP_RESUMED_AT`), and the delivery came during the pause or its schedule time is in it: nothing ran "
+           "and nothing was written, so run history reports the fire time paused (200, so Scheduler stops)."),
     Answer(409, "in_progress", ("retry_after_seconds", "Retry-After header"),
            "Another attempt holds a live lease. Never 503: App Engine-style front ends retry 503 outside the job's "
            "retry count."),

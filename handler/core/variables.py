@@ -215,6 +215,23 @@ declare("DEDUP_ALLOWED_CALLERS", "callers", """
     the email). Any other member type (`user:`, `group:`, `domain:`...) and any email that is not a service
     account's (`*.gserviceaccount.com`) stops the handler at start-up: no Scheduler token can carry it.""",
         component="the Scheduler identity's email (`<name>-sched`, or `scheduler_service_account_email`)")
+declare("DEDUP_SECRET_ENV", "job", """
+    Names of the job's variables that hold secrets, comma-separated (names only, never values). The handler reads
+    their values at start-up and scrubs them from every answer, run record, log line and `runs` output, as it does
+    for any variable whose name marks it secret (Sentry's default list: `PASSWORD`, `SECRET`, `TOKEN`, `API_KEY`,
+    `AUTH`, `CREDENTIALS`...). See [what leaves the handler](../targets-and-auth.md#secret-values).""",
+        component="the names of `secret_env`")
+declare("DEDUP_SECRET_FILES", "job", """
+    Paths of the job's mounted secret files, comma-separated. The handler reads each at start-up and scrubs its
+    content (whole, and each line) like a secret variable's value.""",
+        component="`folder/file_name` of each of `secret_files`")
+declare("DEDUP_ALLOWED_CALLER_IDS", "callers", """
+    The allowed callers' unique ids (`uniqueId`, decimal digits), comma-separated. When set, the ID token's `sub`
+    claim, the account's unique id, must be one of them besides its email being allowed: an account deleted and
+    recreated under the same email has a new unique id and is refused. Needs caller verification on. See
+    [caller verification](../targets-and-auth.md#caller-verification).""",
+        component="the unique id of the Scheduler identity the component creates (unset for a "
+                  "`scheduler_service_account_email` it is given)")
 declare("DEDUP_OIDC_CERTS_URL", "callers", "Google's token-signing certificate endpoint (tests only).",
         default="https://www.googleapis.com/oauth2/v1/certs")
 declare("DEDUP_TRUST_CLOUD_RUN_IAM", "callers", """

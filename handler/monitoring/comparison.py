@@ -29,6 +29,7 @@ from scheduler_dedup.handler.monitoring.findings import (
     Finding,
     Pause,
     Report,
+    in_pause,
 )
 from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
@@ -177,7 +178,7 @@ def compare(runs: Iterable[HistoryRun], *, job_name: str, schedule: str | None, 
             continue
         if not instants and settled is not None and fire.due < settled:
             continue  # the job may not have existed yet, or not been allowed to call (SCHEDULE_SETTLE_SECONDS)
-        pause = next((w for w in windows if w[0] <= fire.first and (w[1] is None or fire.first < w[1])), None)
+        pause = next((w for w in windows if in_pause(w, fire.first)), None)
         if not instants and pause is not None:
             paused.setdefault(pause, []).append(fire)
             continue

@@ -31,6 +31,12 @@ DST_REPEATED = "dst_repeated"
 PAUSED = "paused"
 #: A pause of the job: ``(since, until)``, aware; ``until`` None while it lasts.
 Pause = tuple[datetime, datetime | None]
+
+
+def in_pause(pause: Pause, instant: datetime) -> bool:
+    """True when aware ``instant`` falls in ``pause``: at or after its start, before its end (if it has one). The
+    run check reports a fire time in a pause as paused; the handler runs nothing for a delivery in one."""
+    return pause[0] <= instant and (pause[1] is None or instant < pause[1])
 PROBLEMS = (MISSED, FAILED_RUN, STUCK_RUN)
 KINDS = (MISSED, FAILED_RUN, STUCK_RUN, LATE, RETRYING, REPEATED, UNEXPECTED, SKIPPED_BUSY, DST_REPEATED, PAUSED)
 

@@ -68,7 +68,7 @@ from typing import Any
 
 from scheduler_dedup.handler.core.errors import (InvalidWriteError, NonRetryableJobError, StoreError,
                                                  StoreRefusedError, StoreUnavailableError)
-from scheduler_dedup.handler.protocol.lease import LeaseKeeper, current_lease, held_lease_fields
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper, LossAction, current_lease, held_lease_fields
 from scheduler_dedup.handler.core.job_traceback import job_traceback
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.downstream import DownstreamExecution, execution_name
@@ -174,10 +174,15 @@ class Idempotency:
         store: the run store.
         lease_seconds: lease length in seconds (renewed every third while work runs).
         retention_seconds: how long finished records live before the TTL policy may delete them.
+        on_lease_lost: what stops the work once its lease is (about to be) lost
+            (:class:`~scheduler_dedup.handler.protocol.lease.LeaseKeeper`'s ``on_lost``): the Scheduler handler ends
+            its worker for a Python job; None (``idempotent``): the work must ask its lease.
     """
 
-    def __init__(self, store: RunStore, lease_seconds: float = 300.0, retention_seconds: float = 604800.0):
+    def __init__(self, store: RunStore, lease_seconds: float = 300.0, retention_seconds: float = 604800.0,
+                 on_lease_lost: LossAction | None = None):
         self.store = store
+        self.on_lease_lost = on_lease_lost
         self.lease_seconds = lease_seconds
         self.retention_seconds = retention_seconds
         self._local_lock = threading.Lock()
@@ -272,7 +277,8 @@ class Idempotency:
     def _run_claimed(self, run_id: str, attempt_id: str, claim: _Claim, work: Callable[[str], Any],
                      output: Callable[[], str] | None) -> RunOutcome:
         """Run the claimed work and record its outcome."""
-        keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds).start()
+        keeper = LeaseKeeper(self.store, run_id, attempt_id, claim.update_time, self.lease_seconds,
+                             self.on_lease_lost).start()
         try:
             value = _with_lease(keeper, work, attempt_id)
         except RunSkipped as exc:

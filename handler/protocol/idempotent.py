@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
 from scheduler_dedup.handler.config.environment import idempotency_disabled
+from scheduler_dedup.handler.config.secret_values import learn_secret_values
 from scheduler_dedup.handler.config.settings import Settings
 from scheduler_dedup.handler.core.errors import LeaseLostError, RunFailedError, RunInProgressError
 from scheduler_dedup.handler.core.per_process import PerProcess
@@ -119,6 +120,7 @@ def default_idempotency(collection: str | None = None) -> Idempotency:
         if collection not in _built:
             def build() -> Idempotency:
                 settings = Settings.from_env()
+                learn_secret_values()  # this process's secret values never reach a record or a log
                 return Idempotency(open_store(settings, collection), settings.lease_seconds,
                                    settings.retention_seconds)
 

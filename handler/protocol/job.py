@@ -70,9 +70,11 @@ class ScheduledRun:
         return math.inf if self.lease is None else self.lease.remaining_seconds()
 
     def lease_holds(self) -> bool:
-        """True while this attempt's lease holds (:meth:`lease_remaining_seconds` > 0): no other attempt may
-        take the run over. False once it lapsed or was lost: stop before the next side effect."""
-        return self.lease_remaining_seconds() > 0
+        """True while this attempt's lease holds (:meth:`LeaseKeeper.holds`): no other attempt may take the run
+        over. False once renewals have failed long enough that it may lapse (in the Scheduler handler, with half
+        the lease left: the handler ends the worker at a quarter), or it lapsed or was lost: stop before the next
+        side effect."""
+        return self.lease is None or self.lease.holds()
 
 
 Job = Callable[[ScheduledRun], Any]
@@ -181,7 +183,9 @@ class OutputTail:
 
 class _ThreadTee(io.TextIOBase):
     """Stands in for ``sys.stdout``/``sys.stderr``: every write goes on to the real stream (the handler's log),
-    and is also kept in the :class:`OutputTail` of the thread that wrote it, if it captures."""
+    scrubbed as every log line is (:func:`~scheduler_dedup.handler.core.safe_text.scrub_secrets`: a secret value the
+    job prints never reaches the log), and is also kept in the :class:`OutputTail` of the thread that wrote it, if it
+    captures."""
 
     def __init__(self, stream: TextIO, tails: dict[int, OutputTail]):
         self.stream = stream
@@ -191,7 +195,8 @@ class _ThreadTee(io.TextIOBase):
         tail = self.tails.get(threading.get_ident())
         if tail is not None:
             tail.write(text)
-        return self.stream.write(text)
+        self.stream.write(scrub_secrets(text))
+        return len(text)
 
     def flush(self) -> None:
         self.stream.flush()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+import os
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from scheduler_dedup.handler.core.logs import LogField
@@ -30,6 +32,46 @@ log = logging.getLogger("scheduler_dedup")
 
 #: Shortest wait before a renewal that did not extend the lease is tried again, seconds.
 MIN_RETRY_SECONDS = 0.05
+#: The fraction of the lease left, by the store's clock as this instance observes it, at which a holder whose
+#: renewals have not extended the lease declares it lost and stops its job (:class:`LeaseKeeper`'s ``on_lost``):
+#: strictly before the lease expires, so no other attempt can take the run over while the job still runs.
+LOSS_MARGIN_FRACTION = 0.25
+#: With a loss action, :meth:`LeaseKeeper.holds` turns False once this fraction of the lease is all that is left
+#: (renewals at a third have failed for a sixth more), so a job that asks stops by itself, a quarter of the lease
+#: before the loss action would stop it. Healthy renewals keep at least two thirds of it.
+HOLD_MARGIN_FRACTION = 0.5
+#: Exit code of a worker process ended because its lease was lost (:func:`end_worker`).
+LEASE_LOST_EXIT_CODE = 75
+#: What a holder does once it knows its lease is lost; called once, with the reason, from the keeper's thread.
+LossAction = Callable[[str], None]
+
+
+def lost_lease_advisory(target_type: str) -> str | None:
+    """Why a lost lease cannot stop this target's job, or None when it can (a Python job: :func:`end_worker`).
+
+    The handler only starts or calls a downstream execution (Workflows, a Cloud Run job, a Cloud Build trigger, an
+    HTTP target); ending its worker stops nothing there, so after a lease lost to failing renewals a retry may start
+    a second execution beside the first. Warned at preview by the component (docs/failures.md, "Renewals fail").
+    """
+    if target_type == "python":
+        return None
+    return (f"target {target_type}: a lost lease cannot stop a downstream execution (the handler stops only a "
+            "Python job, by ending its worker); if renewals fail past the lease, a retry may start a second "
+            "execution beside the first. Make the downstream job idempotent on the run id it receives")
+
+
+def end_worker(reason: str) -> None:
+    """End this process at once (``os._exit``): the only sure way to stop a Python job that never asks its lease,
+    which runs in a thread of this worker. The server starts a new worker; every delivery this worker was serving
+    gets no answer, and Scheduler retries it once its lease has expired. Logged as CRITICAL first."""
+    log.critical("ending this worker process: %s; the job must stop before another attempt may take the run over",
+                 reason)
+    for handler in logging.getLogger().handlers + log.handlers:
+        try:
+            handler.flush()
+        except Exception:  # noqa: BLE001 - nothing may keep this process alive
+            pass
+    os._exit(LEASE_LOST_EXIT_CODE)
 #: The lease of the work running in this context (set by the protocol around the job, read by ``ScheduledRun``).
 current_lease: contextvars.ContextVar["LeaseKeeper | None"] = contextvars.ContextVar("current_lease", default=None)
 
@@ -50,6 +92,10 @@ class LeaseKeeper:
     this attempt's last version commits only if nobody took the run over meanwhile. The lease is lost only when
     another attempt id holds the run or the record is gone; then :attr:`lost` becomes True and renewing stops.
 
+    With ``on_lost``, a second thread watches the lease: once :data:`LOSS_MARGIN_FRACTION` of it is all that is
+    left (renewals have not extended it) or it is lost, the holder knows it may lose the run, and ``on_lost`` stops
+    the job, strictly before the lease expires by the store's clock (docs/failures.md, "Renewals fail").
+
     :meth:`remaining_seconds` and :meth:`holds` tell the job whether its lease still holds (by the store's clock
     as this instance last observed it), so a long job can stop between steps once it does not.
 
@@ -59,10 +105,12 @@ class LeaseKeeper:
         attempt_id: this attempt's id.
         update_time: commit time of the claim (aware UTC).
         lease_seconds: lease length in seconds.
+        on_lost: what stops the job once the lease is (about to be) lost, e.g. :func:`end_worker`; None: nothing
+            (the job must ask :meth:`holds`).
     """
 
     def __init__(self, store: RunStore, run_id: str, attempt_id: str, update_time: datetime,
-                 lease_seconds: float):
+                 lease_seconds: float, on_lost: LossAction | None = None):
         self._store = store
         self._run_id = run_id
         self._attempt_id = attempt_id
@@ -75,6 +123,9 @@ class LeaseKeeper:
         self._lapse_told = False  # the lapse under this live attempt was logged
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id[:12]}", daemon=True)
+        self._on_lost = on_lost
+        self._stopped = False  # stop() was called: on_lost never fires after it
+        self._watch = threading.Thread(target=self._watch_loss, name=f"lease-watch-{run_id[:12]}", daemon=True)
 
     @property
     def update_time(self) -> datetime:
@@ -104,16 +155,23 @@ class LeaseKeeper:
         return (expires - self._store.server_now()).total_seconds()
 
     def holds(self) -> bool:
-        """True while the lease is this attempt's and has time left (:meth:`remaining_seconds` > 0)."""
-        return self.remaining_seconds() > 0
+        """True while the lease is this attempt's and has time left: :meth:`remaining_seconds` > 0, or, with
+        ``on_lost``, more than :data:`HOLD_MARGIN_FRACTION` of the lease (so the job can stop before it is
+        stopped)."""
+        margin = self._lease_seconds * HOLD_MARGIN_FRACTION if self._on_lost is not None else 0.0
+        return self.remaining_seconds() > margin
 
     def start(self) -> "LeaseKeeper":
-        """Start renewing in a daemon thread."""
+        """Start renewing in a daemon thread (and watching for loss, with ``on_lost``, in another)."""
         self._thread.start()
+        if self._on_lost is not None:
+            self._watch.start()
         return self
 
     def stop(self) -> None:
-        """Stop renewing and wait for an in-flight renewal to finish."""
+        """Stop renewing and wait for an in-flight renewal to finish; ``on_lost`` does not fire from now on."""
+        with self._lock:
+            self._stopped = True
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
@@ -126,6 +184,24 @@ class LeaseKeeper:
             if self.lost:
                 return
             wait = interval if extended else self.retry_seconds()
+
+    def _watch_loss(self) -> None:
+        """Fire ``on_lost`` once no more than :data:`LOSS_MARGIN_FRACTION` of the lease is left, unless stopped."""
+        assert self._on_lost is not None
+        margin = self._lease_seconds * LOSS_MARGIN_FRACTION
+        while True:
+            left = self.remaining_seconds() - margin
+            if left <= 0:
+                break
+            if self._stop.wait(min(left, self._lease_seconds / 12)):
+                return
+        with self._lock:
+            if self._stopped:
+                return
+            lost = self._lost
+        self._on_lost(f"the lease of run {self._run_id} (attempt {self._attempt_id}) is "
+                      + ("held by another attempt" if lost else
+                         f"{margin:.1f} s from expiry and renewals did not extend it"))
 
     def retry_seconds(self) -> float:
         """How long to wait before trying again a renewal that did not extend the lease, seconds: a quarter of

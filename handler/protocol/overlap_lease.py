@@ -48,7 +48,7 @@ from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CLAIM_DEADLINE_FIELD, IN_PROGRESS, RUNNING_DOWNSTREAM, TTL_FIELD,
                                                  RunRecord, claim_landed_late)
 from scheduler_dedup.handler.protocol.downstream_outcome import cancel_execution, still_executing
-from scheduler_dedup.handler.protocol.lease import LeaseKeeper, held_lease_fields
+from scheduler_dedup.handler.protocol.lease import LeaseKeeper, LossAction, held_lease_fields
 from scheduler_dedup.handler.schedule.overlap_policy import ALLOW, REPLACE, SKIP, overlap_policy_problem
 from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
 
@@ -111,10 +111,13 @@ class OverlapGuard:
         poll_seconds: how often a ``buffer_one`` waiter looks at the lease, seconds.
         downstream: reads and cancels the proxy target's executions, or None (a python job).
         retention_seconds: how long a settled run's record lives (``DEDUP_RETENTION_SECONDS``).
+        on_lease_lost: what stops the job once the overlap lease it runs under is (about to be) lost
+            (:class:`~scheduler_dedup.handler.protocol.lease.LeaseKeeper`'s ``on_lost``); None: nothing.
     """
 
     def __init__(self, store: RunStore, policy: str, lease_seconds: float, poll_seconds: float = 0.25,
-                 downstream: ExecutionControl | None = None, retention_seconds: float = 604800.0):
+                 downstream: ExecutionControl | None = None, retention_seconds: float = 604800.0,
+                 on_lease_lost: LossAction | None = None):
         problem = overlap_policy_problem(policy)
         if problem:
             raise ValueError(problem)
@@ -126,6 +129,7 @@ class OverlapGuard:
         self.poll_seconds = poll_seconds
         self.downstream = downstream
         self.retention_seconds = retention_seconds
+        self.on_lease_lost = on_lease_lost
 
     def run(self, *, project: str, location: str, job_name: str, run_id: str, schedule_time: str,
             attempt_id: str, work: Callable[[], T]) -> T:
@@ -151,7 +155,7 @@ class OverlapGuard:
             else:
                 taken = self._wait_as_waiter(lease_id(project, location, job_name, "waiter"), lease, run_id,
                                              attempt_id, holder, taken)
-        keeper = LeaseKeeper(self.store, lease, attempt_id, taken, self.lease_seconds).start()
+        keeper = LeaseKeeper(self.store, lease, attempt_id, taken, self.lease_seconds, self.on_lease_lost).start()
         value: Any = None
         try:
             value = work()

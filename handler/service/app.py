@@ -20,6 +20,7 @@ from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import load_job
+from scheduler_dedup.handler.protocol.lease import end_worker
 from scheduler_dedup.handler.service.answers import json_errors, json_response
 from scheduler_dedup.handler.service.delivery import SchedulerHandler
 from scheduler_dedup.handler.service.request_limits import bounded_body, leave_body_unread, oversized
@@ -27,6 +28,7 @@ from scheduler_dedup.handler.service.server import FUNCTION_TARGET
 from scheduler_dedup.handler.service.startup import read_startup_settings
 from scheduler_dedup.handler.stores import store_opener
 from scheduler_dedup.handler.config.environment import read_environment
+from scheduler_dedup.handler.config.secret_values import learn_secret_values
 from scheduler_dedup.handler.stores.base import STORE_ERRORS, RunStore
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "Handler
     """
     env = read_environment(environ)
     configure_logging()
+    learn_secret_values(environ)  # before anything can answer, record or log
     startup = read_startup_settings(env)  # the checks the component and the policy pack make too
     settings, target, auth_settings = startup.settings, startup.target, startup.caller_auth
     # Each module below is imported only by a handler configured to use it (google-auth, requests and the
@@ -104,7 +107,10 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "Handler
     def serving() -> _Serving:
         store = open_run_store()  # the run store behind the store contract
         probe_store(store, min(_PROBE_SECONDS, settings.store_timeout_seconds))  # names a misconfigured store now
-        idempotency = Idempotency(store, settings.lease_seconds, settings.retention_seconds)
+        # A Python job runs in this worker: ending the worker is the one sure stop once its lease is lost. A
+        # downstream execution is not cancelled (docs/failures.md, "Renewals fail").
+        idempotency = Idempotency(store, settings.lease_seconds, settings.retention_seconds,
+                                  on_lease_lost=end_worker if target.type == "python" else None)
         return _Serving(SchedulerHandler(settings, idempotency, job, executions),
                         _RunCheckOnFirstUse(settings, store, job_state, executions))
 

@@ -7,6 +7,7 @@ Every answer and its status code is a row of :data:`~scheduler_dedup.handler.cor
   retry config try again later. Never 503: App Engine-style front ends retry 503 outside the
   job's retry count.
 - 400: a missing or malformed Scheduler header; nothing is written.
+- 200 ``paused``: the stack pauses the job (``DEDUP_PAUSED_SINCE``); nothing runs or is written.
 - 403 ``forbidden``: the delivery names another job than the handler's own (``DEDUP_SCHEDULER_JOB``); nothing
   is read or written.
 - 200 ``failed`` also for a job that raised ``SystemExit`` (:class:`~scheduler_dedup.handler.protocol.job.JobExitedError`).
@@ -42,6 +43,8 @@ from scheduler_dedup.handler.stores.base import STORE_ERRORS
 from scheduler_dedup.handler.core.logs import LogEvent, LogField
 from scheduler_dedup.handler.schedule.run_key import HeaderSource, RunKey, run_key_from_headers
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
+from scheduler_dedup.handler.monitoring.findings import Pause, in_pause
+from scheduler_dedup.handler.monitoring.run_view import rfc3339
 
 log = logging.getLogger("scheduler_dedup")
 
@@ -68,7 +71,8 @@ class SchedulerHandler:
         self.idempotency = idempotency
         self.job = job
         self.overlap = OverlapGuard(idempotency.store, settings.overlap, idempotency.lease_seconds,
-                                    downstream=executions, retention_seconds=idempotency.retention_seconds)
+                                    downstream=executions, retention_seconds=idempotency.retention_seconds,
+                                    on_lease_lost=idempotency.on_lease_lost)
 
     def handle(self, headers: HeaderSource) -> Response:
         """Handle one delivery given its request headers.
@@ -81,11 +85,12 @@ class SchedulerHandler:
         job ran and what the next delivery will do.
         """
         started = time.monotonic()
+        server_now = self.idempotency.store.server_now()
         try:
             key = run_key_from_headers(
                 headers,
                 default_project=self.settings.project,
-                server_now=self.idempotency.store.server_now(),
+                server_now=server_now,
                 manual_tolerance_seconds=self.settings.manual_tolerance_seconds,
                 wall_clock_zone=self.settings.time_zone if self.settings.key_local_time else None,
                 own_job=self.settings.scheduler_job, key_location=self.settings.run_key_location,
@@ -102,6 +107,9 @@ class SchedulerHandler:
                 LogField.HTTP_STATUS: code(DELIVERY, "bad_request")})
             return {"status": "bad_request", "error": str(exc), "header": exc.header}, code(DELIVERY, "bad_request"), {}
 
+        pause = self.settings.pause
+        if pause is not None and (in_pause(pause, server_now) or in_pause(pause, key.schedule_time)):
+            return self._paused(key, pause)
         try:
             caught_up, left = self._catch_up(key, started)
             outcome = self._run(key, None if left is None else left.schedule_time)
@@ -124,6 +132,20 @@ class SchedulerHandler:
             body[CATCH_UP_LEFT_FIELD] = left.schedule_time_rfc3339
         _log_outcome(key, outcome, status, time.monotonic() - started)
         return body, status, extra
+
+    def _paused(self, key: RunKey, pause: Pause) -> Response:
+        """200 ``paused``: the delivery came during the stack's pause, or its fire time is in it. Nothing runs and
+        nothing is written, so run history reports the fire time in the pause as paused, as it reports one that
+        Scheduler never delivered."""
+        since, until = (rfc3339(t) for t in pause)
+        error = (f"the job is paused by its stack since {since}" + (f" until {until}" if until else "")
+                 + ": nothing ran (the component's `paused` input; DEDUP_PAUSED_SINCE / DEDUP_RESUMED_AT)")
+        status = code(DELIVERY, "paused")
+        log.info("delivery %s: paused", key.job_name, extra={
+            LogField.EVENT: LogEvent.DELIVERY, LogField.RUN_ID: key.run_id, LogField.JOB_NAME: key.job_name,
+            LogField.SCHEDULE_TIME: key.schedule_time_rfc3339, LogField.OUTCOME: "paused",
+            LogField.EXECUTED: False, LogField.HTTP_STATUS: status})
+        return {"status": "paused", "run_id": key.run_id, "error": error}, status, {}
 
     def _misconfigured(self, key: RunKey, exc: StoreError, config: StoreConfigError) -> Response:
         """500 ``store_misconfigured``; the cause and its fix logged as ERROR once per process, WARNING after."""

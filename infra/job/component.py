@@ -189,8 +189,9 @@ class DedupScheduledJob(pulumi.ComponentResource):
 
         scheduler_email: pulumi.Input[str] = ""
         scheduler_member: pulumi.Input[str] = ""
+        scheduler_id: pulumi.Input[str] | None = None
         if app_engine is None:  # an App Engine target sends no OIDC token: Scheduler needs no identity there
-            scheduler_email, scheduler_member = self._identity(
+            scheduler_email, scheduler_member, scheduler_id = self._identity(
                 s.scheduler_service_account_email, lambda: service_account(
                     "sched", "Cloud Scheduler caller",
                     "OIDC identity of the Cloud Scheduler job; may only invoke its dedup service."))
@@ -242,7 +243,10 @@ class DedupScheduledJob(pulumi.ComponentResource):
         environment = {**handler_environment(s), store_piece.DATABASE_ENV: database_id,
                        "DEDUP_RUN_KEY_LOCATION": key_location.triggers.apply(partial(_kept_region, s.region)),
                        "DEDUP_SCHEDULE_SINCE": schedule_since.rfc3339, "DEDUP_PAUSED_SINCE": paused_since.rfc3339,
-                       **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339})}
+                       **({} if s.paused else {"DEDUP_RESUMED_AT": pause_state.rfc3339}),
+                       # the handler pins the caller by the unique id of the account the component made (a shared
+                       # account's is not known here)
+                       **({} if scheduler_id is None else {"DEDUP_ALLOWED_CALLER_IDS": scheduler_id})}
         labels = dict(s.job_config.labels)
         self.archive_sha256: Optional[str] = archive.sha256 if archive is not None else None
         retry = s.retry
@@ -341,7 +345,7 @@ class DedupScheduledJob(pulumi.ComponentResource):
                                           *(store_wiring.grants if store_wiring else []), *(secret_grants or [])]
         service_name: pulumi.Input[str]
         if archive is not None:  # the source deploy: Cloud Run functions builds the archive and serves the image
-            build_email, build_member = self._identity(
+            build_email, build_member, _ = self._identity(
                 s.build_service_account_email, lambda: service_account(
                     "build", "source build",
                     "Cloud Build identity of the source deploy: reads the archive, pushes the image."))
@@ -428,12 +432,13 @@ class DedupScheduledJob(pulumi.ComponentResource):
     @staticmethod
     def _identity(
         shared_email: Optional[pulumi.Input[str]], create: "Callable[[], gcp.serviceaccount.Account]"
-    ) -> tuple[pulumi.Input[str], pulumi.Input[str]]:
-        """``(email, IAM member)`` of a shared account given by email, or of a dedicated one ``create`` makes."""
+    ) -> tuple[pulumi.Input[str], pulumi.Input[str], pulumi.Input[str] | None]:
+        """``(email, IAM member, unique id)`` of a shared account given by email (unique id None: unknown here), or
+        of a dedicated one ``create`` makes."""
         if shared_email is not None:
-            return shared_email, pulumi.Output.concat("serviceAccount:", shared_email)
+            return shared_email, pulumi.Output.concat("serviceAccount:", shared_email), None
         account = create()
-        return account.email, account.member
+        return account.email, account.member, account.unique_id
 
     def _grant_target(self, name: str, s: DedupSettings, runtime_sa: gcp.serviceaccount.Account) -> None:
         """Grant the runtime identity the one role its proxy target needs, on that target only."""

@@ -83,6 +83,11 @@ def handler_environment(s: DedupSettings) -> dict[str, pulumi.Input[str]]:
     if s.store is not None and s.store.ttl_owner is not None:
         # Where the TTL policy of these run records lives, since this stack has none (policy pack: dedup-firestore-ttl).
         env[TTL_OWNER_ENV] = s.store.ttl_owner
+    # Names and paths only: the handler reads the values at start-up and scrubs them from all that leaves it.
+    if s.job_config.secret_env:
+        env["DEDUP_SECRET_ENV"] = ",".join(sorted(s.job_config.secret_env))
+    if s.job_config.secret_files:
+        env["DEDUP_SECRET_FILES"] = ",".join(f"{f.folder.rstrip('/')}/{f.file_name}" for f in s.job_config.secret_files)
     if s.target_type == "python":
         assert s.job is not None
         env["DEDUP_JOB"] = s.job

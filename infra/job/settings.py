@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from scheduler_dedup.handler.protocol.lease import lost_lease_advisory
 from scheduler_dedup.handler.config.settings import DEFAULT_LEASE_SECONDS
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 from scheduler_dedup.handler.schedule.overlap import overlap_advisory
@@ -232,7 +233,9 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
     * a gap as long as the catch-up window takes more than one delivery to catch up
       (:func:`~scheduler_dedup.handler.schedule.catch_up_budget.catch_up_advisory`; pack: ``dedup-catch-up-budget``);
     * a plain environment variable looks like a credential
-      (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`).
+      (:func:`~scheduler_dedup.infra.job.job_env.credential_advisory`);
+    * a downstream target's execution cannot be stopped when its lease is lost
+      (:func:`~scheduler_dedup.handler.protocol.lease.lost_lease_advisory`).
     """
     found = schedule_advisories(s.schedule, s.time_zone)
     overlap = overlap_advisory(s.schedule, s.time_zone, s.attempt_deadline_seconds, s.retry_window_seconds)
@@ -249,4 +252,7 @@ def advisories_of(s: DedupSettings) -> tuple[str, ...]:
         found.append(scale_in)
     found.extend(catch_up_advisories(s))
     found.extend(s.job_config.advisories())
+    lost_lease = lost_lease_advisory(s.target_type)
+    if lost_lease:
+        found.append(lost_lease)
     return tuple(found)

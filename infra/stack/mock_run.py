@@ -16,7 +16,7 @@ those another stack program exported (:attr:`MockRun.exports`).
 from __future__ import annotations
 
 import asyncio
-
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -160,7 +160,10 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict
     project = inputs.get("project", "mock-project")
     if typ == "gcp:serviceaccount/account:Account":
         email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
-        state.update(email=email, member=f"serviceAccount:{email}", name=f"projects/{project}/serviceAccounts/{email}")
+        # uniqueId: 21 decimal digits, derived from the email so a test can name it
+        unique_id = str(int(hashlib.sha256(email.encode()).hexdigest(), 16) % 10 ** 21).zfill(21)
+        state.update(email=email, member=f"serviceAccount:{email}", name=f"projects/{project}/serviceAccounts/{email}",
+                     uniqueId=unique_id)
         return f"projects/{project}/serviceAccounts/{email}", state
     if typ == "gcp:cloudrunv2/service:Service":
         state["uri"] = f"https://{inputs.get('name', name)}-abc123xyz-uc.a.run.app"

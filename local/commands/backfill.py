@@ -6,7 +6,8 @@ and claimed exactly as Scheduler's delivery of it would be: a concurrent Schedul
 catch-up of the same fire time meets the same claim and cannot run it twice. Deliveries go oldest first, one at a
 time, at most ``--rate`` per second. A deployed Cloud Run handler gets an OIDC identity token for ``--audience``
 from Application Default Credentials (:func:`google.oauth2.id_token.fetch_id_token`; the handler admits only its
-allowed callers, so use the Scheduler service account's identity); a loopback URL gets none.
+allowed callers, so use the Scheduler service account's identity), sent only where
+:mod:`~scheduler_dedup.local.commands.token_destination` allows; a loopback URL gets none.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from scheduler_dedup.handler.monitoring.run_history import JobScope, RunHistory
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun, rfc3339
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
 from scheduler_dedup.local.commands.console import make_console
-from scheduler_dedup.local.commands.rerun import RerunRefused, plan_rerun, reset
+from scheduler_dedup.local.commands.rerun import RerunPlan, RerunRefused, plan_rerun, reset
 from scheduler_dedup.local.commands.setting_options import option_problems
+from scheduler_dedup.local.commands.token_destination import Destination, DestinationRefused, token_destination
 from scheduler_dedup.local.commands.runs import _by_run_id, _common, _history, _read_failed, parse_when
 
 #: Answers after which a fire time is decided (Scheduler stops on 2xx).
@@ -64,11 +66,12 @@ def to_backfill(runs: list[HistoryRun], schedule: str, time_zone: str, since: da
     return pending
 
 
-def token_source(url: str, audience: str | None) -> Callable[[], str | None]:
-    """A function giving the ``Authorization`` bearer token for ``url``: none for a loopback URL, else a Google
-    OIDC identity token for ``audience`` (default: the URL's origin), fetched once and reused."""
-    parts = urlsplit(url)
-    if parts.hostname in ("127.0.0.1", "localhost", "::1"):
+def token_source(destination: Destination) -> Callable[[], str | None]:
+    """A function giving the ``Authorization`` bearer token for ``destination`` (already judged by
+    :func:`~scheduler_dedup.local.commands.token_destination.token_destination`): none for a loopback handler, else
+    a Google OIDC identity token for its audience, fetched on first use and reused."""
+    audience = destination.audience
+    if audience is None:
         return lambda: None
     cached: list[str] = []
 
@@ -77,11 +80,19 @@ def token_source(url: str, audience: str | None) -> Callable[[], str | None]:
             import google.auth.transport.requests
             import google.oauth2.id_token
 
-            cached.append(google.oauth2.id_token.fetch_id_token(google.auth.transport.requests.Request(),
-                                                                audience or f"{parts.scheme}://{parts.netloc}"))
+            cached.append(google.oauth2.id_token.fetch_id_token(google.auth.transport.requests.Request(), audience))
         return cached[0]
 
     return get
+
+
+def judged_destination(url: str, audience: str | None, token_origin: str | None) -> Destination:
+    """:func:`~scheduler_dedup.local.commands.token_destination.token_destination`, its refusal as a usage error
+    (exit 2) before anything is read, written, minted or sent."""
+    try:
+        return token_destination(url, audience, token_origin)
+    except DestinationRefused as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def deliver(url: str, job: str, schedule_time: datetime, token: Callable[[], str | None], *,
@@ -104,7 +115,8 @@ def deliver(url: str, job: str, schedule_time: datetime, token: Callable[[], str
         if bearer:
             headers["Authorization"] = f"Bearer {bearer}"
         try:
-            response = requests.post(url, headers=headers, data=b"", timeout=timeout)
+            # No redirect is followed: the token goes to the judged origin only.
+            response = requests.post(url, headers=headers, data=b"", timeout=timeout, allow_redirects=False)
             try:
                 body = dict(response.json())
             except ValueError:
@@ -119,6 +131,26 @@ def deliver(url: str, job: str, schedule_time: datetime, token: Callable[[], str
     return body
 
 
+def reset_once_reached(store: Any, plan: RerunPlan, url: str, token: Callable[[], str | None]) -> None:
+    """Reset a failed run for its re-run (:func:`~scheduler_dedup.local.commands.rerun.reset`) only once a delivery
+    of its fire time is known to reach the handler and be read there: the handler answers ``failed`` for this very
+    run id, which runs and writes nothing. A released run is not reset at all (the delivery claims it as it is).
+
+    Raises:
+        RerunRefused: the probe got no answer, or not the handler's answer for this run: nothing was changed.
+        StoreUnavailableError, StoreRefusedError: from the reset.
+    """
+    if plan.copy_id:
+        data = plan.record.data
+        probe = deliver(url, str(data.get("job_name")), data["schedule_time"], token, project=data.get("project"),
+                        location=data.get("location"), tries=1)
+        if probe.get("status") != FAILED or probe.get("run_id") != plan.record.run_id:
+            raise RerunRefused(f"the handler at {url} did not answer for run {plan.record.run_id} (got "
+                               f"{probe.get('http_status', 'no answer')} {probe.get('status')}: "
+                               f"{str(probe.get('error') or '')[:200]}): nothing was changed")
+    reset(store, plan)
+
+
 @click.command()
 @click.option("--job", required=True, help="Scheduler job id (X-CloudScheduler-JobName), or its full name "
                                            "projects/P/locations/L/jobs/J.")
@@ -130,13 +162,16 @@ def deliver(url: str, job: str, schedule_time: datetime, token: Callable[[], str
 @click.option("--url", default=None, help="the handler's URL (the Cloud Run service's, or a local one).")
 @click.option("--audience", default=None, help="OIDC audience of the identity token for a deployed handler "
                                                 "(its DEDUP_OIDC_AUDIENCE) [default: the URL's origin].")
+@click.option("--token-origin", default=None, help="the handler's https origin, to send it a token for an "
+                                                    "--audience of another origin (the component's custom audience).")
 @click.option("--rate", default=1.0, show_default=True, type=click.FloatRange(0.01, 100),
               help="most deliveries per second.")
 @click.option("--schedule", default=None, help="the job's unix-cron schedule [default: the newest record's].")
 @click.option("--time-zone", default=None, help="the schedule's time zone [default: the newest record's].")
 @_common
 def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: str | None, url: str | None,
-             audience: str | None, rate: float, schedule: str | None, time_zone: str | None, store: str,
+             audience: str | None, token_origin: str | None, rate: float, schedule: str | None,
+             time_zone: str | None, store: str,
              project: str | None, database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
     """Deliver the job's fire times of [--since, --until) that have no record (or failed, with --reprocess failed)
     to the handler, oldest first, at most --rate a second, each through the normal claim.
@@ -149,6 +184,7 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
     problems = option_problems(schedule, time_zone)  # as check and preview read them; a record's are the handler's
     if problems:
         raise click.UsageError("\n".join(problems))
+    destination = judged_destination(url, audience, token_origin) if url and not dry_run else None
     console, err = make_console(), make_console(stderr=True)
     history = _history(store, project, database, instance, collection)
     scope = JobScope.parse(job)
@@ -176,8 +212,8 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
             table.add_row(rfc3339(item.schedule_time) or "", item.status or "none")
         console.print(table)
         return
-    assert url is not None
-    token = token_source(url, audience)
+    assert url is not None and destination is not None
+    token = token_source(destination)
     outcomes: list[tuple[Pending, dict[str, Any]]] = []
     with Progress(TextColumn("backfill {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, disable=as_json) as progress:
@@ -186,7 +222,7 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
             began = time.monotonic()
             if item.status in (FAILED, RELEASED) and item.run_id:
                 try:
-                    reset(history.store, plan_rerun(history.store, item.run_id))
+                    reset_once_reached(history.store, plan_rerun(history.store, item.run_id), url, token)
                 except RerunRefused as exc:
                     outcomes.append((item, {"status": "not_rerun", "error": str(exc)}))
                     progress.advance(task)
@@ -210,9 +246,11 @@ def backfill(job: str, since: str, until: str | None, dry_run: bool, reprocess: 
 @click.option("--dry-run", is_flag=True, help="say exactly what would change; write and deliver nothing.")
 @click.option("--url", default=None, help="the handler's URL to deliver the fire time to once reset.")
 @click.option("--audience", default=None, help="OIDC audience for a deployed handler [default: the URL's origin].")
+@click.option("--token-origin", default=None, help="the handler's https origin, to send it a token for an "
+                                                    "--audience of another origin (the component's custom audience).")
 @_common
-def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, store: str, project: str | None,
-          database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
+def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, token_origin: str | None, store: str,
+          project: str | None, database: str | None, instance: str | None, collection: str, as_json: bool) -> None:
     """Re-run a failed run through the fence, keeping the failed attempt as a previous attempt record (a released
     run, whose every attempt failed retryably, is delivered as it is: the claim takes it as a retry).
 
@@ -221,6 +259,8 @@ def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, sto
     """
     if not dry_run and not url:
         raise click.UsageError("give --url (the handler's URL) to run it again, or --dry-run to see the plan")
+    destination = judged_destination(url, audience, token_origin) if url and not dry_run else None
+    token = token_source(destination) if destination else (lambda: None)
     console, err = make_console(), make_console(stderr=True)
     history = _history(store, project, database, instance, collection)
     try:
@@ -233,7 +273,8 @@ def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, sto
             for step in plan.describe():
                 console.print(f"  - {step}")
             return
-        reset(history.store, plan)
+        assert url is not None
+        reset_once_reached(history.store, plan, url, token)
     except RerunRefused as exc:
         err.print(f"[red]not re-run:[/] {exc}", highlight=False)
         sys.exit(_EXIT_PROBLEMS)
@@ -242,9 +283,14 @@ def rerun(run_id: str, dry_run: bool, url: str | None, audience: str | None, sto
         sys.exit(_EXIT_ERROR)
     assert url is not None
     data = plan.record.data
-    body = deliver(url, str(data.get("job_name")), data["schedule_time"], token_source(url, audience),
+    body = deliver(url, str(data.get("job_name")), data["schedule_time"], token,
                    project=data.get("project"), location=data.get("location"))
     kept = (f"kept failed attempt {plan.record.attempt_id} as previous attempt #{plan.rank}" if plan.copy_id else
             f"released run (last attempt {plan.record.attempt_id}), claimed as a retry")
     console.print(f"{kept}; delivered again: {body.get('status')}", highlight=False)
+    if body.get("status") not in _DECIDED and plan.copy_id:
+        why = body.get("error") or body.get("status")
+        err.print(f"the run record was reset but the delivery was not decided ({why}): the fire time "
+                  f"{plan.schedule_time} now has no record; deliver it again with `scheduler-dedup backfill "
+                  f"--job {data.get('job_name')} --since {plan.schedule_time} --url ...`", highlight=False)
     sys.exit(0 if body.get("status") in _DECIDED else _EXIT_PROBLEMS)

@@ -23,7 +23,8 @@ from typing import Any
 
 from scheduler_dedup.handler.schedule.retry_windows import APP_ENGINE_AUTOMATIC_SCALING_DEADLINE_SECONDS
 from scheduler_dedup.policies.limits import CLOUD_RUN_TIMEOUT_DEFAULT_S
-from scheduler_dedup.handler.callers.audience import routed_base
+from scheduler_dedup.handler.callers.audience import routed_base, url_origin as origin
+from scheduler_dedup.handler.callers.allowed import account_email
 from scheduler_dedup.policies.reading.model import UNKNOWN, Resource, get, host, is_unknown
 
 SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
@@ -266,7 +267,7 @@ class Identities:
 
         def note(what: str, resource: Resource, prop: str, value: Any) -> None:
             if isinstance(value, str) and not is_unknown(value):
-                emails.setdefault(value.rsplit("/", 1)[-1].removeprefix("serviceAccount:"), what)
+                emails.setdefault(account_email(value), what)
             for urn in resource.dependencies.get(prop, ()):
                 if urn in account_urns:
                     accounts.setdefault(urn, what)
@@ -288,7 +289,7 @@ class Identities:
         email, and accounts of the stack its ``member``/``members`` properties depend on (unknown at preview)."""
         found: dict[str, str] = {}
         for member in members:
-            email = member.removeprefix("serviceAccount:")
+            email = account_email(member)  # IAM compares an account's email in any case
             if member.startswith("serviceAccount:") and email in self.emails:
                 found[member] = self.emails[email]
         for prop in ("member", "members"):

@@ -114,6 +114,9 @@ def test_the_variables_documented_as_set_by_the_component_are_the_ones_it_sets()
            | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", store=spanner)
            | _service_env_names(cloud_build_trigger_target={"trigger": "projects/p1/locations/global/triggers/t"},
                                 app_engine={"service": "dedup"})
-           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", paused=True))
+           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run", paused=True)
+           | _service_env_names(image="europe-docker.pkg.dev/p1/jobs/report:1", job="report:run",
+                                secret_env={"DB_PASSWORD": {"secret": "db-password", "version": "3"}},
+                                secret_files=[{"secret": "sa-key", "path": "/secrets/sa/key.json"}]) - {"DB_PASSWORD"})
     documented = {v.name for v in VARIABLES.values() if v.component}
     assert env == documented, (sorted(env - documented), sorted(documented - env))

@@ -126,3 +126,13 @@ def test_a_python_job_built_from_source_is_told_its_function_has_cpu_per_request
     assert not [a for a in _settings().advisories if "Cloud Run function" in a], "an image's service keeps its CPU"
     proxy = _settings(image=None, job=None, http_target={"url": "https://example.com/hook"})
     assert not [a for a in proxy.advisories if "Cloud Run function" in a], "a proxy call ends within its request"
+
+
+@pytest.mark.parametrize("target", [
+    {"http_target": {"url": "https://export-abc.a.run.app/run"}},
+    {"workflow_target": {"workflow": "projects/p1/locations/us-central1/workflows/nightly"}},
+])
+def test_a_downstream_target_is_told_at_preview_that_a_lost_lease_cannot_stop_it(target: dict[str, Any]) -> None:
+    s = _settings(job_source=None, job=None, **target)
+    assert [a for a in s.advisories if "a lost lease cannot stop a downstream execution" in a], s.advisories
+    assert not [a for a in _settings().advisories if "lost lease" in a]

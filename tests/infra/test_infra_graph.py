@@ -129,6 +129,9 @@ def test_service_env_timeout_and_deploy(graph: list[RegisteredResource]) -> None
         "DEDUP_RUN_KEY_LOCATION": "europe-west1",
         "THREADS": "8",
         "DEDUP_ALLOWED_CALLERS": env["DEDUP_ALLOWED_CALLERS"],
+        # the Scheduler account the component made, pinned by its unique id (the token's sub)
+        "DEDUP_ALLOWED_CALLER_IDS": _one(graph, "gcp:serviceaccount/account:Account", "hello-dedup-sched").state[
+            "uniqueId"],
         # when the job got this schedule: the time.Static below, replaced when schedule, zone or job name change
         "DEDUP_SCHEDULE_SINCE": env["DEDUP_SCHEDULE_SINCE"],
         # the last pause, from when it began until the resume: for a job never paused both are its creation (none)

@@ -56,6 +56,9 @@ def test_a_real_job_gets_its_env_secrets_memory_labels_vpc_and_roles() -> None:
     assert config["secretEnvironmentVariables"] == [
         {"key": "DB_PASSWORD", "projectId": "p1", "secret": "db-password", "version": "3"}]
     assert "DB_PASSWORD" not in config["environmentVariables"], "a secret is never a plain value"
+    # the handler learns which values to scrub by name and path, never by value
+    assert config["environmentVariables"]["DEDUP_SECRET_ENV"] == "DB_PASSWORD"
+    assert config["environmentVariables"]["DEDUP_SECRET_FILES"] == "/secrets/sa/key.json"
     assert (config["availableCpu"], config["availableMemory"]) == ("2", "2Gi")
     assert config["secretVolumes"] == [{"mountPath": "/secrets/sa", "projectId": "p1", "secret": "sa-key",
                                         "versions": [{"path": "key.json", "version": "latest"}]}]

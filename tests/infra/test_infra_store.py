@@ -207,6 +207,7 @@ def test_shared_scheduler_and_build_accounts_replace_the_dedicated_ones() -> Non
     }, "no project-wide log writer grant per job on a shared account"
     env = _env(resources, "report")
     assert env["DEDUP_ALLOWED_CALLERS"] == sched
+    assert "DEDUP_ALLOWED_CALLER_IDS" not in env, "a shared account's unique id is not known to the component"
     function = handler_of(resources).inputs  # the shared account builds the function
     assert function["buildConfig"]["serviceAccount"] == f"projects/p1/serviceAccounts/{build}"
     job = next(r for r in resources if r.type == "gcp:cloudscheduler/job:Job").inputs
@@ -402,3 +403,11 @@ def test_each_kinds_piece_brings_what_a_job_asks_of_it() -> None:
         assert not missing, f"{kind}: {missing}"
     keys = [key for kind in STORE_KINDS for key in piece(kind).JOB_KEYS]
     assert len(keys) == len(set(keys)) and set(keys) <= set(input_keys(DedupScheduledJobArgs)), keys
+
+
+def test_the_handler_pins_the_scheduler_account_the_component_makes_by_its_unique_id() -> None:
+    resources = run_program(lambda: DedupScheduledJob("report", _job("report")),  # type: ignore[arg-type]
+                            {"gcp:project": "p1"})
+    [sched] = [r for r in resources if r.type == "gcp:serviceaccount/account:Account" and r.name == "report-sched"]
+    env = _env(resources, "report")
+    assert env["DEDUP_ALLOWED_CALLER_IDS"] == sched.state["uniqueId"] and env["DEDUP_ALLOWED_CALLER_IDS"].isdigit()

@@ -156,12 +156,16 @@ def test_the_grant_rule_skips_other_targets_and_unknown_accounts() -> None:
 # -- both shapes of the component, built under mocks, pass every rule --------------------------------------------
 
 def test_the_component_on_app_engine_and_with_a_cloud_build_trigger_passes_every_rule() -> None:
-    assert check_stack_config(ROOT / "Pulumi.example-app-engine.yaml", ROOT / "Pulumi.yaml") == []
-    assert check_stack_config(ROOT / "Pulumi.example-app-engine.yaml", ROOT / "Pulumi.yaml", EVERY) == []
+    for config in (None, EVERY):
+        findings = check_stack_config(ROOT / "Pulumi.example-app-engine.yaml", ROOT / "Pulumi.yaml",
+                                      *([config] if config else []))
+        # the one advisory: the component's warning that a lost lease cannot stop a build (lost_lease_advisory)
+        assert [f.rule for f in findings] == ["program-warning"], findings
+        assert "a lost lease cannot stop a downstream execution" in findings[0].message
     on_cloud_run = check_program(lambda: DedupScheduledJob("build", {  # type: ignore[typeddict-item]
         "schedule": "0 2 * * *", "region": "us-east1", "cloud_build_trigger_target": {"trigger": TRIGGER},
         "alerts": {"notification_channels": ["projects/p1/notificationChannels/1"]}}), {"gcp:project": "p1"}, EVERY)
-    assert on_cloud_run == []
+    assert [f.rule for f in on_cloud_run] == ["program-warning"], on_cloud_run  # the same advisory
     not_deployed = check_program(lambda: DedupScheduledJob("nightly", {  # type: ignore[typeddict-item]
         "schedule": "0 2 * * *", "region": "us-east1", "job_source": str(HELLO_JOB),
         "job": "jobs:run", "app_engine": {"service": "dedup", "deploy": False}}), {"gcp:project": "p1"}, EVERY)

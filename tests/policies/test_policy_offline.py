@@ -391,7 +391,7 @@ def test_a_job_entry_point_missing_from_job_source_fails_the_check(tmp_path: Pat
     assert code == 1 and "defines no 'nonexistent'" in flat and "scheduler-dedup:job" in flat, flat
 
 
-def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
+def _handler_admits(env: dict[str, Any], audience: str, email: str, sub: str | None) -> bool:
     """The handler's own caller check (built from the service env) on the token Scheduler would send."""
     import base64
     import time
@@ -407,7 +407,7 @@ def _handler_admits(env: dict[str, Any], audience: str, email: str) -> bool:
         return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
 
     claims = {"aud": audience, "email": email, "email_verified": True, "iss": "https://accounts.google.com",
-              "exp": int(time.time()) + 600, "iat": int(time.time())}
+              "exp": int(time.time()) + 600, "iat": int(time.time()), "sub": sub}
     token = f"{b64({'alg': 'RS256', 'kid': 'k'})}.{b64(claims)}.SIGNATURE_REMOVED_BY_GOOGLE"
     return OidcVerifier(settings).check({"Authorization": f"Bearer {token}"}) is None
 
@@ -435,14 +435,19 @@ def test_a_stack_the_check_passes_never_refuses_its_own_scheduler_job(tmp_path: 
             config["config"][key] = value
     path = tmp_path / "Pulumi.user.yaml"
     path.write_text(yaml.safe_dump(config))
-    resources = resources_from_registered(run_stack_config(path, project_file=ROOT / "Pulumi.yaml"))
+    registered = run_stack_config(path, project_file=ROOT / "Pulumi.yaml")
+    resources = resources_from_registered(registered)
     assert [f for f in evaluate(resources) if f.level == "mandatory"] == []
+    # the token's sub is the account's unique id (the mocks give each account one)
+    unique_ids = {r.state.get("email"): r.state.get("uniqueId") for r in registered
+                  if r.type == "gcp:serviceaccount/account:Account"}
     pairings = Topology.of(resources).pairings
     assert pairings
     for pairing in pairings:
         token = get(pairing.job.props, "httpTarget.oidcToken")
         audience = token.get("audience") or get(pairing.job.props, "httpTarget.uri")
-        assert _handler_admits(service_env(pairing.service), audience, token["serviceAccountEmail"]), pairing.job.name
+        assert _handler_admits(service_env(pairing.service), audience, token["serviceAccountEmail"],
+                               unique_ids.get(token["serviceAccountEmail"])), pairing.job.name
         custom = get(pairing.service.props, "customAudiences") or []
         assert platform_accepts(audience, service_urls(pairing.service)[0], custom), pairing.job.name
 
