@@ -133,6 +133,6 @@ def test_a_python_job_built_from_source_is_told_its_function_has_cpu_per_request
     {"workflow_target": {"workflow": "projects/p1/locations/us-central1/workflows/nightly"}},
 ])
 def test_a_downstream_target_is_told_at_preview_that_a_lost_lease_cannot_stop_it(target: dict[str, Any]) -> None:
-    s = _settings(job_source=None, job=None, **target)
+    s = _settings(image=None, job=None, **target)
     assert [a for a in s.advisories if "a lost lease cannot stop a downstream execution" in a], s.advisories
     assert not [a for a in _settings().advisories if "lost lease" in a]
