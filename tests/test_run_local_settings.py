@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.schedule.overlap_policy import OVERLAP_POLICIES
+from scheduler_dedup.handler.schedule.overlap_policy import OVERLAP_POLICIES, replace_problem
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.schedule_inputs import validate_time_zone
 from tests.policies.conftest import job, run
@@ -77,6 +77,10 @@ def test_an_overlap_policy_the_handler_refuses_is_refused_with_its_message(tmp_p
     assert "--overlap 'queue' is not an overlap policy" in _words(out.stderr), out.stderr
     out = _run_local(tmp_path, "--schedule", "*/10 * * * *", "--env", "DEDUP_OVERLAP=skip", "--runs", "1")
     assert out.returncode == 2 and "run-local sets it from --overlap" in _words(out.stderr), out.stderr
+    out = _run_local(tmp_path, "--schedule", "*/10 * * * *", "--overlap", "replace", "--runs", "1")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert replace_problem("replace", "python", "--overlap", "--job (run-local's target type)") in _words(out.stderr)
+    assert "emulator" not in out.stdout, out.stdout  # refused before any server started, as preview refuses it
 
 
 def test_memorystore_is_the_redis_store_and_a_wrong_name_gets_the_right_one(tmp_path: Path) -> None:

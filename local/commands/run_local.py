@@ -31,7 +31,8 @@ from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
-from scheduler_dedup.handler.schedule.overlap_policy import BUFFER_ONE, DEFAULT_OVERLAP, OVERLAP_POLICIES
+from scheduler_dedup.handler.schedule.overlap_policy import (BUFFER_ONE, DEFAULT_OVERLAP, OVERLAP_POLICIES,
+                                                            replace_problem)
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, RELEASED, SKIPPED_OVERLAP
 from scheduler_dedup.handler.monitoring.comparison import compare
 from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Report
@@ -138,6 +139,9 @@ def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: 
                                       or (source / module / "__init__.py").is_file()):
         problems.append(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
     problems += option_problems(schedule, time_zone, overlap, catch_up_window)
+    replace = replace_problem(overlap, "python", "--overlap", "--job (run-local's target type)")
+    if replace:  # its job is a Python function, which replace cannot cancel: refused as preview refuses it
+        problems.append(replace)
     unknown = [f for f in faults if f not in DELIVERY_FAULTS]
     if unknown:
         problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
