@@ -110,7 +110,7 @@ def runs_table(*, header: bool = True, title: str | None = None) -> Table:
     table.add_column("schedule time (job)", width=26, no_wrap=True)
     table.add_column("UTC", width=20, no_wrap=True)
     table.add_column("run id", width=RUN_ID_CHARS, no_wrap=True)
-    table.add_column("status", width=11, no_wrap=True)
+    table.add_column("status", width=max(map(len, STATES)), overflow="fold")  # " (forced)" wraps under it
     table.add_column("attempts", width=8, justify="right", no_wrap=True)
     table.add_column("takeover", width=8, no_wrap=True)
     table.add_column("duration", width=12, justify="right", no_wrap=True)
