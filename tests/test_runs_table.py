@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -11,7 +12,7 @@ from rich.console import Console
 from scheduler_dedup.handler.core.record import (CANCELLED, COMPLETED, FAILED, IN_PROGRESS, RELEASED,
                                                  RUNNING_DOWNSTREAM, SKIPPED_OVERLAP)
 from scheduler_dedup.handler.monitoring.run_view import HistoryRun
-from scheduler_dedup.local.commands.runs import add_run_row, runs, runs_table
+from scheduler_dedup.local.commands.runs import RUN_ID_CHARS, add_run_row, runs, runs_table
 
 pytestmark = pytest.mark.unit  # tests/costs.py
 
@@ -43,3 +44,14 @@ def test_each_status_is_shown_whole_in_the_runs_table(status: str) -> None:
 def test_runs_takes_each_status_as_a_filter(status: str) -> None:
     out = CliRunner().invoke(runs, ["--job", "j", "--status", status, "--store", "bigtable"])
     assert "Invalid value for '--status'" not in out.output, out.output
+
+
+def test_a_run_id_in_the_error_column_is_the_short_id_runs_show_accepts() -> None:
+    holder = "0123456789abcdef" * 4
+    error = f"overlap policy skip: run {holder} (scheduled 2026-12-07T14:55:00.000000Z) of this job was still executing"
+    console = Console(width=200, record=True, color_system=None)
+    table = runs_table()
+    add_run_row(table, replace(_run(SKIPPED_OVERLAP), error=error), "Etc/UTC")
+    console.print(table)
+    text = " ".join(console.export_text().split())
+    assert f"run {holder[:RUN_ID_CHARS]} (scheduled" in text and holder not in text, text
