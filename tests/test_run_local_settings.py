@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_dedup.handler.config.settings import Settings
-from scheduler_dedup.handler.schedule.overlap_policy import OVERLAP_POLICIES
+from scheduler_dedup.handler.schedule.overlap_policy import OVERLAP_POLICIES, replace_problem
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.schedule_inputs import validate_time_zone
 from tests.policies.conftest import job, run
@@ -24,9 +24,12 @@ SLOW_JOB = '''
 import os, time
 
 def run(scheduled):
+    start = time.time()
     with open(os.environ["JOB_LOG"], "a") as fh:
         fh.write(scheduled.schedule_time.isoformat() + "\\n")
     time.sleep(float(os.environ["JOB_SECONDS"]))
+    with open(os.environ["JOB_LOG"] + ".spans", "a") as fh:  # when the job itself executed, by its own clock
+        fh.write(f"{start} {time.time()}\\n")
     return {"ok": True}
 
 def unstorable(scheduled):
@@ -74,6 +77,10 @@ def test_an_overlap_policy_the_handler_refuses_is_refused_with_its_message(tmp_p
     assert "--overlap 'queue' is not an overlap policy" in _words(out.stderr), out.stderr
     out = _run_local(tmp_path, "--schedule", "*/10 * * * *", "--env", "DEDUP_OVERLAP=skip", "--runs", "1")
     assert out.returncode == 2 and "run-local sets it from --overlap" in _words(out.stderr), out.stderr
+    out = _run_local(tmp_path, "--schedule", "*/10 * * * *", "--overlap", "replace", "--runs", "1")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert replace_problem("replace", "python", "--overlap", "--job (run-local's target type)") in _words(out.stderr)
+    assert "emulator" not in out.stdout, out.stdout  # refused before any server started, as preview refuses it
 
 
 def test_memorystore_is_the_redis_store_and_a_wrong_name_gets_the_right_one(tmp_path: Path) -> None:
@@ -86,10 +93,18 @@ def test_memorystore_is_the_redis_store_and_a_wrong_name_gets_the_right_one(tmp_
     assert "redis-server on 127.0.0.1:" in out.stdout and "OK slow-run: 2/2" in out.stdout, out.stdout
 
 
-@pytest.mark.parametrize("policy", ["skip", "allow"])
+def _executed_together(log: Path) -> int:
+    """How many of the job's executions ran while another one ran, from the job's own start and end times."""
+    spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    return sum(any(a < end and start < b for j, (a, b) in enumerate(spans) if j != i)
+               for i, (start, end) in enumerate(spans))
+
+
+@pytest.mark.parametrize("policy", ["skip", "allow", "buffer_one"])
 def test_a_slow_job_overlaps_the_next_fire_time_and_the_policy_shows(tmp_path: Path, policy: str) -> None:
     """Fire times 10 minutes apart replayed 600 times faster come every second; the job takes 2.5 s, so each
-    delivery arrives while the run before still executes, as Scheduler's would."""
+    delivery arrives while the run before still executes, as Scheduler's would. What the report says executed
+    together is what the job itself saw: a ``buffer_one`` run that waited for the one before it did not."""
     assert policy in OVERLAP_POLICIES
     out = _run_local(tmp_path, "--schedule", "*/10 * * * *", "--runs", "3", "--overlap", policy, seconds=2.5)
     text = out.stdout + out.stderr
@@ -99,9 +114,14 @@ def test_a_slow_job_overlaps_the_next_fire_time_and_the_policy_shows(tmp_path: P
                      _words(out.stdout))
     assert line is not None, out.stdout
     skipped, together = int(line.group(1)), int(line.group(2))
+    assert together == _executed_together(tmp_path / "log.spans"), text
     if policy == "skip":
         assert skipped >= 1 and len(executed) == 3 - skipped and together == 0, text
         assert "skipped_overlap" in out.stdout
+    elif policy == "buffer_one":
+        waited = re.search(r"(\d+) waited for the run before it", _words(out.stdout))
+        assert waited is not None and int(waited.group(1)) >= 1, out.stdout
+        assert skipped + len(executed) == 3 and together == 0, text
     else:
         assert skipped == 0 and len(executed) == 3 and together >= 2, text
     for run_id in re.findall(r"Z\s+([0-9a-f]{12})\s+(?:completed|skipped)", out.stdout):  # the short run ids

@@ -12,14 +12,14 @@ from typing import Any
 
 from scheduler_dedup.handler.core.downstream import execution_name
 from scheduler_dedup.handler.core.record import (CANCELLED, COMPLETED, EXECUTING_STATUSES, FAILED, IN_PROGRESS,
-                                                 RELEASED, RUNNING_DOWNSTREAM, RunRecord)
+                                                 RELEASED, RUNNING_DOWNSTREAM, SKIPPED_OVERLAP, RunRecord)
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 
 #: Derived run states (:attr:`HistoryRun.state`): the stored status, except that an ``in_progress``
 #: record whose lease has expired is ``stuck``. ``released``: the last attempt failed retryably.
 #: ``running_downstream``: the run's downstream execution still runs; ``cancelled``: it was cancelled.
 STUCK = "stuck"
-STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK, RELEASED, RUNNING_DOWNSTREAM, CANCELLED)
+STATES = (COMPLETED, FAILED, IN_PROGRESS, STUCK, RELEASED, RUNNING_DOWNSTREAM, CANCELLED, SKIPPED_OVERLAP)
 
 
 def _utc(value: Any) -> datetime | None:

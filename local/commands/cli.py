@@ -38,7 +38,7 @@ from pathlib import Path  # noqa: E402
 import click  # noqa: E402
 
 from scheduler_dedup.handler.core.logs import ignore_python_version_warning  # noqa: E402
-from scheduler_dedup.handler.schedule.overlap_policy import DEFAULT_OVERLAP, OVERLAP_POLICIES  # noqa: E402
+from scheduler_dedup.handler.schedule.overlap_policy import DEFAULT_OVERLAP, OVERLAP_POLICIES, REPLACE  # noqa: E402
 
 ignore_python_version_warning()  # before anything imports google.api_core
 
@@ -152,7 +152,8 @@ def demo(schedule: str, runs: int, seed: int, time_zone: str, keep_emulator: boo
 @click.option("--keep-emulator", is_flag=True, help="leave the store server running, so the printed runs command "
               "keeps working afterwards.")
 @click.option("--overlap", default=DEFAULT_OVERLAP, show_default=True,
-              help=f"the job's overlap policy (DEDUP_OVERLAP): {', '.join(OVERLAP_POLICIES)}; each fire time is "
+              help=f"the job's overlap policy (DEDUP_OVERLAP): {', '.join(p for p in OVERLAP_POLICIES if p != REPLACE)} "
+                   "(replace cancels a downstream execution, which a Python job is not); each fire time is "
                    "delivered on schedule, so a job slower than the schedule's interval overlaps the next.")
 @click.option("--catch-up-window", default=0.0, show_default=True, type=float,
               help="the job's catch-up window in seconds (DEDUP_CATCH_UP_WINDOW_SECONDS; 0: off).")

@@ -31,7 +31,8 @@ from scheduler_dedup.handler.core.env_names import env_name_problem
 from scheduler_dedup.handler.core.errors import ConfigError
 from scheduler_dedup.handler.core.job_spec import job_spec_problem
 from scheduler_dedup.handler.schedule.cron.fire_times import fire_times
-from scheduler_dedup.handler.schedule.overlap_policy import DEFAULT_OVERLAP, OVERLAP_POLICIES
+from scheduler_dedup.handler.schedule.overlap_policy import (BUFFER_ONE, DEFAULT_OVERLAP, OVERLAP_POLICIES,
+                                                            replace_problem)
 from scheduler_dedup.handler.core.record import COMPLETED, FAILED, RELEASED, SKIPPED_OVERLAP
 from scheduler_dedup.handler.monitoring.comparison import compare
 from scheduler_dedup.handler.monitoring.findings import FAILED_RUN, MISSED, Report
@@ -138,6 +139,9 @@ def check_inputs(source: Path, job: str, schedule: str, time_zone: str, faults: 
                                       or (source / module / "__init__.py").is_file()):
         problems.append(f"--job {job!r}: no {module}.py or {module}/__init__.py in --source {source}")
     problems += option_problems(schedule, time_zone, overlap, catch_up_window)
+    replace = replace_problem(overlap, "python", "--overlap", "--job (run-local's target type)")
+    if replace:  # its job is a Python function, which replace cannot cancel: refused as preview refuses it
+        problems.append(replace)
     unknown = [f for f in faults if f not in DELIVERY_FAULTS]
     if unknown:
         problems.append(f"--delivery-faults {','.join(unknown)}: use any of {', '.join(DELIVERY_FAULTS)}")
@@ -512,15 +516,33 @@ def _report(console: Console, history: RunHistory, name: str, schedule: str, tim
 
 
 def overlap_line(runs: Sequence[HistoryRun], policy: str) -> str:
-    """What the overlap policy did over ``runs``: how many were skipped (``skipped_overlap``) and how many executed
-    while another run of the job was executing (from their claim and finish times)."""
+    """What the overlap policy did over ``runs``: how many were skipped (``skipped_overlap``), and how many executed
+    while another run of the job was executing, from their claim and finish times.
+
+    A record keeps when its run was claimed, not when it began to execute. Under ``buffer_one`` a run claimed while
+    another executes waits for the job's overlap lease, which that run gives up only after recording its finish
+    (:mod:`scheduler_dedup.handler.protocol.overlap_lease`): its execution starts after that finish, and the line
+    counts it as having waited, not as executing beside it. (A lost lease, which the handler logs as an error, is
+    the one way it could have executed beside it.)
+    """
     skipped = sum(run.status == SKIPPED_OVERLAP for run in runs)
-    spans = [(run.claimed_at, run.finished_at or datetime.now(timezone.utc)) for run in runs
-             if run.status != SKIPPED_OVERLAP and run.claimed_at is not None]
+    now = datetime.now(timezone.utc)
+    spans: list[tuple[datetime, datetime]] = []
+    waited = 0
+    for run in sorted((r for r in runs if r.status != SKIPPED_OVERLAP and r.claimed_at is not None),
+                      key=lambda r: r.claimed_at or now):
+        assert run.claimed_at is not None
+        start, end = run.claimed_at, run.finished_at or now
+        if policy == BUFFER_ONE:
+            start = max([start, *(b for a, b in spans if a <= start < b)])
+            waited += start > run.claimed_at
+        spans.append((start, max(start, end)))
     together = sum(any(a < end and start < b for j, (a, b) in enumerate(spans) if j != i)
                    for i, (start, end) in enumerate(spans))
+    wait = (f", {waited} waited for the run before it to finish (claimed while it executed; buffer_one)"
+            if policy == BUFFER_ONE else "")
     return (f"Overlap policy {policy}: {skipped} of {len(runs)} run(s) skipped (skipped_overlap: a run of the job "
-            f"was still executing), {together} executed while another run of the job executed")
+            f"was still executing){wait}, {together} executed while another run of the job executed")
 
 
 def dropped_result_lines(runs: Sequence[HistoryRun]) -> list[str]:

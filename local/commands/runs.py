@@ -101,6 +101,7 @@ def _utc_text(t: datetime) -> str:
 #: Characters of a run id the tables show: enough to be unique among a job's runs, and what ``runs show`` and
 #: ``runs rerun`` accept as a prefix (:func:`_by_run_id`).
 RUN_ID_CHARS = 12
+_FULL_RUN_ID = re.compile(r"\b[0-9a-f]{64}\b")
 
 
 def runs_table(*, header: bool = True, title: str | None = None) -> Table:
@@ -110,7 +111,7 @@ def runs_table(*, header: bool = True, title: str | None = None) -> Table:
     table.add_column("schedule time (job)", width=26, no_wrap=True)
     table.add_column("UTC", width=20, no_wrap=True)
     table.add_column("run id", width=RUN_ID_CHARS, no_wrap=True)
-    table.add_column("status", width=11, no_wrap=True)
+    table.add_column("status", width=max(map(len, STATES)), overflow="fold")  # " (forced)" wraps under it
     table.add_column("attempts", width=8, justify="right", no_wrap=True)
     table.add_column("takeover", width=8, no_wrap=True)
     table.add_column("duration", width=12, justify="right", no_wrap=True)
@@ -127,7 +128,13 @@ def add_run_row(table: Table, run: HistoryRun, time_zone: str) -> None:
     table.add_row(_local(run.schedule_time, time_zone), _utc_text(run.schedule_time), run.run_id[:RUN_ID_CHARS],
                   f"[{_STYLE.get(run.state, '')}]{state}[/]" if run.state in _STYLE else state,
                   str(run.attempts), "yes" if run.took_over else "", _duration(run.duration_seconds), result,
-                  run.error or "")
+                  _short_run_ids(run.error or ""))
+
+
+def _short_run_ids(text: str) -> str:
+    """``text`` with each full run id (64 hex characters) cut to the table's short run id, which ``runs show``
+    accepts; ``runs show`` prints the error whole."""
+    return _FULL_RUN_ID.sub(lambda m: m.group(0)[:RUN_ID_CHARS], text)
 
 
 def report_table(report: Report, findings: list[Finding]) -> Table:
