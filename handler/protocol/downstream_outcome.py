@@ -114,9 +114,14 @@ def still_executing(store: RunStore, control: ExecutionControl | None, run_id: s
     if record.status != RUNNING_DOWNSTREAM:
         return None
     name = execution_name(record.result)
-    if control is None or name is None:
-        # Nothing here can read it (the job's target changed to one that starts no execution): holding the job back
-        # until the record expires would stop it for the whole retention period.
+    if control is None or name is None or not control.owns(name):
+        # Nothing here can read it (the job's target changed to one that starts no execution, or the record names
+        # an execution of another target: never read nor cancelled): holding the job back until the record
+        # expires would stop it for the whole retention period.
+        if control is not None and name is not None:
+            log.error("run %s names %s, not an execution of this handler's target: not read, not cancelled, and "
+                      "it does not hold the job", run_id, name[:200], extra={
+                          LogField.RUN_ID: run_id, LogField.OUTCOME: "foreign_execution"})
         return None
     state = read_state(control, name, record.run_id)
     if state is None or state.ending is None:

@@ -188,3 +188,53 @@ def test_buffer_one_waits_for_the_running_execution_then_starts_the_next(server:
     assert answers and answers[0].json()["status"] == "processed", answers
     assert len(fake.builds) == 2
     assert store.get(run_id(t1, server.project)).status == "completed"
+
+
+def test_a_record_naming_another_jobs_execution_never_reads_or_cancels_it(server: StoreServer, store: Any,
+                                                                          start: Any, fake: FakeGoogle) -> None:
+    """A run record is data: one rewritten to name another project's execution (which the API would let the
+    handler's account read and cancel) is never read nor cancelled, by the run check or by ``replace``."""
+    handler = start("cloud_run_job", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    own = fake.job_executions[0]["name"]
+    foreign = own.replace("projects/p1/", "projects/payroll/").rsplit("/executions/", 1)[0] + "/executions/pay-1"
+    fake.job_executions.append({"name": foreign, "template": {"containers": []}})
+    rid = run_id(t1, server.project)
+    read = store.get(rid)
+    assert store.update_if_unchanged(rid, {"result": {**read.result, "execution": foreign}}, read.update_time)
+    checked = run_check(handler.url)
+    assert checked["settled"] == [] and checked["running_downstream"] == [t1], checked
+    assert deliver(handler.url, t2).json()["status"] == "processed"
+    assert not [r for r in fake.requests if "payroll" in r.path]  # neither read nor cancelled
+    assert "completionTime" not in fake.job_executions[1]
+    assert store.get(rid).status == "running_downstream"  # nothing told how it ended
+
+
+@pytest.mark.parametrize("fault", [403, 429, 500, "garbage"])
+def test_an_unreadable_execution_holds_its_run_and_still_alerts_long(server: StoreServer, store: Any, start: Any,
+                                                                     fake: FakeGoogle, fault: int | str) -> None:
+    """executions.get refused (403), throttled (429), failing (500) or answering a body that is not JSON: the run
+    stays ``running_downstream``, ``skip`` starts nothing beside it, ``max_runtime_seconds`` still fires, and the
+    first readable answer settles it."""
+    handler = start("cloud_run_job", DEDUP_OVERLAP="skip")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    fake.end("cloud_run_job", "failed", message="exit code 3")
+    rid = run_id(t1, server.project)
+    deadline = time.monotonic() + 30
+    while True:
+        fake.get_faults[:] = [fault]
+        checked = run_check(handler.url, max_runtime_seconds=1)
+        assert checked["settled"] == [] and checked["running_downstream"] == [t1], checked
+        if checked["long_run"]:
+            break
+        assert time.monotonic() < deadline, checked
+        time.sleep(0.2)
+    assert checked["long_run"] == [t1] and store.get(rid).status == "running_downstream"
+    fake.get_faults[:] = [fault]
+    skipped = deliver(handler.url, t2)
+    assert skipped.json()["status"] == "skipped_overlap", skipped.text
+    assert len(fake.job_executions) == 1
+    assert run_check(handler.url)["settled"] == [t1]  # readable again: settled with the execution's outcome
+    assert store.get(rid).status == "failed" and "exit code 3" in (store.get(rid).error or "")
