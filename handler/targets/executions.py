@@ -28,7 +28,7 @@ from scheduler_dedup.handler.core.downstream import Ending, ExecutionState
 from scheduler_dedup.handler.core.errors import NonRetryableJobError
 from scheduler_dedup.handler.core.safe_text import scrub_secrets, utf8_safe
 from scheduler_dedup.handler.targets.answers import TargetType
-from scheduler_dedup.handler.targets.call import HttpSession, TargetRetryableError, call, json_object
+from scheduler_dedup.handler.targets.call import HttpSession, NotFoundError, TargetRetryableError, call, json_object
 from scheduler_dedup.handler.targets.settings import TargetSettings
 
 #: An execution's or build's id, the one part of a stored name that goes into a URL (Cloud Run execution ids are
@@ -104,13 +104,18 @@ class ExecutionApi:
 
         Raises:
             TargetRetryableError: ``name`` is not an execution of this target (nothing called); no useful answer
-                (timeout, 5xx, 429, 401/403, a 4xx such as 404 for an execution deleted: then it cannot be told,
-                and the record stays as it is); or an answer about another execution than the one asked for.
+                (timeout, 5xx, 429, 401/403, another 4xx: the record stays as it is); or an answer about another
+                execution than the one asked for. A 404 (deleted) is no error: the state ``failed``, ``NOT_FOUND``.
         """
         resource = self._own_resource(name, "get")
         try:
             got = call(self.session, "GET", f"{self.base}/{resource}", self.timeout, f"{self.target} get", self._type)
-        except NonRetryableJobError as exc:  # 404 and the like: nothing tells how the execution ended
+        except NotFoundError:
+            # deleted (the name is the target's own, so it once was there): it runs no more, and nothing tells how
+            # it ended; a permission the account lacks answers 403 instead (https://google.aip.dev/211)
+            return ExecutionState("failed", "NOT_FOUND: the execution no longer exists (deleted); how it ended "
+                                  "cannot be told")
+        except NonRetryableJobError as exc:  # 400 and the like: nothing tells how the execution ended
             raise TargetRetryableError(str(exc)) from exc
         body = json_object(got, "get")
         if not body:

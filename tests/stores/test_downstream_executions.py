@@ -238,3 +238,22 @@ def test_an_unreadable_execution_holds_its_run_and_still_alerts_long(server: Sto
     assert len(fake.job_executions) == 1
     assert run_check(handler.url)["settled"] == [t1]  # readable again: settled with the execution's outcome
     assert store.get(rid).status == "failed" and "exit code 3" in (store.get(rid).error or "")
+
+
+@pytest.mark.parametrize("overlap", ["skip", "replace"])
+def test_a_deleted_execution_ends_its_run_failed_and_frees_the_job(server: StoreServer, store: Any, start: Any,
+                                                                   fake: FakeGoogle, overlap: str) -> None:
+    """executions.get answers 404 (the execution was deleted): it no longer runs, so it holds the job no more (the
+    next run starts, under ``skip`` and under ``replace``) and its run is recorded failed, its outcome unknown,
+    instead of staying ``running_downstream`` for the whole retention period."""
+    handler = start("workflows", DEDUP_OVERLAP=overlap)
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    with fake.lock:
+        deleted = fake.workflow_executions.pop()
+    second = deliver(handler.url, t2)
+    assert second.status_code == 200 and second.json()["status"] == "processed", second.text
+    record = store.get(run_id(t1, server.project))
+    assert record.status == "failed" and "NOT_FOUND" in (record.error or ""), (record.status, record.error)
+    assert deleted["name"] in (record.error or "")
+    assert len(fake.workflow_executions) == 1  # the new run's
