@@ -89,6 +89,6 @@ class ExecutionControl(Protocol):
     def state(self, name: str) -> ExecutionState:
         """The execution's state (``executions.get`` / ``builds.get``)."""
 
-    def cancel(self, name: str) -> None:
-        """Ask the API to cancel the execution (``executions.cancel`` / ``builds.cancel``); an execution that has
-        already ended is no error."""
+    def cancel(self, name: str) -> bool:
+        """Ask the API to cancel the execution (``executions.cancel`` / ``builds.cancel``): True if it accepted,
+        False if it refused (an execution that has already ended, or one that cannot be cancelled)."""

@@ -145,8 +145,8 @@ def cancel_execution(store: RunStore, control: ExecutionControl, record: RunReco
 
     Returns:
         True once the execution has ended by the API's word (cancelled now, or it ended before) and the record says
-        so or was changed by someone else; False when the cancel or the read after it got no useful answer: the
-        execution may still run, and the caller must not start another beside it.
+        so or was changed by someone else; False when the cancel or the read after it got no useful answer, or the
+        API refused the cancel and the execution still runs: the caller must not start another beside it.
 
     Raises:
         StoreUnavailableError, StoreRefusedError: recording the outcome failed.
@@ -155,13 +155,17 @@ def cancel_execution(store: RunStore, control: ExecutionControl, record: RunReco
     if name is None:
         return False
     try:
-        control.cancel(name)
+        accepted = control.cancel(name)
     except Exception as exc:  # noqa: BLE001 - TargetRetryableError: it may or may not be cancelled
         log.warning("cannot cancel downstream execution %s: %s", name, exc, extra={
             LogField.RUN_ID: record.run_id, LogField.EXECUTION: name, LogField.OUTCOME: "cancel_failed"})
         return False
     state = read_state(control, name, record.run_id)
     if state is None:
+        return False
+    if state.ending is None and not accepted:  # refused, and it runs on: nothing ended it
+        log.warning("downstream execution %s refused its cancel and still runs", name, extra={
+            LogField.RUN_ID: record.run_id, LogField.EXECUTION: name, LogField.OUTCOME: "cancel_refused"})
         return False
     if state.ending is None:  # accepted, still stopping (a Cloud Run execution takes seconds): it ends cancelled
         state = ExecutionState("cancelled", "CANCELLED: cancelled by overlap policy replace", state.start_time)

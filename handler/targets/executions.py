@@ -125,9 +125,13 @@ class ExecutionApi:
             raise TargetRetryableError(f"{self.target} get: asked for {resource}, answered for {str(answered)[:200]!r}")
         return _cloud_run_state(body) if self.target == "cloud_run_job" else _stated(self.target, body)
 
-    def cancel(self, name: str) -> None:
-        """Ask the API to cancel the execution. A 4xx the table records failed (400 FAILED_PRECONDITION: it has
-        already ended; 404) is no error: the caller reads :meth:`state` next, which decides.
+    def cancel(self, name: str) -> bool:
+        """Ask the API to cancel the execution.
+
+        Returns:
+            True if the API accepted the cancel (2xx); False if it refused it with a 4xx the table records failed
+            (400 FAILED_PRECONDITION: it has already ended, or cannot be cancelled; 404): the caller reads
+            :meth:`state` next, which decides.
 
         Raises:
             TargetRetryableError: ``name`` is not an execution of this target (nothing called); no useful answer
@@ -139,7 +143,8 @@ class ExecutionApi:
             call(self.session, "POST", f"{self.base}/{resource}:cancel", self.timeout,
                  f"{self.target} cancel", self._type, json=body)
         except NonRetryableJobError:
-            pass
+            return False
+        return True
 
     @property
     def _type(self) -> TargetType:

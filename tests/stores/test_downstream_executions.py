@@ -257,3 +257,63 @@ def test_a_deleted_execution_ends_its_run_failed_and_frees_the_job(server: Store
     assert record.status == "failed" and "NOT_FOUND" in (record.error or ""), (record.status, record.error)
     assert deleted["name"] in (record.error or "")
     assert len(fake.workflow_executions) == 1  # the new run's
+
+
+def test_two_run_checks_on_two_instances_settle_a_run_once(server: StoreServer, store: Any, start: Any,
+                                                           fake: FakeGoogle) -> None:
+    """Two handler instances answer run checks at once: both read the ended execution, one outcome is written
+    (fenced on the record's version), and neither check fails."""
+    one, two = start("cloud_build_trigger"), start("cloud_build_trigger")
+    [t] = fire_times(1)
+    assert deliver(one.url, t).json()["status"] == "processed"
+    fake.end("cloud_build_trigger", "failed", message="step 2 exited 4")
+    rid = run_id(t, server.project)
+    version = store.get(rid).update_time
+    answers: list[dict[str, Any]] = []
+    barrier = threading.Barrier(2)
+
+    def check(url: str) -> None:
+        barrier.wait()
+        answers.append(run_check(url))
+
+    threads = [threading.Thread(target=check, args=(h.url,)) for h in (one, two)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == 2 and all(a["running_downstream"] == [] for a in answers), answers
+    assert any(a["settled"] == [t] for a in answers), answers
+    record = store.get(rid)
+    assert record.status == "failed" and record.error.count("step 2 exited 4") == 1
+    assert record.update_time != version
+
+
+@pytest.mark.parametrize("outcome", ["completed", "failed"])
+def test_replace_finding_the_execution_ended_records_how_it_ended(
+        server: StoreServer, store: Any, start: Any, fake: FakeGoogle, outcome: str) -> None:
+    """The execution ended before ``replace`` looks: the run is recorded as the execution ended, not cancelled,
+    nothing is cancelled, and the new run starts."""
+    handler = start("cloud_run_job", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    fake.end("cloud_run_job", outcome, message="exit code 2")
+    assert deliver(handler.url, t2).json()["status"] == "processed"
+    assert store.get(run_id(t1, server.project)).status == outcome
+    assert len(fake.job_executions) == 2 and "cancelledCount" not in fake.job_executions[0]
+
+
+def test_replace_whose_cancel_is_refused_starts_nothing_beside_the_running_execution(
+        server: StoreServer, store: Any, start: Any, fake: FakeGoogle) -> None:
+    """The cancel answers 400 and the execution still runs (the 4xx did not cancel it): the run is not recorded
+    cancelled and no new execution starts beside it; once the cancel goes through, the new run starts."""
+    handler = start("workflows", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    fake.fail_next(400)  # the cancel, refused
+    second = deliver(handler.url, t2)
+    assert second.status_code == 500 and second.json()["status"] == "released", second.text
+    assert len(fake.workflow_executions) == 1 and fake.workflow_executions[0]["state"] == "ACTIVE"
+    assert store.get(run_id(t1, server.project)).status == "running_downstream"
+    assert deliver(handler.url, t2).json()["status"] == "processed"  # Scheduler's retry
+    assert fake.workflow_executions[0]["state"] == "CANCELLED" and len(fake.workflow_executions) == 2
+    assert store.get(run_id(t1, server.project)).status == "cancelled"
