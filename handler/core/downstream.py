@@ -75,15 +75,20 @@ class ExecutionState:
 class ExecutionControl(Protocol):
     """Reads and cancels a target's executions through its API.
 
-    Both methods raise the target's ``TargetRetryableError`` when the API did not answer usefully (timeout, 5xx, 429,
-    a refused permission): the caller leaves the record as it is and asks again later.
+    ``state`` and ``cancel`` raise the target's ``TargetRetryableError`` for a name :meth:`owns` refuses (nothing is
+    called), or when the API did not answer usefully (timeout, 5xx, 429, a refused permission): the caller leaves
+    the record as it is and asks again later.
     """
 
     target: str
 
+    def owns(self, name: str) -> bool:
+        """True if ``name``, as a run record holds it, is an execution of this handler's own target: the only
+        executions read or cancelled (a record is data anyone who can write the collection can forge)."""
+
     def state(self, name: str) -> ExecutionState:
         """The execution's state (``executions.get`` / ``builds.get``)."""
 
-    def cancel(self, name: str) -> None:
-        """Ask the API to cancel the execution (``executions.cancel`` / ``builds.cancel``); an execution that has
-        already ended is no error."""
+    def cancel(self, name: str) -> bool:
+        """Ask the API to cancel the execution (``executions.cancel`` / ``builds.cancel``): True if it accepted,
+        False if it refused (an execution that has already ended, or one that cannot be cancelled)."""

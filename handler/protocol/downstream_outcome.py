@@ -114,9 +114,10 @@ def still_executing(store: RunStore, control: ExecutionControl | None, run_id: s
     if record.status != RUNNING_DOWNSTREAM:
         return None
     name = execution_name(record.result)
-    if control is None or name is None:
-        # Nothing here can read it (the job's target changed to one that starts no execution): holding the job back
-        # until the record expires would stop it for the whole retention period.
+    if control is None or name is None or not owned(control, name, run_id):
+        # Nothing here can read it (the job's target changed to one that starts no execution, or the record names
+        # an execution of another target: never read nor cancelled): holding the job back until the record
+        # expires would stop it for the whole retention period.
         return None
     state = read_state(control, name, record.run_id)
     if state is None or state.ending is None:
@@ -125,8 +126,22 @@ def still_executing(store: RunStore, control: ExecutionControl | None, run_id: s
     return None
 
 
+def owned(control: ExecutionControl, name: str, run_id: str) -> bool:
+    """True if ``name`` is an execution of the handler's own target; else False, logged ERROR ``foreign_execution``
+    (a record naming another's execution was written by someone else: it is never read nor cancelled)."""
+    if control.owns(name):
+        return True
+    log.error("run %s names %s, not an execution of this handler's target: not read, not cancelled, and it does "
+              "not hold the job", run_id, name[:200], extra={LogField.RUN_ID: run_id,
+                                                            LogField.OUTCOME: "foreign_execution"})
+    return False
+
+
 def read_state(control: ExecutionControl, name: str, run_id: str) -> ExecutionState | None:
-    """The execution's state, or None (logged) when its API gave no useful answer."""
+    """The execution's state, or None (logged) when it is not the target's own (:func:`owned`) or its API gave no
+    useful answer."""
+    if not owned(control, name, run_id):
+        return None
     try:
         return control.state(name)
     except Exception as exc:  # noqa: BLE001 - TargetRetryableError, or whatever the API's answer broke
@@ -140,8 +155,8 @@ def cancel_execution(store: RunStore, control: ExecutionControl, record: RunReco
 
     Returns:
         True once the execution has ended by the API's word (cancelled now, or it ended before) and the record says
-        so or was changed by someone else; False when the cancel or the read after it got no useful answer: the
-        execution may still run, and the caller must not start another beside it.
+        so or was changed by someone else; False when the cancel or the read after it got no useful answer, or the
+        API refused the cancel and the execution still runs: the caller must not start another beside it.
 
     Raises:
         StoreUnavailableError, StoreRefusedError: recording the outcome failed.
@@ -150,13 +165,17 @@ def cancel_execution(store: RunStore, control: ExecutionControl, record: RunReco
     if name is None:
         return False
     try:
-        control.cancel(name)
+        accepted = control.cancel(name)
     except Exception as exc:  # noqa: BLE001 - TargetRetryableError: it may or may not be cancelled
         log.warning("cannot cancel downstream execution %s: %s", name, exc, extra={
             LogField.RUN_ID: record.run_id, LogField.EXECUTION: name, LogField.OUTCOME: "cancel_failed"})
         return False
     state = read_state(control, name, record.run_id)
     if state is None:
+        return False
+    if state.ending is None and not accepted:  # refused, and it runs on: nothing ended it
+        log.warning("downstream execution %s refused its cancel and still runs", name, extra={
+            LogField.RUN_ID: record.run_id, LogField.EXECUTION: name, LogField.OUTCOME: "cancel_refused"})
         return False
     if state.ending is None:  # accepted, still stopping (a Cloud Run execution takes seconds): it ends cancelled
         state = ExecutionState("cancelled", "CANCELLED: cancelled by overlap policy replace", state.start_time)

@@ -59,6 +59,11 @@ def previous_rfc3339(run: ScheduledRun) -> str | None:
     return None if run.previous_schedule_time is None else instant_rfc3339(run.previous_schedule_time)
 
 
+class NotFoundError(NonRetryableJobError):
+    """A call answered 404: the resource named does not exist (a downstream execution deleted, a workflow or job
+    not there)."""
+
+
 class CheckRefused(Exception):
     """The pre-start existence check was refused (see :func:`~scheduler_dedup.handler.targets.answers.existence_check_refused`)."""
 
@@ -99,7 +104,8 @@ def call(session: HttpSession, method: str, url: str, timeout: float, what: str,
     Raises:
         TargetRetryableError: no complete answer within ``timeout``, a connection error, or a status the table
             retries (401, 403, 408, 409, 429, 5xx).
-        NonRetryableJobError: a status the table records failed (3xx, 400, 404, 422, other 4xx).
+        NonRetryableJobError: a status the table records failed (3xx, 400, 404, 422, other 4xx); for 404 its
+            subclass :class:`NotFoundError`.
     """
     with total_deadline(timeout) as watch:
         try:
@@ -154,7 +160,7 @@ def call(session: HttpSession, method: str, url: str, timeout: float, what: str,
                    f"{f' (its body cut off at {timeout:g} s)' if cut else ''} ({verdict}: {answer.reason})")
     if answer.outcome == "retry":
         raise TargetRetryableError(message)
-    raise NonRetryableJobError(message)
+    raise (NotFoundError if status == 404 else NonRetryableJobError)(message)
 
 
 def json_object(answer: DownstreamAnswer, what: str) -> dict[str, Any]:

@@ -19,7 +19,8 @@ One :class:`FakeGoogle` is a stdlib ``ThreadingHTTPServer`` in a thread serving:
   ``invokerIamDisabled`` and IAM bindings from :attr:`FakeGoogle.services`; a service not there answers 404, and
   :attr:`FakeGoogle.policy_status` answers getIamPolicy with that status instead (403: no permission).
 
-Every request is recorded. :meth:`FakeGoogle.refuse_next_list` answers the next existence-check GET (a
+Every request is recorded. :attr:`FakeGoogle.get_faults` answers the next executions.get / builds.get with a
+status or a body not JSON. :meth:`FakeGoogle.refuse_next_list` answers the next existence-check GET (a
 ``list``, or Cloud Build's ``triggers.get``) with a status. :meth:`FakeGoogle.fail_next` queues faults for the next POSTs:
 an HTTP status (500, 429, 400...), ``"hang"`` (answer nothing until the server stops) or
 ``"drop"`` (start the execution, then close the connection without answering).
@@ -60,6 +61,8 @@ class FakeGoogle:
     requests: list[Received] = field(default_factory=list)
     faults: list[int | str] = field(default_factory=list)
     list_faults: list[int] = field(default_factory=list)
+    #: Faults for the next executions.get / builds.get: an HTTP status, or ``"garbage"`` (200 with a body not JSON).
+    get_faults: list[int | str] = field(default_factory=list)
     workflow_executions: list[dict[str, Any]] = field(default_factory=list)
     job_executions: list[dict[str, Any]] = field(default_factory=list)
     builds: list[dict[str, Any]] = field(default_factory=list)
@@ -75,6 +78,9 @@ class FakeGoogle:
     #: The substitutions a Cloud Build trigger declares (``Trigger.substitutions``, its defaults), as ``triggers.get``
     #: answers them.
     trigger_substitutions: dict[str, str] = field(default_factory=dict)
+    #: executions.get / builds.get of a name here answers this body instead (an API, or whoever answers its URL,
+    #: naming another execution than the one asked for).
+    answered_instead: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: What ``POST /echo`` answers, with status 400: a downstream whose error body quotes what it was sent.
     echo: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -144,6 +150,15 @@ class FakeGoogle:
             fault = self.faults.pop(0) if method == "POST" and self.faults else None
             if method == "GET" and _is_existence_check(url.path) and self.list_faults:
                 fault = self.list_faults.pop(0)
+            if method == "GET" and _ONE_EXECUTION.fullmatch(url.path) and self.get_faults:
+                fault = self.get_faults.pop(0)
+        if fault == "garbage":
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", "14")
+            h.end_headers()
+            h.wfile.write(b"<html>oops</ht")
+            return
         if fault == "hang":
             self.release.wait(60)
             h.close_connection = True
@@ -258,10 +273,11 @@ class FakeGoogle:
 
     def _one_execution(self, method: str, path: str) -> tuple[int, Any] | None:
         """executions.get / builds.get and their ``:cancel`` (the caller holds the lock); None if not such a path."""
-        m = re.fullmatch(r"/v[12]/(projects/[^/]+/locations/[^/]+/(?:workflows|jobs)/[^/]+/executions/[^/:]+"
-                         r"|projects/[^/]+/locations/[^/]+/builds/[^/:]+)(:cancel)?", path)
+        m = _ONE_EXECUTION.fullmatch(path)
         if m is None or (method == "GET") == bool(m.group(2)):
             return None
+        if method == "GET" and m.group(1) in self.answered_instead:
+            return 200, self.answered_instead[m.group(1)]
         found = next((e for e in (*self.workflow_executions, *self.job_executions, *self.builds)
                       if e.get("name") == m.group(1)), None)
         if found is None:
@@ -302,6 +318,11 @@ class FakeGoogle:
 def trigger_id(trigger: str) -> str:
     """The id the fake gives a trigger named ``trigger`` (a trigger given by id keeps it)."""
     return trigger if re.fullmatch(r"[0-9a-f-]{36}", trigger) else str(uuid.uuid5(uuid.NAMESPACE_URL, trigger))
+
+
+#: executions.get / builds.get and their ``:cancel``.
+_ONE_EXECUTION = re.compile(r"/v[12]/(projects/[^/]+/locations/[^/]+/(?:workflows|jobs)/[^/]+/executions/[^/:]+"
+                            r"|projects/[^/]+/locations/[^/]+/builds/[^/:]+)(:cancel)?")
 
 
 def _is_existence_check(path: str) -> bool:

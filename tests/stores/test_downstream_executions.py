@@ -188,3 +188,132 @@ def test_buffer_one_waits_for_the_running_execution_then_starts_the_next(server:
     assert answers and answers[0].json()["status"] == "processed", answers
     assert len(fake.builds) == 2
     assert store.get(run_id(t1, server.project)).status == "completed"
+
+
+def test_a_record_naming_another_jobs_execution_never_reads_or_cancels_it(server: StoreServer, store: Any,
+                                                                          start: Any, fake: FakeGoogle) -> None:
+    """A run record is data: one rewritten to name another project's execution (which the API would let the
+    handler's account read and cancel) is never read nor cancelled, by the run check or by ``replace``."""
+    handler = start("cloud_run_job", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    own = fake.job_executions[0]["name"]
+    foreign = own.replace("projects/p1/", "projects/payroll/").rsplit("/executions/", 1)[0] + "/executions/pay-1"
+    fake.job_executions.append({"name": foreign, "template": {"containers": []}})
+    rid = run_id(t1, server.project)
+    read = store.get(rid)
+    assert store.update_if_unchanged(rid, {"result": {**read.result, "execution": foreign}}, read.update_time)
+    checked = run_check(handler.url)
+    assert checked["settled"] == [] and checked["running_downstream"] == [t1], checked
+    assert deliver(handler.url, t2).json()["status"] == "processed"
+    assert not [r for r in fake.requests if "payroll" in r.path]  # neither read nor cancelled
+    assert "completionTime" not in fake.job_executions[1]
+    assert store.get(rid).status == "running_downstream"  # nothing told how it ended
+
+
+@pytest.mark.parametrize("fault", [403, 429, 500, "garbage"])
+def test_an_unreadable_execution_holds_its_run_and_still_alerts_long(server: StoreServer, store: Any, start: Any,
+                                                                     fake: FakeGoogle, fault: int | str) -> None:
+    """executions.get refused (403), throttled (429), failing (500) or answering a body that is not JSON: the run
+    stays ``running_downstream``, ``skip`` starts nothing beside it, ``max_runtime_seconds`` still fires, and the
+    first readable answer settles it."""
+    handler = start("cloud_run_job", DEDUP_OVERLAP="skip")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    fake.end("cloud_run_job", "failed", message="exit code 3")
+    rid = run_id(t1, server.project)
+    deadline = time.monotonic() + 30
+    while True:
+        fake.get_faults[:] = [fault]
+        checked = run_check(handler.url, max_runtime_seconds=1)
+        assert checked["settled"] == [] and checked["running_downstream"] == [t1], checked
+        if checked["long_run"]:
+            break
+        assert time.monotonic() < deadline, checked
+        time.sleep(0.2)
+    assert checked["long_run"] == [t1] and store.get(rid).status == "running_downstream"
+    fake.get_faults[:] = [fault]
+    skipped = deliver(handler.url, t2)
+    assert skipped.json()["status"] == "skipped_overlap", skipped.text
+    assert len(fake.job_executions) == 1
+    assert run_check(handler.url)["settled"] == [t1]  # readable again: settled with the execution's outcome
+    assert store.get(rid).status == "failed" and "exit code 3" in (store.get(rid).error or "")
+
+
+@pytest.mark.parametrize("overlap", ["skip", "replace"])
+def test_a_deleted_execution_ends_its_run_failed_and_frees_the_job(server: StoreServer, store: Any, start: Any,
+                                                                   fake: FakeGoogle, overlap: str) -> None:
+    """executions.get answers 404 (the execution was deleted): it no longer runs, so it holds the job no more (the
+    next run starts, under ``skip`` and under ``replace``) and its run is recorded failed, its outcome unknown,
+    instead of staying ``running_downstream`` for the whole retention period."""
+    handler = start("workflows", DEDUP_OVERLAP=overlap)
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    with fake.lock:
+        deleted = fake.workflow_executions.pop()
+    second = deliver(handler.url, t2)
+    assert second.status_code == 200 and second.json()["status"] == "processed", second.text
+    record = store.get(run_id(t1, server.project))
+    assert record.status == "failed" and "NOT_FOUND" in (record.error or ""), (record.status, record.error)
+    assert deleted["name"] in (record.error or "")
+    assert len(fake.workflow_executions) == 1  # the new run's
+
+
+def test_two_run_checks_on_two_instances_settle_a_run_once(server: StoreServer, store: Any, start: Any,
+                                                           fake: FakeGoogle) -> None:
+    """Two handler instances answer run checks at once: both read the ended execution, one outcome is written
+    (fenced on the record's version), and neither check fails."""
+    one, two = start("cloud_build_trigger"), start("cloud_build_trigger")
+    [t] = fire_times(1)
+    assert deliver(one.url, t).json()["status"] == "processed"
+    fake.end("cloud_build_trigger", "failed", message="step 2 exited 4")
+    rid = run_id(t, server.project)
+    version = store.get(rid).update_time
+    answers: list[dict[str, Any]] = []
+    barrier = threading.Barrier(2)
+
+    def check(url: str) -> None:
+        barrier.wait()
+        answers.append(run_check(url))
+
+    threads = [threading.Thread(target=check, args=(h.url,)) for h in (one, two)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == 2 and all(a["running_downstream"] == [] for a in answers), answers
+    assert any(a["settled"] == [t] for a in answers), answers
+    record = store.get(rid)
+    assert record.status == "failed" and record.error.count("step 2 exited 4") == 1
+    assert record.update_time != version
+
+
+@pytest.mark.parametrize("outcome", ["completed", "failed"])
+def test_replace_finding_the_execution_ended_records_how_it_ended(
+        server: StoreServer, store: Any, start: Any, fake: FakeGoogle, outcome: str) -> None:
+    """The execution ended before ``replace`` looks: the run is recorded as the execution ended, not cancelled,
+    nothing is cancelled, and the new run starts."""
+    handler = start("cloud_run_job", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    fake.end("cloud_run_job", outcome, message="exit code 2")
+    assert deliver(handler.url, t2).json()["status"] == "processed"
+    assert store.get(run_id(t1, server.project)).status == outcome
+    assert len(fake.job_executions) == 2 and "cancelledCount" not in fake.job_executions[0]
+
+
+def test_replace_whose_cancel_is_refused_starts_nothing_beside_the_running_execution(
+        server: StoreServer, store: Any, start: Any, fake: FakeGoogle) -> None:
+    """The cancel answers 400 and the execution still runs (the 4xx did not cancel it): the run is not recorded
+    cancelled and no new execution starts beside it; once the cancel goes through, the new run starts."""
+    handler = start("workflows", DEDUP_OVERLAP="replace")
+    t1, t2 = fire_times(2)
+    assert deliver(handler.url, t1).json()["status"] == "processed"
+    fake.fail_next(400)  # the cancel, refused
+    second = deliver(handler.url, t2)
+    assert second.status_code == 500 and second.json()["status"] == "released", second.text
+    assert len(fake.workflow_executions) == 1 and fake.workflow_executions[0]["state"] == "ACTIVE"
+    assert store.get(run_id(t1, server.project)).status == "running_downstream"
+    assert deliver(handler.url, t2).json()["status"] == "processed"  # Scheduler's retry
+    assert fake.workflow_executions[0]["state"] == "CANCELLED" and len(fake.workflow_executions) == 2
+    assert store.get(run_id(t1, server.project)).status == "cancelled"

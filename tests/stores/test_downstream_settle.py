@@ -90,12 +90,24 @@ def test_an_outcome_is_not_written_over_a_record_changed_since_it_was_read(store
 
 def test_an_execution_still_running_or_unreadable_leaves_the_record(store: Any, fake: FakeGoogle) -> None:
     ids = forwarded(store, fake, 2)
-    fake.job_executions[1]["name"] += "-deleted"  # executions.get answers 404: nothing tells how it ended
+    fake.end("cloud_run_job", "failed", index=1)
+    fake.get_faults.extend([403, 403])  # executions.get refused: nothing tells how the ended one ended
     history, now = RunHistory(store), datetime.now(timezone.utc)
     found = settle_ended(history, JobScope(JOB), api(fake), since=now - timedelta(days=1), until=now,
                          retention_seconds=3600)
     assert found.settled == [] and len(found.running) == 2
     assert [store.get(r).status for r in ids] == ["running_downstream"] * 2
+
+
+def test_a_deleted_execution_is_settled_failed_its_outcome_unknown(store: Any, fake: FakeGoogle) -> None:
+    [run_id] = forwarded(store, fake, 1)
+    fake.job_executions.clear()  # executions.get answers 404: it runs no more
+    history, now = RunHistory(store), datetime.now(timezone.utc)
+    found = settle_ended(history, JobScope(JOB), api(fake), since=now - timedelta(days=1), until=now,
+                         retention_seconds=3600)
+    assert len(found.settled) == 1 and found.running == []
+    record = store.get(run_id)
+    assert record.status == "failed" and "NOT_FOUND" in (record.error or "") and "e-0" in (record.error or "")
 
 
 @pytest.mark.parametrize("kind", ["lose_answer", "unavailable"])
