@@ -50,6 +50,14 @@ FUNCTION_REFUSED = {
 }
 
 
+#: The buckets the Functions API copies a function's source into, and its build fetches from:
+#: ``gcf-v2-sources-PROJECT_NUMBER-REGION`` ("function code is stored in a separate source bucket",
+#: https://cloud.google.com/functions/docs/building). Made by the Functions API at the first deploy, so no bucket-level
+#: grant can name it beforehand: the build identity reads them through a project grant pinned by this IAM condition
+#: (Cloud Storage's ``resource.name``, https://cloud.google.com/iam/docs/conditions-attribute-reference#resource-name).
+FUNCTION_SOURCES_CONDITION = 'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-")'
+
+
 def function_url(project: str, region: str, name: str) -> str:
     """The function's URL ``https://REGION-PROJECT.cloudfunctions.net/NAME``: the audience Google documents for a
     function's ID token ("For Cloud Functions, endpoint and audience are the same",
@@ -202,10 +210,23 @@ def deploy_function(parent: pulumi.Resource, name: str, s: DedupSettings, archiv
             opts=child,
         ),
     ]
-    if s.build_service_account_email is None:  # a shared account's project role is its owner's
+    if s.build_service_account_email is None:  # a shared account's project roles are its owner's
         grants.append(gcp.projects.IAMMember(
             f"{name}-build-log-writer",
             gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_member),
+            opts=child,
+        ))
+        # Without it the build fails with "Access to bucket gcf-v2-sources-... denied. You must grant Storage Object
+        # Viewer permission to" the build's account (GoogleCloudPlatform/marketing-analytics-jumpstart#153,
+        # GoogleCloudPlatform/terraform-google-cloud-functions#129).
+        grants.append(gcp.projects.IAMMember(
+            f"{name}-build-function-source-reader",
+            gcp.projects.IAMMemberArgs(
+                project=s.project, role="roles/storage.objectViewer", member=build_member,
+                condition=gcp.projects.IAMMemberConditionArgs(
+                    title="Cloud Run functions source copies only", expression=FUNCTION_SOURCES_CONDITION,
+                    description="the gcf-v2-sources-PROJECT_NUMBER-REGION buckets the function's build fetches from"),
+            ),
             opts=child,
         ))
     config = s.job_config
