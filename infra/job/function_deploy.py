@@ -22,6 +22,7 @@ from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREA
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.container_limits import DEFAULT_CPU, DEFAULT_MEMORY
 from scheduler_dedup.infra.job.archive import APP_ENGINE_RUNTIME, DeployArchive
+from scheduler_dedup.infra.job.function_sources import FUNCTION_SOURCES_CONDITION, FUNCTION_SOURCES_ROLE
 from scheduler_dedup.infra.job.job_config import JobConfig
 from scheduler_dedup.infra.job.resolved import DedupSettings
 from scheduler_dedup.infra.stores.base import StoreWiring
@@ -48,14 +49,6 @@ FUNCTION_REFUSED = {
         "the Functions API picks the base image from the runtime (python312, "
         "https://cloud.google.com/functions/docs/runtime-support): remove base_image, or give image instead"),
 }
-
-
-#: The buckets the Functions API copies a function's source into, and its build fetches from:
-#: ``gcf-v2-sources-PROJECT_NUMBER-REGION`` ("function code is stored in a separate source bucket",
-#: https://cloud.google.com/functions/docs/building). Made by the Functions API at the first deploy, so no bucket-level
-#: grant can name it beforehand: the build identity reads them through a project grant pinned by this IAM condition
-#: (Cloud Storage's ``resource.name``, https://cloud.google.com/iam/docs/conditions-attribute-reference#resource-name).
-FUNCTION_SOURCES_CONDITION = 'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-")'
 
 
 def function_url(project: str, region: str, name: str) -> str:
@@ -222,7 +215,7 @@ def deploy_function(parent: pulumi.Resource, name: str, s: DedupSettings, archiv
         grants.append(gcp.projects.IAMMember(
             f"{name}-build-function-source-reader",
             gcp.projects.IAMMemberArgs(
-                project=s.project, role="roles/storage.objectViewer", member=build_member,
+                project=s.project, role=FUNCTION_SOURCES_ROLE, member=build_member,
                 condition=gcp.projects.IAMMemberConditionArgs(
                     title="Cloud Run functions source copies only", expression=FUNCTION_SOURCES_CONDITION,
                     description="the gcf-v2-sources-PROJECT_NUMBER-REGION buckets the function's build fetches from"),
