@@ -112,3 +112,15 @@ def test_the_checks_fail_a_run_executed_twice_and_pass_one_executed_once() -> No
     assert e2e_gcp._answered("duplicate")('{"status": "processed", "run_id": "r"}', {}) is not None
     left = e2e_gcp._nothing_listed("buckets")
     assert left("[]", {}) is None and "e2e-fi" in (left('[{"name": "e2e-fi-abc123-source-1"}]', {}) or "")
+
+
+def test_each_leftover_listing_filters_on_a_field_its_output_has() -> None:
+    """gcloud applies --filter to the listed objects: a key they lack matches nothing, and the check cannot fail.
+    ``gcloud run services list`` prints Cloud Run Admin API v1 (Knative) objects, whose name is ``metadata.name``
+    (https://cloud.google.com/run/docs/reference/rest/v1/namespaces.services#Service); alert policies are found by
+    ``displayName`` (their ``name`` is a number); the others carry their id in ``name``."""
+    keys = {tuple(_words(s)[:3]): re.match(r"([\w.]+)~", _words(s)[_words(s).index("--filter") + 1]).group(1)  # type: ignore[union-attr]
+            for s in _plan("firestore") if s.phase == "verify"}
+    assert keys[("gcloud", "run", "services")] == "metadata.name"
+    assert keys[("gcloud", "monitoring", "policies")] == "displayName"
+    assert {k for c, k in keys.items() if c[1] not in ("run", "monitoring")} == {"name"}

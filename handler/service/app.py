@@ -16,7 +16,7 @@ from scheduler_dedup.handler.core.errors import store_config_error
 from scheduler_dedup.handler.core.logs import LogField, configure_logging
 from scheduler_dedup.handler.core.misconfiguration import log_store_config_error
 from scheduler_dedup.handler.core.per_process import PerProcess
-from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH
+from scheduler_dedup.handler.core.paths import APP_ENGINE_RESERVED_PREFIX, CHECK_PATH, is_check_path
 from scheduler_dedup.handler.core.statuses import DELIVERY, code
 from scheduler_dedup.handler.protocol.idempotency import Idempotency
 from scheduler_dedup.handler.protocol.job import load_job
@@ -132,7 +132,7 @@ def build_handler_from_env(environ: Mapping[str, str] | None = None) -> "Handler
             refusal = app_engine_check.check(request.headers)
         if refusal is not None:
             return json_response(refusal[0], refusal[1])
-        if request.path.rstrip("/") == CHECK_PATH:  # the watchdog: reads records, never claims or runs
+        if is_check_path(request.path):  # the watchdog: reads records, never claims or runs
             data = bounded_body(request)
             if not isinstance(data, bytes):
                 return json_response(data[0], data[1])

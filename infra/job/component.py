@@ -112,9 +112,10 @@ App Engine   : no scheduler SA (its target sends no token) and no invoker grant;
                service account.
 build SA     : (source deploys: the function's Cloud Build identity) roles/storage.objectViewer on the source
                bucket, roles/artifactregistry.writer on the image repository, roles/logging.logWriter on the project
-               (Cloud Build writes build logs).
+               (Cloud Build writes build logs), roles/storage.objectViewer on the project pinned by an IAM condition
+               to the Functions API's gcf-v2-sources-* buckets (the build fetches its copy of the archive there).
 A shared scheduler or build SA (given by email) gets the same grants on this job's resources; its project-level
-roles/logging.logWriter is its owner's to grant, once (one grant per binding, so no job's destroy removes it).
+grants are its owner's to make, once (one grant per binding, so no job's destroy removes it).
 """
 
 

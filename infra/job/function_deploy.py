@@ -22,6 +22,7 @@ from scheduler_dedup.handler.service.server import FUNCTION_TARGET, SERVER_THREA
 from scheduler_dedup.infra.errors import DedupConfigError
 from scheduler_dedup.infra.job.container_limits import DEFAULT_CPU, DEFAULT_MEMORY
 from scheduler_dedup.infra.job.archive import APP_ENGINE_RUNTIME, DeployArchive
+from scheduler_dedup.infra.job.function_sources import FUNCTION_SOURCES_CONDITION, FUNCTION_SOURCES_ROLE
 from scheduler_dedup.infra.job.job_config import JobConfig
 from scheduler_dedup.infra.job.resolved import DedupSettings
 from scheduler_dedup.infra.stores.base import StoreWiring
@@ -202,10 +203,23 @@ def deploy_function(parent: pulumi.Resource, name: str, s: DedupSettings, archiv
             opts=child,
         ),
     ]
-    if s.build_service_account_email is None:  # a shared account's project role is its owner's
+    if s.build_service_account_email is None:  # a shared account's project roles are its owner's
         grants.append(gcp.projects.IAMMember(
             f"{name}-build-log-writer",
             gcp.projects.IAMMemberArgs(project=s.project, role="roles/logging.logWriter", member=build_member),
+            opts=child,
+        ))
+        # Without it the build fails with "Access to bucket gcf-v2-sources-... denied. You must grant Storage Object
+        # Viewer permission to" the build's account (GoogleCloudPlatform/marketing-analytics-jumpstart#153,
+        # GoogleCloudPlatform/terraform-google-cloud-functions#129).
+        grants.append(gcp.projects.IAMMember(
+            f"{name}-build-function-source-reader",
+            gcp.projects.IAMMemberArgs(
+                project=s.project, role=FUNCTION_SOURCES_ROLE, member=build_member,
+                condition=gcp.projects.IAMMemberConditionArgs(
+                    title="Cloud Run functions source copies only", expression=FUNCTION_SOURCES_CONDITION,
+                    description="the gcf-v2-sources-PROJECT_NUMBER-REGION buckets the function's build fetches from"),
+            ),
             opts=child,
         ))
     config = s.job_config

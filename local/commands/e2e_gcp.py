@@ -223,19 +223,20 @@ def plan(project: str, *, region: str, stores: Sequence[str], run_id: str, chann
             steps.append(Step("destroy", ("pulumi", "destroy", "--yes", "--skip-preview", "--stack", stack),
                               f"destroy {stack}"))
             steps.append(Step("destroy", ("pulumi", "stack", "rm", "--yes", "--stack", stack), f"remove {stack}"))
+    # (command, what, the field of its listed objects that carries the name): gcloud lists Cloud Run services as
+    # Admin API v1 objects (metadata.name), alert policies are named by number (their display name carries the stack's)
     verify = [
-        (("gcloud", "run", "services", "list", "--region", region), "Cloud Run services"),
-        (("gcloud", "scheduler", "jobs", "list", "--location", region), "Scheduler jobs"),
-        (("gcloud", "storage", "buckets", "list"), "buckets"),
-        (("gcloud", "artifacts", "repositories", "list", "--location", region), "image repositories"),
-        (("gcloud", "firestore", "databases", "list"), "Firestore databases"),
-        (("gcloud", "spanner", "instances", "list"), "Spanner instances"),
-        (("gcloud", "redis", "instances", "list", "--region", region), "Memorystore instances"),
-        (("gcloud", "monitoring", "policies", "list"), "alert policies"),
-        (("gcloud", "iam", "service-accounts", "list"), "service accounts"),
+        (("gcloud", "run", "services", "list", "--region", region), "Cloud Run services", "metadata.name"),
+        (("gcloud", "scheduler", "jobs", "list", "--location", region), "Scheduler jobs", "name"),
+        (("gcloud", "storage", "buckets", "list"), "buckets", "name"),
+        (("gcloud", "artifacts", "repositories", "list", "--location", region), "image repositories", "name"),
+        (("gcloud", "firestore", "databases", "list"), "Firestore databases", "name"),
+        (("gcloud", "spanner", "instances", "list"), "Spanner instances", "name"),
+        (("gcloud", "redis", "instances", "list", "--region", region), "Memorystore instances", "name"),
+        (("gcloud", "monitoring", "policies", "list"), "alert policies", "displayName"),
+        (("gcloud", "iam", "service-accounts", "list"), "service accounts", "name"),
     ]
-    for argv, what in verify:  # alert policies are named by number: their display name carries the stack's
-        key = "displayName" if what == "alert policies" else "name"
+    for argv, what, key in verify:
         steps.append(Step("verify", (*argv, "--filter", f"{key}~e2e-..-{run_id}", "--format", "json", *where),
                           f"no {what} of this proof left", check=_nothing_listed(what)))
     return steps
@@ -298,7 +299,7 @@ def main(project: str, stores: str, region: str, notification_channel: str | Non
     """Deploy examples/hello_job on a sandbox PROJECT, prove one execution per run, destroy everything.
 
     Needs the Pulumi and gcloud CLIs, logged in, and rights to deploy the stack (docs/deploying.md, "What the
-    deployer needs"). Everything it creates is named e2e-<store>-<run id> and destroyed at the end, also after a
+    deployer needs"). Everything it creates is named e2e-<fi|sp|me>-<run id> and destroyed at the end, also after a
     failed step; the last calls list what is left. Exit 1 if a step or a check failed.
     """
     asked = [s.strip() for s in stores.split(",") if s.strip()]

@@ -11,6 +11,7 @@ from scheduler_dedup.policies import limits
 from scheduler_dedup.policies.reading.model import UNKNOWN, Resource, get, is_unknown, policy_bindings
 from scheduler_dedup.policies.rules.base import rule
 from scheduler_dedup.policies.reading.conditions import ConditionScope, condition_scope
+from scheduler_dedup.infra.job.function_sources import is_function_sources_grant
 from scheduler_dedup.policies.reading.permissions import CUSTOM_ROLE_TYPES, STORE_DATA_ROLE_EXTRAS, TABLE_DATE, Powers, RoleBook
 from scheduler_dedup.policies.reading.topology import (
     APP_ENGINE_VERSION,
@@ -415,7 +416,9 @@ def _unjudged(grant: Grant, book: RoleBook, identities: Identities, keys: Sequen
 
 #: For a stack written without the component: the grants the component would make, as ``(identity, role, where)``,
 #: ``where`` being ``resource`` (an IAM resource of one resource), ``pinned`` (a project grant whose condition pins
-#: resources) or ``project`` (Cloud Build and Logging grant on projects only). See infra/job/component.py GRANTS_DOC.
+#: resources), ``function sources`` (the build's project read pinned to the Functions API's source buckets,
+#: infra/job/function_sources.py) or ``project`` (Cloud Build and Logging grant on projects only). See
+#: infra/job/component.py GRANTS_DOC.
 COMPONENT_EQUIVALENT_GRANTS = frozenset({
     ("Scheduler", "roles/run.invoker", "resource"),
     ("runtime", "roles/run.viewer", "resource"),
@@ -428,6 +431,7 @@ COMPONENT_EQUIVALENT_GRANTS = frozenset({
     ("runtime", "roles/cloudbuild.builds.editor", "project"),
     ("runtime", "roles/iam.serviceAccountUser", "service account"),
     ("build", "roles/storage.objectViewer", "resource"),
+    ("build", "roles/storage.objectViewer", "function sources"),
     ("build", "roles/artifactregistry.writer", "resource"),
     ("build", "roles/logging.logWriter", "project"),
 })
@@ -474,6 +478,8 @@ def _intended_pins(resources: Sequence[Resource]) -> dict[str, list[str]]:
 def _where(grant: Grant, intended: Mapping[str, Sequence[str]]) -> str:
     """``resource``, ``service account``, or for a project, folder or organization grant ``pinned`` when its
     condition narrows it to the resources the role is meant for (:func:`_intended_pins`), else the level."""
+    if grant.level == "project" and is_function_sources_grant(grant.role, get(grant.resource.props, "condition")):
+        return "function sources"  # the build's read of the Functions API's source copies (function_sources.py)
     if grant.level in ("project", "folder", "organization"):
         return "pinned" if grant.scope.inside(intended.get(grant.role or "", ())) else grant.level
     return grant.level

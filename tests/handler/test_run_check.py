@@ -150,6 +150,16 @@ def test_a_watchdog_request_on_the_delivery_path_is_refused_and_runs_nothing(har
     assert harness.records() == {} and harness.starts() == []
 
 
+def test_the_check_under_the_function_name_is_the_check(harness: Harness) -> None:
+    """The watchdog calls ``https://REGION-PROJECT.cloudfunctions.net/NAME/dedup/run-check``. Google strips NAME before
+    a 1st gen function sees the path (GoogleCloudPlatform/functions-framework-python#54); nothing documents it for
+    2nd gen, so the handler takes a path that ends in the check path, with NAME or without, as the check."""
+    server = harness.server(**SCHEDULE)
+    response = run_check(server, "2026-10-16T13:05:00Z", path="/nightly-report" + CHECK_PATH)
+    assert response.status_code == 200 and response.json()["status"] == "missed", response.text
+    assert harness.records() == {} and harness.starts() == []
+
+
 def test_caller_verification_applies_to_the_check(harness: Harness) -> None:
     server = harness.server(**SCHEDULE, DEDUP_OIDC_AUDIENCE="https://aud.example", DEDUP_ALLOWED_CALLERS="w@p.iam.gserviceaccount.com")
     response = run_check(server, "2026-10-16T13:05:00Z")

@@ -55,7 +55,24 @@ def test_the_source_deploy_is_a_function_that_builds_the_uploaded_archive() -> N
     assert not [r for r in resources if "buildConfig" in r.inputs and r.type != FUNCTION]
     # the build waits for the build identity's grants: it reads the archive and pushes the image as that identity
     grants = {r.urn for r in resources if r.name.startswith("nightly-build-")}
-    assert len(grants) == 3 and grants <= set(_one(resources, FUNCTION).dependencies)
+    assert len(grants) == 4 and grants <= set(_one(resources, FUNCTION).dependencies)
+
+
+def test_the_build_identity_reads_the_copy_the_functions_api_builds_from() -> None:
+    """The Functions API copies the archive into its own bucket ``gcf-v2-sources-PROJECT_NUMBER-REGION`` and the build
+    fetches it from there ("Access to bucket gcf-v2-sources-... denied. You must grant Storage Object Viewer
+    permission to" the build's account otherwise): the build identity reads those buckets, and only those."""
+    resources = _deploy(_args())
+    readers = [r.inputs for r in resources if r.type == "gcp:projects/iAMMember:IAMMember"
+               and r.inputs["role"] == "roles/storage.objectViewer"]
+    assert len(readers) == 1, readers
+    reader = readers[0]
+    assert reader["member"] == "serviceAccount:nightly-build@p1.iam.gserviceaccount.com"
+    assert reader["condition"]["expression"] == 'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-")'
+    # a shared build account's project grants are its owner's (one binding: a job's destroy would remove it for all)
+    shared = _deploy(_args(build_service_account_email="builder@p1.iam.gserviceaccount.com"))
+    assert not [r for r in shared if r.type == "gcp:projects/iAMMember:IAMMember"
+                and "builder@" in r.inputs["member"]]
 
 
 def test_a_failed_build_stops_up_before_the_invoker_grant_and_the_scheduler_job() -> None:

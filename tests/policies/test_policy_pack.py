@@ -192,6 +192,11 @@ def test_the_pack_judges_the_source_deploys_function_as_it_judges_a_service(serv
     assert not [d for d in good if d.enforcementLevel == proto.MANDATORY], [(d.policyName, d.message) for d in good]
     # advisories only: the function's per-request CPU, and no alerting (none was asked for)
     assert {d.policyName for d in good} == {"dedup-cpu-always-allocated", "dedup-job-alerting"}
+    # the build's read of the Functions API's source buckets passes only pinned to them: widened, it is named
+    widened = [(t, n, {k: v for k, v in p.items() if k != "condition"} if n.endswith("-function-source-reader") else p)
+               for t, n, p in stack]
+    named = [d for d in _analyze_stack(servicer, widened) if d.policyName == "dedup-identity-expected-grants"]
+    assert [d.urn.rsplit("::", 1)[-1] for d in named] == ["nightly-build-function-source-reader"], named
 
     def short_timeout(props: dict[str, Any]) -> dict[str, Any]:
         props["serviceConfig"]["timeoutSeconds"] = 60
