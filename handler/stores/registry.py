@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 from scheduler_dedup.handler.stores.firestore import STORE as FIRESTORE
 from scheduler_dedup.handler.stores.kind import DOTTED_PIECES, REQUIRED_PIECES, StoreKind, load
@@ -31,15 +31,20 @@ DEFAULT_STORE = FIRESTORE.id
 #: ``[project.entry-points."scheduler_dedup.stores"]`` ``mystore = "my_package.store:STORE"``
 #: (https://packaging.python.org/en/latest/specifications/entry-points/).
 ENTRY_POINT_GROUP = "scheduler_dedup.stores"
+#: Entry point values deferred by an import cycle, with their error; those reported as failing after it.
+_DEFERRED: dict[str, ImportError] = {}
+_REPORTED: set[str] = set()
 
 
 def store_ids() -> tuple[str, ...]:
     """The ``DEDUP_STORE`` values, :attr:`StoreKind.id` of each registered store."""
+    _register_deferred()
     return tuple(kind.id for kind in STORES)
 
 
 def find(store_id: str) -> StoreKind | None:
     """The registered store whose ``DEDUP_STORE`` value is ``store_id``, or None."""
+    _register_deferred()
     return next((kind for kind in STORES if kind.id == store_id), None)
 
 
@@ -52,6 +57,7 @@ def store_names() -> tuple[str, ...]:
 def named(name: str) -> StoreKind | None:
     """The registered store ``name`` names, by its id or its component kind, in any case (``memorystore`` and
     ``redis`` are the same store), or None."""
+    _register_deferred()
     wanted = str(name).strip().lower()
     return next((kind for kind in STORES if wanted in (kind.id, kind.component_kind)), None)
 
@@ -102,21 +108,39 @@ def installed() -> list[StoreKind]:
     Raises:
         TypeError: an entry point names something that is not a ``StoreKind`` (the message names the entry point).
     """
-    found = []
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        kind = point.load()
-        if not isinstance(kind, StoreKind):
-            raise TypeError(f"entry point {point.name} = {point.value!r} of group {ENTRY_POINT_GROUP!r} names a "
-                            f"{type(kind).__name__}, not a StoreKind: point it at the store's StoreKind")
-        found.append(kind)
-    return found
+    return [_load(point) for point in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def _load(point: EntryPoint) -> StoreKind:
+    """The ``StoreKind`` ``point`` names.
+
+    Raises:
+        TypeError: it names something else (the message names the entry point).
+        ImportError: its module cannot be imported (yet).
+    """
+    kind = point.load()
+    if not isinstance(kind, StoreKind):
+        raise TypeError(f"entry point {point.name} = {point.value!r} of group {ENTRY_POINT_GROUP!r} names a "
+                        f"{type(kind).__name__}, not a StoreKind: point it at the store's StoreKind")
+    return kind
 
 
 def register_installed() -> list[StoreKind]:
     """:func:`register` every store of :func:`installed` not registered yet (on import of this module); returns
-    those registered now. A store whose id clashes with a registered one is skipped with a warning."""
+    those registered now. A store whose id clashes with a registered one is skipped with a warning.
+
+    An entry point that fails to import while this module is being imported (its module imports a module of ours
+    that is itself still importing this one, e.g. ``scheduler_dedup.local.servers.store_servers``: a cycle) is
+    deferred, not fatal: :func:`store_ids`, :func:`find` and :func:`named` try it again once the imports are done.
+    """
     added = []
-    for kind in installed():
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            kind = _load(point)
+        except ImportError as exc:
+            _DEFERRED[point.value] = exc
+            continue
+        _DEFERRED.pop(point.value, None)
         if kind in STORES:
             continue
         try:
@@ -124,6 +148,22 @@ def register_installed() -> list[StoreKind]:
         except ValueError as exc:
             logging.getLogger("scheduler_dedup").warning("installed store not registered: %s", exc)
     return added
+
+
+def _register_deferred() -> None:
+    """Try again the entry points :func:`register_installed` deferred; one that still fails is logged once, with
+    its error (a store that cannot be imported is not a run store)."""
+    if not _DEFERRED:
+        return
+    failed = dict(_DEFERRED)
+    register_installed()
+    for value, exc in _DEFERRED.items():
+        if value in failed and value not in _REPORTED:
+            _REPORTED.add(value)
+            logging.getLogger("scheduler_dedup").warning(
+                "installed store %s could not be imported (%s): it is not registered; if its module imports "
+                "scheduler_dedup.local or the stores package at import, name those pieces by dotted path instead",
+                value, exc)
 
 
 @contextmanager

@@ -65,6 +65,19 @@ def test_an_installed_store_registers_through_its_entry_point_on_import() -> Non
     assert "toy" not in registry.store_ids()
 
 
+def test_an_installed_store_whose_module_imports_our_local_servers_survives_the_import_cycle() -> None:
+    """The toy package's module imports ``scheduler_dedup.local.servers.store_servers``, which imports the registry,
+    which loads the entry point: a process whose first import is ``store_servers`` met a half-imported module and
+    failed to start. The entry point is deferred until the imports are done, then registered."""
+    program = ("import scheduler_dedup.local.servers.store_servers\n"
+               "from scheduler_dedup.handler.stores import registry\n"
+               "print(registry.find('toy') is not None, registry.store_ids())\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(install_dir())}, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["True ('firestore', 'redis', 'spanner', 'toy')"]
+
+
 def test_a_toy_store_is_one_registration_line() -> None:
     env = {"GOOGLE_CLOUD_PROJECT": "p", "DEDUP_STORE": "toy"}
     with pytest.raises(ConfigError, match=r"DEDUP_STORE=.toy. is not a run store: use one of firestore, redis \(or memorystore\), spanner"):
