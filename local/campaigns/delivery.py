@@ -111,13 +111,15 @@ def play(scenario: Scenario, cfg: CampaignConfig, fleet: Fleet, log: ExecutionsL
         for e in events:
             if e["event"] == "end":
                 open_attempts.pop(e["attempt_id"], None)
-        return all(int(pid) in fleet.killed_pids for pid in open_attempts.values())
+        ended = fleet.ended_pids()
+        return all(int(pid) in ended for pid in open_attempts.values())
 
     log.wait(executions_settled, timeout=60)
     log.sync()
     events = log.events(scenario.job_name)
-    killed_at = {str(e["attempt_id"]): fleet.killed_pids[int(e["pid"])] for e in events
-                 if e["event"] == "start" and int(e["pid"]) in fleet.killed_pids}
+    ended = fleet.ended_pids()  # SIGKILLed, or ended by itself once its lease was lost
+    killed_at = {str(e["attempt_id"]): ended[int(e["pid"])] for e in events
+                 if e["event"] == "start" and int(e["pid"]) in ended}
     run_ids = {str(a.body["run_id"]) for a in answers if a.body and a.body.get("run_id")} | \
         {str(e["run_id"]) for e in events}
     docs = [r for page in records.job_run_pages(scenario.job_name, since=None, until=None, page_size=20)

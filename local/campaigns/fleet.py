@@ -29,6 +29,15 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
+def _running(pid: int) -> bool:
+    """True while process ``pid`` exists and is no zombie (from /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
 class Fleet:
     """The handler processes; a killed one is replaced by a fresh process in the background."""
 
@@ -38,10 +47,36 @@ class Fleet:
         self._lock = threading.Lock()
         self.servers: list[HandlerServer | None] = []
         self.killed_pids: dict[int, float] = {}  # pid of every process of a killed group -> time of its SIGKILL
+        # pid of a handler's process that ended by itself (a worker ending itself once its lease is lost, which
+        # gunicorn then replaces) -> when it was first seen gone: at or after its end, never before
+        self.exited_pids: dict[int, float] = {}
         self.kills = 0
         with futures.ThreadPoolExecutor(count) as pool:
             self.servers = list(pool.map(lambda _: self._start(), range(count)))
         self._restarts: list[threading.Thread] = []
+        self._watching = threading.Event()
+        self._watcher = threading.Thread(target=self._watch_exits, daemon=True)
+        self._watcher.start()
+
+    def ended_pids(self) -> dict[int, float]:
+        """pid -> when its process ended: SIGKILLed by the campaign, or ended by itself (:attr:`exited_pids`)."""
+        with self._lock:
+            return {**self.exited_pids, **self.killed_pids}
+
+    def _watch_exits(self, poll_seconds: float = 0.02) -> None:
+        """Record when a process of a live handler ends other than by :meth:`kill_group` (polled from /proc every
+        ``poll_seconds``; a zombie counts as ended)."""
+        known: set[int] = set()
+        while not self._watching.wait(poll_seconds):
+            with self._lock:
+                groups = [s.proc.pid for s in self.servers if s is not None and s.proc is not None]
+            alive = {pid for pgid in groups for pid in _group_members(pgid) if _running(pid)}
+            now = time.monotonic()
+            with self._lock:
+                for pid in known - alive:
+                    if pid not in self.killed_pids:
+                        self.exited_pids.setdefault(pid, now)
+            known = (known & alive) | alive
 
     def _start(self) -> HandlerServer:
         """A new handler process, warmed with a run of its own (store connection, imports) as Cloud Run's
@@ -100,6 +135,8 @@ class Fleet:
             self.servers[index] = server
 
     def close(self) -> None:
+        self._watching.set()
+        self._watcher.join(timeout=5)
         for thread in self._restarts:
             thread.join(timeout=60)
         with self._lock:

@@ -65,7 +65,7 @@ def tables(report: CampaignReport) -> Iterator[Table]:
         ("deliveries", sum(len(r.answers) for r in rs)),
         ("answers " + ", ".join(f"{k} {n}" for k, n in sorted(answers.items())), sum(answers.values())),
         ("executions (job starts)", len(starts)),
-        ("  attempts SIGKILLed (their runs may run again)", killed),
+        ("  attempts SIGKILLed, or ended with their worker on a lost lease (may run again)", killed),
         ("  re-runs after a retryable failure", sum(1 for o in ends.values() if o == "retryable")),
         ("SIGKILLs of a handler process", report.kills),
         ("runs completed / failed", f"{statuses.get('completed', 0)} / {statuses.get('failed', 0)}"),

@@ -42,8 +42,12 @@ class _ServerProcess:
     log_path: str
 
     def log(self) -> str:
-        """The process's output so far (its JSON logs); empty before it starts."""
-        return Path(self.log_path).read_text(errors="replace") if self.log_path else ""
+        """The process's output so far (its JSON logs); empty before it starts and once its log was removed (its
+        owner stopped it)."""
+        try:
+            return Path(self.log_path).read_text(errors="replace") if self.log_path else ""
+        except FileNotFoundError:
+            return ""
 
     def remove_log(self) -> None:
         """Delete the process's log file (after :meth:`stop`), if it has one."""
