@@ -38,7 +38,8 @@ EXECUTING_STATUSES = (IN_PROGRESS, RUNNING_DOWNSTREAM)
 TTL_FIELD = "expire_at"
 #: Field of a run settled from its downstream execution: when its outcome was recorded (``finished_at`` holds the
 #: execution's own end, which may be checks earlier): the run check's time less a millisecond when the check settled
-#: it, else the store's time of the write. The alerts count the run at it (:mod:`.downstream_outcome`).
+#: it, else the store's time of the write. The alerts count the run at it
+#: (:mod:`scheduler_dedup.handler.protocol.downstream_outcome`).
 SETTLED_AT_FIELD = "settled_at"
 
 #: Environment variable of a dedup service whose TTL policy lives in another stack (a shared store):

@@ -266,7 +266,8 @@ def test_a_failure_settled_a_check_late_alerts_once(server: StoreServer, store: 
     assert store.update_if_unchanged(rid, {"claimed_at": base + timedelta(seconds=5)}, claimed.update_time)
 
     def check_at(seconds: int) -> dict[str, Any]:
-        answer = requests.post(f"{handler.url}/dedup/run-check", json={"job_name": JOB, "grace_seconds": 0, "window_seconds": 60},
+        answer = requests.post(f"{handler.url}/dedup/run-check",
+                               json={"job_name": JOB, "grace_seconds": 0, "window_seconds": 60},
                                headers={"X-CloudScheduler-ScheduleTime": stamp(base + timedelta(seconds=seconds))},
                                timeout=60)
         assert answer.status_code == 200, answer.text
