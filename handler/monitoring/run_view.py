@@ -70,8 +70,8 @@ class HistoryRun:
         output: the tail of what the failed or released attempt's job wrote to stdout/stderr, or None.
         releases: how many attempts failed retryably (each released the run for a retry).
         execution: the downstream execution (or build) the run was forwarded to, or None.
-        settled_at: when a run forwarded downstream was recorded finished (the store's time of that write, at or
-            after ``finished_at``), aware UTC, or None.
+        settled_at: when a run forwarded downstream was recorded finished (the settling run check's time less a
+            millisecond, else the store's time at the write), aware UTC, or None.
     """
 
     run_id: str
