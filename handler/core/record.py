@@ -36,6 +36,11 @@ EXECUTING_STATUSES = (IN_PROGRESS, RUNNING_DOWNSTREAM)
 #: The TTL field: the time after which the store may delete the record (a Firestore TTL policy, a Spanner row
 #: deletion policy, a Redis key expiry; each store's module says how soon after it passes).
 TTL_FIELD = "expire_at"
+#: Field of a run settled from its downstream execution: when its outcome was recorded (``finished_at`` holds the
+#: execution's own end, which may be checks earlier): the run check's time less a millisecond when the check settled
+#: it, else the store's time of the write. The alerts count the run at it
+#: (:mod:`scheduler_dedup.handler.protocol.downstream_outcome`).
+SETTLED_AT_FIELD = "settled_at"
 
 #: Environment variable of a dedup service whose TTL policy lives in another stack (a shared store):
 #: where it lives, e.g. ``stack acme/scheduler-dedup/store``. The handler does not read it; it tells

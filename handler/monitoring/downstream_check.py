@@ -7,7 +7,7 @@ recorded at worst: docs/targets-and-auth.md#when-a-forwarded-run-counts-as-done.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from scheduler_dedup.handler.core.downstream import ExecutionControl, execution_name
 from scheduler_dedup.handler.core.record import RUNNING_DOWNSTREAM
@@ -44,10 +44,14 @@ def settle_ended(history: RunHistory, scope: JobScope, control: ExecutionControl
         retention_seconds: how long a settled record lives.
         max_reads: executions read at most.
 
+    Each run settled is recorded ``settled_at`` a millisecond before ``until`` (the check's time), inside the
+    window of the alerts this check computes next (:func:`~scheduler_dedup.handler.monitoring.run_alerts.run_alerts`).
+
     Raises:
         StoreUnavailableError, StoreRefusedError: reading or writing a record failed.
     """
     found = Settled()
+    settled_at = until - timedelta(milliseconds=1)
     if control is None:
         return found  # a python job or an HTTP target starts no execution: no record to read
     pending = sorted((run for run in scope.runs(history, since=since, until=until) if run.status == RUNNING_DOWNSTREAM),
@@ -60,7 +64,8 @@ def settle_ended(history: RunHistory, scope: JobScope, control: ExecutionControl
             continue
         name = execution_name(record.result)
         state = read_state(control, name, run.run_id) if name is not None else None
-        if state is not None and state.ending is not None and settle(history.store, record, state, retention_seconds):
+        if state is not None and state.ending is not None and settle(history.store, record, state,
+                                                                     retention_seconds, settled_at):
             found.settled.append(run.schedule_time)
         else:
             found.running.append(run.schedule_time)

@@ -26,8 +26,8 @@ class RunAlert:
             ``long_run`` (this run is still in progress, or its downstream execution still runs,
             ``max_runtime_seconds`` after its claim, renewals or not).
         run: the run concerned.
-        at: when it happened, aware UTC: the run's ``finished_at`` (a released run's: when its retries were over,
-            :func:`finished`), or its claim plus the maximum runtime.
+        at: when it happened, aware UTC: when the run's outcome was recorded (a released run's: when its retries were
+            over, :func:`finished`), or its claim plus the maximum runtime.
         streak: the consecutive failed runs (0 for ``long_run``).
         detail: why, in words.
     """
@@ -40,14 +40,16 @@ class RunAlert:
 
 
 def finished(run: HistoryRun, grace_seconds: float) -> tuple[str, datetime] | None:
-    """``(completed | failed, when)`` of a run that is over, else None: a completed or failed run at its
-    ``finished_at``; a released run as failed once its retries are over, at its last release or the end of its grace
+    """``(completed | failed, when)`` of a run that is over, else None: a completed or failed run when its outcome was
+    recorded, ``finished_at`` or, for a run settled from its downstream execution, ``settled_at`` (its execution may
+    have ended checks before the settle; a ``settled_at`` left by an earlier attempt is before ``finished_at``); a
+    released run as failed once its retries are over, at its last release or the end of its grace
     period, whichever is later; a run in progress (or running downstream), skipped, cancelled or still retried is not
     over."""
     if run.finished_at is None:
         return None
     if run.status in (COMPLETED, FAILED):
-        return run.status, run.finished_at
+        return run.status, max(run.finished_at, run.settled_at or run.finished_at)
     if run.status == RELEASED:
         return FAILED, max(run.finished_at, run.schedule_time + timedelta(seconds=grace_seconds))
     return None

@@ -12,7 +12,8 @@ from typing import Any
 
 from scheduler_dedup.handler.core.downstream import execution_name
 from scheduler_dedup.handler.core.record import (CANCELLED, COMPLETED, EXECUTING_STATUSES, FAILED, IN_PROGRESS,
-                                                 RELEASED, RUNNING_DOWNSTREAM, SKIPPED_OVERLAP, RunRecord)
+                                                 RELEASED, RUNNING_DOWNSTREAM, SETTLED_AT_FIELD, SKIPPED_OVERLAP,
+                                                 RunRecord)
 from scheduler_dedup.handler.schedule.time_zones import DEFAULT_TIME_ZONE
 
 #: Derived run states (:attr:`HistoryRun.state`): the stored status, except that an ``in_progress``
@@ -69,6 +70,8 @@ class HistoryRun:
         output: the tail of what the failed or released attempt's job wrote to stdout/stderr, or None.
         releases: how many attempts failed retryably (each released the run for a retry).
         execution: the downstream execution (or build) the run was forwarded to, or None.
+        settled_at: when a run forwarded downstream was recorded finished (the settling run check's time less a
+            millisecond, else the store's time at the write), aware UTC, or None.
     """
 
     run_id: str
@@ -94,6 +97,7 @@ class HistoryRun:
     output: str | None = None
     releases: int = 0
     execution: str | None = None
+    settled_at: datetime | None = None
 
     @classmethod
     def from_record(cls, record: RunRecord) -> "HistoryRun":
@@ -140,6 +144,7 @@ class HistoryRun:
             output=record.output,
             releases=record.releases,
             execution=execution_name(result),
+            settled_at=_utc(d.get(SETTLED_AT_FIELD)),
         )
 
     @property

@@ -19,7 +19,7 @@ from typing import Any
 from scheduler_dedup.handler.core.downstream import ExecutionControl, ExecutionState, execution_name
 from scheduler_dedup.handler.core.logs import LogField
 from scheduler_dedup.handler.core.record import (CANCELLED, COMPLETED, FAILED, IN_PROGRESS, RUNNING_DOWNSTREAM,
-                                                 TTL_FIELD, RunRecord)
+                                                 SETTLED_AT_FIELD, TTL_FIELD, RunRecord)
 from scheduler_dedup.handler.stores.base import SERVER_TIME, STORE_ERRORS, RunStore
 
 log = logging.getLogger("scheduler_dedup")
@@ -31,7 +31,8 @@ _CLOCK_SLACK_SECONDS = 5.0
 _STATUS = {"completed": COMPLETED, "failed": FAILED, "cancelled": CANCELLED}
 
 
-def settle(store: RunStore, record: RunRecord, state: ExecutionState, retention_seconds: float) -> bool:
+def settle(store: RunStore, record: RunRecord, state: ExecutionState, retention_seconds: float,
+           settled_at: datetime | None = None) -> bool:
     """Record how ``record``'s downstream execution ended, fenced on the record's version.
 
     Args:
@@ -39,6 +40,8 @@ def settle(store: RunStore, record: RunRecord, state: ExecutionState, retention_
         record: the run's record as read, ``running_downstream``.
         state: the execution's state; one that has not ended (``ending`` None) writes nothing.
         retention_seconds: how long the final record lives before the TTL policy may delete it.
+        settled_at: the record's ``settled_at``, aware UTC, the time its alerts count it at (the run check passes a
+            time inside its own window); default: the store's time.
 
     Returns:
         True once the outcome is in place (now, or by an earlier try whose answer was lost); False if the execution
@@ -60,8 +63,8 @@ def settle(store: RunStore, record: RunRecord, state: ExecutionState, retention_
         if current.status != RUNNING_DOWNSTREAM:
             return False
         try:
-            if store.update_if_unchanged(record.run_id, _outcome_fields(store, current, state, status, retention_seconds),
-                                         current.update_time) is not None:
+            fields = _outcome_fields(store, current, state, status, retention_seconds, settled_at)
+            if store.update_if_unchanged(record.run_id, fields, current.update_time) is not None:
                 log.info("downstream execution %s ended: run recorded %s", name, status, extra={
                     LogField.RUN_ID: record.run_id, LogField.ATTEMPT_ID: attempt_id, LogField.EXECUTION: name,
                     LogField.OUTCOME: status})
@@ -78,7 +81,7 @@ def settle(store: RunStore, record: RunRecord, state: ExecutionState, retention_
 
 
 def _outcome_fields(store: RunStore, record: RunRecord, state: ExecutionState, status: str,
-                    retention_seconds: float) -> dict[str, Any]:
+                    retention_seconds: float, settled_at: datetime | None) -> dict[str, Any]:
     now = store.server_now()
     claimed = record.data.get("claimed_at")
     end: Any = SERVER_TIME
@@ -89,7 +92,7 @@ def _outcome_fields(store: RunStore, record: RunRecord, state: ExecutionState, s
     result = dict(record.result) if isinstance(record.result, dict) else {}
     result.update({"execution_state": state.detail.split(":", 1)[0],
                    "execution_seconds": state.duration_seconds})
-    return {"status": status, "finished_at": end, "result": result,
+    return {"status": status, "finished_at": end, SETTLED_AT_FIELD: settled_at or now, "result": result,
             "error": None if status == COMPLETED else f"downstream execution {execution_name(result)} {state.detail}",
             TTL_FIELD: now + timedelta(seconds=retention_seconds)}
 

@@ -5,9 +5,11 @@ APIs (:mod:`tests.handler.fake_google`), whose executions run until the test end
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +240,50 @@ def test_an_unreadable_execution_holds_its_run_and_still_alerts_long(server: Sto
     assert len(fake.job_executions) == 1
     assert run_check(handler.url)["settled"] == [t1]  # readable again: settled with the execution's outcome
     assert store.get(rid).status == "failed" and "exit code 3" in (store.get(rid).error or "")
+
+
+def stamp(when: datetime) -> str:
+    """``when`` in RFC 3339, UTC, whole seconds."""
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_failure_settled_a_check_late_alerts_once(server: StoreServer, store: Any, start: Any,
+                                                   fake: FakeGoogle) -> None:
+    """Minute checks (the watchdog's schedule times, ten minutes back) around a run whose execution ran from t + 5 s
+    (its claim, backdated in the store) to t + 60 s and failed: the check at t + 120 s cannot read it, the one at
+    t + 180 s settles it, with that end, before its window, and still logs exactly one failure_streak line (the alert
+    counts the run when its outcome was recorded); the check at t + 240 s logs none. The duration keeps the end."""
+    handler = start("cloud_run_job")
+    base = datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(minutes=10)
+    t = stamp(base)
+    rid = run_id(t, server.project)
+    assert deliver(handler.url, t).json()["status"] == "processed"
+    fake.end("cloud_run_job", "failed", message="exit code 1")
+    ended = base + timedelta(seconds=60)
+    with fake.lock:
+        fake.job_executions[0]["completionTime"] = stamp(ended)
+    claimed = store.get(rid)
+    assert store.update_if_unchanged(rid, {"claimed_at": base + timedelta(seconds=5)}, claimed.update_time)
+
+    def check_at(seconds: int) -> dict[str, Any]:
+        answer = requests.post(f"{handler.url}/dedup/run-check",
+                               json={"job_name": JOB, "grace_seconds": 0, "window_seconds": 60},
+                               headers={"X-CloudScheduler-ScheduleTime": stamp(base + timedelta(seconds=seconds))},
+                               timeout=60)
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    fake.get_faults[:] = [500]
+    unread = check_at(120)
+    assert unread["settled"] == [] and unread["running_downstream"] == [t] and unread["failing"] == [], unread
+    late = check_at(180)
+    assert late["settled"] == [t] and late["failing"] == [t], late
+    record = store.get(rid)
+    assert record.status == "failed" and record.data["finished_at"] == ended
+    assert check_at(240)["failing"] == []
+    streaks = [json.loads(line) for line in handler.log().splitlines()
+               if line.startswith("{") and '"failure_streak"' in line]
+    assert [line["schedule_time"] for line in streaks] == [t], streaks
 
 
 @pytest.mark.parametrize("overlap", ["skip", "replace"])

@@ -5,7 +5,7 @@ what they serve. Imports nothing from the Firestore client, so the component and
 
 from __future__ import annotations
 
-from scheduler_dedup.handler.core.record import TTL_FIELD
+from scheduler_dedup.handler.core.record import SETTLED_AT_FIELD, TTL_FIELD
 
 #: Composite indexes that run history queries need on the run records' collection, each a tuple of
 #: ``(field, "ASCENDING" | "DESCENDING")``. One job's runs, newest first (equality on ``job_name``,
@@ -23,4 +23,4 @@ RUN_HISTORY_INDEXES: tuple[tuple[tuple[str, str], ...], ...] = (
 #: The component sets an empty ``index_config`` on each (the TTL field, ``expire_at``, with its TTL policy);
 #: tests/stores/test_firestore_index_exemptions.py reads the fields from real writes and fails on a new one.
 UNINDEXED_FIELDS: tuple[str, ...] = (TTL_FIELD, "claimed_at", "heartbeat_at", "lease_expires", "claim_deadline",
-                                     "finished_at", "schedule_time", "schedule_since")
+                                     "finished_at", "schedule_time", "schedule_since", SETTLED_AT_FIELD)

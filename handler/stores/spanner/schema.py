@@ -114,6 +114,8 @@ ADDED_COLUMNS: tuple[Column, ...] = (
     Column("payload_fingerprint", "STRING(MAX)"),
     # Where a delivery's catch-up stopped for lack of time (handler/protocol/catch_up.py).
     Column("catch_up_left", "TIMESTAMP"),
+    # When a run forwarded downstream was recorded finished (handler/protocol/downstream_outcome.py).
+    Column("settled_at", "TIMESTAMP"),
 )
 #: Every column of the record's fields.
 COLUMNS: tuple[Column, ...] = (*CREATED_COLUMNS, *ADDED_COLUMNS)
